@@ -1,0 +1,52 @@
+//! `numio`: the command-line front end. Glue only: each subcommand lives in
+//! `cmd/<name>.rs`, parses its flags, calls the library crates and prints.
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// NUMA-aware NVMe performance system.
+#[derive(Debug, Parser)]
+#[command(name = "numio", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show NUMA nodes, CPUs and every NVMe controller, namespace and path.
+    Topo(cmd::topo::Args),
+    /// Find NUMA, multipath, IRQ and queue problems and say how to fix them.
+    Doctor(cmd::doctor::Args),
+    /// Place jobs on NUMA-local CPUs; emit numio, fio, numactl or JSON plans.
+    Plan(cmd::plan::Args),
+    /// Benchmark NVMe namespaces, block devices or files (the main job).
+    Bench(cmd::bench::Args),
+    /// Run two arms (policies, plans, job files or saved results) and compare them.
+    Compare(cmd::compare::Args),
+    /// Reprint or export a saved result file.
+    Report(cmd::report::Args),
+    /// Serve namespaces over NVMe/TCP.
+    Serve(cmd::serve::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Topo(args) => cmd::topo::run(args),
+        Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Plan(args) => cmd::plan::run(args),
+        Command::Bench(args) => cmd::bench::run(args),
+        Command::Compare(args) => cmd::compare::run(args),
+        Command::Report(args) => cmd::report::run(args),
+        Command::Serve(args) => cmd::serve::run(args),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(err) => {
+            eprintln!("numio: error: {err:#}");
+            std::process::exit(2);
+        }
+    }
+}
