@@ -1,0 +1,96 @@
+# shellcheck shell=bash
+# Shared helpers of the VM lab's host-side scripts (sourced, not run).
+
+VM_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$VM_DIR/../.." && pwd)"
+# Kernel, modules and initramfs live outside the repository.
+VM_CACHE="${NUMIO_VM_CACHE:-/var/cache/numio-vm}"
+
+vm_log() { printf 'vm-lab: %s\n' "$*" >&2; }
+vm_die() { printf 'vm-lab: error: %s\n' "$*" >&2; exit 2; }
+
+# Runs "$@" as root (directly, or through sudo when not root).
+vm_as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Lists the Debian packages among "$@" that are not installed.
+vm_missing_pkgs() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || printf '%s\n' "$p"
+  done
+}
+
+# ---- topology helpers: topology files call these to build QEMU_ARGS ----
+# A controller is placed behind a PCIe root port, behind a pxb-pcie expander
+# bridge bound to a NUMA node (or on the main root bus when NODE is "none").
+QEMU_ARGS=()
+_topo_chassis=1
+_topo_drive=0
+
+# topo_bridge ID NODE BUS_NR: a pxb-pcie expander on NUMA node NODE.
+topo_bridge() {
+  QEMU_ARGS+=(-device "pxb-pcie,id=$1,bus_nr=$3,numa_node=$2,bus=pcie.0")
+}
+
+# topo_controller ID BRIDGE SERIAL [SUBSYS]: an NVMe controller behind a new
+# root port on BRIDGE ("pcie.0" for the main root bus); controllers that share
+# SUBSYS (made with topo_subsystem) and SERIAL are paths of one subsystem.
+topo_controller() {
+  local id=$1 bridge=$2 serial=$3 subsys=${4:-}
+  local port="rp$_topo_chassis"
+  QEMU_ARGS+=(-device "pcie-root-port,id=$port,bus=$bridge,chassis=$_topo_chassis")
+  _topo_chassis=$((_topo_chassis + 1))
+  QEMU_ARGS+=(-device "nvme,id=$id,serial=$serial,bus=$port${subsys:+,subsys=$subsys}")
+}
+
+# topo_subsystem ID: an NVM subsystem (NQN = ID) for multipath controllers.
+topo_subsystem() {
+  QEMU_ARGS+=(-device "nvme-subsys,id=$1,nqn=$1")
+}
+
+# topo_namespace CONTROLLER NSID SIZE [shared]: a namespace backed by
+# QEMU's null-co driver (reads return zeroes, writes are dropped).
+topo_namespace() {
+  local ctrl=$1 nsid=$2 size=$3 shared=${4:-}
+  local drive="d$_topo_drive"
+  _topo_drive=$((_topo_drive + 1))
+  QEMU_ARGS+=(-drive "file=null-co://,if=none,id=$drive,format=raw,file.size=$size,file.read-zeroes=on")
+  QEMU_ARGS+=(-device "nvme-ns,drive=$drive,nsid=$nsid,bus=$ctrl${shared:+,shared=on}")
+}
+
+# topo_node ID CPUS MEM_MB: a NUMA node with CPUs (QEMU syntax: 0-1) and memory;
+# topo_node ID "" 0 makes a node with neither.
+topo_node() {
+  local id=$1 cpus=$2 mem=$3
+  if [ "$mem" -gt 0 ]; then
+    QEMU_ARGS+=(-object "memory-backend-ram,id=mem$id,size=${mem}M")
+    QEMU_ARGS+=(-numa "node,nodeid=$id${cpus:+,cpus=$cpus},memdev=mem$id")
+  else
+    QEMU_ARGS+=(-numa "node,nodeid=$id${cpus:+,cpus=$cpus}")
+  fi
+}
+
+# topo_distance A B VALUE: symmetric NUMA distance.
+topo_distance() {
+  QEMU_ARGS+=(-numa "dist,src=$1,dst=$2,val=$3")
+}
+
+# Lists topology names.
+vm_topologies() {
+  local f
+  for f in "$VM_DIR"/topologies/*.sh; do basename "$f" .sh; done
+}
+
+# Loads topology $1: sets TOPO_* and EXPECT_* variables and QEMU_ARGS.
+vm_load_topology() {
+  local file="$VM_DIR/topologies/$1.sh"
+  [ -f "$file" ] || vm_die "unknown topology '$1' (have: $(vm_topologies | tr '\n' ' '))"
+  QEMU_ARGS=()
+  _topo_chassis=1
+  _topo_drive=0
+  # shellcheck source=/dev/null
+  . "$file"
+  topology
+}

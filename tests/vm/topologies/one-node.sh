@@ -1,0 +1,26 @@
+# shellcheck shell=bash
+# one-node: a plain single-node machine (no NUMA description at all: the
+# firmware has no SRAT, like most one-socket servers) with 2 CPUs, 1 GiB and
+# two single-path NVMe controllers on the main PCIe root bus, one 1 GiB
+# namespace each.
+TOPO_DESCRIPTION="1 node x 2 CPUs, 1 GiB; two single-path controllers"
+TOPO_SMP="2,sockets=1,cores=2,threads=1"
+TOPO_MEM_MB=1024
+
+topology() {
+  topo_controller c0 pcie.0 NUMIO-A
+  topo_namespace c0 1 1G
+  topo_controller c1 pcie.0 NUMIO-B
+  topo_namespace c1 1 1G
+}
+
+# ---- expected: what `numio topo --json` must report in this guest ----
+EXPECT_NODES="0"
+declare -gA EXPECT_NODE_CPUS=([0]="0 1")
+declare -gA EXPECT_DISTANCES=([0]="10")
+# "SERIAL NODE" per controller; NODE is the kernel's numa_node ("unknown" for -1).
+EXPECT_CONTROLLERS=("NUMIO-A unknown" "NUMIO-B unknown")
+# "SERIAL NSID SIZE_BYTES" per namespace.
+EXPECT_NAMESPACES=("NUMIO-A 1 1073741824" "NUMIO-B 1 1073741824")
+# "NQN IOPOLICY PATHS" per multipath subsystem.
+EXPECT_MULTIPATH=()
