@@ -5,8 +5,24 @@
 //! NUMA nodes, CPUs, NVMe controllers, subsystems, namespaces, paths, queue
 //! and IRQ maps. It never writes, and takes every OS input as a path, so it is
 //! tested on fixtures captured from real and emulated machines.
+//!
+//! Discovery goes through a reader that records every file, directory and
+//! symlink it touches ([`Recording`]), so a snapshot ([`snapshot`]) holds
+//! exactly what was read and replays to the same model. [`doctor`] turns a
+//! model into findings; [`render`] prints the human tree; [`lookup`] answers
+//! "which namespace, controllers and nodes is this block device".
 #![deny(missing_docs)]
 
+mod discover;
+pub mod doctor;
+pub mod error;
+pub mod lookup;
 pub mod model;
+pub mod parse;
+mod reader;
+pub mod render;
+pub mod snapshot;
 
+pub use error::TopologyError;
 pub use model::*;
+pub use snapshot::{Manifest, OpenRoot, Recording};

@@ -58,6 +58,10 @@ pub struct Topology {
     pub nvme_params: NvmeParams,
     /// Files that existed but could not be read or parsed (path and reason).
     pub unreadable: Vec<Unreadable>,
+    /// CPU of each count column of `/proc/interrupts`, in column order
+    /// (the order of [`QueueIrq::per_cpu_counts`]).
+    #[serde(default)]
+    pub interrupt_cpus: Vec<CpuId>,
 }
 
 /// One NUMA node.
@@ -186,6 +190,11 @@ pub struct Namespace {
     pub queue: BlockQueue,
     /// Multipath paths (`nvmeXcYnZ`); empty for a namespace without multipath.
     pub paths: Vec<NamespacePath>,
+    /// The controller owning a namespace without multipath (native multipath
+    /// off: the block device is a child of the controller); `None` for a
+    /// multipath head, whose controllers are those of its `paths`.
+    #[serde(default)]
+    pub controller: Option<String>,
 }
 
 /// One path of a multipath namespace.
@@ -199,6 +208,9 @@ pub struct NamespacePath {
     pub ana_state: Option<String>,
     /// `numa_nodes` of the path, when reported.
     pub numa_nodes: Option<Vec<NodeId>>,
+    /// Hardware queue → CPUs of the path device (`mq/N/cpu_list`).
+    #[serde(default)]
+    pub hw_queues: Vec<HwQueue>,
 }
 
 /// Block queue settings (`/sys/block/X/queue`).
@@ -249,4 +261,25 @@ pub struct Unreadable {
     pub path: String,
     /// Why.
     pub reason: String,
+}
+
+impl std::fmt::Display for NodeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl std::fmt::Display for CpuId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl std::fmt::Display for DeviceNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceNode::Known(n) => write!(f, "{n}"),
+            DeviceNode::Unknown => f.write_str("unknown (-1)"),
+        }
+    }
 }

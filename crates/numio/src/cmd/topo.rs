@@ -1,10 +1,45 @@
-//! `numio topo`.
+//! `numio topo`: print the topology of this machine or of a snapshot, and
+//! save snapshots.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use topology::Topology;
 
 /// Flags of `numio topo`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Print the whole model as JSON (schema: docs/readme/topology.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Read this sysfs/procfs root instead of `/`: a directory or a
+    /// `.tar.gz` snapshot made by `--save`.
+    #[arg(long, value_name = "DIR|FILE.tar.gz", default_value = "/")]
+    pub root: PathBuf,
+    /// Also save exactly the files read as a snapshot (`.tar.gz`) that
+    /// `--root` replays.
+    #[arg(long, value_name = "FILE.tar.gz")]
+    pub save: Option<PathBuf>,
+}
 
 /// Runs `numio topo`.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`numio topo` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let opened = topology::snapshot::open(&args.root)?;
+    let (topo, recording) = Topology::discover_recorded(opened.path())?;
+    if let Some(path) = &args.save {
+        recording.save(path)?;
+        eprintln!(
+            "numio: saved {} paths to {}; replay with `numio topo --root {}`",
+            recording.paths().len(),
+            path.display(),
+            path.display()
+        );
+    }
+    if args.json {
+        let text = serde_json::to_string_pretty(&topo).context("serializing the topology")?;
+        println!("{text}");
+    } else {
+        print!("{}", topology::render::tree(&topo));
+    }
+    Ok(0)
 }

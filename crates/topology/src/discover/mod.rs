@@ -1,0 +1,74 @@
+//! `Topology::discover`: reading a sysfs/procfs root into the model.
+
+use std::path::Path;
+
+use crate::error::TopologyError;
+use crate::model::{NvmeParams, Topology, SCHEMA_VERSION};
+use crate::parse::{parse_bool, parse_num};
+use crate::reader::Reader;
+use crate::snapshot::{self, Recording};
+
+mod cpus;
+mod irq;
+mod nvme;
+
+impl Topology {
+    /// Reads the sysfs/procfs tree under `root` (`/` for this machine, or a
+    /// snapshot directory).
+    ///
+    /// A machine without NVMe is not an error; files that exist but cannot be
+    /// read are listed in [`Topology::unreadable`]. Errors: `root` missing,
+    /// not a sysfs root (the missing file is named), or a snapshot of another
+    /// schema version.
+    pub fn discover(root: &Path) -> Result<Topology, TopologyError> {
+        Self::discover_recorded(root).map(|(topology, _)| topology)
+    }
+
+    /// Like [`Topology::discover`], also returning every path it read, for
+    /// [`Recording::save`].
+    pub fn discover_recorded(root: &Path) -> Result<(Topology, Recording), TopologyError> {
+        if !root.exists() {
+            return Err(TopologyError::RootMissing {
+                path: root.to_path_buf(),
+            });
+        }
+        if !root.is_dir() {
+            return Err(TopologyError::NotASnapshot {
+                path: root.to_path_buf(),
+            });
+        }
+        let preset = snapshot::read_manifest(root)?;
+        let mut r = Reader::new(root, preset);
+        let (nodes, cpus) = cpus::discover(&mut r)?;
+        let irqs = irq::discover(&mut r);
+        let (controllers, subsystems) = nvme::discover(&mut r, &irqs);
+        let nvme_params = read_params(&mut r);
+        let mut unreadable = r.unreadable.clone();
+        unreadable.sort_by(|a, b| a.path.cmp(&b.path));
+        let topology = Topology {
+            schema_version: SCHEMA_VERSION,
+            nodes,
+            cpus,
+            controllers,
+            subsystems,
+            nvme_params,
+            unreadable,
+            interrupt_cpus: irqs.columns,
+        };
+        Ok((topology, Recording::from_reader(r)))
+    }
+
+    /// Reads a snapshot directory or `.tar.gz` file (or a live root).
+    pub fn load(path: &Path) -> Result<Topology, TopologyError> {
+        let opened = snapshot::open(path)?;
+        Topology::discover(opened.path())
+    }
+}
+
+fn read_params(r: &mut Reader) -> NvmeParams {
+    NvmeParams {
+        poll_queues: r.parse("sys/module/nvme/parameters/poll_queues", parse_num::<u32>),
+        iopolicy: r.read_trimmed("sys/module/nvme_core/parameters/iopolicy"),
+        multipath: r.parse("sys/module/nvme_core/parameters/multipath", parse_bool),
+    }
+}

@@ -1,0 +1,111 @@
+//! Namespaces: multipath heads, private namespaces, paths and block queues.
+
+use std::collections::BTreeSet;
+
+use crate::model::{BlockQueue, CpuId, HwQueue, Namespace, NamespacePath, NodeId};
+use crate::parse::{nvme_numbers, parse_bool, parse_list, parse_num, parse_scheduler};
+use crate::reader::{join, Reader};
+
+/// Sector size of the block layer's `size` attribute.
+const SECTOR_BYTES: u64 = 512;
+
+/// A multipath head (`nvme-subsysN/nvmeXnY`) with its paths.
+pub fn read_head(r: &mut Reader, dir: &str, name: &str, generics: &BTreeSet<String>) -> Namespace {
+    let mut ns = read_common(r, dir, name, generics);
+    let mp = join(dir, "multipath");
+    let mut links: Vec<String> = r
+        .list(&mp)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| nvme_numbers(e, "nvme", "cn").is_some())
+        .collect();
+    links.sort_by_key(|n| nvme_numbers(n, "nvme", "cn").unwrap_or_default());
+    for link in links {
+        let ctrl = nvme_numbers(&link, "nvme", "cn")
+            .map(|n| format!("nvme{}", n[1]))
+            .unwrap_or_default();
+        let Some(path_dir) = r.resolve(&join(&mp, &link)) else {
+            continue;
+        };
+        let ana_state = r.read_trimmed(&join(&path_dir, "ana_state"));
+        let numa_nodes = r
+            .parse(&join(&path_dir, "numa_nodes"), parse_list)
+            .map(|v| v.into_iter().map(NodeId).collect());
+        let hw_queues = read_hw_queues(r, &path_dir);
+        ns.paths.push(NamespacePath {
+            device: link,
+            controller: ctrl,
+            ana_state,
+            numa_nodes,
+            hw_queues,
+        });
+    }
+    ns
+}
+
+/// A namespace without multipath, a child of its controller.
+pub fn read_private(
+    r: &mut Reader,
+    dir: &str,
+    name: &str,
+    controller: &str,
+    generics: &BTreeSet<String>,
+) -> Namespace {
+    let mut ns = read_common(r, dir, name, generics);
+    ns.controller = Some(controller.to_string());
+    ns
+}
+
+fn read_common(r: &mut Reader, dir: &str, name: &str, generics: &BTreeSet<String>) -> Namespace {
+    let generic = name.replacen("nvme", "ng", 1);
+    let sectors = r.parse(&join(dir, "size"), parse_num::<u64>).unwrap_or(0);
+    Namespace {
+        block_device: name.to_string(),
+        generic_device: generics.contains(&generic).then_some(generic),
+        nsid: r.parse(&join(dir, "nsid"), parse_num::<u32>).unwrap_or(0),
+        size_bytes: sectors.saturating_mul(SECTOR_BYTES),
+        logical_block_size: r
+            .parse(&join(dir, "queue/logical_block_size"), parse_num::<u32>)
+            .unwrap_or(0),
+        queue: read_queue(r, dir),
+        paths: Vec::new(),
+        controller: None,
+    }
+}
+
+fn read_queue(r: &mut Reader, dir: &str) -> BlockQueue {
+    let q = join(dir, "queue");
+    BlockQueue {
+        scheduler: r.parse(&join(&q, "scheduler"), parse_scheduler),
+        nr_requests: r.parse(&join(&q, "nr_requests"), parse_num::<u32>),
+        io_poll: r.parse(&join(&q, "io_poll"), parse_bool),
+        rq_affinity: r.parse(&join(&q, "rq_affinity"), parse_num::<u32>),
+        nomerges: r.parse(&join(&q, "nomerges"), parse_num::<u32>),
+        iostats: r.parse(&join(&q, "iostats"), parse_bool),
+        write_cache: r.read_trimmed(&join(&q, "write_cache")),
+        hw_queues: read_hw_queues(r, dir),
+    }
+}
+
+fn read_hw_queues(r: &mut Reader, dir: &str) -> Vec<HwQueue> {
+    let mq = join(dir, "mq");
+    let mut indexes: Vec<u32> = r
+        .list(&mq)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|e| e.parse().ok())
+        .collect();
+    indexes.sort_unstable();
+    indexes
+        .into_iter()
+        .map(|index| {
+            let cpus = r
+                .parse(&format!("{mq}/{index}/cpu_list"), parse_list)
+                .unwrap_or_default();
+            HwQueue {
+                index,
+                cpus: cpus.into_iter().map(CpuId).collect(),
+            }
+        })
+        .collect()
+}

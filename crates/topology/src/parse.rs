@@ -1,0 +1,288 @@
+//! Parsers for the text formats of sysfs and procfs files.
+//!
+//! Each returns `Err(reason)` with a message naming what was expected, so the
+//! caller can record the file as unreadable.
+
+/// Upper bound on the size of a parsed CPU or node list, against a corrupt
+/// file such as `0-4294967295`.
+pub const LIST_MAX: u32 = 1 << 16;
+
+/// Parses a kernel list such as `0-3,8,10-11` (cpulist / nodelist format);
+/// also accepts `, ` separators (`mq/N/cpu_list`) and an empty string.
+pub fn parse_list(text: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for part in text.trim().split(',') {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (parse_u32(a)?, parse_u32(b)?),
+            None => {
+                let v = parse_u32(part)?;
+                (v, v)
+            }
+        };
+        if hi < lo || hi >= LIST_MAX {
+            return Err(format!("bad range `{part}` in list `{}`", text.trim()));
+        }
+        out.extend(lo..=hi);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+fn parse_u32(s: &str) -> Result<u32, String> {
+    s.trim()
+        .parse()
+        .map_err(|_| format!("expected a number, found `{}`", s.trim()))
+}
+
+/// Formats a sorted list back into the kernel's compact form (`0-3,8`).
+pub fn format_list(items: &[u32]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < items.len() {
+        let start = items[i];
+        let mut end = start;
+        while i + 1 < items.len() && items[i + 1] == end + 1 {
+            i += 1;
+            end = items[i];
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if end == start {
+            out.push_str(&start.to_string());
+        } else {
+            out.push_str(&format!("{start}-{end}"));
+        }
+        i += 1;
+    }
+    out
+}
+
+/// `MemTotal` of a `nodeN/meminfo` (`Node 0 MemTotal:  5073112 kB`), in bytes.
+pub fn parse_meminfo_total_bytes(text: &str) -> Result<u64, String> {
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        if !key.trim_end().ends_with("MemTotal") {
+            continue;
+        }
+        let mut words = value.split_whitespace();
+        let kib: u64 = words
+            .next()
+            .and_then(|w| w.parse().ok())
+            .ok_or_else(|| format!("bad MemTotal line `{line}`"))?;
+        return match words.next() {
+            Some("kB") | None => Ok(kib * 1024),
+            Some(unit) => Err(format!("unknown unit `{unit}` in `{line}`")),
+        };
+    }
+    Err("no MemTotal line".to_string())
+}
+
+/// A whitespace-separated row of numbers (`nodeN/distance`).
+pub fn parse_u32_row(text: &str) -> Result<Vec<u32>, String> {
+    text.split_whitespace().map(parse_u32).collect()
+}
+
+/// The active scheduler of `queue/scheduler`: the bracketed entry, or the
+/// only entry (`none` on bio-based devices).
+pub fn parse_scheduler(text: &str) -> Result<String, String> {
+    let text = text.trim();
+    if let Some(start) = text.find('[') {
+        let rest = &text[start + 1..];
+        let end = rest
+            .find(']')
+            .ok_or_else(|| format!("unclosed `[` in `{text}`"))?;
+        return Ok(rest[..end].to_string());
+    }
+    let mut words = text.split_whitespace();
+    match (words.next(), words.next()) {
+        (Some(only), None) => Ok(only.to_string()),
+        _ => Err(format!("no bracketed scheduler in `{text}`")),
+    }
+}
+
+/// A kernel boolean: `0`/`1`, `Y`/`N`.
+pub fn parse_bool(text: &str) -> Result<bool, String> {
+    match text.trim() {
+        "1" | "Y" | "y" => Ok(true),
+        "0" | "N" | "n" => Ok(false),
+        other => Err(format!("expected 0/1 or Y/N, found `{other}`")),
+    }
+}
+
+/// A decimal number.
+pub fn parse_num<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("expected a number, found `{}`", text.trim()))
+}
+
+/// One NVMe queue line of `/proc/interrupts`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IrqLine {
+    /// IRQ number.
+    pub irq: u32,
+    /// Last word of the line (`nvme0q3`).
+    pub name: String,
+    /// Count per CPU column.
+    pub counts: Vec<u64>,
+}
+
+/// Parses `/proc/interrupts`: the CPU of each column and every numbered IRQ
+/// line whose action name satisfies `keep`.
+pub fn parse_interrupts(
+    text: &str,
+    keep: impl Fn(&str) -> bool,
+) -> Result<(Vec<u32>, Vec<IrqLine>), String> {
+    let mut lines = text.lines();
+    let header = lines.next().ok_or("empty file")?;
+    let cpus = header
+        .split_whitespace()
+        .map(|w| {
+            w.strip_prefix("CPU")
+                .and_then(|n| n.parse().ok())
+                .ok_or_else(|| format!("bad header word `{w}`"))
+        })
+        .collect::<Result<Vec<u32>, String>>()?;
+    let mut out = Vec::new();
+    for line in lines {
+        let Some((irq, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Ok(irq) = irq.trim().parse::<u32>() else {
+            continue; // NMI:, LOC:, ERR: and friends
+        };
+        let Some(name) = rest.split_whitespace().last() else {
+            continue;
+        };
+        if !keep(name) {
+            continue;
+        }
+        let counts = rest
+            .split_whitespace()
+            .take(cpus.len())
+            .map(|w| w.parse::<u64>())
+            .collect::<Result<Vec<u64>, _>>()
+            .map_err(|_| format!("bad counts on IRQ {irq} line"))?;
+        if counts.len() != cpus.len() {
+            return Err(format!(
+                "IRQ {irq} line has {} counts, expected {}",
+                counts.len(),
+                cpus.len()
+            ));
+        }
+        out.push(IrqLine {
+            irq,
+            name: name.to_string(),
+            counts,
+        });
+    }
+    Ok((cpus, out))
+}
+
+/// Splits an NVMe kernel name into its numbers: `nvme3` → `[3]`,
+/// `nvme0n1` → `[0, 1]`, `nvme0c2n1` → `[0, 2, 1]`, `nvme0q4` → `[0, 4]`,
+/// checking the letters between them against `shape` (`"n"`, `"cn"`, `"q"`).
+pub fn nvme_numbers(name: &str, prefix: &str, shape: &str) -> Option<Vec<u32>> {
+    let mut rest = name.strip_prefix(prefix)?;
+    let mut nums = Vec::with_capacity(shape.len() + 1);
+    let mut letters = shape.chars();
+    loop {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        nums.push(rest[..digits].parse().ok()?);
+        rest = &rest[digits..];
+        match letters.next() {
+            None => return rest.is_empty().then_some(nums),
+            Some(c) => rest = rest.strip_prefix(c)?,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_parse_ranges_singletons_and_mq_style() {
+        assert_eq!(
+            parse_list("0-3,8,10-11\n").unwrap(),
+            vec![0, 1, 2, 3, 8, 10, 11]
+        );
+        assert_eq!(parse_list("0, 48, 1").unwrap(), vec![0, 1, 48]);
+        assert_eq!(parse_list("\n").unwrap(), Vec::<u32>::new());
+        assert!(parse_list("3-1").is_err());
+        assert!(parse_list("0-4294967295").is_err());
+        assert!(parse_list("x").is_err());
+    }
+
+    #[test]
+    fn lists_format_compactly() {
+        assert_eq!(format_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(format_list(&[]), "");
+        assert_eq!(format_list(&[5]), "5");
+    }
+
+    #[test]
+    fn meminfo_total_in_bytes() {
+        let text = "Node 0 MemTotal:        5073112 kB\nNode 0 MemFree:  1 kB\n";
+        assert_eq!(parse_meminfo_total_bytes(text).unwrap(), 5073112 * 1024);
+        assert!(parse_meminfo_total_bytes("Node 0 MemFree: 1 kB").is_err());
+        assert_eq!(
+            parse_meminfo_total_bytes("Node 2 MemTotal: 0 kB").unwrap(),
+            0
+        );
+    }
+
+    #[test]
+    fn scheduler_is_the_bracketed_one() {
+        assert_eq!(
+            parse_scheduler("[none] mq-deadline kyber\n").unwrap(),
+            "none"
+        );
+        assert_eq!(
+            parse_scheduler("none [mq-deadline]").unwrap(),
+            "mq-deadline"
+        );
+        assert_eq!(parse_scheduler("none\n").unwrap(), "none");
+        assert!(parse_scheduler("none kyber").is_err());
+    }
+
+    #[test]
+    fn interrupts_keep_named_lines_with_counts_per_column() {
+        let text = "           CPU0       CPU2\n  \
+             0:         44          0   IO-APIC   2-edge      timer\n \
+            45:          3          9  PCI-MSIX-0000:01:00.0   1-edge      nvme0q1\n\
+            NMI:          0          0   Non-maskable interrupts\n";
+        let (cpus, lines) = parse_interrupts(text, |n| n.starts_with("nvme")).unwrap();
+        assert_eq!(cpus, vec![0, 2]);
+        assert_eq!(
+            lines,
+            vec![IrqLine {
+                irq: 45,
+                name: "nvme0q1".into(),
+                counts: vec![3, 9]
+            }]
+        );
+    }
+
+    #[test]
+    fn nvme_names_split_into_numbers() {
+        assert_eq!(nvme_numbers("nvme3", "nvme", ""), Some(vec![3]));
+        assert_eq!(nvme_numbers("nvme0n1", "nvme", "n"), Some(vec![0, 1]));
+        assert_eq!(nvme_numbers("nvme0c2n1", "nvme", "cn"), Some(vec![0, 2, 1]));
+        assert_eq!(nvme_numbers("nvme0q12", "nvme", "q"), Some(vec![0, 12]));
+        assert_eq!(nvme_numbers("nvme0n1p1", "nvme", "n"), None);
+        assert_eq!(nvme_numbers("nvme-subsys0", "nvme", ""), None);
+        assert_eq!(nvme_numbers("ng1n2", "ng", "n"), Some(vec![1, 2]));
+    }
+}

@@ -1,0 +1,214 @@
+//! A reader of a sysfs/procfs root that records everything it reads.
+//!
+//! Every file read, directory listed and symlink resolved is kept, so that a
+//! snapshot can hold exactly what discovery used and nothing else. Paths are
+//! relative to the root, `/`-separated, without a leading slash
+//! (`sys/class/nvme/nvme0`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use crate::model::Unreadable;
+
+/// Most symlink hops followed inside one path, against loops.
+const LINK_HOPS_MAX: u32 = 8;
+
+/// Reads files under a root and records what it read.
+#[derive(Debug)]
+pub struct Reader {
+    root: PathBuf,
+    /// Files read, with their contents.
+    pub files: BTreeMap<String, String>,
+    /// Symlinks resolved, with their targets as stored.
+    pub links: BTreeMap<String, String>,
+    /// Directories listed.
+    pub dirs: BTreeSet<String>,
+    /// Files that exist but could not be read or parsed.
+    pub unreadable: Vec<Unreadable>,
+    /// Files a snapshot manifest says were unreadable when it was taken.
+    preset_unreadable: BTreeMap<String, String>,
+}
+
+impl Reader {
+    /// A reader of `root`; `preset_unreadable` comes from a snapshot manifest.
+    pub fn new(root: &Path, preset_unreadable: BTreeMap<String, String>) -> Reader {
+        Reader {
+            root: root.to_path_buf(),
+            files: BTreeMap::new(),
+            links: BTreeMap::new(),
+            dirs: BTreeSet::new(),
+            unreadable: Vec::new(),
+            preset_unreadable,
+        }
+    }
+
+    /// The absolute path of `rel`.
+    pub fn abs(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn note_unreadable(&mut self, rel: &str, reason: String) {
+        if !self.unreadable.iter().any(|u| u.path == rel) {
+            self.unreadable.push(Unreadable {
+                path: rel.to_string(),
+                reason,
+            });
+        }
+    }
+
+    /// The contents of a file; `None` when it is absent (not an error) or
+    /// unreadable (recorded).
+    pub fn read(&mut self, rel: &str) -> Option<String> {
+        if let Some(text) = self.files.get(rel) {
+            return Some(text.clone());
+        }
+        if let Some(reason) = self.preset_unreadable.get(rel).cloned() {
+            self.note_unreadable(rel, reason);
+            return None;
+        }
+        match std::fs::read(self.abs(rel)) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => {
+                    self.files.insert(rel.to_string(), text.clone());
+                    Some(text)
+                }
+                Err(_) => {
+                    self.note_unreadable(rel, "not UTF-8 text".to_string());
+                    None
+                }
+            },
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => {
+                self.note_unreadable(rel, e.to_string());
+                None
+            }
+        }
+    }
+
+    /// A file parsed by `parse`; a parse failure is recorded as unreadable
+    /// with the parser's reason.
+    pub fn parse<T>(
+        &mut self,
+        rel: &str,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Option<T> {
+        let text = self.read(rel)?;
+        match parse(&text) {
+            Ok(v) => Some(v),
+            Err(reason) => {
+                self.note_unreadable(rel, reason);
+                None
+            }
+        }
+    }
+
+    /// A file's contents, trimmed of surrounding whitespace.
+    pub fn read_trimmed(&mut self, rel: &str) -> Option<String> {
+        self.read(rel).map(|t| t.trim().to_string())
+    }
+
+    /// The sorted entry names of a directory; `None` when it is absent.
+    pub fn list(&mut self, rel: &str) -> Option<Vec<String>> {
+        match std::fs::read_dir(self.abs(rel)) {
+            Ok(entries) => {
+                let mut names: Vec<String> = entries
+                    .filter_map(|e| e.ok())
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .collect();
+                names.sort_unstable();
+                self.dirs.insert(rel.to_string());
+                Some(names)
+            }
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => {
+                self.note_unreadable(rel, e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Whether `rel` exists (as anything), without recording it.
+    pub fn exists(&self, rel: &str) -> bool {
+        std::fs::symlink_metadata(self.abs(rel)).is_ok()
+    }
+
+    /// Resolves `rel` when it is a symlink (following chains, staying inside
+    /// the root) and returns the path it leads to; a non-link is returned
+    /// as is; `None` when it is absent.
+    pub fn resolve(&mut self, rel: &str) -> Option<String> {
+        let mut current = rel.to_string();
+        for _ in 0..LINK_HOPS_MAX {
+            match std::fs::read_link(self.abs(&current)) {
+                Ok(target) => {
+                    let target = target.to_string_lossy().into_owned();
+                    let next = join_normalized(parent(&current), &target);
+                    self.links.insert(current, target);
+                    current = next;
+                }
+                Err(e) if e.kind() == ErrorKind::InvalidInput => return Some(current),
+                Err(e) if e.kind() == ErrorKind::NotFound => return None,
+                Err(e) => {
+                    self.note_unreadable(&current, e.to_string());
+                    return None;
+                }
+            }
+        }
+        self.note_unreadable(rel, format!("more than {LINK_HOPS_MAX} symlink hops"));
+        None
+    }
+}
+
+/// The parent of a relative path (`a/b/c` → `a/b`).
+pub fn parent(rel: &str) -> &str {
+    rel.rsplit_once('/').map_or("", |(p, _)| p)
+}
+
+/// Joins `target` (relative to `base`, or absolute meaning the root) onto
+/// `base` and removes `.` and `..`, never climbing above the root.
+pub fn join_normalized(base: &str, target: &str) -> String {
+    let mut parts: Vec<&str> = if target.starts_with('/') {
+        Vec::new()
+    } else {
+        base.split('/').filter(|p| !p.is_empty()).collect()
+    };
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    parts.join("/")
+}
+
+/// `base/name`.
+pub fn join(base: &str, name: &str) -> String {
+    if base.is_empty() {
+        name.to_string()
+    } else {
+        format!("{base}/{name}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizes_relative_and_absolute_targets() {
+        assert_eq!(
+            join_normalized(
+                "sys/class/nvme",
+                "../../devices/pci0000:00/0000:00:01.0/nvme/nvme0"
+            ),
+            "sys/devices/pci0000:00/0000:00:01.0/nvme/nvme0"
+        );
+        assert_eq!(join_normalized("sys/a", "/sys/b/./c"), "sys/b/c");
+        assert_eq!(join_normalized("a", "../../../x"), "x");
+        assert_eq!(parent("a/b/c"), "a/b");
+        assert_eq!(parent("a"), "");
+    }
+}
