@@ -1,0 +1,249 @@
+//! CPU lists in the kernel's and fio's spelling (`0-3,112-115`), and the
+//! views of a [`Topology`] the planner needs: physical cores of a node,
+//! nodes with CPUs or memory, nearest nodes by distance.
+
+use std::collections::BTreeMap;
+
+use topology::{CpuId, NodeId, Topology};
+
+/// Formats CPUs as a list of ranges, ascending: `0-3,112-115`.
+/// Duplicates are dropped; an empty list gives an empty string.
+pub fn format_cpu_list(cpus: &[CpuId]) -> String {
+    let mut ids: Vec<u32> = cpus.iter().map(|c| c.0).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let start = ids[i];
+        let mut end = start;
+        while i + 1 < ids.len() && ids[i + 1] == end + 1 {
+            i += 1;
+            end = ids[i];
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if start == end {
+            out.push_str(&start.to_string());
+        } else {
+            out.push_str(&format!("{start}-{end}"));
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Parses a CPU list (`0-3,112-115`, `5`, `0-7:2` is not accepted) into
+/// ascending, deduplicated CPUs. The error says which part is wrong.
+pub fn parse_cpu_list(text: &str) -> Result<Vec<CpuId>, String> {
+    let mut cpus = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        if part.is_empty() {
+            return Err(format!("empty entry in CPU list `{text}`"));
+        }
+        let (lo, hi) = match part.split_once('-') {
+            Some((a, b)) => (parse_cpu(a, text)?, parse_cpu(b, text)?),
+            None => {
+                let c = parse_cpu(part, text)?;
+                (c, c)
+            }
+        };
+        if hi < lo {
+            return Err(format!(
+                "range `{part}` in CPU list `{text}` runs backwards"
+            ));
+        }
+        if hi - lo > 65_535 {
+            return Err(format!("range `{part}` in CPU list `{text}` is too large"));
+        }
+        cpus.extend((lo..=hi).map(CpuId));
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+fn parse_cpu(s: &str, whole: &str) -> Result<u32, String> {
+    s.trim()
+        .parse::<u32>()
+        .map_err(|_| format!("`{s}` in CPU list `{whole}` is not a CPU number"))
+}
+
+/// One physical core: its first online CPU (the primary) and its other
+/// online SMT siblings, ascending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Core {
+    /// The lowest-numbered online CPU of the core.
+    pub primary: CpuId,
+    /// The other online CPUs of the core, ascending.
+    pub siblings: Vec<CpuId>,
+}
+
+impl Core {
+    /// Every CPU of the core, primary first.
+    pub fn cpus(&self) -> impl Iterator<Item = CpuId> + '_ {
+        std::iter::once(self.primary).chain(self.siblings.iter().copied())
+    }
+}
+
+/// Online CPUs of the topology, ascending. A CPU listed by a node but
+/// absent from `cpus` counts as online.
+pub fn online_cpus(topo: &Topology) -> Vec<CpuId> {
+    let mut out: Vec<CpuId> = topo
+        .cpus
+        .iter()
+        .filter(|c| c.online)
+        .map(|c| c.id)
+        .collect();
+    for node in &topo.nodes {
+        for &c in &node.cpus {
+            if topo.cpus.iter().all(|x| x.id != c) {
+                out.push(c);
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Whether `cpu` is online in `topo`.
+pub fn is_online(topo: &Topology, cpu: CpuId) -> bool {
+    match topo.cpus.iter().find(|c| c.id == cpu) {
+        Some(c) => c.online,
+        None => topo.nodes.iter().any(|n| n.cpus.contains(&cpu)),
+    }
+}
+
+/// Online CPUs of `node`, ascending.
+pub fn node_cpus(topo: &Topology, node: NodeId) -> Vec<CpuId> {
+    let Some(n) = topo.nodes.iter().find(|n| n.id == node) else {
+        return Vec::new();
+    };
+    let mut cpus: Vec<CpuId> = n
+        .cpus
+        .iter()
+        .copied()
+        .filter(|&c| is_online(topo, c))
+        .collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    cpus
+}
+
+/// Physical cores among `cpus`, ordered by primary. Siblings come from the
+/// topology's SMT sibling lists, restricted to `cpus`.
+pub fn cores_of(topo: &Topology, cpus: &[CpuId]) -> Vec<Core> {
+    let mut by_primary: BTreeMap<CpuId, Vec<CpuId>> = BTreeMap::new();
+    for &cpu in cpus {
+        let mut group: Vec<CpuId> = match topo.cpus.iter().find(|c| c.id == cpu) {
+            Some(c) if !c.siblings.is_empty() => c
+                .siblings
+                .iter()
+                .copied()
+                .filter(|s| cpus.contains(s))
+                .collect(),
+            _ => vec![cpu],
+        };
+        if !group.contains(&cpu) {
+            group.push(cpu);
+        }
+        group.sort_unstable();
+        by_primary.entry(group[0]).or_insert(group);
+    }
+    by_primary
+        .into_values()
+        .map(|g| Core {
+            primary: g[0],
+            siblings: g[1..].to_vec(),
+        })
+        .collect()
+}
+
+/// Physical cores of `node` (online CPUs only), ordered by primary.
+pub fn node_cores(topo: &Topology, node: NodeId) -> Vec<Core> {
+    cores_of(topo, &node_cpus(topo, node))
+}
+
+/// NUMA node of an online CPU, from the CPU's record or the node lists.
+pub fn cpu_node(topo: &Topology, cpu: CpuId) -> Option<NodeId> {
+    topo.cpus
+        .iter()
+        .find(|c| c.id == cpu)
+        .and_then(|c| c.node)
+        .or_else(|| {
+            topo.nodes
+                .iter()
+                .find(|n| n.cpus.contains(&cpu))
+                .map(|n| n.id)
+        })
+}
+
+/// Nodes ordered by distance from `from` (nearest first, ties by id);
+/// `from` itself first when it is a node. Without a distance table, by id.
+pub fn nodes_by_distance(topo: &Topology, from: NodeId) -> Vec<NodeId> {
+    let row = topo
+        .nodes
+        .iter()
+        .find(|n| n.id == from)
+        .map(|n| n.distances.clone())
+        .unwrap_or_default();
+    let mut nodes: Vec<(u32, u32, NodeId)> = topo
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let self_rank = u32::from(n.id != from);
+            let dist = row.get(i).copied().unwrap_or(u32::MAX);
+            (self_rank, dist, n.id)
+        })
+        .collect();
+    nodes.sort_unstable_by_key(|&(s, d, id)| (s, d, id));
+    nodes.into_iter().map(|(_, _, id)| id).collect()
+}
+
+/// Distance between two nodes, when the table has it.
+pub fn distance(topo: &Topology, from: NodeId, to: NodeId) -> Option<u32> {
+    let row = &topo.nodes.iter().find(|n| n.id == from)?.distances;
+    let idx = topo.nodes.iter().position(|n| n.id == to)?;
+    row.get(idx).copied()
+}
+
+/// Whether `node` reports memory.
+pub fn has_memory(topo: &Topology, node: NodeId) -> bool {
+    topo.nodes
+        .iter()
+        .any(|n| n.id == node && n.memory_bytes > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[u32]) -> Vec<CpuId> {
+        v.iter().copied().map(CpuId).collect()
+    }
+
+    #[test]
+    fn formats_ranges() {
+        assert_eq!(
+            format_cpu_list(&ids(&[0, 1, 2, 3, 112, 113, 114, 115])),
+            "0-3,112-115"
+        );
+        assert_eq!(format_cpu_list(&ids(&[5])), "5");
+        assert_eq!(format_cpu_list(&ids(&[3, 1, 2, 9, 1])), "1-3,9");
+        assert_eq!(format_cpu_list(&[]), "");
+    }
+
+    #[test]
+    fn parses_ranges() {
+        assert_eq!(parse_cpu_list("0-3,112-115").unwrap().len(), 8);
+        assert_eq!(parse_cpu_list(" 7 , 2-3").unwrap(), ids(&[2, 3, 7]));
+        assert!(parse_cpu_list("3-1").unwrap_err().contains("backwards"));
+        assert!(parse_cpu_list("a")
+            .unwrap_err()
+            .contains("not a CPU number"));
+        assert!(parse_cpu_list("1,,2").unwrap_err().contains("empty entry"));
+    }
+}

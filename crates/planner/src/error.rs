@@ -1,0 +1,79 @@
+//! Errors of planning and of plan files.
+
+use std::path::PathBuf;
+
+use topology::CpuId;
+
+/// Why a plan could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// The request names no target.
+    #[error("no targets: name at least one device or file to plan for")]
+    NoTargets,
+    /// The topology has no online CPU to place jobs on.
+    #[error("the topology has no online CPU; check the sysfs root it was read from")]
+    NoCpus,
+    /// A target asks for zero jobs.
+    #[error("target {target}: numjobs is 0; ask for at least one job")]
+    ZeroJobs {
+        /// The target.
+        target: String,
+    },
+    /// The explicit policy has no CPU list for a target.
+    #[error("target {target} has no explicit CPU list; add `--cpus-for {target}=LIST`")]
+    MissingCpus {
+        /// The target.
+        target: String,
+    },
+    /// An explicit CPU list names a CPU the topology lacks or has offline.
+    #[error("target {target}: CPU {cpu} is not an online CPU of this machine; pick CPUs from `numio topo`")]
+    UnknownCpu {
+        /// The target.
+        target: String,
+        /// The CPU.
+        cpu: CpuId,
+    },
+    /// An explicit CPU list is empty.
+    #[error("target {target}: the explicit CPU list is empty; give at least one CPU")]
+    EmptyCpus {
+        /// The target.
+        target: String,
+    },
+    /// An explicit CPU list names a target that is not planned.
+    #[error("`--cpus-for {target}=…` names no target of this plan; add {target} as a target or fix the name")]
+    StrayCpus {
+        /// The name given.
+        target: String,
+    },
+}
+
+/// Why a plan file could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanFileError {
+    /// The file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The file is not a valid plan.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line where known.
+        message: String,
+    },
+    /// The plan was written by a newer numio.
+    #[error("{path}: plan format version {found} is newer than this numio understands ({supported}); upgrade numio or re-run `numio plan`")]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// Version in the file.
+        found: u32,
+        /// Newest version this build reads.
+        supported: u32,
+    },
+}

@@ -1,0 +1,261 @@
+//! The `local` policy: each target's jobs run on the physical cores of the
+//! target's NUMA node.
+//!
+//! - Targets on one node share its cores evenly and in target order; no two
+//!   targets share a core until every core has one.
+//! - A target gets one core per job while the node has cores for every job
+//!   (16 drives × 4 jobs on a 112-core socket: `0-3,112-115`, `4-7,116-119`,
+//!   …); the core's SMT siblings are set aside with it.
+//! - Jobs take the primaries of their target's cores first, then the
+//!   siblings, then wrap around (oversubscription, warned). Remote nodes are
+//!   never used while the local node has CPUs.
+//! - A node without CPUs or memory borrows them from the nearest node by
+//!   distance; a target whose node is unknown uses a stated fallback node.
+
+use std::collections::BTreeMap;
+
+use topology::{CpuId, NodeId, Topology};
+
+use crate::cpuset::{
+    distance, format_cpu_list, has_memory, node_cores, node_cpus, nodes_by_distance, Core,
+};
+use crate::placement::{JobPlacement, MemPolicy, TargetPlacement};
+use crate::plan::node_label;
+
+/// Where a target's jobs run and where their memory lives.
+struct Home {
+    cpu_node: NodeId,
+    mem: MemPolicy,
+}
+
+/// Places every target with the `local` policy.
+pub(crate) fn place(topo: &Topology, targets: &mut [TargetPlacement], warnings: &mut Vec<String>) {
+    let fallback = fallback_node(topo);
+    let mut by_node: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
+    let mut mems = Vec::with_capacity(targets.len());
+    for (i, t) in targets.iter_mut().enumerate() {
+        let home = home_of(topo, t, fallback, warnings);
+        by_node.entry(home.cpu_node).or_default().push(i);
+        mems.push(home.mem);
+    }
+    for (node, members) in by_node {
+        let cores = node_cores(topo, node);
+        let demands: Vec<u32> = members
+            .iter()
+            .map(|&i| targets[i].workload.numjobs)
+            .collect();
+        let total: u64 = demands.iter().map(|&d| u64::from(d)).sum();
+        if total > cores.len() as u64 {
+            warnings.push(format!(
+                "{}: {total} jobs on {} physical cores; jobs share cores (SMT siblings first, then time-sharing) rather than run remote; lower --jobs or add targets on other nodes",
+                node_label(node),
+                cores.len()
+            ));
+        }
+        let allotment = allot(cores.len(), &demands);
+        for (k, &i) in members.iter().enumerate() {
+            let mine: Vec<&Core> = allotment[k].iter().map(|&c| &cores[c]).collect();
+            assign(&mut targets[i], &mine, &mems[i]);
+        }
+    }
+}
+
+/// The node targets with an unknown node are planned on: the lowest-numbered
+/// node with CPUs and memory, else the lowest with CPUs.
+fn fallback_node(topo: &Topology) -> NodeId {
+    let with_cpus: Vec<NodeId> = topo
+        .nodes
+        .iter()
+        .map(|n| n.id)
+        .filter(|&n| !node_cpus(topo, n).is_empty())
+        .collect();
+    with_cpus
+        .iter()
+        .copied()
+        .find(|&n| has_memory(topo, n))
+        .or_else(|| with_cpus.first().copied())
+        .unwrap_or(NodeId(0))
+}
+
+fn home_of(
+    topo: &Topology,
+    t: &mut TargetPlacement,
+    fallback: NodeId,
+    warnings: &mut Vec<String>,
+) -> Home {
+    let Some(node) = t.node.filter(|n| topo.nodes.iter().any(|x| x.id == *n)) else {
+        let why = t
+            .notes
+            .last()
+            .cloned()
+            .unwrap_or_else(|| "NUMA node unknown".into());
+        warnings.push(format!(
+            "{}: {why}; planned on {} as a fallback (pass --cpus-for {}=LIST to choose)",
+            t.path,
+            node_label(fallback),
+            t.path
+        ));
+        t.notes.push(format!(
+            "NUMA node unknown: fallback to {}",
+            node_label(fallback)
+        ));
+        return Home {
+            cpu_node: fallback,
+            mem: MemPolicy::Local,
+        };
+    };
+    let order = nodes_by_distance(topo, node);
+    let cpu_node = order
+        .iter()
+        .copied()
+        .find(|&n| !node_cpus(topo, n).is_empty())
+        .unwrap_or(fallback);
+    let mem_node = order
+        .iter()
+        .copied()
+        .find(|&n| has_memory(topo, n))
+        .unwrap_or(cpu_node);
+    if cpu_node != node {
+        t.notes.push(format!(
+            "{} has no online CPUs: using the CPUs of the nearest {}{}",
+            node_label(node),
+            node_label(cpu_node),
+            distance_text(topo, node, cpu_node)
+        ));
+    }
+    if mem_node != node {
+        t.notes.push(format!(
+            "{} has no memory: buffers bound to the nearest {}{}",
+            node_label(node),
+            node_label(mem_node),
+            distance_text(topo, node, mem_node)
+        ));
+    }
+    let mem = if mem_node == cpu_node {
+        MemPolicy::Local
+    } else {
+        MemPolicy::Bind(vec![mem_node])
+    };
+    Home { cpu_node, mem }
+}
+
+fn distance_text(topo: &Topology, a: NodeId, b: NodeId) -> String {
+    distance(topo, a, b)
+        .map(|d| format!(" (distance {d})"))
+        .unwrap_or_default()
+}
+
+/// Splits `cores` cores among targets asking for `demands` jobs each:
+/// one core per job while every job has one; otherwise an even share in
+/// target order (water-filling); with more targets than cores, target `i`
+/// gets core `i mod cores`. Returns core indices per target.
+pub(crate) fn allot(cores: usize, demands: &[u32]) -> Vec<Vec<usize>> {
+    if cores == 0 {
+        return vec![Vec::new(); demands.len()];
+    }
+    if demands.len() > cores {
+        return (0..demands.len()).map(|i| vec![i % cores]).collect();
+    }
+    let total: u64 = demands.iter().map(|&d| u64::from(d)).sum();
+    let counts: Vec<usize> = if total <= cores as u64 {
+        demands.iter().map(|&d| d as usize).collect()
+    } else {
+        let mut counts = vec![0usize; demands.len()];
+        let mut left = cores;
+        while left > 0 {
+            for (i, &d) in demands.iter().enumerate() {
+                if left > 0 && counts[i] < d as usize {
+                    counts[i] += 1;
+                    left -= 1;
+                }
+            }
+        }
+        counts
+    };
+    let mut next = 0;
+    counts
+        .iter()
+        .map(|&n| {
+            let range = (next..next + n).collect();
+            next += n;
+            range
+        })
+        .collect()
+}
+
+/// Order in which a target's jobs take its CPUs: every primary, then every
+/// first sibling, then every second sibling, …
+pub(crate) fn job_order(cores: &[&Core]) -> Vec<CpuId> {
+    let mut order: Vec<CpuId> = cores.iter().map(|c| c.primary).collect();
+    let depth = cores.iter().map(|c| c.siblings.len()).max().unwrap_or(0);
+    for rank in 0..depth {
+        order.extend(cores.iter().filter_map(|c| c.siblings.get(rank).copied()));
+    }
+    order
+}
+
+fn assign(t: &mut TargetPlacement, cores: &[&Core], mem: &MemPolicy) {
+    let order = job_order(cores);
+    if order.is_empty() {
+        // Only reachable with a node without online CPUs and no other node
+        // having any, which `plan` rules out; keep the jobs unpinned.
+        t.jobs = (0..t.workload.numjobs)
+            .map(|_| JobPlacement {
+                cpus: Vec::new(),
+                mem: mem.clone(),
+            })
+            .collect();
+        return;
+    }
+    t.jobs = (0..t.workload.numjobs as usize)
+        .map(|j| JobPlacement {
+            cpus: vec![order[j % order.len()]],
+            mem: mem.clone(),
+        })
+        .collect();
+    let mut all = order.clone();
+    all.sort_unstable();
+    if t.workload.numjobs as usize > cores.len() && t.workload.numjobs as usize <= order.len() {
+        t.notes.push(format!(
+            "{} jobs on {} cores ({}): jobs beyond the cores run on SMT siblings",
+            t.workload.numjobs,
+            cores.len(),
+            format_cpu_list(&all)
+        ));
+    } else if t.workload.numjobs as usize > order.len() {
+        t.notes.push(format!(
+            "{} jobs on {} CPUs ({}): oversubscribed, jobs share CPUs",
+            t.workload.numjobs,
+            order.len(),
+            format_cpu_list(&all)
+        ));
+    }
+    t.cpus = all;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allots_one_core_per_job_while_they_fit() {
+        let a = allot(112, &[4; 16]);
+        assert_eq!(a[0], vec![0, 1, 2, 3]);
+        assert_eq!(a[15], vec![60, 61, 62, 63]);
+    }
+
+    #[test]
+    fn allots_evenly_when_oversubscribed() {
+        let a = allot(10, &[8, 8, 2]);
+        let sizes: Vec<usize> = a.iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![4, 4, 2]);
+        let flat: Vec<usize> = a.concat();
+        assert_eq!(flat, (0..10).collect::<Vec<_>>(), "no core given twice");
+    }
+
+    #[test]
+    fn shares_cores_only_after_every_core_is_used() {
+        let a = allot(2, &[1, 1, 1]);
+        assert_eq!(a, vec![vec![0], vec![1], vec![0]]);
+    }
+}

@@ -1,0 +1,181 @@
+//! [`plan`]: the policies `spread`, `none` and `explicit`, and the shared
+//! steps (validation, target resolution). `local` lives in [`crate::local`].
+
+use topology::{CpuId, NodeId, Topology};
+
+use crate::cpuset::{cpu_node, format_cpu_list, is_online, online_cpus};
+use crate::error::PlanError;
+use crate::placement::{JobPlacement, MemPolicy, Placement, TargetPlacement};
+use crate::request::{PlanRequest, Policy, TargetSpec};
+use crate::resolve::{resolve_target, Resolution};
+
+/// Plans `request` on `topology`: for every target its node, and for every
+/// job its CPUs and memory policy. Pure and deterministic: the same inputs
+/// always give the same plan.
+pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, PlanError> {
+    if request.targets.is_empty() {
+        return Err(PlanError::NoTargets);
+    }
+    if online_cpus(topology).is_empty() {
+        return Err(PlanError::NoCpus);
+    }
+    let mut targets = Vec::with_capacity(request.targets.len());
+    for spec in &request.targets {
+        let workload = spec
+            .workload
+            .clone()
+            .unwrap_or_else(|| request.workload.clone());
+        if workload.numjobs == 0 {
+            return Err(PlanError::ZeroJobs {
+                target: spec.path.clone(),
+            });
+        }
+        let res = resolve_target(topology, &spec.path);
+        targets.push(base_target(spec, &res, workload));
+    }
+    let mut warnings = Vec::new();
+    match &request.policy {
+        Policy::Local => crate::local::place(topology, &mut targets, &mut warnings),
+        Policy::Spread => place_spread(topology, &mut targets),
+        Policy::None => place_none(&mut targets),
+        Policy::Explicit(lists) => place_explicit(topology, &mut targets, lists)?,
+    }
+    if !matches!(request.policy, Policy::Local) {
+        for t in &targets {
+            if t.node.is_none() {
+                warnings.push(format!("{}: NUMA node unknown", t.path));
+            }
+        }
+    }
+    Ok(Placement {
+        policy: request.policy.name().to_string(),
+        targets,
+        warnings,
+    })
+}
+
+fn base_target(spec: &TargetSpec, res: &Resolution, workload: crate::Workload) -> TargetPlacement {
+    TargetPlacement {
+        path: spec.path.clone(),
+        node: res.node,
+        workload,
+        jobs: Vec::new(),
+        notes: res.notes.clone(),
+        backend: spec.backend.clone(),
+        ..TargetPlacement::default()
+    }
+}
+
+/// Every online CPU in ascending order, job after job across all targets.
+fn place_spread(topo: &Topology, targets: &mut [TargetPlacement]) {
+    let cpus = online_cpus(topo);
+    let mut next = 0usize;
+    for t in targets {
+        for _ in 0..t.workload.numjobs {
+            t.jobs.push(JobPlacement {
+                cpus: vec![cpus[next % cpus.len()]],
+                mem: MemPolicy::Default,
+            });
+            next += 1;
+        }
+        t.cpus = union(&t.jobs);
+    }
+}
+
+fn place_none(targets: &mut [TargetPlacement]) {
+    for t in targets {
+        t.jobs = (0..t.workload.numjobs)
+            .map(|_| JobPlacement {
+                cpus: Vec::new(),
+                mem: MemPolicy::Default,
+            })
+            .collect();
+    }
+}
+
+/// Whether an explicit-list key names this target (`nvme0n1` names
+/// `/dev/nvme0n1` and the other way round).
+pub(crate) fn names_target(key: &str, path: &str) -> bool {
+    let strip = |s: &str| s.strip_prefix("/dev/").unwrap_or(s).to_string();
+    key == path || strip(key) == strip(path)
+}
+
+fn place_explicit(
+    topo: &Topology,
+    targets: &mut [TargetPlacement],
+    lists: &[(String, Vec<CpuId>)],
+) -> Result<(), PlanError> {
+    for (key, _) in lists {
+        if !targets.iter().any(|t| names_target(key, &t.path)) {
+            return Err(PlanError::StrayCpus {
+                target: key.clone(),
+            });
+        }
+    }
+    for t in targets.iter_mut() {
+        let Some((_, list)) = lists.iter().rev().find(|(k, _)| names_target(k, &t.path)) else {
+            return Err(PlanError::MissingCpus {
+                target: t.path.clone(),
+            });
+        };
+        let mut list = list.clone();
+        list.sort_unstable();
+        list.dedup();
+        if list.is_empty() {
+            return Err(PlanError::EmptyCpus {
+                target: t.path.clone(),
+            });
+        }
+        if let Some(&cpu) = list.iter().find(|&&c| !is_online(topo, c)) {
+            return Err(PlanError::UnknownCpu {
+                target: t.path.clone(),
+                cpu,
+            });
+        }
+        remote_note(topo, t, &list);
+        t.jobs = (0..t.workload.numjobs as usize)
+            .map(|j| JobPlacement {
+                cpus: vec![list[j % list.len()]],
+                mem: MemPolicy::Local,
+            })
+            .collect();
+        if t.workload.numjobs as usize > list.len() {
+            t.notes.push(format!(
+                "{} jobs on {} explicit CPUs: jobs share CPUs",
+                t.workload.numjobs,
+                list.len()
+            ));
+        }
+        t.cpus = list;
+    }
+    Ok(())
+}
+
+fn remote_note(topo: &Topology, t: &mut TargetPlacement, list: &[CpuId]) {
+    let Some(node) = t.node else { return };
+    let remote: Vec<CpuId> = list
+        .iter()
+        .copied()
+        .filter(|&c| cpu_node(topo, c).is_some_and(|n| n != node))
+        .collect();
+    if !remote.is_empty() {
+        t.notes.push(format!(
+            "explicit CPUs {} are not on the target's node {}",
+            format_cpu_list(&remote),
+            node.0
+        ));
+    }
+}
+
+/// Every CPU any job of the target may use, ascending.
+pub(crate) fn union(jobs: &[JobPlacement]) -> Vec<CpuId> {
+    let mut all: Vec<CpuId> = jobs.iter().flat_map(|j| j.cpus.iter().copied()).collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
+/// A node's display form for notes: `node 1`.
+pub(crate) fn node_label(n: NodeId) -> String {
+    format!("node {}", n.0)
+}

@@ -1,0 +1,158 @@
+//! Plan files: a [`Placement`] saved as versioned JSON that `numio bench
+//! --plan FILE` runs unchanged.
+//!
+//! ```json
+//! { "format": "numio-plan", "version": 1, "placement": { "policy": "local", "targets": [...], "warnings": [] } }
+//! ```
+//! [`Placement::load`] also accepts the bare placement that `numio plan
+//! --format json` prints.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::PlanFileError;
+use crate::placement::Placement;
+
+/// The `format` field of a plan file.
+pub const PLAN_FORMAT: &str = "numio-plan";
+/// Version of the plan file format this build writes and the newest it reads.
+pub const PLAN_VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+struct PlanFile {
+    format: String,
+    version: u32,
+    placement: Placement,
+}
+
+impl Placement {
+    /// The plan file text of this placement (pretty JSON, newline-terminated).
+    pub fn to_plan_file(&self) -> String {
+        let doc = PlanFile {
+            format: PLAN_FORMAT.to_string(),
+            version: PLAN_VERSION,
+            placement: self.clone(),
+        };
+        let mut text = serde_json::to_string_pretty(&doc).expect("a placement always serializes");
+        text.push('\n');
+        text
+    }
+
+    /// Parses plan file text; `origin` names the file in errors.
+    pub fn from_plan_file(text: &str, origin: &Path) -> Result<Placement, PlanFileError> {
+        let parse = |e: serde_json::Error| PlanFileError::Parse {
+            path: origin.to_path_buf(),
+            message: format!(
+                "line {}, column {}: {e}; fix the file or re-run `numio plan --format numio`",
+                e.line(),
+                e.column()
+            ),
+        };
+        let value: serde_json::Value = serde_json::from_str(text).map_err(parse)?;
+        let Some(format) = value.get("format") else {
+            return serde_json::from_value(value).map_err(|e| PlanFileError::Parse {
+                path: origin.to_path_buf(),
+                message: format!("not a plan file nor a placement: {e}"),
+            });
+        };
+        if format.as_str() != Some(PLAN_FORMAT) {
+            return Err(PlanFileError::Parse {
+                path: origin.to_path_buf(),
+                message: format!("`format` is {format}, expected \"{PLAN_FORMAT}\""),
+            });
+        }
+        let found = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+        if found > u64::from(PLAN_VERSION) || found == 0 {
+            return Err(PlanFileError::Version {
+                path: origin.to_path_buf(),
+                found: u32::try_from(found).unwrap_or(u32::MAX),
+                supported: PLAN_VERSION,
+            });
+        }
+        let doc: PlanFile = serde_json::from_str(text).map_err(parse)?;
+        Ok(doc.placement)
+    }
+
+    /// Reads a plan file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Placement, PlanFileError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| PlanFileError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Placement::from_plan_file(&text, path)
+    }
+
+    /// Writes this placement as a plan file.
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), PlanFileError> {
+        let path = path.as_ref();
+        std::fs::write(path, self.to_plan_file()).map_err(|source| PlanFileError::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::placement::{JobPlacement, MemPolicy, TargetPlacement};
+    use topology::{CpuId, NodeId};
+
+    fn sample() -> Placement {
+        Placement {
+            policy: "local".into(),
+            targets: vec![TargetPlacement {
+                path: "/dev/nvme0n1".into(),
+                node: Some(NodeId(1)),
+                jobs: vec![JobPlacement {
+                    cpus: vec![CpuId(4)],
+                    mem: MemPolicy::Bind(vec![NodeId(1)]),
+                }],
+                cpus: vec![CpuId(4), CpuId(116)],
+                ..TargetPlacement::default()
+            }],
+            warnings: vec!["w".into()],
+        }
+    }
+
+    #[test]
+    fn round_trips_through_text_and_disk() {
+        let p = sample();
+        let back = Placement::from_plan_file(&p.to_plan_file(), Path::new("x")).unwrap();
+        assert_eq!(back, p);
+        let dir = std::env::temp_dir().join(format!("planner-planfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("p.json");
+        p.save(&file).unwrap();
+        assert_eq!(Placement::load(&file).unwrap(), p);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn accepts_a_bare_placement() {
+        let text = serde_json::to_string(&sample()).unwrap();
+        assert_eq!(
+            Placement::from_plan_file(&text, Path::new("x")).unwrap(),
+            sample()
+        );
+    }
+
+    #[test]
+    fn rejects_newer_versions_and_bad_json_with_the_line() {
+        let text = sample()
+            .to_plan_file()
+            .replace("\"version\": 1", "\"version\": 9");
+        let err = Placement::from_plan_file(&text, Path::new("plan.json")).unwrap_err();
+        assert!(err.to_string().contains("version 9"), "{err}");
+        let err = Placement::from_plan_file(
+            "{\n\"format\": \"numio-plan\",\n oops",
+            Path::new("plan.json"),
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("plan.json: line 3"), "{err}");
+        let err = Placement::load("/nonexistent/plan.json").unwrap_err();
+        assert!(err.to_string().contains("/nonexistent/plan.json"), "{err}");
+    }
+}

@@ -1,0 +1,236 @@
+//! Target → NUMA node, as a function of the topology model only.
+//!
+//! Accepted spellings: `/dev/nvme0n1`, `nvme0n1`, the generic character
+//! device `/dev/ng0n1`, a multipath path `nvme0c1n1`, a partition
+//! `nvme0n1p2`. A regular file, a non-NVMe device or a controller whose node
+//! the kernel reports as -1 has no known node; the caller applies a stated
+//! fallback.
+
+use topology::{DeviceNode, Namespace, NodeId, Topology};
+
+/// What the planner learned about one target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolution {
+    /// The NVMe device the target resolved to (`nvme0n1`, `nvme0c1n1`).
+    pub device: Option<String>,
+    /// NUMA node of the target, when known.
+    pub node: Option<NodeId>,
+    /// Why the node is unknown, or how it was chosen when that is not obvious.
+    pub notes: Vec<String>,
+}
+
+impl Resolution {
+    fn unknown(why: String) -> Self {
+        Resolution {
+            device: None,
+            node: None,
+            notes: vec![why],
+        }
+    }
+}
+
+/// Resolves `path` to its NVMe device and NUMA node in `topo`.
+pub fn resolve_target(topo: &Topology, path: &str) -> Resolution {
+    let name = match path.strip_prefix("/dev/") {
+        Some(rest) if !rest.contains('/') => rest,
+        Some(_) => return Resolution::unknown(format!("{path} is not an NVMe device name")),
+        None if !path.contains('/') && !path.is_empty() => path,
+        None => {
+            return Resolution::unknown(format!(
+                "{path} is a regular file (or not under /dev): its NUMA node is not known"
+            ))
+        }
+    };
+    let mut notes = Vec::new();
+    let name = match strip_partition(name) {
+        Some(base) => {
+            notes.push(format!("{name} is a partition of {base}"));
+            base
+        }
+        None => name,
+    };
+    let mut res = match classify(name) {
+        Some(NvmeName::Generic { ctrl, ns }) => resolve_generic(topo, name, ctrl, ns),
+        Some(NvmeName::Path { ctrl, .. }) => resolve_path(topo, name, ctrl),
+        Some(NvmeName::Head) => resolve_head(topo, name),
+        None => Resolution::unknown(format!("{name} is not an NVMe namespace")),
+    };
+    notes.append(&mut res.notes);
+    res.notes = notes;
+    res
+}
+
+enum NvmeName {
+    Head,
+    Path { ctrl: u32 },
+    Generic { ctrl: u32, ns: u32 },
+}
+
+/// Splits a leading decimal number off `s`.
+fn number(s: &str) -> Option<(u32, &str)> {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    if end == 0 {
+        return None;
+    }
+    Some((s[..end].parse().ok()?, &s[end..]))
+}
+
+fn classify(name: &str) -> Option<NvmeName> {
+    if let Some(rest) = name.strip_prefix("ng") {
+        let (ctrl, rest) = number(rest)?;
+        let (ns, rest) = number(rest.strip_prefix('n')?)?;
+        return rest.is_empty().then_some(NvmeName::Generic { ctrl, ns });
+    }
+    let rest = name.strip_prefix("nvme")?;
+    let (ctrl, rest) = number(rest)?;
+    if let Some(r) = rest.strip_prefix('c') {
+        let (_, r) = number(r)?;
+        let (_, r) = number(r.strip_prefix('n')?)?;
+        return r.is_empty().then_some(NvmeName::Path { ctrl });
+    }
+    let (_, r) = number(rest.strip_prefix('n')?)?;
+    r.is_empty().then_some(NvmeName::Head)
+}
+
+/// `nvme0n1p2` → `nvme0n1`; `None` when `name` is not an NVMe partition.
+fn strip_partition(name: &str) -> Option<&str> {
+    let idx = name.rfind('p')?;
+    let (base, part) = name.split_at(idx);
+    let digits = &part[1..];
+    let is_part = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    (is_part && classify(base).is_some() && base.starts_with("nvme")).then_some(base)
+}
+
+fn namespaces(topo: &Topology) -> impl Iterator<Item = &Namespace> {
+    topo.subsystems.iter().flat_map(|s| s.namespaces.iter())
+}
+
+fn controller_node(topo: &Topology, ctrl: &str) -> Result<NodeId, String> {
+    match topo.controllers.iter().find(|c| c.name == ctrl) {
+        Some(c) => match c.numa_node {
+            DeviceNode::Known(n) => Ok(n),
+            DeviceNode::Unknown => Err(format!(
+                "controller {ctrl} reports numa_node -1 (the firmware does not say which node it sits on)"
+            )),
+        },
+        None => Err(format!("controller {ctrl} is not in the topology")),
+    }
+}
+
+fn with_controller(device: &str, ctrl: &str, topo: &Topology) -> Resolution {
+    match controller_node(topo, ctrl) {
+        Ok(n) => Resolution {
+            device: Some(device.to_string()),
+            node: Some(n),
+            notes: Vec::new(),
+        },
+        Err(why) => Resolution {
+            device: Some(device.to_string()),
+            node: None,
+            notes: vec![why],
+        },
+    }
+}
+
+fn resolve_generic(topo: &Topology, name: &str, ctrl: u32, ns: u32) -> Resolution {
+    if let Some(n) = namespaces(topo).find(|n| n.generic_device.as_deref() == Some(name)) {
+        let head = n.block_device.clone();
+        return resolve_head(topo, &head);
+    }
+    // The generic device of a namespace without a block device listed:
+    // ngXnY sits on controller X.
+    let head = format!("nvme{ctrl}n{ns}");
+    if namespaces(topo).any(|n| n.block_device == head) {
+        return resolve_head(topo, &head);
+    }
+    with_controller(name, &format!("nvme{ctrl}"), topo)
+}
+
+fn resolve_path(topo: &Topology, name: &str, ctrl: u32) -> Resolution {
+    let listed = namespaces(topo)
+        .flat_map(|n| n.paths.iter())
+        .find(|p| p.device == name)
+        .map(|p| p.controller.clone());
+    let ctrl = listed.unwrap_or_else(|| format!("nvme{ctrl}"));
+    with_controller(name, &ctrl, topo)
+}
+
+fn resolve_head(topo: &Topology, name: &str) -> Resolution {
+    let Some(ns) = namespaces(topo).find(|n| n.block_device == name) else {
+        return Resolution::unknown(format!("{name} is not a namespace of this topology"));
+    };
+    if ns.paths.is_empty() {
+        // Without native multipath nvmeXnY belongs to controller nvmeX.
+        let ctrl = name
+            .strip_prefix("nvme")
+            .and_then(number)
+            .map(|(c, _)| format!("nvme{c}"))
+            .unwrap_or_default();
+        return with_controller(name, &ctrl, topo);
+    }
+    resolve_multipath(topo, ns)
+}
+
+fn resolve_multipath(topo: &Topology, ns: &Namespace) -> Resolution {
+    let optimized: Vec<_> = ns
+        .paths
+        .iter()
+        .filter(|p| p.ana_state.as_deref() == Some("optimized"))
+        .collect();
+    let paths: Vec<_> = if optimized.is_empty() {
+        ns.paths.iter().collect()
+    } else {
+        optimized
+    };
+    let mut nodes: Vec<NodeId> = paths
+        .iter()
+        .filter_map(|p| controller_node(topo, &p.controller).ok())
+        .collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let name = &ns.block_device;
+    let mut res = Resolution {
+        device: Some(name.clone()),
+        node: nodes.first().copied(),
+        notes: Vec::new(),
+    };
+    match nodes.len() {
+        0 => res.notes.push(format!(
+            "multipath head {name}: no path's controller reports a NUMA node"
+        )),
+        1 => {}
+        _ => {
+            let list: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
+            res.notes.push(format!(
+                "multipath head {name} has paths on nodes {}; planned on node {} (with iopolicy numa the kernel sends I/O down the path nearest the submitting CPU)",
+                list.join(","),
+                nodes[0].0
+            ));
+        }
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_names() {
+        assert!(matches!(classify("nvme0n1"), Some(NvmeName::Head)));
+        assert!(matches!(
+            classify("nvme0c1n1"),
+            Some(NvmeName::Path { ctrl: 0 })
+        ));
+        assert!(matches!(
+            classify("ng3n2"),
+            Some(NvmeName::Generic { ctrl: 3, ns: 2 })
+        ));
+        assert!(classify("sda").is_none());
+        assert!(classify("nvme0").is_none());
+        assert!(classify("nvme0n1x").is_none());
+        assert_eq!(strip_partition("nvme0n1p2"), Some("nvme0n1"));
+        assert_eq!(strip_partition("nvme0n1"), None);
+        assert_eq!(strip_partition("sdap1"), None);
+    }
+}
