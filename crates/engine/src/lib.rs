@@ -1,6 +1,32 @@
 //! The I/O engine.
 //!
-//! One worker per CPU, pinned, with NUMA-local buffers; a small `Backend`
-//! trait split like a hardware queue (queue, submit, reap) and its backends;
-//! workload generators; per-worker statistics merged at the end.
+//! One worker per CPU, pinned, with NUMA-local buffers allocated at start-up;
+//! a small [`Backend`](backend::Backend) trait split like a hardware queue
+//! (queue, submit, reap) and its backends (`uring`, `sync`, `null`, `nop`);
+//! workload generators named as fio names them; per-worker HdrHistograms
+//! merged at the end into the serializable [`result`] model.
+//!
+//! The shape follows the hot path: a worker owns its ring, buffers, slot slab
+//! and statistics; it shares nothing with other workers but a stop flag read
+//! once per batch, and allocates nothing after start-up (pinned by the
+//! `zero_alloc` integration test).
 #![deny(missing_docs)]
+
+pub mod backend;
+pub mod env;
+pub mod error;
+pub mod gen;
+pub mod progress;
+pub mod result;
+pub mod run;
+pub mod safety;
+pub mod stats;
+pub mod sys;
+pub mod target;
+pub mod worker;
+
+pub use backend::{Backend, BackendKind, UringOptions};
+pub use error::EngineError;
+pub use progress::ProgressSnapshot;
+pub use result::{CpuUsage, Environment, LatencySummary, RunResult, TargetResult};
+pub use run::{run, IoPoll, RunOptions, DEFAULT_PERCENTILES};

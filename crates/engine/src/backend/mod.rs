@@ -1,0 +1,103 @@
+//! Backends: the engine's view of a device, split like a hardware queue.
+//!
+//! A worker owns exactly one backend instance. It [`Backend::queue`]s I/Os
+//! (filling submission slots), rings the doorbell once per batch with
+//! [`Backend::submit`], and [`Backend::reap`]s completions in batches into a
+//! fixed array. `user_data` is always the worker's slot index. The worker loop
+//! is generic over the backend type, so the hot path has no dynamic dispatch.
+
+use std::io;
+
+use crate::stats::Dir;
+
+pub mod null;
+pub mod sync;
+pub mod uring;
+
+pub use null::NullBackend;
+pub use sync::SyncBackend;
+pub use uring::{UringBackend, UringOptions};
+
+/// One I/O handed to a backend.
+#[derive(Debug, Clone, Copy)]
+pub struct IoRequest {
+    /// Slot index (returned in the completion).
+    pub slot: u32,
+    /// Direction.
+    pub dir: Dir,
+    /// Byte offset in the target.
+    pub offset_bytes: u64,
+    /// Length in bytes.
+    pub len_bytes: u32,
+    /// The slot's buffer (`len_bytes` long, inside the worker's registered
+    /// region). The backend owns it from `queue` until the completion is reaped.
+    pub buf: *mut u8,
+}
+
+/// One reaped completion.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Completion {
+    /// Slot index of the I/O.
+    pub slot: u32,
+    /// Bytes transferred (≥ 0) or a negated errno.
+    pub result: i32,
+}
+
+/// A device queue owned by one worker.
+pub trait Backend {
+    /// Adds one I/O to the current batch. The caller never has more than the
+    /// depth given at construction in flight, so this cannot run out of room.
+    fn queue(&mut self, io: IoRequest);
+    /// Submits the batch queued since the last call. Does not wait.
+    fn submit(&mut self) -> io::Result<()>;
+    /// Moves completions into `out` and returns how many; waits until at least
+    /// `min` (≤ in flight) are available.
+    fn reap(&mut self, out: &mut [Completion], min: usize) -> io::Result<usize>;
+}
+
+/// Which backend a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// io_uring reads and writes.
+    Uring,
+    /// pread/pwrite, one at a time: the reference.
+    Sync,
+    /// No I/O at all: measures numio itself.
+    Null,
+    /// io_uring NOPs: measures the kernel round trip.
+    Nop,
+}
+
+impl BackendKind {
+    /// Every backend.
+    pub const ALL: [BackendKind; 4] = [
+        BackendKind::Uring,
+        BackendKind::Sync,
+        BackendKind::Null,
+        BackendKind::Nop,
+    ];
+    /// The name used on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Uring => "uring",
+            BackendKind::Sync => "sync",
+            BackendKind::Null => "null",
+            BackendKind::Nop => "nop",
+        }
+    }
+    /// Whether the backend reads or writes the target at all.
+    pub fn touches_data(self) -> bool {
+        matches!(self, BackendKind::Uring | BackendKind::Sync)
+    }
+}
+
+impl std::str::FromStr for BackendKind {
+    type Err = crate::EngineError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        BackendKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| crate::EngineError::UnknownBackend(s.to_string()))
+    }
+}

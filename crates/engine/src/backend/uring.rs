@@ -1,0 +1,365 @@
+//! The `uring` and `nop` backends: one io_uring per worker.
+//!
+//! Set-up probes the kernel: SINGLE_ISSUER + DEFER_TASKRUN where granted,
+//! else COOP_TASKRUN, else a plain ring (each fallback is reported as a
+//! note); optional SQPOLL and IOPOLL; the target registered as a fixed file,
+//! the worker's whole buffer region registered as one fixed buffer, and the
+//! ring fd registered so `io_uring_enter` skips the fd lookup.
+//!
+//! Timing model (fio's): `submit` enters the kernel without waiting (with
+//! GETEVENTS so deferred completions are flushed), `reap` drains the CQ and
+//! only waits when fewer than `min` completions are there.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+use super::{Backend, Completion, IoRequest};
+use crate::stats::Dir;
+
+const IORING_ENTER_GETEVENTS: u32 = 1;
+const IORING_ENTER_REGISTERED_RING: u32 = 1 << 4;
+const IORING_REGISTER_RING_FDS: u32 = 20;
+/// The kernel refuses registered buffers larger than this.
+const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
+
+/// io_uring set-up choices.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct UringOptions {
+    /// Kernel-side submission polling thread (SQPOLL) with this idle time.
+    pub sqpoll_idle_ms: Option<u32>,
+    /// Completion polling (IOPOLL); only valid on devices with poll queues.
+    pub iopoll: bool,
+    /// Register the worker's buffers (READ_FIXED / WRITE_FIXED).
+    pub fixed_buffers: bool,
+    /// Register the target file.
+    pub registered_files: bool,
+}
+
+impl Default for UringOptions {
+    fn default() -> Self {
+        UringOptions {
+            sqpoll_idle_ms: None,
+            iopoll: false,
+            fixed_buffers: true,
+            registered_files: true,
+        }
+    }
+}
+
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+/// One io_uring owned by one worker.
+pub struct UringBackend {
+    ring: IoUring,
+    fd: RawFd,
+    fixed_file: bool,
+    fixed_buffers: bool,
+    sqpoll: bool,
+    nop: bool,
+    enter_fd: i32,
+    enter_flags: u32,
+    batch: Vec<squeue::Entry>,
+    unsubmitted: u32,
+    slot_len: Vec<u32>,
+    /// Features granted, e.g. `DEFER_TASKRUN`, `fixed buffers`.
+    pub features: Vec<String>,
+    /// Fallbacks taken, in words.
+    pub notes: Vec<String>,
+}
+
+impl std::fmt::Debug for UringBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UringBackend")
+            .field("features", &self.features)
+            .finish_non_exhaustive()
+    }
+}
+
+fn build_ring(
+    depth: u32,
+    opts: &UringOptions,
+    nop: bool,
+) -> io::Result<(IoUring, Vec<String>, Vec<String>)> {
+    let mut notes = Vec::new();
+    type Attempt = (&'static [&'static str], fn(&mut io_uring::Builder));
+    let attempts: &[Attempt] = if opts.sqpoll_idle_ms.is_some() {
+        &[
+            (&["SQPOLL", "SINGLE_ISSUER"], |b| {
+                b.setup_single_issuer();
+            }),
+            (&["SQPOLL"], |_| {}),
+        ]
+    } else {
+        &[
+            (&["SINGLE_ISSUER", "DEFER_TASKRUN"], |b| {
+                b.setup_single_issuer().setup_defer_taskrun();
+            }),
+            (&["COOP_TASKRUN", "TASKRUN_FLAG"], |b| {
+                b.setup_coop_taskrun().setup_taskrun_flag();
+            }),
+            (&[], |_| {}),
+        ]
+    };
+    let mut last_err = None;
+    for (names, apply) in attempts {
+        let mut b = IoUring::builder();
+        apply(&mut b);
+        if let Some(idle) = opts.sqpoll_idle_ms {
+            b.setup_sqpoll(idle);
+        }
+        if opts.iopoll && !nop {
+            b.setup_iopoll();
+        }
+        match b.build(depth.max(1)) {
+            Ok(ring) => {
+                let mut features: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+                if opts.iopoll && !nop {
+                    features.push("IOPOLL".into());
+                }
+                return Ok((ring, features, notes));
+            }
+            Err(e) => {
+                notes.push(format!(
+                    "io_uring set-up with {} refused ({e}); falling back",
+                    if names.is_empty() {
+                        "no flags".into()
+                    } else {
+                        names.join("+")
+                    }
+                ));
+                last_err = Some(e);
+            }
+        }
+    }
+    Err(last_err.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EINVAL)))
+}
+
+impl UringBackend {
+    /// A ring of `depth` entries on `fd` (owned by the caller for the whole
+    /// run). `region` is the worker's buffer region, registered as fixed
+    /// buffer 0 when asked. `nop` issues IORING_OP_NOP instead of I/O.
+    pub fn new(
+        fd: RawFd,
+        depth: u32,
+        region: (*mut u8, usize),
+        opts: &UringOptions,
+        nop: bool,
+    ) -> io::Result<UringBackend> {
+        let (ring, mut features, mut notes) = build_ring(depth, opts, nop)?;
+        let mut fixed_file = false;
+        if opts.registered_files && !nop {
+            match ring.submitter().register_files(&[fd]) {
+                Ok(()) => {
+                    fixed_file = true;
+                    features.push("registered files".into());
+                }
+                Err(e) => notes.push(format!("register_files failed ({e}); using the plain fd")),
+            }
+        }
+        let mut fixed_buffers = false;
+        if opts.fixed_buffers && !nop {
+            if region.1 > MAX_FIXED_BUFFER_BYTES {
+                notes.push("buffer region over 1 GiB: fixed buffers off".into());
+            } else {
+                let iov = libc::iovec {
+                    iov_base: region.0.cast(),
+                    iov_len: region.1,
+                };
+                // SAFETY: the region is the worker's own mapping; it outlives
+                // the ring (the worker drops the backend before its buffers)
+                // and is only handed to the kernel slot by slot via `queue`.
+                match unsafe { ring.submitter().register_buffers(&[iov]) } {
+                    Ok(()) => {
+                        fixed_buffers = true;
+                        features.push("fixed buffers".into());
+                    }
+                    Err(e) => notes.push(format!(
+                        "register_buffers failed ({e}); using plain buffers"
+                    )),
+                }
+            }
+        }
+        let (enter_fd, enter_flags) = register_ring_fd(&ring, &mut features, &mut notes);
+        Ok(UringBackend {
+            sqpoll: opts.sqpoll_idle_ms.is_some(),
+            ring,
+            fd,
+            fixed_file,
+            fixed_buffers,
+            nop,
+            enter_fd,
+            enter_flags,
+            batch: Vec::with_capacity(depth.max(1) as usize),
+            unsubmitted: 0,
+            slot_len: vec![0; depth.max(1) as usize],
+            features,
+            notes,
+        })
+    }
+
+    fn enter(&self, to_submit: u32, min_complete: u32) -> io::Result<u32> {
+        loop {
+            // SAFETY: plain io_uring_enter on our own ring with no argument
+            // struct; the SQEs it consumes point at buffers owned by this
+            // worker until their completions are reaped.
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_io_uring_enter,
+                    self.enter_fd,
+                    to_submit,
+                    min_complete,
+                    IORING_ENTER_GETEVENTS | self.enter_flags,
+                    std::ptr::null::<libc::c_void>(),
+                    0usize,
+                )
+            };
+            if rc >= 0 {
+                return Ok(rc as u32);
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // Completions must be reaped first; the caller reaps next.
+                Some(libc::EAGAIN) | Some(libc::EBUSY) => return Ok(0),
+                _ => return Err(e),
+            }
+        }
+    }
+
+    fn entry(&self, io: &IoRequest) -> squeue::Entry {
+        macro_rules! rw {
+            ($fd:expr) => {
+                match (io.dir, self.fixed_buffers) {
+                    (Dir::Read, true) => opcode::ReadFixed::new($fd, io.buf, io.len_bytes, 0)
+                        .offset(io.offset_bytes)
+                        .build(),
+                    (Dir::Read, false) => opcode::Read::new($fd, io.buf, io.len_bytes)
+                        .offset(io.offset_bytes)
+                        .build(),
+                    (Dir::Write, true) => opcode::WriteFixed::new($fd, io.buf, io.len_bytes, 0)
+                        .offset(io.offset_bytes)
+                        .build(),
+                    (Dir::Write, false) => opcode::Write::new($fd, io.buf, io.len_bytes)
+                        .offset(io.offset_bytes)
+                        .build(),
+                }
+            };
+        }
+        let e = if self.nop {
+            opcode::Nop::new().build()
+        } else if self.fixed_file {
+            rw!(types::Fixed(0))
+        } else {
+            rw!(types::Fd(self.fd))
+        };
+        e.user_data(io.slot as u64)
+    }
+
+    fn drain(&mut self, out: &mut [Completion]) -> usize {
+        let mut cq = self.ring.completion();
+        let mut n = 0;
+        while n < out.len() {
+            let Some(cqe) = cq.next() else { break };
+            let slot = cqe.user_data() as u32;
+            let mut result = cqe.result();
+            if self.nop && result >= 0 {
+                result = self.slot_len[slot as usize] as i32;
+            }
+            out[n] = Completion { slot, result };
+            n += 1;
+        }
+        n
+    }
+}
+
+fn register_ring_fd(
+    ring: &IoUring,
+    features: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) -> (i32, u32) {
+    use std::os::fd::AsRawFd;
+    let mut up = RsrcUpdate {
+        offset: u32::MAX,
+        resv: 0,
+        data: ring.as_raw_fd() as u64,
+    };
+    // SAFETY: IORING_REGISTER_RING_FDS reads and writes the one update
+    // struct, which lives on our stack for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            ring.as_raw_fd(),
+            IORING_REGISTER_RING_FDS,
+            &mut up as *mut RsrcUpdate,
+            1u32,
+        )
+    };
+    if rc >= 0 {
+        features.push("registered ring fd".into());
+        (up.offset as i32, IORING_ENTER_REGISTERED_RING)
+    } else {
+        notes.push(format!(
+            "registering the ring fd failed ({}); plain io_uring_enter",
+            io::Error::last_os_error()
+        ));
+        (ring.as_raw_fd(), 0)
+    }
+}
+
+impl Backend for UringBackend {
+    #[inline]
+    fn queue(&mut self, io: IoRequest) {
+        if self.nop {
+            self.slot_len[io.slot as usize] = io.len_bytes;
+        }
+        let e = self.entry(&io);
+        debug_assert!(self.batch.len() < self.batch.capacity());
+        self.batch.push(e);
+    }
+
+    fn submit(&mut self) -> io::Result<()> {
+        let n = self.batch.len() as u32;
+        if n > 0 {
+            let mut sq = self.ring.submission();
+            // SAFETY: every entry points at a slot buffer of this worker's
+            // region (registered or not); the worker does not touch or free
+            // that slot until the completion carrying its index is reaped.
+            unsafe { sq.push_multiple(&self.batch) }.map_err(|_| {
+                io::Error::other("submission queue full: more I/Os queued than the ring holds")
+            })?;
+            drop(sq);
+            self.batch.clear();
+        }
+        if self.sqpoll {
+            self.ring.submit()?;
+            return Ok(());
+        }
+        let want = self.unsubmitted + n;
+        if want > 0 {
+            let done = self.enter(want, 0)?;
+            self.unsubmitted = want - done.min(want);
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, out: &mut [Completion], min: usize) -> io::Result<usize> {
+        let mut n = self.drain(out);
+        while n < min {
+            if self.sqpoll {
+                self.ring.submit_and_wait(min - n)?;
+            } else {
+                let done = self.enter(self.unsubmitted, (min - n) as u32)?;
+                self.unsubmitted -= done.min(self.unsubmitted);
+            }
+            n += self.drain(&mut out[n..]);
+        }
+        Ok(n)
+    }
+}

@@ -1,0 +1,296 @@
+//! The result model: plain, serializable data produced by a run.
+//!
+//! This is the public schema of `numio bench --json` ([`RESULT_SCHEMA_VERSION`])
+//! and the input of the `report` crate (repeat statistics, comparison,
+//! exporters). Field names carry their unit last (`latency_ns`, `bytes_per_s`).
+//! Change it additively, together with `docs/readme/bench.md`.
+
+use serde::{Deserialize, Serialize};
+
+use planner::{RwMode, Workload};
+use topology::{CpuId, NodeId};
+
+/// Version of the JSON schema of [`RunResult`].
+pub const RESULT_SCHEMA_VERSION: u32 = 1;
+
+/// One requested percentile and its value.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Percentile {
+    /// The percentile, 0 < p ≤ 100 (e.g. `99.9`).
+    pub percentile: f64,
+    /// Latency at that percentile in nanoseconds.
+    pub latency_ns: u64,
+}
+
+/// Summary of one latency histogram (HdrHistogram, 3 significant digits).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Number of recorded samples.
+    pub samples: u64,
+    /// Smallest sample in nanoseconds (0 when there are no samples).
+    pub min_ns: u64,
+    /// Largest sample in nanoseconds.
+    pub max_ns: u64,
+    /// Arithmetic mean in nanoseconds.
+    pub mean_ns: f64,
+    /// Population standard deviation in nanoseconds.
+    pub stdev_ns: f64,
+    /// The requested percentiles, ascending.
+    pub percentiles: Vec<Percentile>,
+}
+
+impl LatencySummary {
+    /// The value at percentile `p` when it was requested.
+    pub fn at(&self, p: f64) -> Option<u64> {
+        self.percentiles
+            .iter()
+            .find(|q| (q.percentile - p).abs() < 1e-9)
+            .map(|q| q.latency_ns)
+    }
+}
+
+/// The three latencies fio reports, for one direction or all.
+///
+/// * `slat`: submission latency, from the moment the I/O is prepared until the
+///   submit call that carried it returned;
+/// * `clat`: completion latency, from that return until the completion was reaped;
+/// * `lat`: both together.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Latencies {
+    /// Submission latency.
+    pub slat: LatencySummary,
+    /// Completion latency.
+    pub clat: LatencySummary,
+    /// Total latency.
+    pub lat: LatencySummary,
+}
+
+/// Counts and rates of one direction (or of both together).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct IoStats {
+    /// Completed I/Os (successful ones; errors are counted in `errors`).
+    pub ops: u64,
+    /// Bytes transferred by those I/Os.
+    pub bytes: u64,
+    /// `ops` per second of measured time.
+    pub iops: f64,
+    /// `bytes` per second of measured time.
+    pub bandwidth_bytes_per_s: f64,
+    /// Latency summaries.
+    pub latency: Latencies,
+}
+
+/// I/O errors with one errno.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrnoCount {
+    /// The errno (positive), e.g. 5 for EIO. [`VERIFY_ERRNO`] marks data that
+    /// did not match the written pattern.
+    pub errno: i32,
+    /// Its name, e.g. `EIO`.
+    pub name: String,
+    /// How many I/Os failed with it.
+    pub count: u64,
+}
+
+/// The errno used for verify mismatches (EILSEQ).
+pub const VERIFY_ERRNO: i32 = 84;
+
+/// CPU time and scheduling of one worker thread (or a sum of them).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuUsage {
+    /// Wall time the numbers cover, in nanoseconds.
+    pub wall_ns: u64,
+    /// User CPU time in nanoseconds (getrusage RUSAGE_THREAD).
+    pub user_ns: u64,
+    /// System CPU time in nanoseconds.
+    pub system_ns: u64,
+    /// Voluntary context switches.
+    pub voluntary_ctx_switches: u64,
+    /// Involuntary context switches.
+    pub involuntary_ctx_switches: u64,
+}
+
+impl CpuUsage {
+    /// User time as a percentage of wall time.
+    pub fn user_percent(&self) -> f64 {
+        percent(self.user_ns, self.wall_ns)
+    }
+    /// System time as a percentage of wall time.
+    pub fn system_percent(&self) -> f64 {
+        percent(self.system_ns, self.wall_ns)
+    }
+    /// Adds another worker's usage (wall times add up too: CPU-seconds available).
+    pub fn add(&mut self, other: &CpuUsage) {
+        self.wall_ns += other.wall_ns;
+        self.user_ns += other.user_ns;
+        self.system_ns += other.system_ns;
+        self.voluntary_ctx_switches += other.voluntary_ctx_switches;
+        self.involuntary_ctx_switches += other.involuntary_ctx_switches;
+    }
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}
+
+/// One worker (one job) of one target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerResult {
+    /// Job index within its target.
+    pub job: u32,
+    /// CPU the worker was pinned to (`None`: not pinned).
+    pub cpu: Option<CpuId>,
+    /// Node its buffers were bound to (`None`: default policy).
+    pub buffer_node: Option<NodeId>,
+    /// Successful reads.
+    pub read_ops: u64,
+    /// Successful writes.
+    pub write_ops: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Failed I/Os.
+    pub error_count: u64,
+    /// CPU usage over the measured period.
+    pub cpu_usage: CpuUsage,
+}
+
+/// Serialized raw histograms (HdrHistogram V2 + deflate, hex encoded), so that
+/// repeats and workers can be merged exactly later.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct RawHistograms {
+    /// Completion latency of all I/Os.
+    pub clat_hex: String,
+    /// Total latency of all I/Os.
+    pub lat_hex: String,
+}
+
+/// Everything measured on one target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetResult {
+    /// Path of the file or block device.
+    pub path: String,
+    /// A label shown to the user (e.g. "default target: 1 GiB file under $TMPDIR").
+    pub label: Option<String>,
+    /// NUMA node of the target, when known.
+    pub node: Option<NodeId>,
+    /// The workload every job ran.
+    pub workload: Workload,
+    /// Measured time in nanoseconds (longest worker, ramp excluded).
+    pub runtime_ns: u64,
+    /// Reads.
+    pub read: IoStats,
+    /// Writes.
+    pub write: IoStats,
+    /// Reads and writes together.
+    pub total: IoStats,
+    /// Sum of the workers' CPU usage.
+    pub cpu_usage: CpuUsage,
+    /// Errors by errno, most frequent first.
+    pub errors: Vec<ErrnoCount>,
+    /// The workers.
+    pub workers: Vec<WorkerResult>,
+    /// Raw histograms of `total`.
+    pub histograms: RawHistograms,
+}
+
+impl TargetResult {
+    /// Whether the workload writes.
+    pub fn writes(&self) -> bool {
+        self.workload.rw.writes()
+    }
+    /// The access pattern.
+    pub fn rw(&self) -> RwMode {
+        self.workload.rw
+    }
+}
+
+/// What a target was, as the run saw it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetEnvironment {
+    /// Path.
+    pub path: String,
+    /// `block_device` or `file`.
+    pub kind: String,
+    /// Size in bytes.
+    pub size_bytes: u64,
+    /// Logical block size in bytes (512 for files).
+    pub logical_block_size_bytes: u32,
+    /// NUMA node of the device, when known.
+    pub node: Option<NodeId>,
+    /// Active I/O scheduler of the block device (`none`, `mq-deadline`, ...).
+    pub scheduler: Option<String>,
+    /// Poll queues of the device (`io_poll` enabled), when known.
+    pub io_poll: Option<bool>,
+    /// Opened with O_DIRECT.
+    pub direct: bool,
+}
+
+/// The machine and the engine setup of a run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Environment {
+    /// numio version.
+    pub numio_version: String,
+    /// Host name.
+    pub hostname: String,
+    /// Kernel release (`uname -r`).
+    pub kernel: String,
+    /// CPU model name from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// Online CPUs.
+    pub online_cpus: u32,
+    /// `nvme.poll_queues` module parameter, when readable.
+    pub nvme_poll_queues: Option<u32>,
+    /// Backend name (`uring`, `sync`, `null`, `nop`).
+    pub backend: String,
+    /// io_uring setup actually used (flags that were granted), empty otherwise.
+    pub uring_features: Vec<String>,
+    /// Every CPU a worker ran on, ascending.
+    pub cpus_used: Vec<CpuId>,
+    /// The targets.
+    pub targets: Vec<TargetEnvironment>,
+    /// Fallbacks and other notes (e.g. "mbind failed: buffers use the default policy").
+    pub notes: Vec<String>,
+    /// Start of the run, seconds since the Unix epoch.
+    pub started_unix_s: u64,
+}
+
+/// A whole run: every target and the total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// [`RESULT_SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Machine and setup.
+    pub environment: Environment,
+    /// Placement policy that produced the jobs.
+    pub policy: String,
+    /// Per target, in the order given.
+    pub targets: Vec<TargetResult>,
+    /// All targets together: reads.
+    pub read: IoStats,
+    /// All targets together: writes.
+    pub write: IoStats,
+    /// All targets together.
+    pub total: IoStats,
+    /// All workers together.
+    pub cpu_usage: CpuUsage,
+    /// All errors together.
+    pub errors: Vec<ErrnoCount>,
+    /// Measured time (longest target).
+    pub runtime_ns: u64,
+}
+
+impl RunResult {
+    /// Total I/Os per CPU-second (user + system) over all workers.
+    pub fn iops_per_cpu_s(&self) -> f64 {
+        let cpu_ns = self.cpu_usage.user_ns + self.cpu_usage.system_ns;
+        if cpu_ns == 0 {
+            0.0
+        } else {
+            self.total.ops as f64 * 1e9 / cpu_ns as f64
+        }
+    }
+}

@@ -1,0 +1,544 @@
+//! Running a [`Placement`]: inspect and check every target, start one pinned
+//! worker per job, report progress while they run, merge their statistics.
+
+use std::collections::BTreeMap;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+
+use planner::{MemPolicy, Placement, TargetPlacement};
+use topology::CpuId;
+
+use crate::backend::{Backend, BackendKind, NullBackend, SyncBackend, UringBackend, UringOptions};
+use crate::error::EngineError;
+use crate::gen::{IoGen, Rng};
+use crate::progress::{snapshot, ProgressSnapshot, WorkerProgress};
+use crate::result::{CpuUsage, RunResult, TargetResult, WorkerResult, RESULT_SCHEMA_VERSION};
+use crate::stats::{Dir, WorkerStats};
+use crate::sys::{self, NodeBuffer};
+use crate::target::{self, Region, TargetInfo};
+use crate::worker::{LoopLimits, LoopOutput, WorkerLoop};
+use crate::{env, safety};
+
+/// Percentiles reported when none are asked for.
+pub const DEFAULT_PERCENTILES: [f64; 7] = [1.0, 10.0, 50.0, 90.0, 99.0, 99.9, 99.99];
+/// Seed of the verify pattern (shared by every run so a later run can check
+/// what an earlier one wrote).
+pub const VERIFY_SEED: u64 = 0x6e75_6d69_6f76_6572;
+
+/// When to use IOPOLL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoPoll {
+    /// Where the block device has poll queues (`queue/io_poll` = 1).
+    #[default]
+    Auto,
+    /// Always (fails on devices without poll queues).
+    On,
+    /// Never.
+    Off,
+}
+
+/// How to run a placement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOptions {
+    /// Backend of every worker.
+    pub backend: BackendKind,
+    /// io_uring set-up (uring and nop backends).
+    pub uring: UringOptions,
+    /// IOPOLL choice (overrides `uring.iopoll`).
+    pub iopoll: IoPoll,
+    /// Percentiles to report, each in (0, 100].
+    pub percentiles: Vec<f64>,
+    /// Write a verifiable pattern and check it on every read.
+    pub verify: bool,
+    /// Allow writes to block devices holding data.
+    pub force_write: bool,
+    /// Completions to wait for per reap (`None`: depth/4, 1..=32).
+    pub batch_complete_min: Option<usize>,
+    /// Labels shown for some targets, by path (e.g. the default target).
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            backend: BackendKind::Uring,
+            uring: UringOptions::default(),
+            iopoll: IoPoll::Auto,
+            percentiles: DEFAULT_PERCENTILES.to_vec(),
+            verify: false,
+            force_write: false,
+            batch_complete_min: None,
+            labels: BTreeMap::new(),
+        }
+    }
+}
+
+/// Everything one worker needs, decided before it starts.
+#[derive(Debug, Clone)]
+struct JobSpec {
+    target: usize,
+    job: u32,
+    path: String,
+    cpu: Option<u32>,
+    node: Option<u32>,
+    workload: planner::Workload,
+    region: Region,
+    uring: UringOptions,
+    kind: BackendKind,
+    verify: bool,
+    limits: LoopLimits,
+}
+
+/// What a worker hands back.
+#[derive(Debug)]
+struct JobOutput {
+    out: LoopOutput,
+    buffer_node: Option<u32>,
+    features: Vec<String>,
+    notes: Vec<String>,
+}
+
+struct Control {
+    start: Barrier,
+    abort: AtomicBool,
+    stop: AtomicBool,
+}
+
+/// Checks every target of `placement` and runs it. `on_progress` is called
+/// about five times a second from the calling thread while workers run.
+pub fn run(
+    placement: &Placement,
+    opts: &RunOptions,
+    on_progress: &mut dyn FnMut(&ProgressSnapshot),
+) -> Result<RunResult, EngineError> {
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let infos = check_targets(placement, opts)?;
+    let specs = job_specs(placement, &infos, opts)?;
+    let planned_ns = placement
+        .targets
+        .iter()
+        .map(|t| t.workload.runtime_ns.map(|r| r + t.workload.ramp_time_ns))
+        .try_fold(0u64, |m, r| r.map(|r| m.max(r)));
+    let ctl = Arc::new(Control {
+        start: Barrier::new(specs.len() + 1),
+        abort: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+    });
+    let progress: Vec<Arc<WorkerProgress>> = specs
+        .iter()
+        .map(|_| Arc::new(WorkerProgress::default()))
+        .collect();
+    let mut handles = Vec::with_capacity(specs.len());
+    for (spec, p) in specs.iter().zip(&progress) {
+        let (spec, ctl, p) = (spec.clone(), Arc::clone(&ctl), Arc::clone(p));
+        let name = format!("numio-w{}.{}", spec.target, spec.job);
+        let h = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || worker_main(&spec, &ctl, &p))
+            .map_err(|e| EngineError::Worker {
+                path: String::new(),
+                job: 0,
+                reason: format!("cannot spawn a thread: {e}"),
+            })?;
+        handles.push(h);
+    }
+    ctl.start.wait();
+    let t0 = sys::now_ns();
+    while !ctl.abort.load(Ordering::Relaxed) && progress.iter().any(|p| !p.is_finished()) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        on_progress(&snapshot(&progress, sys::now_ns() - t0, planned_ns));
+    }
+    let mut outputs = Vec::with_capacity(handles.len());
+    let mut first_err = None;
+    for (h, spec) in handles.into_iter().zip(&specs) {
+        let r = h.join().unwrap_or_else(|_| {
+            Err(EngineError::Worker {
+                path: spec.path.clone(),
+                job: spec.job,
+                reason: "the worker panicked".into(),
+            })
+        });
+        match r {
+            Ok(o) => outputs.push(o),
+            Err(EngineError::Aborted) => {}
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    if outputs.len() != specs.len() {
+        return Err(EngineError::Aborted);
+    }
+    Ok(merge(
+        placement,
+        opts,
+        &infos,
+        &specs,
+        outputs,
+        started_unix_s,
+    ))
+}
+
+fn check_targets(
+    placement: &Placement,
+    opts: &RunOptions,
+) -> Result<Vec<(TargetInfo, Region)>, EngineError> {
+    if placement.targets.is_empty() {
+        return Err(EngineError::Workload {
+            path: "(none)".into(),
+            reason: "the placement has no targets; name a file or block device".into(),
+        });
+    }
+    let mut out = Vec::new();
+    for t in &placement.targets {
+        let info = target::inspect(&t.path)?;
+        let region = target::validate(&t.workload, &info)?;
+        if t.jobs.is_empty() {
+            return Err(EngineError::Workload {
+                path: t.path.clone(),
+                reason: "no jobs were placed on this target; use --jobs 1 or more".into(),
+            });
+        }
+        let touches = match &t.backend {
+            Some(name) => name.parse::<BackendKind>()?.touches_data(),
+            None => opts.backend.touches_data(),
+        };
+        if t.workload.rw.writes() && touches && info.block_device && !opts.force_write {
+            safety::check_writable(&info)?;
+        }
+        out.push((info, region));
+    }
+    Ok(out)
+}
+
+fn job_specs(
+    placement: &Placement,
+    infos: &[(TargetInfo, Region)],
+    opts: &RunOptions,
+) -> Result<Vec<JobSpec>, EngineError> {
+    let mut specs = Vec::new();
+    for (ti, (t, (info, region))) in placement.targets.iter().zip(infos).enumerate() {
+        let w = &t.workload;
+        let mut uring = opts.uring.clone();
+        uring.iopoll = match opts.iopoll {
+            IoPoll::On => true,
+            IoPoll::Off => false,
+            IoPoll::Auto => info.io_poll == Some(true) && w.direct,
+        };
+        let kind = match &t.backend {
+            Some(name) => name.parse::<BackendKind>()?,
+            None => opts.backend,
+        };
+        let depth = w.iodepth as usize;
+        let limits = LoopLimits {
+            ramp_ns: w.ramp_time_ns,
+            runtime_ns: w.runtime_ns,
+            max_ios: w.number_ios.unwrap_or(u64::MAX),
+            max_bytes: if w.time_based {
+                u64::MAX
+            } else {
+                region.len_bytes
+            },
+            rate_iops: w.rate_iops,
+            batch_complete_min: opts
+                .batch_complete_min
+                .unwrap_or((depth / 4).clamp(1, 32))
+                .clamp(1, depth),
+        };
+        for (j, job) in t.jobs.iter().enumerate() {
+            specs.push(JobSpec {
+                target: ti,
+                job: j as u32,
+                path: t.path.clone(),
+                cpu: job_cpu(&job.cpus),
+                node: job_node(job, t),
+                workload: w.clone(),
+                region: *region,
+                uring: uring.clone(),
+                kind,
+                verify: opts.verify,
+                limits,
+            });
+        }
+    }
+    Ok(specs)
+}
+
+/// A job pins to its first CPU; an empty list means no pinning.
+fn job_cpu(cpus: &[CpuId]) -> Option<u32> {
+    cpus.first().map(|c| c.0)
+}
+
+fn job_node(job: &planner::JobPlacement, t: &TargetPlacement) -> Option<u32> {
+    match &job.mem {
+        MemPolicy::Default => None,
+        MemPolicy::Bind(nodes) => nodes.first().map(|n| n.0),
+        MemPolicy::Local => job_cpu(&job.cpus)
+            .and_then(sys::cpu_node)
+            .or(t.node.map(|n| n.0)),
+    }
+}
+
+fn worker_main(
+    spec: &JobSpec,
+    ctl: &Control,
+    progress: &WorkerProgress,
+) -> Result<JobOutput, EngineError> {
+    let r = worker_setup_and_run(spec, ctl, progress);
+    if r.is_err() {
+        ctl.abort.store(true, Ordering::Relaxed);
+        ctl.stop.store(true, Ordering::Relaxed);
+    }
+    progress.finish();
+    r
+}
+
+/// The start barrier, passed exactly once: on the normal path right before
+/// the loop, or on drop when set-up failed (which also aborts the run).
+struct StartGate<'a> {
+    ctl: &'a Control,
+    passed: bool,
+}
+
+impl StartGate<'_> {
+    fn pass(&mut self) -> bool {
+        self.passed = true;
+        self.ctl.start.wait();
+        !self.ctl.abort.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for StartGate<'_> {
+    fn drop(&mut self) {
+        if !self.passed {
+            self.ctl.abort.store(true, Ordering::Relaxed);
+            self.ctl.start.wait();
+        }
+    }
+}
+
+/// The worker's resources, owned for the whole loop.
+struct Resources<'a> {
+    spec: &'a JobSpec,
+    buf: &'a NodeBuffer,
+    slot_bytes: usize,
+    ctl: &'a Control,
+    progress: &'a WorkerProgress,
+}
+
+fn worker_setup_and_run(
+    spec: &JobSpec,
+    ctl: &Control,
+    progress: &WorkerProgress,
+) -> Result<JobOutput, EngineError> {
+    let mut gate = StartGate { ctl, passed: false };
+    let mut notes = Vec::new();
+    if let Some(cpu) = spec.cpu {
+        if let Err(e) = sys::pin_to_cpu(cpu) {
+            notes.push(format!(
+                "job {} of {}: pinning to CPU {cpu} failed ({e}); unpinned",
+                spec.job, spec.path
+            ));
+        }
+    }
+    let w = &spec.workload;
+    let file = target::open(&spec.path, w.rw.writes(), w.direct)?;
+    let slot_bytes = (w.bs_max_bytes as usize).div_ceil(4096) * 4096;
+    let depth = w.iodepth as usize;
+    let (buf, note) =
+        NodeBuffer::new(slot_bytes * depth, spec.node).map_err(|source| EngineError::Buffers {
+            bytes: slot_bytes * depth,
+            source,
+        })?;
+    notes.extend(note);
+    if !spec.verify {
+        fill_random(&buf, w.randseed ^ u64::from(spec.job));
+    }
+    let res = Resources {
+        spec,
+        buf: &buf,
+        slot_bytes,
+        ctl,
+        progress,
+    };
+    let (out, features) = match spec.kind {
+        BackendKind::Null => (
+            run_generic(NullBackend::new(depth), &res, &mut gate)?,
+            Vec::new(),
+        ),
+        BackendKind::Sync => (
+            run_generic(SyncBackend::new(file.as_raw_fd(), depth), &res, &mut gate)?,
+            Vec::new(),
+        ),
+        BackendKind::Uring | BackendKind::Nop => {
+            let region = (buf.as_ptr(), buf.len_bytes());
+            let b = UringBackend::new(
+                file.as_raw_fd(),
+                depth as u32,
+                region,
+                &spec.uring,
+                spec.kind == BackendKind::Nop,
+            )
+            .map_err(|source| EngineError::Backend {
+                backend: spec.kind.name(),
+                path: spec.path.clone(),
+                what: "io_uring set-up".into(),
+                source,
+            })?;
+            let features = b.features.clone();
+            notes.extend(b.notes.iter().cloned());
+            (run_generic(b, &res, &mut gate)?, features)
+        }
+    };
+    // The backend (and its ring) is gone; now the file and buffers may go.
+    drop(file);
+    Ok(JobOutput {
+        out,
+        buffer_node: buf.node(),
+        features,
+        notes,
+    })
+}
+
+/// Waits for every worker to be ready, then runs the loop on backend `b`.
+fn run_generic<B: Backend>(
+    b: B,
+    r: &Resources<'_>,
+    gate: &mut StartGate<'_>,
+) -> Result<LoopOutput, EngineError> {
+    let spec = r.spec;
+    let w = &spec.workload;
+    let gen = IoGen::new(
+        w,
+        spec.region.start_bytes,
+        spec.region.len_bytes,
+        spec.region.align_bytes,
+        spec.job,
+    );
+    let wl = WorkerLoop::new(
+        b,
+        gen,
+        w.iodepth as usize,
+        r.buf.as_ptr(),
+        r.slot_bytes,
+        spec.verify.then_some(VERIFY_SEED),
+        spec.limits,
+        &r.ctl.stop,
+        r.progress,
+    );
+    if !gate.pass() {
+        return Err(EngineError::Aborted);
+    }
+    wl.run().map_err(|source| EngineError::Backend {
+        backend: spec.kind.name(),
+        path: spec.path.clone(),
+        what: "I/O loop".into(),
+        source,
+    })
+}
+
+/// Fills the buffers with incompressible bytes so written data is not all
+/// zeroes (which zram and some SSDs would short-cut).
+fn fill_random(buf: &NodeBuffer, seed: u64) {
+    let mut rng = Rng::new(seed);
+    // SAFETY: the buffer is ours and no I/O has been issued from it yet.
+    let words =
+        unsafe { std::slice::from_raw_parts_mut(buf.as_ptr().cast::<u64>(), buf.len_bytes() / 8) };
+    for w in words {
+        *w = rng.next_u64();
+    }
+}
+
+fn merge(
+    placement: &Placement,
+    opts: &RunOptions,
+    infos: &[(TargetInfo, Region)],
+    specs: &[JobSpec],
+    outputs: Vec<JobOutput>,
+    started_unix_s: u64,
+) -> RunResult {
+    let pcts = &opts.percentiles;
+    let mut environment = env::capture(opts.backend);
+    environment.started_unix_s = started_unix_s;
+    let mut all = WorkerStats::new();
+    let mut all_cpu = CpuUsage::default();
+    let mut targets = Vec::new();
+    let mut run_ns = 0;
+    for (ti, t) in placement.targets.iter().enumerate() {
+        let mut stats = WorkerStats::new();
+        let mut cpu = CpuUsage::default();
+        let mut workers = Vec::new();
+        let mut runtime_ns = 0;
+        for (spec, o) in specs.iter().zip(&outputs).filter(|(s, _)| s.target == ti) {
+            stats.merge(&o.out.stats);
+            cpu.add(&o.out.cpu_usage);
+            runtime_ns = runtime_ns.max(o.out.runtime_ns);
+            workers.push(WorkerResult {
+                job: spec.job,
+                cpu: spec.cpu.map(CpuId),
+                buffer_node: o.buffer_node.map(topology::NodeId),
+                read_ops: o.out.stats.ops[0],
+                write_ops: o.out.stats.ops[1],
+                bytes: o.out.stats.bytes[0] + o.out.stats.bytes[1],
+                error_count: o.out.stats.error_count(),
+                cpu_usage: o.out.cpu_usage,
+            });
+            for n in &o.notes {
+                if !environment.notes.contains(n) {
+                    environment.notes.push(n.clone());
+                }
+            }
+            for f in &o.features {
+                if !environment.uring_features.contains(f) {
+                    environment.uring_features.push(f.clone());
+                }
+            }
+            if let Some(c) = spec.cpu.map(CpuId) {
+                if !environment.cpus_used.contains(&c) {
+                    environment.cpus_used.push(c);
+                }
+            }
+        }
+        environment
+            .targets
+            .push(infos[ti].0.environment(t.node, t.workload.direct));
+        all.merge(&stats);
+        all_cpu.add(&cpu);
+        run_ns = run_ns.max(runtime_ns);
+        targets.push(TargetResult {
+            path: t.path.clone(),
+            label: opts.labels.get(&t.path).cloned(),
+            node: t.node,
+            workload: t.workload.clone(),
+            runtime_ns,
+            read: stats.io_stats(Some(Dir::Read), runtime_ns, pcts),
+            write: stats.io_stats(Some(Dir::Write), runtime_ns, pcts),
+            total: stats.io_stats(None, runtime_ns, pcts),
+            cpu_usage: cpu,
+            errors: stats.errno_counts(),
+            workers,
+            histograms: stats.raw_histograms(),
+        });
+    }
+    environment.cpus_used.sort();
+    RunResult {
+        schema_version: RESULT_SCHEMA_VERSION,
+        environment,
+        policy: placement.policy.clone(),
+        read: all.io_stats(Some(Dir::Read), run_ns, pcts),
+        write: all.io_stats(Some(Dir::Write), run_ns, pcts),
+        total: all.io_stats(None, run_ns, pcts),
+        targets,
+        cpu_usage: all_cpu,
+        errors: all.errno_counts(),
+        runtime_ns: run_ns,
+    }
+}

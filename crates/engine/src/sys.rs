@@ -1,0 +1,241 @@
+//! The engine's OS boundary: pinning, NUMA-bound buffers, clocks and
+//! per-thread resource usage. Every `unsafe` outside the io_uring backend
+//! lives here.
+
+use std::io;
+use std::ptr::NonNull;
+
+use crate::result::CpuUsage;
+
+/// Nanoseconds of CLOCK_MONOTONIC.
+#[inline]
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, exclusively borrowed timespec; the vDSO call
+    // only writes into it.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; zeroed is its empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if cpu as usize >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: cpu < CPU_SETSIZE was checked above.
+    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
+    // SAFETY: `set` lives for the call; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// CPUs the calling thread may run on, ascending.
+pub fn allowed_cpus() -> Vec<u32> {
+    // SAFETY: as in `pin_to_cpu`.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid out-parameter of the given size.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return vec![0];
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: c < CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .map(|c| c as u32)
+        .collect()
+}
+
+/// CPU and scheduling counters of the calling thread.
+pub fn thread_usage() -> CpuUsage {
+    // SAFETY: rusage is plain data and a valid out-parameter.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD with a valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    CpuUsage {
+        wall_ns: 0,
+        user_ns: tv(ru.ru_utime),
+        system_ns: tv(ru.ru_stime),
+        voluntary_ctx_switches: ru.ru_nvcsw as u64,
+        involuntary_ctx_switches: ru.ru_nivcsw as u64,
+    }
+}
+
+/// Counters accumulated since `start` (a [`thread_usage`] taken earlier).
+pub fn usage_since(start: &CpuUsage, wall_ns: u64) -> CpuUsage {
+    let now = thread_usage();
+    CpuUsage {
+        wall_ns,
+        user_ns: now.user_ns.saturating_sub(start.user_ns),
+        system_ns: now.system_ns.saturating_sub(start.system_ns),
+        voluntary_ctx_switches: now
+            .voluntary_ctx_switches
+            .saturating_sub(start.voluntary_ctx_switches),
+        involuntary_ctx_switches: now
+            .involuntary_ctx_switches
+            .saturating_sub(start.involuntary_ctx_switches),
+    }
+}
+
+const MPOL_BIND: libc::c_long = 2;
+const MPOL_MF_MOVE: libc::c_ulong = 1 << 1;
+
+/// An anonymous, page-aligned, pre-faulted mapping, optionally bound to one
+/// NUMA node with mbind(2). Owned by one worker; unmapped on drop.
+#[derive(Debug)]
+pub struct NodeBuffer {
+    ptr: NonNull<u8>,
+    len_bytes: usize,
+    node: Option<u32>,
+}
+
+// SAFETY: the mapping is owned by this value alone; moving it to the worker
+// thread that uses it moves that ownership.
+unsafe impl Send for NodeBuffer {}
+
+impl NodeBuffer {
+    /// Maps `len_bytes` (rounded up to pages). With `node`, binds the pages to
+    /// that node before touching them; when mbind fails the pages use the
+    /// default policy and the returned note says so.
+    pub fn new(len_bytes: usize, node: Option<u32>) -> io::Result<(NodeBuffer, Option<String>)> {
+        let page = 4096usize;
+        let len_bytes = len_bytes.max(page).div_ceil(page) * page;
+        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len_bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(io::Error::last_os_error)?;
+        let mut note = None;
+        let mut bound = None;
+        if let Some(n) = node {
+            match mbind(ptr.as_ptr(), len_bytes, n) {
+                Ok(()) => bound = Some(n),
+                Err(e) => {
+                    note = Some(format!(
+                        "mbind to node {n} failed ({e}); buffers use the default memory policy"
+                    ))
+                }
+            }
+        }
+        // Touch every page now so that no page fault lands on the I/O path.
+        // SAFETY: the mapping is `len_bytes` long, writable and ours.
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len_bytes) };
+        Ok((
+            NodeBuffer {
+                ptr,
+                len_bytes,
+                node: bound,
+            },
+            note,
+        ))
+    }
+
+    /// Start of the mapping.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// Length in bytes.
+    pub fn len_bytes(&self) -> usize {
+        self.len_bytes
+    }
+
+    /// Node the pages are bound to, if binding succeeded.
+    pub fn node(&self) -> Option<u32> {
+        self.node
+    }
+}
+
+impl Drop for NodeBuffer {
+    fn drop(&mut self) {
+        // SAFETY: we own the mapping; every I/O using it has completed before
+        // the worker drops its buffers (the worker drains its queue first).
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len_bytes) };
+    }
+}
+
+fn mbind(addr: *mut u8, len: usize, node: u32) -> io::Result<()> {
+    if node >= 1024 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    let mut mask = [0u64; 16];
+    mask[(node / 64) as usize] |= 1u64 << (node % 64);
+    let maxnode = (mask.len() * 64) as libc::c_ulong;
+    // SAFETY: mbind only changes the policy of our own fresh mapping; the
+    // mask outlives the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mbind,
+            addr,
+            len,
+            MPOL_BIND,
+            mask.as_ptr(),
+            maxnode,
+            MPOL_MF_MOVE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// NUMA node of a CPU from /sys (`None` when it cannot be told).
+pub fn cpu_node(cpu: u32) -> Option<u32> {
+    let dir = std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{cpu}")).ok()?;
+    dir.flatten().find_map(|e| {
+        e.file_name()
+            .to_str()
+            .and_then(|n| n.strip_prefix("node"))
+            .and_then(|n| n.parse().ok())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_is_page_aligned_zeroed_and_bound_when_possible() {
+        let (b, note) = NodeBuffer::new(10_000, Some(0)).expect("mmap works");
+        assert_eq!(b.as_ptr() as usize % 4096, 0);
+        assert_eq!(b.len_bytes(), 12_288);
+        // SAFETY: reading our own mapping.
+        let s = unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len_bytes()) };
+        assert!(s.iter().all(|&x| x == 0));
+        assert!(b.node() == Some(0) || note.is_some());
+    }
+
+    #[test]
+    fn clock_moves_forward() {
+        let a = now_ns();
+        let b = now_ns();
+        assert!(b >= a && a > 0);
+    }
+
+    #[test]
+    fn allowed_cpus_not_empty() {
+        assert!(!allowed_cpus().is_empty());
+    }
+}
