@@ -4,7 +4,8 @@
 VM_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO_ROOT="$(cd "$VM_DIR/../.." && pwd)"
 # Kernel, modules and initramfs live outside the repository.
-VM_CACHE="${NUMIO_VM_CACHE:-/var/cache/numio-vm}"
+if [ "$(id -u)" -eq 0 ]; then VM_CACHE_DEFAULT=/var/cache/numio-vm; else VM_CACHE_DEFAULT="${XDG_CACHE_HOME:-$HOME/.cache}/numio-vm"; fi
+VM_CACHE="${NUMIO_VM_CACHE:-$VM_CACHE_DEFAULT}"
 
 vm_log() { printf 'vm-lab: %s\n' "$*" >&2; }
 vm_die() { printf 'vm-lab: error: %s\n' "$*" >&2; exit 2; }

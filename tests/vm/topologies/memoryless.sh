@@ -32,7 +32,7 @@ declare -gA EXPECT_DISTANCES=([0]="10 21" [1]="21 10")
 EXPECT_CONTROLLERS=("NUMIO-L0 0" "NUMIO-ML unknown")
 # "SERIAL NSID SIZE_BYTES" per namespace.
 EXPECT_NAMESPACES=("NUMIO-L0 1 1073741824" "NUMIO-ML 1 1073741824")
-# "SUBSYSTEM_NQN IOPOLICY PATHS" per multipath namespace.
+# "SUBSYSTEM_NQN IOPOLICY PATH_NODES" per multipath namespace (none here).
 EXPECT_MULTIPATH=()
 # The controller `numio doctor` must flag (by serial).
 EXPECT_DOCTOR_FLAGS=("NUMIO-ML")

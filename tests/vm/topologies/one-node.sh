@@ -22,5 +22,8 @@ declare -gA EXPECT_DISTANCES=([0]="10")
 EXPECT_CONTROLLERS=("NUMIO-A unknown" "NUMIO-B unknown")
 # "SERIAL NSID SIZE_BYTES" per namespace.
 EXPECT_NAMESPACES=("NUMIO-A 1 1073741824" "NUMIO-B 1 1073741824")
-# "NQN IOPOLICY PATHS" per multipath subsystem.
+# "SUBSYSTEM_NQN IOPOLICY PATH_NODES" per multipath namespace (none here).
 EXPECT_MULTIPATH=()
+# Serials of the controllers `numio doctor` must flag: none on a plain
+# one-node machine (numa_node -1 is harmless when there is one node).
+EXPECT_DOCTOR_FLAGS=()

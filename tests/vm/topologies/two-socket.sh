@@ -41,6 +41,7 @@ EXPECT_CONTROLLERS=("NUMIO-N0 0" "NUMIO-MP 0" "NUMIO-N1 1" "NUMIO-MP 1" "NUMIO-2
 # "SERIAL NSID SIZE_BYTES" per namespace.
 EXPECT_NAMESPACES=("NUMIO-N0 1 1073741824" "NUMIO-MP 1 1073741824" "NUMIO-N1 1 1073741824"
   "NUMIO-2NS 1 1073741824" "NUMIO-2NS 2 536870912")
-# "SUBSYSTEM_NQN IOPOLICY PATHS" per multipath namespace (QEMU prefixes the
-# nvme-subsys id with nqn.2019-08.org.qemu:).
-EXPECT_MULTIPATH=("nqn.2019-08.org.qemu:numio-mp numa 2")
+# "SUBSYSTEM_NQN IOPOLICY PATH_NODES" per multipath namespace: PATH_NODES
+# are the numa_node of each path's controller, sorted, comma-separated (QEMU
+# prefixes the nvme-subsys id with nqn.2019-08.org.qemu:).
+EXPECT_MULTIPATH=("nqn.2019-08.org.qemu:numio-mp numa 0,1")

@@ -1,0 +1,78 @@
+# shellcheck shell=bash
+# Helpers for VM lab checks (sourced by tests/vm/tests/*/*.sh, inside the
+# guest). See tests/vm/guest/run-checks for the convention.
+#
+# After sourcing: NUMIO (the numio binary), TOPOLOGY (its name), the
+# topology file's TOPO_* and EXPECT_* variables, and:
+#   expect_eq WHAT EXPECTED ACTUAL   records ok / not ok
+#   note TEXT                        prints context
+#   skip REASON                      ends the check as skipped (exit 77)
+#   finish                           ends the check: exit 1 if any not ok
+set -uo pipefail
+# shellcheck source=tests/vm/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+TOPOLOGY=${NUMIO_VM_TOPOLOGY:?not inside tests/vm/run (NUMIO_VM_TOPOLOGY unset)}
+NUMIO=${NUMIO:-$REPO_ROOT/target/debug/numio}
+# shellcheck source=/dev/null
+. "$VM_DIR/topologies/$TOPOLOGY.sh"
+
+_not_ok=0
+_ok=0
+note() { printf '  # %s\n' "$*"; }
+ok() { _ok=$((_ok + 1)); printf '  ok: %s\n' "$*"; }
+not_ok() { _not_ok=$((_not_ok + 1)); printf '  NOT OK: %s\n' "$*"; }
+expect_eq() {
+  if [ "$2" = "$3" ]; then
+    ok "$1 = $(printf '%s' "$2" | tr '\n' ';')"
+  else
+    not_ok "$1: expected [$(printf '%s' "$2" | tr '\n' ';')] got [$(printf '%s' "$3" | tr '\n' ';')]"
+  fi
+}
+skip() { printf '  skip: %s\n' "$*"; exit 77; }
+finish() {
+  [ "$_ok" -gt 0 ] || [ "$_not_ok" -gt 0 ] || { printf '  NOT OK: the check asserted nothing\n'; exit 1; }
+  [ "$_not_ok" -eq 0 ]
+  exit $?
+}
+
+# Expands a kernel CPU/node list ("0-2,5") to "0 1 2 5".
+expand_list() {
+  local part out=() a b i
+  local IFS=,
+  for part in $1; do
+    [ -n "$part" ] || continue
+    case $part in
+      *-*) a=${part%-*}; b=${part#*-}; for ((i = a; i <= b; i++)); do out+=("$i"); done ;;
+      *) out+=("$part") ;;
+    esac
+  done
+  IFS=' '
+  printf '%s' "${out[*]}"
+}
+
+# Prints the elements of the named array, one a line, sorted.
+sorted_lines() {
+  local -n arr=$1
+  [ ${#arr[@]} -eq 0 ] || printf '%s\n' "${arr[@]}" | LC_ALL=C sort
+}
+
+# Fails the check early unless the numio binary exists.
+require_numio() {
+  [ -x "$NUMIO" ] || { printf '  NOT OK: no numio binary at %s (cargo build -p numio)\n' "$NUMIO"; exit 1; }
+}
+
+# Runs numio SUBCOMMAND...; skips the check when the subcommand is not built
+# yet (the CLI's placeholder error), otherwise leaves stdout in $NUMIO_OUT,
+# stderr in $NUMIO_ERR and the status in $NUMIO_RC.
+run_numio() {
+  require_numio
+  local err_file
+  err_file=$(mktemp)
+  NUMIO_OUT=$("$NUMIO" "$@" 2>"$err_file")
+  NUMIO_RC=$?
+  NUMIO_ERR=$(cat "$err_file")
+  rm -f "$err_file"
+  if grep -q 'is not built yet' <<<"$NUMIO_ERR"; then
+    skip "numio $1 is not built yet: $(head -n1 <<<"$NUMIO_ERR")"
+  fi
+}
