@@ -8,3 +8,18 @@
 #![deny(missing_docs)]
 
 pub mod stats;
+
+pub mod analysis;
+pub mod chart;
+pub mod compare;
+pub mod error;
+pub mod export;
+pub mod file;
+pub mod format;
+pub mod model;
+pub mod repeat;
+
+pub use analysis::{analyze, Analysis};
+pub use error::ReportError;
+pub use export::{CsvExporter, Exporter, JsonExporter, SvgExporter, TextExporter};
+pub use model::{Arm, LatencyPoint, ResultSet, RunRecord, SetKind, TargetMetrics};

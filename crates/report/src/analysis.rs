@@ -1,0 +1,46 @@
+//! Everything computed from a result set: repeat statistics of each arm and,
+//! for two arms, their comparison. Exporters read this, never the raw runs
+//! alone, so every output tells the same story.
+
+use serde::{Deserialize, Serialize};
+
+use crate::compare::{compare, Comparison};
+use crate::model::ResultSet;
+use crate::repeat::{arm_stats, ArmStats};
+
+/// Statistics of a result set.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// Repeat statistics per arm (arms without runs are left out).
+    pub arms: Vec<ArmStats>,
+    /// The comparison of the first two arms, when there are two with runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
+}
+
+impl Analysis {
+    /// Every warning, each once, in order.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let all = match &self.comparison {
+            Some(c) => c.warnings.clone(),
+            None => self.arms.iter().flat_map(|a| a.warnings.clone()).collect(),
+        };
+        for w in all {
+            if !out.contains(&w) {
+                out.push(w);
+            }
+        }
+        out
+    }
+}
+
+/// Analyses `set`.
+pub fn analyze(set: &ResultSet) -> Analysis {
+    let arms = set.arms.iter().filter_map(arm_stats).collect();
+    let comparison = match set.arms.as_slice() {
+        [a, b, ..] => compare(a, b),
+        _ => None,
+    };
+    Analysis { arms, comparison }
+}

@@ -1,0 +1,185 @@
+//! Text: the verdicts first, then the repeat statistics, every run, and the
+//! warnings with their fixes.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use super::table::{Align, Table};
+use super::{io_error, Exporter};
+use crate::analysis::{analyze, Analysis};
+use crate::compare::Comparison;
+use crate::error::ReportError;
+use crate::format::{cv, grouped, metric_number, micros};
+use crate::model::{ResultSet, SetKind, TOTAL};
+use crate::repeat::{ArmStats, Metric};
+
+/// Human-readable report.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextExporter;
+
+impl Exporter for TextExporter {
+    fn name(&self) -> &'static str {
+        "text"
+    }
+    fn export(&self, set: &ResultSet, out: &mut dyn Write) -> Result<(), ReportError> {
+        let analysis = analyze(set);
+        let text = render(set, &analysis);
+        out.write_all(text.as_bytes()).map_err(io_error)
+    }
+}
+
+/// The whole text report.
+pub fn render(set: &ResultSet, analysis: &Analysis) -> String {
+    let mut out = header(set);
+    if let Some(c) = &analysis.comparison {
+        out.push_str(&verdicts(c));
+    }
+    out.push_str(&stats_table(&analysis.arms));
+    out.push_str(&runs_table(set, analysis));
+    let warnings = analysis.warnings();
+    if !warnings.is_empty() {
+        out.push_str("\nWarnings\n");
+        for w in warnings {
+            let _ = writeln!(out, "  - {w}");
+        }
+    }
+    out
+}
+
+fn header(set: &ResultSet) -> String {
+    let arms: Vec<String> = set
+        .arms
+        .iter()
+        .map(|a| format!("{} ({}, {} runs)", a.label, a.spec, a.runs.len()))
+        .collect();
+    let what = match set.kind {
+        SetKind::Single => "single run",
+        SetKind::Repeat => "repeat set",
+        SetKind::Compare => "comparison, runs interleaved A B A B …",
+    };
+    let mut out = format!("numio results: {what}\n");
+    let _ = writeln!(out, "  command: {}", set.command);
+    if set.arms.len() == 2 {
+        let _ = writeln!(out, "  A: {}\n  B: {}", arms[0], arms[1]);
+    } else {
+        for a in &arms {
+            let _ = writeln!(out, "  arm: {a}");
+        }
+    }
+    out
+}
+
+fn verdicts(c: &Comparison) -> String {
+    let mut out = format!("\nVerdict ({:.0} % confidence)\n", c.confidence * 100.0);
+    let mut last_scope = "";
+    for m in &c.metrics {
+        if m.scope != last_scope {
+            let scope = if m.scope == TOTAL {
+                "in total".to_string()
+            } else {
+                format!("on {}", m.scope)
+            };
+            let _ = writeln!(out, "  {scope}:");
+            last_scope = &m.scope;
+        }
+        let _ = writeln!(out, "    {}", m.verdict);
+        let _ = writeln!(out, "      method: {}", m.inference.method.describe());
+    }
+    out
+}
+
+fn stats_table(arms: &[ArmStats]) -> String {
+    let mut t = Table::new(&[
+        ("arm", Align::Left),
+        ("target", Align::Left),
+        ("metric", Align::Left),
+        ("runs", Align::Right),
+        ("mean", Align::Right),
+        ("median", Align::Right),
+        ("min", Align::Right),
+        ("max", Align::Right),
+        ("stdev", Align::Right),
+        ("CV", Align::Right),
+    ]);
+    for arm in arms {
+        let scopes = std::iter::once(&arm.total).chain(if arm.targets.len() > 1 {
+            &arm.targets[..]
+        } else {
+            &[]
+        });
+        for scope in scopes {
+            for m in &scope.metrics {
+                let unit = match m.metric {
+                    Metric::Iops => "IOPS",
+                    Metric::LatMean => "lat mean µs",
+                    Metric::LatP99 => "lat p99 µs",
+                };
+                let n = |v: f64| metric_number(m.metric, v);
+                let s = &m.summary;
+                t.row(vec![
+                    arm.label.clone(),
+                    scope.scope.clone(),
+                    unit.to_string(),
+                    s.n.to_string(),
+                    n(s.mean),
+                    n(s.median),
+                    n(s.min),
+                    n(s.max),
+                    n(s.stdev),
+                    cv(s.cv_pct),
+                ]);
+            }
+        }
+    }
+    format!(
+        "\nRepeat statistics (stdev: sample; CV: stdev / mean)\n{}",
+        t.render("  ")
+    )
+}
+
+fn runs_table(set: &ResultSet, analysis: &Analysis) -> String {
+    let mut t = Table::new(&[
+        ("seq", Align::Right),
+        ("arm", Align::Left),
+        ("target", Align::Left),
+        ("IOPS", Align::Right),
+        ("MB/s", Align::Right),
+        ("lat mean µs", Align::Right),
+        ("lat p99 µs", Align::Right),
+        ("flag", Align::Left),
+    ]);
+    for (arm, run) in set.runs_in_order() {
+        let stats = analysis.arms.iter().find(|s| s.label == arm.label);
+        let many = run.targets.len() > 1;
+        let rows = std::iter::once(&run.total).chain(if many { &run.targets[..] } else { &[] });
+        for m in rows {
+            let flagged = stats
+                .and_then(|s| {
+                    std::iter::once(&s.total)
+                        .chain(&s.targets)
+                        .find(|x| x.scope == m.target)
+                })
+                .map(|x| {
+                    x.metrics
+                        .iter()
+                        .any(|ms| ms.outliers.iter().any(|o| o.seq == run.seq))
+                })
+                .unwrap_or(false);
+            t.row(vec![
+                run.seq.to_string(),
+                arm.label.clone(),
+                m.target.clone(),
+                grouped(m.iops),
+                format!("{:.1}", m.bandwidth_bytes_per_s / 1e6),
+                micros(m.lat_mean_ns),
+                micros(m.lat_p99_ns),
+                if flagged {
+                    "outlier".to_string()
+                } else {
+                    String::new()
+                },
+            ]);
+        }
+    }
+    format!("\nRuns (in execution order)\n{}", t.render("  "))
+}

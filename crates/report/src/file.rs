@@ -1,0 +1,65 @@
+//! Reading and writing result files, with the schema checked on read.
+
+use std::path::Path;
+
+use crate::error::ReportError;
+use crate::export::Exporter;
+use crate::model::{ResultSet, SCHEMA, SCHEMA_VERSION};
+
+/// Reads and checks a result file written by [`save`].
+pub fn load(path: &Path) -> Result<ResultSet, ReportError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    from_json(&text, path)
+}
+
+/// Parses and checks result-file JSON; `path` names it in errors.
+pub fn from_json(text: &str, path: &Path) -> Result<ResultSet, ReportError> {
+    #[derive(serde::Deserialize)]
+    struct Header {
+        schema: Option<String>,
+        schema_version: Option<u32>,
+    }
+    let parse = |source| ReportError::Parse {
+        path: path.to_path_buf(),
+        source,
+    };
+    let header: Header = serde_json::from_str(text).map_err(parse)?;
+    let schema = header.schema.unwrap_or_default();
+    let version = header.schema_version.unwrap_or(0);
+    if schema != SCHEMA || version == 0 || version > SCHEMA_VERSION {
+        return Err(ReportError::Schema {
+            path: path.to_path_buf(),
+            found: format!("{schema:?} version {version}"),
+            expected: format!("{SCHEMA:?} versions 1 to {SCHEMA_VERSION}"),
+        });
+    }
+    let set: ResultSet = serde_json::from_str(text).map_err(parse)?;
+    if set.arms.is_empty() || set.arms.iter().all(|a| a.runs.is_empty()) {
+        return Err(ReportError::Invalid {
+            what: path.display().to_string(),
+            reason: "the file holds no runs; run the benchmark again with --save".into(),
+        });
+    }
+    Ok(set)
+}
+
+/// Writes `set` as pretty JSON (with its computed analysis) to `path`.
+pub fn save(set: &ResultSet, path: &Path) -> Result<(), ReportError> {
+    let mut bytes = Vec::new();
+    crate::export::JsonExporter
+        .export(set, &mut bytes)
+        .map_err(|e| match e {
+            ReportError::Write { source, .. } => ReportError::Write {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => other,
+        })?;
+    std::fs::write(path, bytes).map_err(|source| ReportError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}

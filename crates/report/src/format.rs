@@ -1,0 +1,91 @@
+//! Number formatting shared by the text exporter, verdicts and charts.
+
+use crate::repeat::Metric;
+
+/// Integer part with thousands separators: `1234567.8` → `1,234,568`.
+pub fn grouped(value: f64) -> String {
+    if !value.is_finite() {
+        return "-".to_string();
+    }
+    let rounded = value.round();
+    let digits = format!("{:.0}", rounded.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if rounded < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// Microseconds from nanoseconds with one decimal: `12345.0` → `12.3`.
+pub fn micros(ns: f64) -> String {
+    format!("{:.1}", ns / 1000.0)
+}
+
+/// A value of `metric` with its unit: `812,345 IOPS`, `95.1 µs`.
+pub fn metric_value(metric: Metric, value: f64) -> String {
+    match metric {
+        Metric::Iops => format!("{} IOPS", grouped(value)),
+        Metric::LatMean | Metric::LatP99 => format!("{} µs", micros(value)),
+    }
+}
+
+/// A value of `metric` without its unit, as in tables.
+pub fn metric_number(metric: Metric, value: f64) -> String {
+    match metric {
+        Metric::Iops => grouped(value),
+        Metric::LatMean | Metric::LatP99 => micros(value),
+    }
+}
+
+/// Signed percentage with one decimal: `+3.1`, `-0.4`, `+0.0`.
+pub fn signed_pct(value: f64) -> String {
+    let v = if value.abs() < 0.05 { 0.0 } else { value };
+    format!("{v:+.1}")
+}
+
+/// Optional coefficient of variation: two decimals below 1 % (`0.02 %`),
+/// one above (`1.6 %`), or `n/a`.
+pub fn cv(value: Option<f64>) -> String {
+    match value {
+        None => "n/a".to_string(),
+        Some(v) if v < 0.995 => format!("{v:.2} %"),
+        Some(v) => format!("{v:.1} %"),
+    }
+}
+
+/// A value with its metric's name: `771,400 IOPS`, `mean latency 82.9 µs`.
+pub fn named_value(metric: Metric, value: f64) -> String {
+    match metric {
+        Metric::Iops => metric_value(metric, value),
+        _ => format!("{} {}", metric.name(), metric_value(metric, value)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grouping_and_signs() {
+        assert_eq!(grouped(1_234_567.8), "1,234,568");
+        assert_eq!(grouped(999.4), "999");
+        assert_eq!(grouped(-1000.0), "-1,000");
+        assert_eq!(grouped(f64::NAN), "-");
+        assert_eq!(signed_pct(3.12), "+3.1");
+        assert_eq!(signed_pct(-0.04), "+0.0");
+        assert_eq!(micros(12_345.0), "12.3");
+        assert_eq!(cv(None), "n/a");
+        assert_eq!(cv(Some(0.019)), "0.02 %");
+        assert_eq!(cv(Some(1.64)), "1.6 %");
+        assert_eq!(
+            named_value(Metric::LatMean, 82_900.0),
+            "mean latency 82.9 µs"
+        );
+    }
+}

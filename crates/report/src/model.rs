@@ -1,0 +1,158 @@
+//! The result set: every run of every arm, as saved to one JSON file.
+//!
+//! A single run, a repeat set and a comparison share one shape: a list of
+//! arms, each with its runs in the order they ran. Each run keeps the few
+//! numbers the statistics need (per target and total) and, when it came from
+//! the engine, the engine's whole result under `raw`, so nothing measured is
+//! lost. The schema is versioned ([`SCHEMA`], [`SCHEMA_VERSION`]); readers
+//! reject other schemas and newer versions with the fix in the message.
+
+use serde::{Deserialize, Serialize};
+
+/// Name of the schema in the `schema` field.
+pub const SCHEMA: &str = "numio-results";
+/// Version of the schema; bumped on any change that is not additive.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One latency percentile.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyPoint {
+    /// The percentile, 0 < p ≤ 100.
+    pub percentile: f64,
+    /// Latency at that percentile in nanoseconds.
+    pub latency_ns: f64,
+}
+
+/// What one run measured on one target (or on all targets together).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetMetrics {
+    /// Path of the target, or `total` for all targets together.
+    pub target: String,
+    /// Completed I/Os per second.
+    pub iops: f64,
+    /// Bytes per second.
+    pub bandwidth_bytes_per_s: f64,
+    /// Mean latency (submission to completion) in nanoseconds.
+    pub lat_mean_ns: f64,
+    /// 99th percentile latency in nanoseconds.
+    pub lat_p99_ns: f64,
+    /// Latency percentiles, ascending (for the percentile curves).
+    #[serde(default)]
+    pub percentiles: Vec<LatencyPoint>,
+}
+
+/// One run: every target and the total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Position of the run in execution order over all arms, from 1
+    /// (shows the interleaving A B A B …).
+    pub seq: usize,
+    /// Start of the run, seconds since the Unix epoch (0: unknown).
+    #[serde(default)]
+    pub started_unix_s: u64,
+    /// Per target, in the order given.
+    pub targets: Vec<TargetMetrics>,
+    /// All targets together.
+    pub total: TargetMetrics,
+    /// The engine's full result of this run, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raw: Option<serde_json::Value>,
+}
+
+/// One arm: a label, what it ran, and its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Arm {
+    /// Short label shown in verdicts and legends (e.g. `local`).
+    pub label: String,
+    /// What the arm ran (e.g. `policy=local`, `plan=plan.json`).
+    pub spec: String,
+    /// The runs, in the order they ran.
+    pub runs: Vec<RunRecord>,
+}
+
+/// What a result set holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SetKind {
+    /// One run of one arm.
+    Single,
+    /// Several runs of one arm (`--repeat N`).
+    Repeat,
+    /// Two arms (`numio compare`).
+    Compare,
+}
+
+/// A saved result: one JSON file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultSet {
+    /// Always [`SCHEMA`].
+    pub schema: String,
+    /// [`SCHEMA_VERSION`] of the writer.
+    pub schema_version: u32,
+    /// Single, repeat or compare.
+    pub kind: SetKind,
+    /// The command line or a description of how it was produced.
+    pub command: String,
+    /// Creation time, seconds since the Unix epoch.
+    pub created_unix_s: u64,
+    /// One arm (single, repeat) or two (compare).
+    pub arms: Vec<Arm>,
+}
+
+impl ResultSet {
+    /// A result set of `kind` with the current schema.
+    pub fn new(
+        kind: SetKind,
+        command: impl Into<String>,
+        created_unix_s: u64,
+        arms: Vec<Arm>,
+    ) -> Self {
+        ResultSet {
+            schema: SCHEMA.to_string(),
+            schema_version: SCHEMA_VERSION,
+            kind,
+            command: command.into(),
+            created_unix_s,
+            arms,
+        }
+    }
+
+    /// Every run of every arm in execution order (by `seq`), with its arm.
+    pub fn runs_in_order(&self) -> Vec<(&Arm, &RunRecord)> {
+        let mut all: Vec<(&Arm, &RunRecord)> = self
+            .arms
+            .iter()
+            .flat_map(|arm| arm.runs.iter().map(move |run| (arm, run)))
+            .collect();
+        all.sort_by_key(|(_, run)| run.seq);
+        all
+    }
+}
+
+impl RunRecord {
+    /// The metrics of `target` (a path, or `total`).
+    pub fn scope(&self, target: &str) -> Option<&TargetMetrics> {
+        if target == TOTAL {
+            return Some(&self.total);
+        }
+        self.targets.iter().find(|t| t.target == target)
+    }
+}
+
+/// The scope name of all targets together.
+pub const TOTAL: &str = "total";
+
+impl Arm {
+    /// Target paths in the order of the first run that names them.
+    pub fn target_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for run in &self.runs {
+            for t in &run.targets {
+                if !names.contains(&t.target) {
+                    names.push(t.target.clone());
+                }
+            }
+        }
+        names
+    }
+}

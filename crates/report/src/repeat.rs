@@ -1,0 +1,224 @@
+//! Repeat statistics of one arm: per target and in total, the summary
+//! (mean, median, min, max, stdev, CV) of IOPS, of mean latency and of p99
+//! latency over the runs, and the runs that stand out by modified z-score
+//! over the MAD, each with a warning that says what to do.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Arm, RunRecord, TargetMetrics, TOTAL};
+use crate::stats::{self, Summary};
+
+/// Run-to-run deviation of IOPS above which the user is warned, in percent.
+pub const HIGH_CV_PCT: f64 = 5.0;
+
+/// A measured quantity of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// I/Os per second.
+    Iops,
+    /// Mean latency.
+    LatMean,
+    /// 99th percentile latency.
+    LatP99,
+}
+
+impl Metric {
+    /// All metrics, in report order.
+    pub const ALL: [Metric; 3] = [Metric::Iops, Metric::LatMean, Metric::LatP99];
+
+    /// Name in verdicts ("IOPS", "mean latency", "p99 latency").
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Iops => "IOPS",
+            Metric::LatMean => "mean latency",
+            Metric::LatP99 => "p99 latency",
+        }
+    }
+
+    /// Whether a larger value is better.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Metric::Iops)
+    }
+
+    /// The value in a target's metrics (latencies in nanoseconds).
+    pub fn of(self, m: &TargetMetrics) -> f64 {
+        match self {
+            Metric::Iops => m.iops,
+            Metric::LatMean => m.lat_mean_ns,
+            Metric::LatP99 => m.lat_p99_ns,
+        }
+    }
+}
+
+/// A run whose value stands out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutlierRun {
+    /// `seq` of the run.
+    pub seq: usize,
+    /// Its value.
+    pub value: f64,
+    /// Its modified z-score.
+    pub z: f64,
+}
+
+/// One metric over the runs of one scope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MetricStats {
+    /// Which metric.
+    pub metric: Metric,
+    /// Its values, one per run, in run order.
+    pub values: Vec<f64>,
+    /// Their summary.
+    pub summary: Summary,
+    /// Runs with |modified z| > 3.5.
+    pub outliers: Vec<OutlierRun>,
+}
+
+/// Statistics of one target (or the total) over the runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScopeStats {
+    /// Target path, or `total`.
+    pub scope: String,
+    /// IOPS, mean latency, p99 latency, in [`Metric::ALL`] order.
+    pub metrics: Vec<MetricStats>,
+}
+
+impl ScopeStats {
+    /// The statistics of `metric`.
+    pub fn metric(&self, metric: Metric) -> &MetricStats {
+        self.metrics
+            .iter()
+            .find(|m| m.metric == metric)
+            .expect("every scope has every metric")
+    }
+}
+
+/// Repeat statistics of one arm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmStats {
+    /// Label of the arm.
+    pub label: String,
+    /// Number of runs.
+    pub runs: usize,
+    /// All targets together.
+    pub total: ScopeStats,
+    /// Per target, in order.
+    pub targets: Vec<ScopeStats>,
+    /// Warnings for the user, each with a suggested fix.
+    pub warnings: Vec<String>,
+}
+
+fn scope_stats(scope: &str, runs: &[&RunRecord]) -> Option<ScopeStats> {
+    let rows: Vec<(usize, &TargetMetrics)> = runs
+        .iter()
+        .filter_map(|r| r.scope(scope).map(|m| (r.seq, m)))
+        .collect();
+    let metrics = Metric::ALL
+        .iter()
+        .map(|&metric| {
+            let values: Vec<f64> = rows.iter().map(|(_, m)| metric.of(m)).collect();
+            let outliers = stats::outliers(&values)
+                .into_iter()
+                .map(|o| OutlierRun {
+                    seq: rows[o.index].0,
+                    value: o.value,
+                    z: o.z,
+                })
+                .collect();
+            stats::summarize(&values).map(|summary| MetricStats {
+                metric,
+                values,
+                summary,
+                outliers,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(ScopeStats {
+        scope: scope.to_string(),
+        metrics,
+    })
+}
+
+/// Repeat statistics of `arm`; `None` when it has no runs.
+pub fn arm_stats(arm: &Arm) -> Option<ArmStats> {
+    let runs: Vec<&RunRecord> = arm.runs.iter().collect();
+    let total = scope_stats(TOTAL, &runs)?;
+    let targets: Vec<ScopeStats> = arm
+        .target_names()
+        .iter()
+        .filter_map(|name| scope_stats(name, &runs))
+        .collect();
+    let mut stats = ArmStats {
+        label: arm.label.clone(),
+        runs: runs.len(),
+        total,
+        targets,
+        warnings: Vec::new(),
+    };
+    stats.warnings = warnings(&stats);
+    Some(stats)
+}
+
+fn scope_label(scope: &str) -> String {
+    if scope == TOTAL {
+        "in total".to_string()
+    } else {
+        format!("on {scope}")
+    }
+}
+
+fn outlier_warnings(label: &str, scope: &ScopeStats) -> Vec<String> {
+    let mut seqs: Vec<usize> = scope
+        .metrics
+        .iter()
+        .flat_map(|m| m.outliers.iter().map(|o| o.seq))
+        .collect();
+    seqs.sort_unstable();
+    seqs.dedup();
+    seqs.into_iter()
+        .map(|seq| {
+            let parts: Vec<String> = scope
+                .metrics
+                .iter()
+                .flat_map(|m| m.outliers.iter().filter(move |o| o.seq == seq).map(move |o| (m.metric, o)))
+                .map(|(metric, o)| format!("{} (modified z {:+.1})", crate::format::named_value(metric, o.value), o.z))
+                .collect();
+            format!(
+                "{label}: run {seq} stands out {}: {} (|z| over the MAD above 3.5); \
+                 something else ran or the device had not settled: use a longer --ramp, a quieter machine, and repeat",
+                scope_label(&scope.scope),
+                parts.join(", ")
+            )
+        })
+        .collect()
+}
+
+fn warnings(arm: &ArmStats) -> Vec<String> {
+    let mut out = Vec::new();
+    let targets = if arm.targets.len() > 1 {
+        &arm.targets[..]
+    } else {
+        &[]
+    };
+    for scope in std::iter::once(&arm.total).chain(targets) {
+        out.extend(outlier_warnings(&arm.label, scope));
+        let iops = scope.metric(Metric::Iops);
+        if let Some(cv) = iops.summary.cv_pct.filter(|cv| *cv > HIGH_CV_PCT) {
+            out.push(format!(
+                "{}: run-to-run deviation of IOPS {} is {cv:.1} % (stdev/mean, over {} runs), above {HIGH_CV_PCT} %: \
+                 use a longer --ramp and --runtime, stop other load, or pin with --policy local",
+                arm.label,
+                scope_label(&scope.scope),
+                iops.summary.n
+            ));
+        }
+    }
+    if (1..3).contains(&arm.runs) {
+        out.push(format!(
+            "{}: {} run(s) are too few to spot outliers (needs 3) or to trust the deviation: use --repeat 5",
+            arm.label, arm.runs
+        ));
+    }
+    out
+}

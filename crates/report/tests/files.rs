@@ -1,0 +1,76 @@
+//! Result files: round trip, schema checks with fixes in the messages, CSV
+//! shape, and PNG charts.
+
+mod common;
+
+use common::{fixture, pair};
+use report::{CsvExporter, Exporter, ReportError};
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("numio-report-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn save_then_load_keeps_every_run() {
+    let set = fixture("compare_local_spread.json");
+    let path = tmp("round.json");
+    report::file::save(&set, &path).unwrap();
+    let back = report::file::load(&path).unwrap();
+    assert_eq!(back, set);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("\"analysis\""),
+        "saved files carry the analysis for other tools"
+    );
+}
+
+#[test]
+fn wrong_schema_newer_version_and_garbage_are_rejected_with_a_fix() {
+    let p = std::path::Path::new("x.json");
+    let err = report::file::from_json(r#"{"schema":"fio","schema_version":1}"#, p).unwrap_err();
+    assert!(matches!(err, ReportError::Schema { .. }), "{err}");
+    let err = report::file::from_json(r#"{"schema":"numio-results","schema_version":99}"#, p)
+        .unwrap_err();
+    assert!(err.to_string().contains("newer numio"), "{err}");
+    let err = report::file::from_json("not json", p).unwrap_err();
+    assert!(err.to_string().contains("numio compare --save"), "{err}");
+    let empty = r#"{"schema":"numio-results","schema_version":1,"kind":"repeat","command":"","created_unix_s":0,"arms":[]}"#;
+    let err = report::file::from_json(empty, p).unwrap_err();
+    assert!(err.to_string().contains("no runs"), "{err}");
+    let err = report::file::load(std::path::Path::new("/nonexistent/r.json")).unwrap_err();
+    assert!(err.to_string().contains("/nonexistent/r.json"), "{err}");
+}
+
+#[test]
+fn csv_has_a_row_per_run_per_target_plus_total() {
+    let set = fixture("compare_local_spread.json");
+    let mut out = Vec::new();
+    CsvExporter.export(&set, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "arm,spec,seq,run,target,iops,bandwidth_bytes_per_s,lat_mean_ns,lat_p99_ns,iops_outlier"
+    );
+    assert_eq!(lines.len(), 1 + 10 * 3, "10 runs × (2 targets + total)");
+    assert!(lines.iter().all(|l| l.split(',').count() == 10));
+}
+
+#[test]
+fn png_chart_is_a_real_non_blank_image() {
+    let set = pair(&[100.0, 101.0, 99.0], &[90.0, 91.0, 92.0]);
+    let path = tmp("chart.png");
+    report::chart::write_chart(&set, &report::analyze(&set), &path).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    // IHDR: width and height at bytes 16..24, twice the SVG size.
+    let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    let h = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+    assert_eq!((w, h), (1920, 2 * (56 + 900)));
+    assert!(
+        bytes.len() > 20_000,
+        "a chart with text and lines, not a blank page"
+    );
+}
