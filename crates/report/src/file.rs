@@ -63,3 +63,35 @@ pub fn save(set: &ResultSet, path: &Path) -> Result<(), ReportError> {
         source,
     })
 }
+
+/// The runs of one arm of a saved file, for `result=FILE[,arm=LABEL]`.
+///
+/// Reads numio result files and also the JSON of one engine run
+/// (`numio bench --json`), which gives an arm of one run.
+pub fn load_arm(path: &Path, arm: Option<&str>) -> Result<crate::model::Arm, ReportError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if let Ok(run) = serde_json::from_str::<engine::result::RunResult>(&text) {
+        return Ok(crate::model::Arm {
+            label: run.policy.clone(),
+            spec: format!("result={}", path.display()),
+            runs: vec![crate::from_engine::record(1, &run)],
+        });
+    }
+    let set = from_json(&text, path)?;
+    let labels: Vec<&str> = set.arms.iter().map(|a| a.label.as_str()).collect();
+    let found = match arm {
+        Some(label) => set.arms.iter().find(|a| a.label == label),
+        None if set.arms.len() == 1 => set.arms.first(),
+        None => None,
+    };
+    found.cloned().ok_or_else(|| ReportError::Invalid {
+        what: path.display().to_string(),
+        reason: format!(
+            "pick one of its arms {labels:?} with result={},arm=LABEL",
+            path.display()
+        ),
+    })
+}

@@ -23,3 +23,5 @@ pub use analysis::{analyze, Analysis};
 pub use error::ReportError;
 pub use export::{CsvExporter, Exporter, JsonExporter, SvgExporter, TextExporter};
 pub use model::{Arm, LatencyPoint, ResultSet, RunRecord, SetKind, TargetMetrics};
+pub mod arm;
+pub mod from_engine;
