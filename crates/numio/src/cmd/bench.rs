@@ -1,10 +1,291 @@
-//! `numio bench`.
+//! `numio bench`: flags → workload and targets → placement (planner) →
+//! engine run (with live progress on a terminal) → human report or JSON.
+//!
+//! [`run_placement`] is the reusable step for `numio compare` and repeats.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use engine::{BackendKind, IoPoll, RunResult, UringOptions};
+use planner::{
+    JobPlacement, MemPolicy, Placement, PlanRequest, Policy, TargetPlacement, TargetSpec, Workload,
+};
+use topology::Topology;
+
+#[path = "bench_args.rs"]
+pub mod bench_args;
+#[path = "bench_report.rs"]
+pub mod bench_report;
+
+use bench_args::{parse_percentiles, WorkloadArgs};
+
+/// Size of the embedded default target.
+pub const DEFAULT_TARGET_BYTES: u64 = 1 << 30;
+/// File name of the embedded default target under `$TMPDIR`.
+pub const DEFAULT_TARGET_NAME: &str = "numio-default-target-1GiB.bin";
 
 /// Flags of `numio bench`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Block devices or files. None: every NVMe namespace (read-only
+    /// randread 4k QD 64); without NVMe, a 1 GiB file under $TMPDIR.
+    pub targets: Vec<String>,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Engine backend: uring, sync, null (no I/O) or nop (io_uring NOPs).
+    #[arg(long, default_value = "uring")]
+    pub backend: String,
+    /// Pin the jobs of every target to these CPUs, one job per CPU in order
+    /// (e.g. 0-3,8).
+    #[arg(long)]
+    pub cpus: Option<String>,
+    /// Placement policy: local (CPUs of each target's node), spread or none.
+    #[arg(long, default_value = "local")]
+    pub numa: String,
+    /// Latency percentiles to report (default 1,10,50,90,99,99.9,99.99).
+    #[arg(long)]
+    pub percentiles: Option<String>,
+    /// Print the result as JSON (schema in the README) instead of a report.
+    #[arg(long)]
+    pub json: bool,
+    /// Allow writes to block devices holding partitions, filesystems or mounts.
+    #[arg(long)]
+    pub force_write: bool,
+    /// Write a checkable pattern and verify it on every read.
+    #[arg(long)]
+    pub verify: bool,
+    /// io_uring: kernel submission polling thread, with this idle time in ms.
+    #[arg(long, num_args = 0..=1, default_missing_value = "1000")]
+    pub sqpoll: Option<u32>,
+    /// io_uring IOPOLL: auto (devices with poll queues), on, off.
+    #[arg(long, default_value = "auto")]
+    pub iopoll: String,
+    /// io_uring: do not register the I/O buffers.
+    #[arg(long)]
+    pub no_fixed_buffers: bool,
+    /// io_uring: do not register the target files.
+    #[arg(long)]
+    pub no_registered_files: bool,
+    /// Completions to wait for per reap (default: iodepth/4, 1..=32).
+    #[arg(long)]
+    pub batch_complete: Option<usize>,
+    /// No live progress line even on a terminal.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+/// How [`run_placement`] runs: the engine's options and the progress display.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunOptions {
+    /// Engine options (backend, percentiles, io_uring set-up, safety).
+    pub engine: engine::RunOptions,
+    /// Show a live progress line on stderr.
+    pub progress: bool,
+}
 
 /// Runs `numio bench`.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`numio bench` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let workload = args.workload.workload()?;
+    let opts = run_options(&args)?;
+    let topo = Topology::discover(Path::new("/"));
+    let (targets, labels) = choose_targets(&args.targets, topo.as_ref().ok(), &workload)?;
+    let placement = place(topo.as_ref(), &targets, &workload, &args)?;
+    let opts = RunOptions {
+        engine: engine::RunOptions {
+            labels,
+            ..opts.engine
+        },
+        ..opts
+    };
+    let result = run_placement(&placement, &opts)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print!("{}", bench_report::render(&result, &placement));
+    }
+    Ok(if result.errors.is_empty() { 0 } else { 1 })
+}
+
+/// Runs a placement on the engine, with a live progress line on stderr when
+/// asked. Reusable by `numio compare` and repeats.
+pub fn run_placement(placement: &Placement, opts: &RunOptions) -> anyhow::Result<RunResult> {
+    let mut line = bench_report::ProgressLine::default();
+    let mut on_progress = |s: &engine::ProgressSnapshot| {
+        if opts.progress {
+            let text = line.update(s);
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K{text}");
+            let _ = err.flush();
+        }
+    };
+    let result = engine::run(placement, &opts.engine, &mut on_progress);
+    if opts.progress {
+        eprint!("\r\x1b[2K");
+    }
+    Ok(result?)
+}
+
+fn run_options(args: &Args) -> anyhow::Result<RunOptions> {
+    let backend: BackendKind = args.backend.parse()?;
+    let iopoll = match args.iopoll.as_str() {
+        "auto" => IoPoll::Auto,
+        "on" => IoPoll::On,
+        "off" => IoPoll::Off,
+        other => bail!("--iopoll={other}: use auto, on or off"),
+    };
+    let percentiles = match &args.percentiles {
+        Some(p) => parse_percentiles(p)?,
+        None => engine::DEFAULT_PERCENTILES.to_vec(),
+    };
+    Ok(RunOptions {
+        engine: engine::RunOptions {
+            backend,
+            uring: UringOptions {
+                sqpoll_idle_ms: args.sqpoll,
+                iopoll: false,
+                fixed_buffers: !args.no_fixed_buffers,
+                registered_files: !args.no_registered_files,
+            },
+            iopoll,
+            percentiles,
+            verify: args.verify,
+            force_write: args.force_write,
+            batch_complete_min: args.batch_complete,
+            labels: BTreeMap::new(),
+        },
+        progress: !args.json && !args.no_progress && std::io::stderr().is_terminal(),
+    })
+}
+
+/// The targets given, or the defaults: every NVMe namespace topology found
+/// (read-only), else the embedded default file.
+fn choose_targets(
+    given: &[String],
+    topo: Option<&Topology>,
+    w: &Workload,
+) -> anyhow::Result<(Vec<String>, BTreeMap<String, String>)> {
+    if !given.is_empty() {
+        return Ok((given.to_vec(), BTreeMap::new()));
+    }
+    if w.rw.writes() {
+        bail!(
+            "--rw={}: write workloads need explicit targets (numio bench TARGET --rw ...)",
+            w.rw.fio_name()
+        );
+    }
+    let nvme: Vec<String> = topo
+        .map(|t| {
+            t.block_devices()
+                .iter()
+                .map(|d| format!("/dev/{d}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !nvme.is_empty() {
+        return Ok((nvme, BTreeMap::new()));
+    }
+    let path = default_target()?;
+    let label = format!(
+        "default target: 1 GiB file under {} (no NVMe namespace found; name a device or file to bench it)",
+        path.parent().map(|p| p.display().to_string()).unwrap_or_default()
+    );
+    let path = path.to_string_lossy().into_owned();
+    Ok((vec![path.clone()], BTreeMap::from([(path, label)])))
+}
+
+/// `$TMPDIR/numio-default-target-1GiB.bin`, created and filled with
+/// incompressible data the first time.
+fn default_target() -> anyhow::Result<PathBuf> {
+    let dir = std::env::var_os("TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    let path = dir.join(DEFAULT_TARGET_NAME);
+    if std::fs::metadata(&path).map(|m| m.len()).ok() == Some(DEFAULT_TARGET_BYTES) {
+        return Ok(path);
+    }
+    eprintln!(
+        "numio: creating the default target {} (1 GiB, once)",
+        path.display()
+    );
+    let tmp = dir.join(format!("{DEFAULT_TARGET_NAME}.{}.part", std::process::id()));
+    let fill = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        let mut rng = engine::gen::Rng::new(0x6e75_6d69_6f);
+        let mut chunk = vec![0u8; 1 << 20];
+        for _ in 0..DEFAULT_TARGET_BYTES >> 20 {
+            for w in chunk.chunks_exact_mut(8) {
+                w.copy_from_slice(&rng.next_u64().to_le_bytes());
+            }
+            f.write_all(&chunk)?;
+        }
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    };
+    if let Err(e) = fill() {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| {
+            format!("cannot create the default target in {} (set TMPDIR to a writable directory with 1 GiB free)", dir.display())
+        });
+    }
+    Ok(path)
+}
+
+/// Places the jobs with the planner (local by default; `--cpus` and `--numa`
+/// override). Without a topology, jobs run unpinned and say so.
+fn place(
+    topo: Result<&Topology, &topology::TopologyError>,
+    targets: &[String],
+    w: &Workload,
+    args: &Args,
+) -> anyhow::Result<Placement> {
+    let policy = match (&args.cpus, args.numa.as_str()) {
+        (Some(list), _) => {
+            let cpus = planner::cpuset::parse_cpu_list(list)
+                .map_err(|e| anyhow::anyhow!("--cpus={list}: {e}"))?;
+            Policy::Explicit(targets.iter().map(|t| (t.clone(), cpus.clone())).collect())
+        }
+        (None, "local") => Policy::Local,
+        (None, "spread") => Policy::Spread,
+        (None, "none") => Policy::None,
+        (None, other) => bail!("--numa={other}: use local, spread or none"),
+    };
+    let topo = match topo {
+        Ok(t) => t,
+        Err(e) => {
+            if !matches!(policy, Policy::None) {
+                eprintln!("numio: warning: topology discovery failed ({e}); jobs run unpinned");
+            }
+            return Ok(unpinned(targets, w));
+        }
+    };
+    let request = PlanRequest {
+        targets: targets.iter().map(TargetSpec::new).collect(),
+        workload: w.clone(),
+        policy,
+    };
+    planner::plan(topo, &request).context("placing the jobs")
+}
+
+fn unpinned(targets: &[String], w: &Workload) -> Placement {
+    Placement {
+        policy: "none".into(),
+        targets: targets
+            .iter()
+            .map(|p| TargetPlacement {
+                path: p.clone(),
+                workload: w.clone(),
+                jobs: vec![
+                    JobPlacement {
+                        cpus: vec![],
+                        mem: MemPolicy::Default
+                    };
+                    w.numjobs as usize
+                ],
+                ..TargetPlacement::default()
+            })
+            .collect(),
+        warnings: vec!["topology unknown: jobs are not pinned".into()],
+    }
 }

@@ -1,0 +1,264 @@
+//! The human side of `numio bench`: the live progress line and the final
+//! report per target and in total.
+
+use std::fmt::Write;
+
+use engine::result::{IoStats, LatencySummary, TargetResult};
+use engine::{ProgressSnapshot, RunResult};
+use planner::Placement;
+
+/// `1.23M`, `512.3k`, `999`.
+pub fn si(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{:.2}G", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// `2.00 GiB/s`, `512.0 MiB/s`.
+pub fn bandwidth(bytes_per_s: f64) -> String {
+    let g = 1024.0 * 1024.0 * 1024.0;
+    if bytes_per_s >= g {
+        format!("{:.2} GiB/s", bytes_per_s / g)
+    } else {
+        format!("{:.1} MiB/s", bytes_per_s / (1024.0 * 1024.0))
+    }
+}
+
+/// `850ns`, `12.3µs`, `4.56ms`, `1.20s`.
+pub fn latency(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2}s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2}ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1}µs", ns / 1e3)
+    } else {
+        format!("{ns:.0}ns")
+    }
+}
+
+/// Turns successive snapshots into one status line (rates over the last
+/// interval, so ramp and tail effects show).
+#[derive(Debug, Default)]
+pub struct ProgressLine {
+    last: Option<ProgressSnapshot>,
+}
+
+impl ProgressLine {
+    /// The line for snapshot `s`.
+    pub fn update(&mut self, s: &ProgressSnapshot) -> String {
+        let (iops, bw) = match self.last {
+            Some(l) if s.elapsed_ns > l.elapsed_ns && s.ops >= l.ops => {
+                let dt = (s.elapsed_ns - l.elapsed_ns) as f64 / 1e9;
+                ((s.ops - l.ops) as f64 / dt, (s.bytes - l.bytes) as f64 / dt)
+            }
+            _ => (0.0, 0.0),
+        };
+        self.last = Some(*s);
+        let elapsed = s.elapsed_ns as f64 / 1e9;
+        let time = match s.planned_ns {
+            Some(p) => format!(
+                "{elapsed:5.1}s / {:.1}s, {:.1}s left",
+                p as f64 / 1e9,
+                (p as f64 / 1e9 - elapsed).max(0.0)
+            ),
+            None => format!("{elapsed:5.1}s"),
+        };
+        let phase = if s.measuring { "" } else { " (ramp)" };
+        format!(
+            "[{time}]{phase} {} IOPS  {}  p99 {}  ({} workers)",
+            si(iops),
+            bandwidth(bw),
+            latency(s.lat_p99_ns as f64),
+            s.running_workers
+        )
+    }
+}
+
+fn workload_line(t: &TargetResult) -> String {
+    let w = &t.workload;
+    let bs = if w.bs_min_bytes == w.bs_max_bytes {
+        format!("{}", w.bs_min_bytes)
+    } else {
+        format!("{}-{}", w.bs_min_bytes, w.bs_max_bytes)
+    };
+    let mut s = format!(
+        "{} bs={bs} iodepth={} jobs={} {}",
+        w.rw.fio_name(),
+        w.iodepth,
+        t.workers.len(),
+        if w.direct { "direct" } else { "buffered" }
+    );
+    if w.rw.writes() && w.rw != planner::RwMode::Write && w.rw != planner::RwMode::RandWrite {
+        let _ = write!(s, " rwmixread={}", w.rwmixread);
+    }
+    s
+}
+
+fn lat_line(out: &mut String, name: &str, l: &LatencySummary) {
+    if l.samples == 0 {
+        return;
+    }
+    let _ = write!(
+        out,
+        "      {name:<4} min {:>8}  mean {:>8}  stdev {:>8}  max {:>8}\n           ",
+        latency(l.min_ns as f64),
+        latency(l.mean_ns),
+        latency(l.stdev_ns),
+        latency(l.max_ns as f64)
+    );
+    for p in &l.percentiles {
+        let _ = write!(out, " p{}={}", p.percentile, latency(p.latency_ns as f64));
+    }
+    out.push('\n');
+}
+
+fn io_block(out: &mut String, name: &str, s: &IoStats) {
+    if s.ops == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  {name:<6} IOPS {:>8}  BW {:>12}  ({} I/Os, {:.2} GiB)",
+        si(s.iops),
+        bandwidth(s.bandwidth_bytes_per_s),
+        s.ops,
+        s.bytes as f64 / (1u64 << 30) as f64
+    );
+    lat_line(out, "slat", &s.latency.slat);
+    lat_line(out, "clat", &s.latency.clat);
+    lat_line(out, "lat", &s.latency.lat);
+}
+
+fn target_block(out: &mut String, t: &TargetResult, placement: &Placement) {
+    let _ = writeln!(out, "\ntarget {}", t.path);
+    if let Some(l) = &t.label {
+        let _ = writeln!(out, "  ({l})");
+    }
+    let cpus: Vec<String> = t
+        .workers
+        .iter()
+        .map(|w| w.cpu.map_or("-".into(), |c| c.0.to_string()))
+        .collect();
+    let node = t.node.map_or("unknown".into(), |n| n.0.to_string());
+    let _ = writeln!(
+        out,
+        "  {}  node {node}  CPUs {}  measured {:.2}s",
+        workload_line(t),
+        cpus.join(","),
+        t.runtime_ns as f64 / 1e9
+    );
+    if let Some(pt) = placement.targets.iter().find(|p| p.path == t.path) {
+        for n in &pt.notes {
+            let _ = writeln!(out, "  note: {n}");
+        }
+    }
+    io_block(out, "read", &t.read);
+    io_block(out, "write", &t.write);
+    let c = &t.cpu_usage;
+    let _ = writeln!(
+        out,
+        "  cpu    usr {:.1}%  sys {:.1}%  ctx {} voluntary / {} involuntary  ({} IOPS per CPU-second)",
+        c.user_percent(),
+        c.system_percent(),
+        c.voluntary_ctx_switches,
+        c.involuntary_ctx_switches,
+        si(per_cpu_s(t.total.ops, c.user_ns + c.system_ns))
+    );
+    errors_line(out, &t.errors);
+}
+
+fn per_cpu_s(ops: u64, cpu_ns: u64) -> f64 {
+    if cpu_ns == 0 {
+        0.0
+    } else {
+        ops as f64 * 1e9 / cpu_ns as f64
+    }
+}
+
+fn errors_line(out: &mut String, errors: &[engine::result::ErrnoCount]) {
+    if errors.is_empty() {
+        let _ = writeln!(out, "  errors none");
+    } else {
+        let e: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{} × {}", e.count, e.name))
+            .collect();
+        let _ = writeln!(out, "  errors {}", e.join(", "));
+    }
+}
+
+/// The final report.
+pub fn render(r: &RunResult, placement: &Placement) -> String {
+    let env = &r.environment;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "numio bench: {} backend, policy {}, kernel {}, {} ({} CPUs)",
+        env.backend, r.policy, env.kernel, env.cpu_model, env.online_cpus
+    );
+    if !env.uring_features.is_empty() {
+        let _ = writeln!(out, "io_uring: {}", env.uring_features.join(", "));
+    }
+    for w in &placement.warnings {
+        let _ = writeln!(out, "warning: {w}");
+    }
+    for n in &env.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    for t in &r.targets {
+        target_block(&mut out, t, placement);
+    }
+    if r.targets.len() > 1 {
+        let _ = writeln!(out, "\ntotal ({} targets)", r.targets.len());
+        io_block(&mut out, "read", &r.read);
+        io_block(&mut out, "write", &r.write);
+        let _ = writeln!(out, "  IOPS per CPU-second {}", si(r.iops_per_cpu_s()));
+        errors_line(&mut out, &r.errors);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units() {
+        assert_eq!(si(512_300.0), "512.3k");
+        assert_eq!(si(1_234_567.0), "1.23M");
+        assert_eq!(bandwidth(2.0 * 1024.0 * 1024.0 * 1024.0), "2.00 GiB/s");
+        assert_eq!(latency(850.0), "850ns");
+        assert_eq!(latency(12_345.0), "12.3µs");
+    }
+
+    #[test]
+    fn progress_rates_are_per_interval() {
+        let mut p = ProgressLine::default();
+        let s1 = ProgressSnapshot {
+            elapsed_ns: 1_000_000_000,
+            planned_ns: Some(10_000_000_000),
+            measuring: true,
+            ops: 1000,
+            bytes: 4_096_000,
+            lat_p99_ns: 5000,
+            running_workers: 1,
+        };
+        p.update(&s1);
+        let s2 = ProgressSnapshot {
+            elapsed_ns: 2_000_000_000,
+            ops: 3000,
+            ..s1
+        };
+        let line = p.update(&s2);
+        assert!(line.contains("2.0k IOPS"), "{line}");
+        assert!(line.contains("8.0s left"), "{line}");
+        assert!(line.contains("p99 5.0µs"), "{line}");
+    }
+}
