@@ -13,9 +13,11 @@
 
 pub mod cpuset;
 mod error;
+pub mod fio;
 mod local;
+pub mod numactl;
 pub mod placement;
-mod plan;
+pub(crate) mod plan;
 pub mod planfile;
 mod request;
 pub mod resolve;

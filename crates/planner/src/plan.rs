@@ -62,6 +62,10 @@ fn base_target(spec: &TargetSpec, res: &Resolution, workload: crate::Workload) -
         jobs: Vec::new(),
         notes: res.notes.clone(),
         backend: spec.backend.clone(),
+        options: crate::JobOptions {
+            new_group: true,
+            ..crate::JobOptions::default()
+        },
         ..TargetPlacement::default()
     }
 }

@@ -60,6 +60,12 @@ pub fn resolve_target(topo: &Topology, path: &str) -> Resolution {
     res
 }
 
+/// Whether `name` is an NVMe device name (`nvme0n1`, `nvme0c1n1`, `ng0n1`,
+/// `nvme0n1p2`).
+pub fn is_nvme_name(name: &str) -> bool {
+    classify(strip_partition(name).unwrap_or(name)).is_some()
+}
+
 enum NvmeName {
     Head,
     Path { ctrl: u32 },

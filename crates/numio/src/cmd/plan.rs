@@ -1,10 +1,307 @@
-//! `numio plan`.
+//! `numio plan`: place jobs on CPUs and print the plan as a numio plan file,
+//! a fio job file, numactl command lines, JSON or a table.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use planner::fio::units::{parse_size_bytes, parse_size_range, parse_time_ns};
+use planner::fio::{load_job_file, ParseOptions};
+use planner::{Distribution, Placement, PlanRequest, Policy, RwMode, TargetSpec, Workload};
+use topology::Topology;
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A table for people.
+    Text,
+    /// A plan file that `numio bench --plan FILE` runs unchanged.
+    Numio,
+    /// A fio job file.
+    Fio,
+    /// One numactl command line per target.
+    Numactl,
+    /// The placement as JSON.
+    Json,
+}
+
+/// Placement policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyArg {
+    /// CPUs of each target's NUMA node, cores shared evenly, SMT siblings last.
+    Local,
+    /// All CPUs round-robin, ignoring locality.
+    Spread,
+    /// No pinning.
+    None,
+}
 
 /// Flags of `numio plan`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Targets: /dev/nvme0n1, nvme0n1, /dev/ng0n1, partitions, files.
+    #[arg(value_name = "TARGET")]
+    pub targets: Vec<String>,
+    /// Plan a fio job file instead of TARGETs (its filename, cpus_allowed, … are kept).
+    #[arg(long, value_name = "JOB.fio", conflicts_with = "targets")]
+    pub fio: Option<PathBuf>,
+    /// With --fio: `auto` places jobs that have no CPUs with the local policy.
+    #[arg(long, value_name = "auto|off", default_value = "off")]
+    pub numa: String,
+    /// With --fio: skip unsupported fio options with a warning.
+    #[arg(long)]
+    pub ignore_unknown: bool,
+    /// With --fio: use only this section (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub section: Vec<String>,
+    /// Placement policy.
+    #[arg(long, value_enum, default_value = "local")]
+    pub policy: PolicyArg,
+    /// Explicit CPUs of a target, e.g. `nvme0n1=0-3,112-115` (repeatable; implies explicit placement).
+    #[arg(long, value_name = "TARGET=LIST")]
+    pub cpus_for: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: Format,
+    /// Write the output to FILE instead of stdout.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Topology source: a sysfs/procfs root, a `.tar.gz` snapshot, or a `numio topo --json` file.
+    #[arg(long, value_name = "DIR|FILE", default_value = "/")]
+    pub root: PathBuf,
+    /// fio rw: read, write, randread, randwrite, rw, randrw.
+    #[arg(long, default_value = "randread")]
+    pub rw: String,
+    /// Block size or range (4k, 4k-64k).
+    #[arg(long, default_value = "4k")]
+    pub bs: String,
+    /// I/Os in flight per job.
+    #[arg(long, default_value_t = 64)]
+    pub iodepth: u32,
+    /// Jobs per target.
+    #[arg(long, default_value_t = 1)]
+    pub jobs: u32,
+    /// Measured run time (30s, 1h, 100ms; bare: seconds).
+    #[arg(long, default_value = "10s")]
+    pub runtime: String,
+    /// Warm-up time, not measured.
+    #[arg(long, default_value = "0")]
+    pub ramp_time: String,
+    /// Bytes per job (default: the whole target).
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Start offset.
+    #[arg(long, default_value = "0")]
+    pub offset: String,
+    /// Read percentage of mixed modes.
+    #[arg(long, default_value_t = 50)]
+    pub rwmixread: u8,
+    /// IOPS cap per job.
+    #[arg(long)]
+    pub rate_iops: Option<u64>,
+    /// Zipf θ of random offsets (default: uniform).
+    #[arg(long)]
+    pub zipf: Option<f64>,
+    /// Buffered I/O instead of O_DIRECT.
+    #[arg(long)]
+    pub buffered: bool,
+    /// numio backend of every target: uring, passthru, sync, null.
+    #[arg(long)]
+    pub backend: Option<String>,
+}
 
 /// Runs `numio plan`.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`numio plan` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let topo = read_topology(&args.root)?;
+    let placement = match &args.fio {
+        Some(path) => from_fio(&args, path, &topo)?,
+        None => planner::plan(&topo, &request(&args)?)?,
+    };
+    for w in &placement.warnings {
+        eprintln!("numio: warning: {w}");
+    }
+    let text = render(&placement, args.format);
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?
+        }
+        None => print!("{text}"),
+    }
+    Ok(0)
+}
+
+/// The placement in `format`.
+pub fn render(placement: &Placement, format: Format) -> String {
+    match format {
+        Format::Text => text_table(placement),
+        Format::Numio => placement.to_plan_file(),
+        Format::Fio => planner::fio::to_job_file(placement),
+        Format::Numactl => planner::numactl::to_numactl(placement),
+        Format::Json => {
+            let mut s =
+                serde_json::to_string_pretty(placement).expect("a placement always serializes");
+            s.push('\n');
+            s
+        }
+    }
+}
+
+/// Reads the topology from a root directory, a snapshot or a JSON model.
+pub fn read_topology(root: &Path) -> anyhow::Result<Topology> {
+    if root.extension().is_some_and(|e| e == "json") {
+        let text =
+            std::fs::read_to_string(root).with_context(|| format!("reading {}", root.display()))?;
+        return serde_json::from_str(&text)
+            .with_context(|| format!("{}: not a `numio topo --json` topology", root.display()));
+    }
+    Ok(Topology::load(root)?)
+}
+
+fn from_fio(args: &Args, path: &Path, topo: &Topology) -> anyhow::Result<Placement> {
+    let numa_auto = match args.numa.as_str() {
+        "auto" => true,
+        "off" => false,
+        other => bail!("--numa {other}: use `auto` or `off`"),
+    };
+    let opts = ParseOptions {
+        ignore_unknown: args.ignore_unknown,
+        sections: args.section.clone(),
+    };
+    let job = load_job_file(path, &opts)?;
+    Ok(job.to_placement(topo, numa_auto)?)
+}
+
+fn request(args: &Args) -> anyhow::Result<PlanRequest> {
+    if args.targets.is_empty() {
+        bail!("no targets: name devices or files, e.g. `numio plan /dev/nvme0n1`, or pass --fio JOB.fio");
+    }
+    let policy = if args.cpus_for.is_empty() {
+        match args.policy {
+            PolicyArg::Local => Policy::Local,
+            PolicyArg::Spread => Policy::Spread,
+            PolicyArg::None => Policy::None,
+        }
+    } else {
+        if args.policy != PolicyArg::Local {
+            bail!("--cpus-for places targets explicitly; drop --policy");
+        }
+        let mut lists = Vec::new();
+        for item in &args.cpus_for {
+            let Some((target, list)) = item.split_once('=') else {
+                bail!("--cpus-for {item}: write TARGET=LIST, e.g. nvme0n1=0-3,112-115");
+            };
+            let cpus = planner::cpuset::parse_cpu_list(list)
+                .map_err(|e| anyhow::anyhow!("--cpus-for {item}: {e}"))?;
+            lists.push((target.to_string(), cpus));
+        }
+        Policy::Explicit(lists)
+    };
+    Ok(PlanRequest {
+        targets: args
+            .targets
+            .iter()
+            .map(|t| TargetSpec {
+                backend: args.backend.clone(),
+                ..TargetSpec::new(t.clone())
+            })
+            .collect(),
+        workload: workload(args)?,
+        policy,
+    })
+}
+
+fn workload(a: &Args) -> anyhow::Result<Workload> {
+    let rw = match a.rw.as_str() {
+        "read" => RwMode::Read,
+        "write" => RwMode::Write,
+        "randread" => RwMode::RandRead,
+        "randwrite" => RwMode::RandWrite,
+        "rw" | "readwrite" => RwMode::ReadWrite,
+        "randrw" => RwMode::RandRw,
+        other => bail!("--rw {other}: use read, write, randread, randwrite, rw or randrw"),
+    };
+    let (bs_min_bytes, bs_max_bytes) =
+        parse_size_range(&a.bs).map_err(|e| anyhow::anyhow!("--bs: {e}"))?;
+    let secs = 1_000_000_000;
+    let runtime_ns =
+        parse_time_ns(&a.runtime, secs).map_err(|e| anyhow::anyhow!("--runtime: {e}"))?;
+    let size_bytes = match &a.size {
+        Some(s) => Some(parse_size_bytes(s).map_err(|e| anyhow::anyhow!("--size: {e}"))?),
+        None => None,
+    };
+    if a.jobs == 0 || a.iodepth == 0 || a.rwmixread > 100 {
+        bail!("--jobs and --iodepth must be at least 1, --rwmixread at most 100");
+    }
+    let random_distribution = match a.zipf {
+        Some(t) if t > 0.0 && t != 1.0 && t.is_finite() => Distribution::Zipf(t),
+        Some(t) => bail!("--zipf {t}: θ must be > 0 and ≠ 1"),
+        None => Distribution::Uniform,
+    };
+    Ok(Workload {
+        rw,
+        rwmixread: a.rwmixread,
+        bs_min_bytes,
+        bs_max_bytes,
+        iodepth: a.iodepth,
+        numjobs: a.jobs,
+        size_bytes,
+        offset_bytes: parse_size_bytes(&a.offset).map_err(|e| anyhow::anyhow!("--offset: {e}"))?,
+        runtime_ns: (runtime_ns > 0).then_some(runtime_ns),
+        ramp_time_ns: parse_time_ns(&a.ramp_time, secs)
+            .map_err(|e| anyhow::anyhow!("--ramp-time: {e}"))?,
+        rate_iops: a.rate_iops,
+        random_distribution,
+        direct: !a.buffered,
+        ..Workload::default()
+    })
+}
+
+fn text_table(p: &Placement) -> String {
+    use planner::cpuset::format_cpu_list;
+    let mut out = format!("policy {}\n", p.policy);
+    out.push_str(&format!(
+        "{:<20} {:>5} {:<24} {:<8} JOB CPUS\n",
+        "TARGET", "NODE", "CPUS", "MEMORY"
+    ));
+    for t in &p.targets {
+        let node = t.node.map_or("?".to_string(), |n| n.0.to_string());
+        let jobs: Vec<String> = t
+            .jobs
+            .iter()
+            .map(|j| {
+                if j.cpus.is_empty() {
+                    "-".to_string()
+                } else {
+                    format_cpu_list(&j.cpus)
+                }
+            })
+            .collect();
+        let mem = match t.jobs.first().map(|j| &j.mem) {
+            Some(planner::MemPolicy::Local) => "local".to_string(),
+            Some(planner::MemPolicy::Bind(n)) => format!(
+                "bind:{}",
+                n.iter()
+                    .map(|x| x.0.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            _ => "default".to_string(),
+        };
+        let cpus = if t.cpus.is_empty() {
+            "-".to_string()
+        } else {
+            format_cpu_list(&t.cpus)
+        };
+        out.push_str(&format!(
+            "{:<20} {:>5} {:<24} {:<8} {}\n",
+            t.path,
+            node,
+            cpus,
+            mem,
+            jobs.join(" ")
+        ));
+        for n in &t.notes {
+            out.push_str(&format!("  note: {n}\n"));
+        }
+    }
+    out
 }

@@ -1,0 +1,367 @@
+//! The fio options numio implements: one table drives parsing, the support
+//! table of the README and the tests.
+
+use topology::{CpuId, NodeId};
+
+use super::error::Location;
+use super::ini::Entry;
+use super::units::{parse_bool, parse_count, parse_size_bytes, parse_size_range, parse_time_ns};
+use crate::cpuset::parse_cpu_list;
+use crate::placement::{JobOptions, MemPolicy};
+use crate::workload::{Distribution, RwMode, Workload};
+
+/// fio's default `randseed`.
+pub const FIO_DEFAULT_RANDSEED: u64 = 0xb189_9bed;
+/// fio's limit on jobs (`REAL_MAX_JOBS`).
+pub const MAX_JOBS: u64 = 4096;
+/// Largest queue depth numio accepts.
+pub const MAX_IODEPTH: u64 = 65_536;
+
+/// How the jobs of a section share its `cpus_allowed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpusPolicy {
+    /// Every job may run on every CPU of the set (fio's default).
+    #[default]
+    Shared,
+    /// Each job gets one CPU of the set, by fio's global job number.
+    Split,
+}
+
+/// A value with where it was written, for errors found later.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Located<T> {
+    /// The parsed value.
+    pub value: T,
+    /// The value as written.
+    pub text: String,
+    /// Where.
+    pub at: Location,
+}
+
+/// One fio job section after its options were applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FioJob {
+    /// Job name (section name, or `name=`).
+    pub name: String,
+    /// The section header.
+    pub at: Location,
+    /// `filename`, unescaped.
+    pub filename: Option<String>,
+    /// The workload options.
+    pub workload: Workload,
+    /// `cpus_allowed`.
+    pub cpus_allowed: Option<Located<Vec<CpuId>>>,
+    /// `cpus_allowed_policy`.
+    pub cpus_policy: CpusPolicy,
+    /// `numa_cpu_nodes`.
+    pub numa_cpu_nodes: Option<Located<Vec<NodeId>>>,
+    /// `numa_mem_policy`.
+    pub mem: MemPolicy,
+    /// Grouping and compatibility options.
+    pub options: JobOptions,
+    /// numio backend from `ioengine` (fio's default `psync`: `sync`).
+    pub backend: String,
+}
+
+/// fio's defaults for the options numio reads (they differ from numio's own
+/// defaults: a job file means what it means to fio).
+pub fn fio_default_workload() -> Workload {
+    Workload {
+        rw: RwMode::Read,
+        rwmixread: 50,
+        bs_min_bytes: 4096,
+        bs_max_bytes: 4096,
+        iodepth: 1,
+        numjobs: 1,
+        size_bytes: None,
+        offset_bytes: 0,
+        runtime_ns: None,
+        ramp_time_ns: 0,
+        time_based: false,
+        number_ios: None,
+        rate_iops: None,
+        random_distribution: Distribution::Uniform,
+        randseed: FIO_DEFAULT_RANDSEED,
+        norandommap: false,
+        direct: false,
+    }
+}
+
+impl FioJob {
+    /// A job with fio's defaults.
+    pub fn new(name: &str, at: Location) -> Self {
+        FioJob {
+            name: name.to_string(),
+            at,
+            filename: None,
+            workload: fio_default_workload(),
+            cpus_allowed: None,
+            cpus_policy: CpusPolicy::Shared,
+            numa_cpu_nodes: None,
+            mem: MemPolicy::Default,
+            options: JobOptions::default(),
+            backend: "sync".into(),
+        }
+    }
+}
+
+/// Applies one option; `Err` is the message for a bad value.
+pub type Apply = fn(&mut FioJob, &Entry, &mut Vec<String>) -> Result<(), String>;
+
+/// One supported fio option.
+pub struct OptionSpec {
+    /// fio's name.
+    pub name: &'static str,
+    /// Other names fio accepts.
+    pub aliases: &'static [&'static str],
+    /// Whether `--key VALUE` takes the next argument on a command line.
+    pub takes_value: bool,
+    /// What numio does with it (the README's support table).
+    pub numio: &'static str,
+    /// Parser.
+    pub apply: Apply,
+}
+
+fn value(e: &Entry) -> Result<&str, String> {
+    e.value
+        .as_deref()
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| format!("`{}` needs a value: write `{}=VALUE`", e.key, e.key))
+}
+
+fn count_in(e: &Entry, min: u64, max: u64) -> Result<u64, String> {
+    let n = parse_count(value(e)?)?;
+    if n < min || n > max {
+        return Err(format!("must be between {min} and {max}"));
+    }
+    Ok(n)
+}
+
+fn opt_count(e: &Entry) -> Result<Option<u64>, String> {
+    let n = parse_count(value(e)?)?;
+    Ok((n > 0).then_some(n))
+}
+
+fn rw_mode(v: &str) -> Result<RwMode, String> {
+    Ok(match v {
+        "read" => RwMode::Read,
+        "write" => RwMode::Write,
+        "randread" => RwMode::RandRead,
+        "randwrite" => RwMode::RandWrite,
+        "rw" | "readwrite" => RwMode::ReadWrite,
+        "randrw" => RwMode::RandRw,
+        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
+            return Err("trim workloads are not supported by numio".into())
+        }
+        _ if v.contains(':') => {
+            return Err("offset modifiers (`rw=randread:8`) are not supported by numio".into())
+        }
+        _ => return Err("use read, write, randread, randwrite, rw or randrw".into()),
+    })
+}
+
+fn block_sizes(e: &Entry) -> Result<(u64, u64), String> {
+    let v = value(e)?;
+    let mut parts = v.split(',').map(parse_size_range);
+    let first = parts.next().expect("split yields one part")?;
+    for p in parts {
+        if p? != first {
+            return Err(
+                "numio uses one block size for reads and writes; give one size or range".into(),
+            );
+        }
+    }
+    Ok(first)
+}
+
+fn fio_size(e: &Entry) -> Result<Option<u64>, String> {
+    let v = value(e)?;
+    if let Some(pct) = v.strip_suffix('%') {
+        return match pct.trim() {
+            "100" => Ok(None),
+            _ => Err(
+                "percentages other than 100% are not supported by numio; give bytes (e.g. 10g)"
+                    .into(),
+            ),
+        };
+    }
+    let n = parse_size_bytes(v)?;
+    Ok((n > 0).then_some(n))
+}
+
+fn time_ns(e: &Entry) -> Result<u64, String> {
+    parse_time_ns(value(e)?, 1_000_000_000)
+}
+
+fn ioengine(job: &mut FioJob, e: &Entry, warn: &mut Vec<String>) -> Result<(), String> {
+    let v = value(e)?;
+    let (backend, canonical) = match v {
+        "io_uring" => ("uring", true),
+        "io_uring_cmd" => ("passthru", true),
+        "psync" => ("sync", true),
+        "null" => ("null", true),
+        "sync" | "pvsync" | "pvsync2" | "vsync" => ("sync", false),
+        "libaio" | "posixaio" => {
+            warn.push(format!(
+                "{}: ioengine={v} runs on numio's uring backend (numio has no {v})",
+                e.at
+            ));
+            ("uring", false)
+        }
+        _ => {
+            return Err(
+                "numio backends map from io_uring, io_uring_cmd, libaio, posixaio, psync, sync, pvsync, pvsync2, vsync and null"
+                    .into(),
+            )
+        }
+    };
+    job.backend = backend.to_string();
+    job.options.ioengine = (!canonical).then(|| v.to_string());
+    Ok(())
+}
+
+fn mem_policy(v: &str) -> Result<MemPolicy, String> {
+    let (mode, nodes) = match v.split_once(':') {
+        Some((m, n)) => (m, Some(n)),
+        None => (v, None),
+    };
+    match (mode, nodes) {
+        ("default", None) => Ok(MemPolicy::Default),
+        ("local", None) => Ok(MemPolicy::Local),
+        ("bind", Some(list)) => {
+            let nodes = parse_cpu_list(list)?;
+            Ok(MemPolicy::Bind(
+                nodes.into_iter().map(|c| NodeId(c.0)).collect(),
+            ))
+        }
+        ("bind", None) => Err("bind needs nodes: `numa_mem_policy=bind:0`".into()),
+        ("interleave" | "prefer", _) => Err(format!(
+            "`{mode}` is not supported by numio; use local, bind:NODES or default"
+        )),
+        _ => Err("use default, local or bind:NODES".into()),
+    }
+}
+
+fn filename(v: &str) -> Result<String, String> {
+    let mut out = String::new();
+    let mut chars = v.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(':') => out.push(':'),
+                Some(other) => {
+                    out.push('\\');
+                    out.push(other);
+                }
+                None => out.push('\\'),
+            },
+            ':' => {
+                return Err(
+                    "numio drives one file per job; split the files into sections (escape a colon in a path as `\\:`)"
+                        .into(),
+                )
+            }
+            _ => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+fn distribution(v: &str) -> Result<Distribution, String> {
+    match v.split_once(':') {
+        None if v == "random" => Ok(Distribution::Uniform),
+        Some(("zipf", theta)) => {
+            let t: f64 = theta
+                .split(',')
+                .next()
+                .unwrap_or_default()
+                .parse()
+                .map_err(|_| format!("`{theta}` is not a number"))?;
+            if !(t > 0.0 && t.is_finite()) || t == 1.0 {
+                return Err("zipf needs θ > 0 and θ ≠ 1".into());
+            }
+            Ok(Distribution::Zipf(t))
+        }
+        None if v == "zipf" => Err("zipf needs θ: `random_distribution=zipf:1.2`".into()),
+        _ => Err("numio supports random and zipf:θ".into()),
+    }
+}
+
+macro_rules! flag {
+    ($field:ident) => {
+        |j: &mut FioJob, e: &Entry, _: &mut Vec<String>| {
+            j.options.$field = parse_bool(e.value.as_deref())?;
+            Ok(())
+        }
+    };
+}
+
+/// Every fio option numio implements.
+pub const OPTIONS: &[OptionSpec] = &[
+    OptionSpec { name: "name", aliases: &[], takes_value: true, numio: "job name", apply: |j, e, _| { j.name = value(e)?.to_string(); Ok(()) } },
+    OptionSpec { name: "description", aliases: &[], takes_value: true, numio: "kept in the plan", apply: |j, e, _| { j.options.description = Some(value(e)?.to_string()); Ok(()) } },
+    OptionSpec { name: "filename", aliases: &[], takes_value: true, numio: "the target (one per job; `\\:` escapes a colon)", apply: |j, e, _| { j.filename = Some(filename(value(e)?)?); Ok(()) } },
+    OptionSpec { name: "rw", aliases: &["readwrite"], takes_value: true, numio: "read, write, randread, randwrite, rw, randrw", apply: |j, e, _| { j.workload.rw = rw_mode(value(e)?)?; Ok(()) } },
+    OptionSpec { name: "rwmixread", aliases: &[], takes_value: true, numio: "read percentage of mixed modes", apply: |j, e, _| { j.workload.rwmixread = count_in(e, 0, 100)? as u8; Ok(()) } },
+    OptionSpec { name: "rwmixwrite", aliases: &[], takes_value: true, numio: "100 − rwmixread", apply: |j, e, _| { j.workload.rwmixread = 100 - count_in(e, 0, 100)? as u8; Ok(()) } },
+    OptionSpec { name: "bs", aliases: &["blocksize"], takes_value: true, numio: "block size or range (`4k`, `4k-64k`); one for reads and writes", apply: |j, e, _| { (j.workload.bs_min_bytes, j.workload.bs_max_bytes) = block_sizes(e)?; Ok(()) } },
+    OptionSpec { name: "bsrange", aliases: &["blocksize_range"], takes_value: true, numio: "block size range", apply: |j, e, _| { (j.workload.bs_min_bytes, j.workload.bs_max_bytes) = block_sizes(e)?; Ok(()) } },
+    OptionSpec { name: "iodepth", aliases: &[], takes_value: true, numio: "I/Os in flight per job", apply: |j, e, _| { j.workload.iodepth = count_in(e, 1, MAX_IODEPTH)? as u32; Ok(()) } },
+    OptionSpec { name: "numjobs", aliases: &[], takes_value: true, numio: "jobs per target", apply: |j, e, _| { j.workload.numjobs = count_in(e, 1, MAX_JOBS)? as u32; Ok(()) } },
+    OptionSpec { name: "size", aliases: &[], takes_value: true, numio: "bytes per job (`100%`: whole target)", apply: |j, e, _| { j.workload.size_bytes = fio_size(e)?; Ok(()) } },
+    OptionSpec { name: "offset", aliases: &[], takes_value: true, numio: "start offset in bytes", apply: |j, e, _| { j.workload.offset_bytes = parse_size_bytes(value(e)?)?; Ok(()) } },
+    OptionSpec { name: "runtime", aliases: &["timeout"], takes_value: true, numio: "run time (`30s`, `1h`, `100ms`; bare: seconds; 0: none)", apply: |j, e, _| { let t = time_ns(e)?; j.workload.runtime_ns = (t > 0).then_some(t); Ok(()) } },
+    OptionSpec { name: "ramp_time", aliases: &[], takes_value: true, numio: "warm-up, not measured", apply: |j, e, _| { j.workload.ramp_time_ns = time_ns(e)?; Ok(()) } },
+    OptionSpec { name: "time_based", aliases: &[], takes_value: false, numio: "run for runtime even after size", apply: |j, e, _| { j.workload.time_based = parse_bool(e.value.as_deref())?; Ok(()) } },
+    OptionSpec { name: "number_ios", aliases: &[], takes_value: true, numio: "I/Os per job (0: no limit)", apply: |j, e, _| { j.workload.number_ios = opt_count(e)?; Ok(()) } },
+    OptionSpec { name: "rate_iops", aliases: &[], takes_value: true, numio: "IOPS cap per job, one value (0: none)", apply: |j, e, _| { if value(e)?.contains(',') { return Err("numio takes one rate for reads and writes".into()); } j.workload.rate_iops = opt_count(e)?; Ok(()) } },
+    OptionSpec { name: "random_distribution", aliases: &[], takes_value: true, numio: "random, zipf:θ", apply: |j, e, _| { j.workload.random_distribution = distribution(value(e)?)?; Ok(()) } },
+    OptionSpec { name: "randseed", aliases: &[], takes_value: true, numio: "seed of the offset generator", apply: |j, e, _| { j.workload.randseed = value(e)?.parse().map_err(|_| "not a whole number".to_string())?; Ok(()) } },
+    OptionSpec { name: "norandommap", aliases: &[], takes_value: false, numio: "offsets may repeat", apply: |j, e, _| { j.workload.norandommap = parse_bool(e.value.as_deref())?; Ok(()) } },
+    OptionSpec { name: "direct", aliases: &[], takes_value: false, numio: "O_DIRECT", apply: |j, e, _| { j.workload.direct = parse_bool(e.value.as_deref())?; Ok(()) } },
+    OptionSpec { name: "buffered", aliases: &[], takes_value: false, numio: "not O_DIRECT", apply: |j, e, _| { j.workload.direct = !parse_bool(e.value.as_deref())?; Ok(()) } },
+    OptionSpec { name: "ioengine", aliases: &[], takes_value: true, numio: "backend: io_uring→uring, io_uring_cmd→passthru, psync/sync/pvsync/pvsync2/vsync→sync, null→null, libaio/posixaio→uring (warned)", apply: ioengine },
+    OptionSpec { name: "cmd_type", aliases: &[], takes_value: true, numio: "`nvme` only (io_uring_cmd)", apply: |_, e, _| { if value(e)? == "nvme" { Ok(()) } else { Err("numio passthru speaks NVMe only: cmd_type=nvme".into()) } } },
+    OptionSpec { name: "cpus_allowed", aliases: &[], takes_value: true, numio: "CPUs of the job (checked against the topology)", apply: |j, e, _| { let v = value(e)?; j.cpus_allowed = Some(Located { value: parse_cpu_list(v)?, text: v.to_string(), at: e.at.clone() }); Ok(()) } },
+    OptionSpec { name: "cpus_allowed_policy", aliases: &[], takes_value: true, numio: "shared, split (fio's global job numbering)", apply: |j, e, _| { j.cpus_policy = match value(e)? { "shared" => CpusPolicy::Shared, "split" => CpusPolicy::Split, _ => return Err("use shared or split".into()) }; Ok(()) } },
+    OptionSpec { name: "numa_cpu_nodes", aliases: &[], takes_value: true, numio: "all online CPUs of these nodes", apply: |j, e, _| { let v = value(e)?; let nodes = parse_cpu_list(v)?.into_iter().map(|c| NodeId(c.0)).collect(); j.numa_cpu_nodes = Some(Located { value: nodes, text: v.to_string(), at: e.at.clone() }); j.options.numa_cpu_nodes = Some(v.to_string()); Ok(()) } },
+    OptionSpec { name: "numa_mem_policy", aliases: &[], takes_value: true, numio: "default, local, bind:NODES", apply: |j, e, _| { j.mem = mem_policy(value(e)?)?; Ok(()) } },
+    OptionSpec { name: "group_reporting", aliases: &[], takes_value: false, numio: "report each group as one", apply: flag!(group_reporting) },
+    OptionSpec { name: "new_group", aliases: &[], takes_value: false, numio: "start a reporting group", apply: flag!(new_group) },
+    OptionSpec { name: "stonewall", aliases: &["wait_for_previous"], takes_value: false, numio: "wait for earlier jobs", apply: flag!(stonewall) },
+    OptionSpec { name: "thread", aliases: &[], takes_value: false, numio: "accepted (numio workers are threads)", apply: flag!(thread) },
+];
+
+/// The option named `key` (by name or alias).
+pub fn find_option(key: &str) -> Option<&'static OptionSpec> {
+    OPTIONS
+        .iter()
+        .find(|o| o.name == key || o.aliases.contains(&key))
+}
+
+/// ` (did you mean `x`?)` for a near miss, or empty.
+pub fn suggestion(key: &str) -> String {
+    let best = OPTIONS
+        .iter()
+        .flat_map(|o| std::iter::once(o.name).chain(o.aliases.iter().copied()))
+        .map(|n| (edit_distance(key, n), n))
+        .min();
+    match best {
+        Some((d, n)) if d <= 2 => format!(" (did you mean `{n}`?)"),
+        _ => String::new(),
+    }
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
