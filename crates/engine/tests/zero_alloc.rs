@@ -1,0 +1,159 @@
+//! Proves the hot path allocates nothing: a counting global allocator counts
+//! every allocation made by the worker thread while `WorkerLoop::run` drives
+//! N steady-state I/Os on each backend; the count must be zero.
+
+mod common;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::AtomicBool;
+
+use common::{bounded, TempFile};
+use engine::backend::{Backend, NullBackend, SyncBackend, UringBackend, UringOptions};
+use engine::gen::IoGen;
+use engine::progress::WorkerProgress;
+use engine::sys::NodeBuffer;
+use engine::worker::{LoopLimits, WorkerLoop};
+use planner::RwMode;
+
+struct Counting;
+
+thread_local! {
+    // Per thread, so tests running in parallel cannot hide each other's counts.
+    static TRACK: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn note_alloc() {
+    if TRACK.with(|t| t.get()) {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+    }
+}
+
+fn tracked<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    ALLOCS.with(|a| a.set(0));
+    TRACK.with(|t| t.set(true));
+    let r = f();
+    TRACK.with(|t| t.set(false));
+    (r, ALLOCS.with(|a| a.get()))
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note_alloc();
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note_alloc();
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note_alloc();
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const DEPTH: usize = 32;
+const STEADY_IOS: u64 = 50_000;
+
+/// Runs STEADY_IOS random reads (and a mix with writes) through `backend`
+/// and returns the allocations made during the loop.
+fn allocations_during_loop<B: Backend>(backend: B, buf: &NodeBuffer, mixed: bool) -> (u64, u64) {
+    let mut w = bounded(
+        if mixed {
+            RwMode::RandRw
+        } else {
+            RwMode::RandRead
+        },
+        4096,
+        DEPTH as u32,
+    );
+    w.norandommap = true;
+    let gen = IoGen::new(&w, 0, 8 << 20, 512, 0);
+    let stop = AtomicBool::new(false);
+    let progress = WorkerProgress::default();
+    let limits = LoopLimits {
+        ramp_ns: 0,
+        runtime_ns: None,
+        max_ios: STEADY_IOS,
+        max_bytes: u64::MAX,
+        rate_iops: None,
+        batch_complete_min: 4,
+    };
+    let verify = mixed.then_some(7);
+    let wl = WorkerLoop::new(
+        backend,
+        gen,
+        DEPTH,
+        buf.as_ptr(),
+        4096,
+        verify,
+        limits,
+        &stop,
+        &progress,
+    );
+    let (out, allocs) = tracked(|| wl.run());
+    let out = out.expect("loop runs");
+    let ops = out.stats.ops[0] + out.stats.ops[1] + out.stats.error_count();
+    (allocs, ops)
+}
+
+#[test]
+fn no_allocation_in_steady_state_on_any_backend() {
+    let f = TempFile::new("alloc", 8 << 20, 3);
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&f.path)
+        .unwrap();
+    let fd = file.as_raw_fd();
+    let (buf, _) = NodeBuffer::new(DEPTH * 4096, None).unwrap();
+    for mixed in [false, true] {
+        let (a, ops) = allocations_during_loop(NullBackend::new(DEPTH), &buf, mixed);
+        assert_eq!(ops, STEADY_IOS);
+        assert_eq!(
+            a, 0,
+            "null backend allocated {a} times over {ops} I/Os (mixed={mixed})"
+        );
+        let (a, ops) = allocations_during_loop(SyncBackend::new(fd, DEPTH), &buf, mixed);
+        assert_eq!(ops, STEADY_IOS);
+        assert_eq!(
+            a, 0,
+            "sync backend allocated {a} times over {ops} I/Os (mixed={mixed})"
+        );
+        let region = (buf.as_ptr(), buf.len_bytes());
+        for nop in [false, true] {
+            let Ok(b) = UringBackend::new(fd, DEPTH as u32, region, &UringOptions::default(), nop)
+            else {
+                eprintln!("skipping io_uring: set-up failed on this kernel");
+                continue;
+            };
+            let (a, ops) = allocations_during_loop(b, &buf, mixed);
+            assert_eq!(ops, STEADY_IOS);
+            assert_eq!(
+                a, 0,
+                "uring (nop={nop}) allocated {a} times over {ops} I/Os (mixed={mixed})"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_counter_does_count() {
+    // Guards the guard: an allocation on a tracked thread must be seen.
+    let (v, allocs) = tracked(|| Vec::<u8>::with_capacity(10));
+    drop(v);
+    assert_eq!(allocs, 1);
+}
