@@ -1,2 +1,28 @@
-//! NVMe over TCP: a thread-per-core target (`numio serve`) and an initiator.
+//! NVMe over TCP: a thread-per-core target (`numio serve`) and a user-space
+//! initiator.
+//!
+//! Shape: [`queue::Connection`] is one NVMe/TCP connection as a pure state
+//! machine (bytes in, bytes out), with each command's life an explicit
+//! [`request::RequestState`]. [`reactor::Server`] runs one reactor thread per
+//! CPU, each owning its connections; [`subsystem::Target`] holds what the
+//! queues of a controller share (registers, the controller registry), which
+//! only Connect and admin commands lock. [`initiator::Initiator`] is a
+//! blocking host used by tests and, later, the engine's NVMe/TCP backend.
 #![deny(missing_docs)]
+
+pub mod admin;
+pub mod config;
+pub mod error;
+pub mod fabrics;
+pub mod initiator;
+pub mod io;
+pub mod namespace;
+pub mod queue;
+pub mod reactor;
+pub mod request;
+pub mod subsystem;
+
+pub use config::{Limits, TargetConfig};
+pub use error::{ConfigError, InitiatorError, TargetError};
+pub use initiator::{Initiator, InitiatorOptions};
+pub use reactor::Server;

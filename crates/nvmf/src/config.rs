@@ -1,0 +1,379 @@
+//! Target configuration: subsystems, namespaces, listeners, allowed hosts and
+//! the limits every resource is held to. Built from flags or a TOML file;
+//! validated once, before anything listens.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use crate::error::ConfigError;
+
+/// Default subsystem NQN of `numio serve`.
+pub const DEFAULT_NQN: &str = "nqn.2026-01.io.numio:subsys0";
+/// Default NVMe/TCP listener.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:4420";
+/// Default discovery service port.
+pub const DEFAULT_DISCOVERY_PORT: u16 = 8009;
+
+/// Limits on every resource a host can make the target hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Open TCP connections (queues) over all hosts.
+    pub max_connections: u32,
+    /// Live controllers over all subsystems.
+    pub max_controllers: u32,
+    /// I/O queues one controller may create.
+    pub max_io_queues: u16,
+    /// Entries of an I/O queue (the host's queue_size).
+    pub max_queue_depth: u16,
+    /// Entries of an admin queue.
+    pub admin_queue_depth: u16,
+    /// In-capsule data accepted on I/O queues, bytes.
+    pub io_in_capsule_bytes: u32,
+    /// Largest H2CData payload (MAXH2CDATA), bytes.
+    pub max_h2c_data_bytes: u32,
+    /// Largest data transfer of one command (MDTS), bytes; a power of two
+    /// multiple of 4 KiB.
+    pub max_transfer_bytes: u32,
+    /// Largest C2HData PDU payload the target sends, bytes.
+    pub max_c2h_data_bytes: u32,
+}
+
+/// In-capsule data accepted on the admin queue (fixed by the Linux host).
+pub const ADMIN_IN_CAPSULE_BYTES: u32 = 8192;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 256,
+            max_controllers: 64,
+            max_io_queues: 16,
+            max_queue_depth: 128,
+            admin_queue_depth: 32,
+            io_in_capsule_bytes: 16384,
+            max_h2c_data_bytes: 131072,
+            max_transfer_bytes: 1 << 20,
+            max_c2h_data_bytes: 131072,
+        }
+    }
+}
+
+impl Limits {
+    /// Checks that the limits are usable and interoperable.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |what: &'static str, value: u64, fix: &'static str| {
+            Err(ConfigError::Limit { what, value, fix })
+        };
+        if self.max_connections == 0 || self.max_connections > 65536 {
+            return bad("max_connections", self.max_connections as u64, "use 1..=65536");
+        }
+        if self.max_controllers == 0 || self.max_controllers > 0xFFEF {
+            return bad("max_controllers", self.max_controllers as u64, "use 1..=65519");
+        }
+        if self.max_io_queues == 0 || self.max_io_queues > 1024 {
+            return bad("max_io_queues", self.max_io_queues as u64, "use 1..=1024");
+        }
+        if !(2..=1024).contains(&self.max_queue_depth) {
+            return bad("max_queue_depth", self.max_queue_depth as u64, "use 2..=1024");
+        }
+        if !(32..=1024).contains(&self.admin_queue_depth) {
+            return bad("admin_queue_depth", self.admin_queue_depth as u64, "use 32..=1024");
+        }
+        if self.io_in_capsule_bytes > (1 << 20) || self.io_in_capsule_bytes % 16 != 0 {
+            return bad("io_in_capsule_bytes", self.io_in_capsule_bytes as u64, "use a multiple of 16 up to 1 MiB");
+        }
+        if self.max_h2c_data_bytes < 4096 || self.max_h2c_data_bytes % 4 != 0 || self.max_h2c_data_bytes > (1 << 24) {
+            return bad("max_h2c_data_bytes", self.max_h2c_data_bytes as u64, "use a multiple of 4 in 4096..=16 MiB");
+        }
+        let t = self.max_transfer_bytes;
+        if t < 4096 || !t.is_power_of_two() || t > (1 << 24) {
+            return bad("max_transfer_bytes", t as u64, "use a power of two in 4 KiB..=16 MiB");
+        }
+        if self.max_c2h_data_bytes < 4096 || self.max_c2h_data_bytes > (1 << 24) {
+            return bad("max_c2h_data_bytes", self.max_c2h_data_bytes as u64, "use 4096..=16 MiB");
+        }
+        Ok(())
+    }
+
+    /// MDTS as Identify reports it: log2 of the transfer in 4 KiB pages.
+    pub fn mdts(&self) -> u8 {
+        (self.max_transfer_bytes / 4096).trailing_zeros() as u8
+    }
+
+    /// The largest PDU a host may send on a queue, bytes.
+    pub fn max_rx_pdu_bytes(&self) -> usize {
+        let data = self.max_h2c_data_bytes.max(self.io_in_capsule_bytes).max(ADMIN_IN_CAPSULE_BYTES) as usize;
+        72 + 4 + 128 + data + 4
+    }
+
+    /// One line per limit, for `--help` and start-up.
+    pub fn describe(&self) -> String {
+        format!(
+            "connections {} | controllers {} | I/O queues per controller {} | I/O queue depth {} | \
+             admin queue depth {} | in-capsule data admin {} B, I/O {} B | MAXH2CDATA {} B | \
+             max transfer (MDTS) {} B | C2HData PDU {} B | MAXR2T 1 per command",
+            self.max_connections,
+            self.max_controllers,
+            self.max_io_queues,
+            self.max_queue_depth,
+            self.admin_queue_depth,
+            ADMIN_IN_CAPSULE_BYTES,
+            self.io_in_capsule_bytes,
+            self.max_h2c_data_bytes,
+            self.max_transfer_bytes,
+            self.max_c2h_data_bytes,
+        )
+    }
+}
+
+/// Where a namespace's blocks live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backing {
+    /// RAM, `mem:SIZE`.
+    Memory {
+        /// Size in bytes.
+        size_bytes: u64,
+    },
+    /// A regular file or block device.
+    Path(PathBuf),
+}
+
+impl Backing {
+    /// Parses `mem:SIZE` (SIZE like 1G, 512M, 4096, 1GiB) or a path.
+    pub fn parse(s: &str) -> Result<Self, ConfigError> {
+        if let Some(size) = s.strip_prefix("mem:") {
+            let size_bytes = parse_size(size).ok_or_else(|| ConfigError::Namespace {
+                spec: s.to_string(),
+                reason: "SIZE is not a number with an optional K, M, G or T suffix (e.g. mem:1G)".into(),
+            })?;
+            if size_bytes < 1 << 20 || size_bytes % 4096 != 0 {
+                return Err(ConfigError::Namespace {
+                    spec: s.to_string(),
+                    reason: "a RAM namespace must be at least 1 MiB and a multiple of 4 KiB".into(),
+                });
+            }
+            return Ok(Backing::Memory { size_bytes });
+        }
+        if s.is_empty() {
+            return Err(ConfigError::Namespace {
+                spec: s.to_string(),
+                reason: "empty; give mem:SIZE or a file or block device path".into(),
+            });
+        }
+        Ok(Backing::Path(PathBuf::from(s)))
+    }
+}
+
+/// Parses 4096, 4K, 4KiB, 1M, 2G, 1T (binary multiples).
+pub fn parse_size(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let n: u64 = s[..digits].parse().ok()?;
+    let shift = match s[digits..].to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return None,
+    };
+    n.checked_mul(1u64 << shift)
+}
+
+/// One namespace in a subsystem.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamespaceConfig {
+    /// `mem:SIZE` or a path.
+    pub backing: String,
+}
+
+/// One NVM subsystem.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubsystemConfig {
+    /// Subsystem NQN.
+    pub nqn: String,
+    /// Serial number (20 ASCII characters at most).
+    #[serde(default = "default_serial")]
+    pub serial: String,
+    /// Model number (40 ASCII characters at most).
+    #[serde(default = "default_model")]
+    pub model: String,
+    /// Host NQNs admitted.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Admit any host.
+    #[serde(default)]
+    pub allow_any_host: bool,
+    /// Namespaces, numbered from 1 in order.
+    #[serde(default, rename = "namespace")]
+    pub namespaces: Vec<NamespaceConfig>,
+}
+
+fn default_serial() -> String {
+    "NUMIO0001".into()
+}
+
+fn default_model() -> String {
+    "numio NVMe/TCP target".into()
+}
+
+/// The whole target.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetConfig {
+    /// NVMe/TCP listeners (I/O and discovery controllers).
+    #[serde(default = "default_listeners")]
+    pub listen: Vec<SocketAddr>,
+    /// Port of the discovery service on each listener address; 0 disables it.
+    #[serde(default = "default_discovery_port")]
+    pub discovery_port: u16,
+    /// CPUs to run reactors on (one reactor per CPU); empty = CPU 0 and 1 or
+    /// what the process may use, at most 4.
+    #[serde(default)]
+    pub cpus: Vec<usize>,
+    /// Limits.
+    #[serde(default)]
+    pub limits: Limits,
+    /// Subsystems.
+    #[serde(default, rename = "subsystem")]
+    pub subsystems: Vec<SubsystemConfig>,
+}
+
+fn default_listeners() -> Vec<SocketAddr> {
+    vec![DEFAULT_LISTEN.parse().expect("default listener parses")]
+}
+
+fn default_discovery_port() -> u16 {
+    DEFAULT_DISCOVERY_PORT
+}
+
+impl Default for TargetConfig {
+    fn default() -> Self {
+        Self {
+            listen: default_listeners(),
+            discovery_port: DEFAULT_DISCOVERY_PORT,
+            cpus: Vec::new(),
+            limits: Limits::default(),
+            subsystems: Vec::new(),
+        }
+    }
+}
+
+impl TargetConfig {
+    /// Parses TOML text.
+    pub fn from_toml(text: &str, origin: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Toml {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Checks the whole configuration; every error names the field and a fix.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.limits.validate()?;
+        if self.listen.is_empty() {
+            return Err(ConfigError::Invalid("no listener: give --listen ADDR:PORT".into()));
+        }
+        if self.subsystems.is_empty() {
+            return Err(ConfigError::Invalid("no subsystem: give --ns mem:1G or a [[subsystem]] table".into()));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for s in &self.subsystems {
+            validate_nqn(&s.nqn)?;
+            if !seen.insert(s.nqn.clone()) {
+                return Err(ConfigError::Invalid(format!("subsystem {} is listed twice", s.nqn)));
+            }
+            if s.nqn == nvme_spec::fabrics::DISCOVERY_NQN {
+                return Err(ConfigError::Invalid("the discovery NQN cannot name an NVM subsystem".into()));
+            }
+            if s.namespaces.is_empty() {
+                return Err(ConfigError::Invalid(format!("subsystem {} has no namespace: add --ns mem:1G or PATH", s.nqn)));
+            }
+            if s.namespaces.len() > 1024 {
+                return Err(ConfigError::Invalid(format!("subsystem {} has more than 1024 namespaces", s.nqn)));
+            }
+            if !s.allow_any_host && s.allowed_hosts.is_empty() {
+                return Err(ConfigError::Invalid(format!(
+                    "subsystem {} admits no host: list allowed_hosts (--allow-host NQN) or set allow_any_host = true",
+                    s.nqn
+                )));
+            }
+            for h in &s.allowed_hosts {
+                validate_nqn(h)?;
+            }
+            if !s.serial.is_ascii() || s.serial.len() > 20 || !s.model.is_ascii() || s.model.len() > 40 {
+                return Err(ConfigError::Invalid(format!(
+                    "subsystem {}: serial must be at most 20 and model at most 40 ASCII characters",
+                    s.nqn
+                )));
+            }
+            for n in &s.namespaces {
+                Backing::parse(&n.backing)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks an NQN's length and form.
+pub fn validate_nqn(nqn: &str) -> Result<(), ConfigError> {
+    if nqn.len() > nvme_spec::fabrics::NQN_MAX_LEN || !nqn.starts_with("nqn.") || !nqn.is_ascii() {
+        return Err(ConfigError::Nqn { nqn: nqn.to_string() });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1G"), Some(1 << 30));
+        assert_eq!(parse_size("512MiB"), Some(512 << 20));
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("1X"), None);
+        assert_eq!(parse_size(""), None);
+        assert_eq!(parse_size("99999999999T"), None);
+        assert!(matches!(Backing::parse("mem:1G"), Ok(Backing::Memory { size_bytes }) if size_bytes == 1 << 30));
+        assert!(Backing::parse("mem:100").is_err());
+        assert!(Backing::parse("mem:big").is_err());
+        assert_eq!(Backing::parse("/dev/sdb").unwrap(), Backing::Path("/dev/sdb".into()));
+    }
+
+    #[test]
+    fn toml_round_trip_and_errors() {
+        let c = TargetConfig::from_toml(
+            r#"
+            listen = ["127.0.0.1:4421"]
+            discovery_port = 0
+            [limits]
+            max_queue_depth = 64
+            [[subsystem]]
+            nqn = "nqn.2026-01.io.numio:a"
+            allowed_hosts = ["nqn.host1"]
+            [[subsystem.namespace]]
+            backing = "mem:16M"
+            "#,
+            "test.toml",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.limits.max_queue_depth, 64);
+        assert_eq!(c.limits.max_io_queues, Limits::default().max_io_queues);
+        assert_eq!(c.subsystems[0].namespaces.len(), 1);
+        let e = TargetConfig::from_toml("bogus = 1", "x.toml").unwrap_err();
+        assert!(e.to_string().contains("x.toml"), "{e}");
+        let mut no_hosts = c.clone();
+        no_hosts.subsystems[0].allowed_hosts.clear();
+        assert!(no_hosts.validate().unwrap_err().to_string().contains("allow_any_host"));
+        let mut bad = c.clone();
+        bad.limits.max_transfer_bytes = 5000;
+        assert!(bad.validate().unwrap_err().to_string().contains("max_transfer_bytes"));
+        assert_eq!(Limits::default().mdts(), 8);
+    }
+}

@@ -1,0 +1,114 @@
+//! Errors of the target and the initiator.
+
+use nvme_spec::tcp::FatalError;
+use nvme_spec::Status;
+
+/// A configuration that cannot be served.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A limit outside its range.
+    #[error("limit {what} = {value} is not usable: {fix}")]
+    Limit {
+        /// Limit name.
+        what: &'static str,
+        /// Given value.
+        value: u64,
+        /// How to fix it.
+        fix: &'static str,
+    },
+    /// A bad namespace spec.
+    #[error("namespace {spec:?}: {reason}")]
+    Namespace {
+        /// The spec as given.
+        spec: String,
+        /// Why and how to fix it.
+        reason: String,
+    },
+    /// A malformed NQN.
+    #[error("NQN {nqn:?} is not valid: it must start with \"nqn.\", be ASCII and at most 223 bytes")]
+    Nqn {
+        /// The NQN.
+        nqn: String,
+    },
+    /// A TOML file that does not parse.
+    #[error("{origin}: {message}")]
+    Toml {
+        /// File name.
+        origin: String,
+        /// Parser message.
+        message: String,
+    },
+    /// Anything else, with its fix in the text.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Errors while starting or running the target.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// Bad configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// Opening a namespace's backing failed.
+    #[error("cannot open namespace backing {path}: {source} (check the path exists and is readable and writable)")]
+    Backing {
+        /// Path or mem spec.
+        path: String,
+        /// OS error.
+        source: std::io::Error,
+    },
+    /// A backing whose size is unusable.
+    #[error("namespace backing {path} is {size_bytes} bytes: it must be a non-zero multiple of 512 bytes")]
+    BackingSize {
+        /// Path.
+        path: String,
+        /// Size found.
+        size_bytes: u64,
+    },
+    /// Binding a listener failed.
+    #[error("cannot listen on {addr}: {source} (is another target using the port? pick another with --listen)")]
+    Listen {
+        /// Address.
+        addr: std::net::SocketAddr,
+        /// OS error.
+        source: std::io::Error,
+    },
+    /// Other OS failure.
+    #[error("{what}: {source}")]
+    Os {
+        /// What was being done.
+        what: &'static str,
+        /// OS error.
+        source: std::io::Error,
+    },
+}
+
+/// Errors of the user-space initiator.
+#[derive(Debug, thiserror::Error)]
+pub enum InitiatorError {
+    /// Socket failure.
+    #[error("NVMe/TCP socket: {0}")]
+    Io(#[from] std::io::Error),
+    /// The controller broke the protocol.
+    #[error("controller sent an invalid PDU: {0}")]
+    Protocol(#[from] FatalError),
+    /// The controller ended the connection with a C2HTermReq.
+    #[error("controller terminated the connection: fes={fes:#x} fei={fei}")]
+    Terminated {
+        /// Fatal error status.
+        fes: u16,
+        /// Fatal error information.
+        fei: u32,
+    },
+    /// A command completed with an error status.
+    #[error("command {opcode:#04x} failed: {status}")]
+    Command {
+        /// Opcode.
+        opcode: u8,
+        /// Status.
+        status: Status,
+    },
+    /// Something unexpected in an otherwise valid exchange.
+    #[error("unexpected reply: {0}")]
+    Unexpected(String),
+}

@@ -1,0 +1,150 @@
+//! Fabrics commands: Connect (binds the queue) and Property Get/Set (the
+//! controller registers CAP, VS, CC, CSTS).
+
+
+use nvme_spec::fabrics::{
+    self, prop, ConnectCmd, ConnectData, ConnectDataError, CC_ENABLE, CC_SHN_SHIFT, CNTLID_DYNAMIC, CSTS_READY,
+    CSTS_SHST_COMPLETE,
+};
+use nvme_spec::Status;
+
+use crate::queue::{Binding, Connection};
+use crate::request::Outcome;
+use crate::subsystem::ConnectRefusal;
+
+/// Version reported in VS and Identify: NVMe 1.3.
+pub const NVME_VERSION: u32 = fabrics::version(1, 3, 0);
+/// CAP.TO in 500 ms units (ready is immediate; this bounds host waits).
+const CAP_TIMEOUT_500MS: u8 = 20;
+
+/// Connect error result: IATTR (bit 16: 1 = in connect data) | IPO.
+fn ipo(in_data: bool, offset: u32) -> u64 {
+    ((in_data as u64) << 16) | offset as u64
+}
+
+fn refuse(status: Status, result: u64) -> Outcome {
+    Outcome::Done {
+        status,
+        result,
+        out_len: 0,
+    }
+}
+
+/// Runs a fabrics command.
+pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
+    let sqe = conn.reqs[slot].sqe;
+    match sqe.fctype() {
+        fabrics::FCTYPE_CONNECT => connect(conn, slot),
+        fabrics::FCTYPE_PROPERTY_GET | fabrics::FCTYPE_PROPERTY_SET => {
+            if conn.qid() != Some(0) {
+                return Outcome::err(Status::CMD_SEQ_ERROR);
+            }
+            if sqe.fctype() == fabrics::FCTYPE_PROPERTY_GET {
+                property_get(conn, sqe.cdw10 & 1 == 1, sqe.cdw11)
+            } else {
+                property_set(conn, sqe.cdw11, sqe.cdw12 as u64 | ((sqe.cdw13 as u64) << 32))
+            }
+        }
+        _ => Outcome::err(Status::INVALID_OPCODE),
+    }
+}
+
+fn connect(conn: &mut Connection, slot: usize) -> Outcome {
+    if conn.binding.is_some() {
+        return Outcome::err(Status::CMD_SEQ_ERROR);
+    }
+    let req = &conn.reqs[slot];
+    let cmd = ConnectCmd::from_sqe(&req.sqe);
+    if cmd.recfmt != 0 {
+        return refuse(Status::CONNECT_INCOMPATIBLE_FORMAT, 0);
+    }
+    let data = match ConnectData::decode(&req.buf) {
+        Ok(d) => d,
+        Err(ConnectDataError::Short { .. }) => return refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 24)),
+        Err(ConnectDataError::BadNqn { offset, .. }) => return refuse(Status::CONNECT_INVALID_PARAM, ipo(true, offset)),
+    };
+    let limits = conn.target.limits;
+    let (subnqn, hostnqn) = (data.subnqn_str(), data.hostnqn_str());
+    let max_entries = if cmd.qid == 0 { limits.admin_queue_depth } else { limits.max_queue_depth };
+    if cmd.sqsize == 0 || cmd.sqsize >= max_entries {
+        return refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 44));
+    }
+    let result = if cmd.qid == 0 {
+        if data.cntlid != CNTLID_DYNAMIC {
+            return refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16));
+        }
+        conn.target.create_controller(&subnqn, &hostnqn, data.hostid, cmd.kato_ms)
+    } else {
+        conn.target.join_controller(data.cntlid, &subnqn, &hostnqn, cmd.qid)
+    };
+    let ctrl = match result {
+        Ok(c) => c,
+        Err(r) => {
+            return match r {
+                ConnectRefusal::UnknownSubsystem => refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 256)),
+                ConnectRefusal::HostNotAllowed => refuse(Status::CONNECT_INVALID_HOST, ipo(true, 512)),
+                ConnectRefusal::UnknownController => refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16)),
+                ConnectRefusal::Busy => refuse(Status::CONNECT_CTRL_BUSY, 0),
+                ConnectRefusal::BadQueueId => refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 42)),
+            };
+        }
+    };
+    // CATTR bit 2: the host disabled SQ flow control.
+    conn.sq_flow_disabled = cmd.cattr & 0x04 != 0;
+    conn.last_keepalive = std::time::Instant::now();
+    let cntlid = ctrl.cntlid;
+    conn.binding = Some(Binding {
+        qid: cmd.qid,
+        sq_entries: cmd.sqsize + 1,
+        ctrl,
+    });
+    Outcome::ok(cntlid as u64)
+}
+
+fn property_get(conn: &Connection, eight_bytes: bool, offset: u32) -> Outcome {
+    let b = conn.binding.as_ref().expect("admin queue is bound");
+    let limits = conn.target.limits;
+    let regs = b.ctrl.regs.lock().expect("controller lock");
+    let v: u64 = match (offset, eight_bytes) {
+        (prop::CAP, true) => {
+            let depth = if b.ctrl.subsys.is_discovery { limits.admin_queue_depth } else { limits.max_queue_depth };
+            fabrics::cap(depth - 1, CAP_TIMEOUT_500MS)
+        }
+        (prop::VS, false) => NVME_VERSION as u64,
+        (prop::CC, false) => regs.cc as u64,
+        (prop::CSTS, false) => regs.csts as u64,
+        _ => return Outcome::err(Status::INVALID_FIELD),
+    };
+    Outcome::ok(v)
+}
+
+fn property_set(conn: &Connection, offset: u32, value: u64) -> Outcome {
+    if offset != prop::CC {
+        return Outcome::err(Status::INVALID_FIELD);
+    }
+    let b = conn.binding.as_ref().expect("admin queue is bound");
+    let new = value as u32;
+    let mut regs = b.ctrl.regs.lock().expect("controller lock");
+    let old = regs.cc;
+    regs.cc = new;
+    if new & CC_ENABLE != 0 && old & CC_ENABLE == 0 {
+        regs.csts = CSTS_READY;
+    }
+    if new & CC_ENABLE == 0 && old & CC_ENABLE != 0 {
+        regs.csts &= !CSTS_READY;
+    }
+    let shn = (new >> CC_SHN_SHIFT) & 3;
+    if shn != 0 && (old >> CC_SHN_SHIFT) & 3 == 0 {
+        drop(regs);
+        for ns in &b.ctrl.subsys.namespaces {
+            if let Err(e) = ns.flush() {
+                eprintln!("numio serve: flush of namespace {} failed at shutdown: {e}", ns.spec);
+            }
+        }
+        let mut regs = b.ctrl.regs.lock().expect("controller lock");
+        regs.csts |= CSTS_SHST_COMPLETE;
+    } else if shn == 0 {
+        regs.csts &= !(3 << 2);
+    }
+    Outcome::ok(0)
+}

@@ -1,0 +1,509 @@
+//! One NVMe/TCP connection (one queue), without I/O: bytes in, bytes out.
+//!
+//! The reactor feeds received bytes to [`Connection::on_bytes`] and writes
+//! out whatever [`Connection::take_tx`] holds. Framing, the ICReq exchange,
+//! Connect, the per-command state machine, R2T flow and TermReq on protocol
+//! violations all live here, so the same code runs under the reactor, in unit
+//! tests and in the fuzz target.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nvme_spec::command::{admin, SGL_IN_CAPSULE, SGL_TRANSPORT};
+use nvme_spec::tcp::{self, fes, flags, pdu_type, Direction, FatalError, Framing, Pdu};
+use nvme_spec::{Cqe, Sqe, Status};
+
+use crate::config::ADMIN_IN_CAPSULE_BYTES;
+use crate::request::{Outcome, Request, RequestState, Xfer};
+use crate::subsystem::{Controller, Target};
+
+/// Connection phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Waiting for ICReq.
+    AwaitIcReq,
+    /// Serving PDUs.
+    Ready,
+    /// A fatal error or teardown: flush `tx` and close.
+    Closing,
+}
+
+/// What the queue is bound to after Connect.
+#[derive(Debug)]
+pub struct Binding {
+    /// Queue id (0: admin).
+    pub qid: u16,
+    /// Entries of the submission queue (one-based).
+    pub sq_entries: u16,
+    /// The controller.
+    pub ctrl: Arc<Controller>,
+}
+
+/// Per-queue counters, folded into the controller on each tick.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct QueueCounters {
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub written_bytes: u64,
+    /// Read commands.
+    pub reads: u64,
+    /// Write commands.
+    pub writes: u64,
+}
+
+/// One connection.
+#[derive(Debug)]
+pub struct Connection {
+    pub(crate) target: Arc<Target>,
+    pub(crate) phase: Phase,
+    pub(crate) framing: Framing,
+    rx: Vec<u8>,
+    tx: Vec<u8>,
+    pub(crate) binding: Option<Binding>,
+    pub(crate) reqs: Vec<Request>,
+    sqhd: u16,
+    pub(crate) sq_flow_disabled: bool,
+    pub(crate) last_keepalive: Instant,
+    pub(crate) counters: QueueCounters,
+    /// Why the connection is closing, for the log.
+    pub close_reason: Option<String>,
+}
+
+impl Connection {
+    /// A fresh connection waiting for ICReq.
+    pub fn new(target: Arc<Target>) -> Self {
+        let depth = target.limits.max_queue_depth.max(target.limits.admin_queue_depth) as usize;
+        Self {
+            target,
+            phase: Phase::AwaitIcReq,
+            framing: Framing::INITIAL,
+            rx: Vec::new(),
+            tx: Vec::new(),
+            binding: None,
+            reqs: (0..depth).map(|_| Request::new()).collect(),
+            sqhd: 0,
+            sq_flow_disabled: false,
+            last_keepalive: Instant::now(),
+            counters: QueueCounters::default(),
+            close_reason: None,
+        }
+    }
+
+    /// Current phase.
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    /// Queue id once connected.
+    pub fn qid(&self) -> Option<u16> {
+        self.binding.as_ref().map(|b| b.qid)
+    }
+
+    /// Bytes waiting to be sent.
+    pub fn tx_pending(&self) -> usize {
+        self.tx.len()
+    }
+
+    /// Takes the bytes to send (the caller writes them in order).
+    pub fn take_tx(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.tx)
+    }
+
+    /// Gives back bytes the socket did not accept, ahead of newer output.
+    pub fn untake_tx(&mut self, mut rest: Vec<u8>) {
+        rest.extend_from_slice(&self.tx);
+        self.tx = rest;
+    }
+
+    /// Commands waiting for host data (in-flight writes).
+    pub fn awaiting_data(&self) -> usize {
+        self.reqs.iter().filter(|r| r.state == RequestState::AwaitingH2CData).count()
+    }
+
+    /// Feeds received bytes; processes every complete PDU.
+    pub fn on_bytes(&mut self, input: &[u8]) {
+        if self.phase == Phase::Closing {
+            return;
+        }
+        self.rx.extend_from_slice(input);
+        let rx = std::mem::take(&mut self.rx);
+        let mut pos = 0;
+        let max_plen = self.target.limits.max_rx_pdu_bytes();
+        while self.phase != Phase::Closing && rx.len() - pos >= tcp::CommonHeader::SIZE {
+            let b = &rx[pos..];
+            let ch = match tcp::check_common_header(b, Direction::HostToController, &self.framing, max_plen) {
+                Ok(ch) => ch,
+                Err(e) => {
+                    self.fatal(e, &b[..b.len().min(128)]);
+                    break;
+                }
+            };
+            let seq_ok = match self.phase {
+                Phase::AwaitIcReq => ch.pdu_type == pdu_type::IC_REQ,
+                _ => ch.pdu_type != pdu_type::IC_REQ,
+            };
+            if !seq_ok {
+                let e = FatalError {
+                    fes: fes::PDU_SEQUENCE_ERROR,
+                    fei: 0,
+                    what: "PDU out of sequence",
+                };
+                self.fatal(e, &b[..b.len().min(ch.hlen as usize)]);
+                break;
+            }
+            let plen = ch.plen as usize;
+            if b.len() < plen {
+                break;
+            }
+            match tcp::decode(&b[..plen], Direction::HostToController, &self.framing) {
+                Ok(pdu) => self.on_pdu(pdu),
+                Err(e) => self.fatal(e, &b[..(ch.hlen as usize).min(plen)]),
+            }
+            pos += plen;
+        }
+        let mut rx = rx;
+        rx.drain(..pos);
+        self.rx = rx;
+    }
+
+    /// Queues a C2HTermReq and moves to Closing.
+    pub(crate) fn fatal(&mut self, e: FatalError, offending: &[u8]) {
+        tcp::frame_term_req(&mut self.tx, pdu_type::C2H_TERM_REQ, &e, offending);
+        self.close(format!("sent C2HTermReq: {e}"));
+    }
+
+    /// Moves to Closing without a TermReq.
+    pub(crate) fn close(&mut self, why: String) {
+        if self.phase != Phase::Closing {
+            self.phase = Phase::Closing;
+            self.close_reason = Some(why);
+        }
+    }
+
+    fn on_pdu(&mut self, pdu: Pdu<'_>) {
+        match pdu {
+            Pdu::IcReq(r) => self.on_icreq(r.hpda, r.digest),
+            Pdu::CapsuleCmd {
+                sqe,
+                data,
+                data_digest_ok,
+            } => self.on_capsule(sqe, data, data_digest_ok),
+            Pdu::Data {
+                hdr,
+                data,
+                data_digest_ok,
+            } => self.on_h2c_data(hdr, data, data_digest_ok),
+            Pdu::TermReq { hdr, .. } => {
+                self.close(format!("host sent H2CTermReq fes={:#x} fei={}", hdr.fes, hdr.fei()))
+            }
+            _ => self.fatal(
+                FatalError {
+                    fes: fes::INVALID_HEADER_FIELD,
+                    fei: 0,
+                    what: "unexpected PDU type",
+                },
+                &[],
+            ),
+        }
+    }
+
+    fn on_icreq(&mut self, hpda: u8, digest: u8) {
+        let enabled = digest & (tcp::DIGEST_HEADER | tcp::DIGEST_DATA);
+        let body = tcp::icresp_body(0, enabled, self.target.limits.max_h2c_data_bytes);
+        tcp::frame(&mut self.tx, pdu_type::IC_RESP, 0, &body, &[], &Framing::INITIAL);
+        self.framing = Framing {
+            header_digest: enabled & tcp::DIGEST_HEADER != 0,
+            data_digest: enabled & tcp::DIGEST_DATA != 0,
+            rx_data_align: 1,
+            tx_data_align: (hpda as usize + 1) * 4,
+        };
+        self.phase = Phase::Ready;
+    }
+
+    fn active_depth(&self) -> usize {
+        match &self.binding {
+            Some(b) => b.sq_entries as usize,
+            None => 1,
+        }
+    }
+
+    fn on_capsule(&mut self, sqe: Sqe, data: &[u8], digest_ok: bool) {
+        self.sqhd = self.sqhd.wrapping_add(1);
+        if let Some(b) = &self.binding {
+            self.sqhd %= b.sq_entries.max(1);
+        }
+        if self.reqs.iter().any(|r| r.busy() && r.sqe.cid == sqe.cid) {
+            self.send_response(sqe.cid, Status::CID_CONFLICT, 0);
+            return;
+        }
+        let depth = self.active_depth().min(self.reqs.len());
+        let Some(slot) = self.reqs[..depth].iter().position(|r| !r.busy()) else {
+            let e = FatalError {
+                fes: fes::PDU_SEQUENCE_ERROR,
+                fei: 0,
+                what: "more commands outstanding than the queue size",
+            };
+            self.fatal(e, &sqe.encode());
+            return;
+        };
+        let r = &mut self.reqs[slot];
+        r.sqe = sqe;
+        r.xfer = Xfer::of(&sqe);
+        r.len_bytes = sqe.dptr.length;
+        r.received_bytes = 0;
+        r.in_capsule = !data.is_empty();
+        r.digest_failed = !digest_ok;
+        r.status = Status::SUCCESS;
+        r.result = 0;
+        r.out_len = 0;
+        r.buf.clear();
+        if !data.is_empty() && data.len() <= sqe.dptr.length as usize {
+            r.buf.extend_from_slice(data);
+            r.received_bytes = data.len() as u32;
+        } else if !data.is_empty() {
+            // More in-capsule data than the SGL describes.
+            r.in_capsule = true;
+            r.received_bytes = u32::MAX;
+        }
+        r.state = RequestState::New;
+        self.advance(slot);
+    }
+
+    fn on_h2c_data(&mut self, hdr: tcp::DataHeader, data: &[u8], digest_ok: bool) {
+        let slot = hdr.ttag as usize;
+        let limit = self.target.limits.max_h2c_data_bytes;
+        let err = |fes, fei, what| FatalError { fes, fei, what };
+        let hb = hdr_bytes(&hdr);
+        if slot >= self.reqs.len() {
+            return self.fatal(err(fes::INVALID_HEADER_FIELD, 10, "H2CData TTAG names no transfer"), &hb);
+        }
+        let r = &mut self.reqs[slot];
+        if r.state != RequestState::AwaitingH2CData {
+            return self.fatal(err(fes::PDU_SEQUENCE_ERROR, 0, "H2CData without an outstanding R2T"), &hb);
+        }
+        if r.sqe.cid != hdr.cccid {
+            return self.fatal(err(fes::INVALID_HEADER_FIELD, 8, "H2CData CCCID does not match the R2T"), &hb);
+        }
+        if data.len() as u32 > limit {
+            return self.fatal(err(fes::DATA_LIMIT_EXCEEDED, 0, "H2CData larger than MAXH2CDATA"), &hb);
+        }
+        let end = hdr.data_offset as u64 + data.len() as u64;
+        if hdr.data_offset != r.received_bytes || end > r.len_bytes as u64 {
+            return self.fatal(err(fes::DATA_OUT_OF_RANGE, 12, "H2CData offset or length outside the R2T"), &hb);
+        }
+        let off = hdr.data_offset as usize;
+        r.buf[off..off + data.len()].copy_from_slice(data);
+        r.received_bytes += data.len() as u32;
+        r.digest_failed |= !digest_ok;
+        if r.received_bytes == r.len_bytes {
+            self.advance(slot);
+        }
+    }
+
+    /// The one place a request changes state. Runs until the request waits
+    /// for something (host data, an event) or is free again.
+    pub(crate) fn advance(&mut self, slot: usize) {
+        loop {
+            let state = self.reqs[slot].state;
+            let next = match state {
+                RequestState::Free | RequestState::AwaitingEvent => return,
+                RequestState::New => self.plan_transfer(slot),
+                RequestState::AwaitingH2CData => {
+                    let r = &self.reqs[slot];
+                    if r.received_bytes < r.len_bytes {
+                        return;
+                    }
+                    RequestState::ReadyToExecute
+                }
+                RequestState::ReadyToExecute => self.execute(slot),
+                RequestState::Completed => {
+                    self.send_completion(slot);
+                    RequestState::Free
+                }
+            };
+            self.reqs[slot].state = next;
+        }
+    }
+
+    /// New → AwaitingH2CData (R2T sent), ReadyToExecute or Completed (error).
+    fn plan_transfer(&mut self, slot: usize) -> RequestState {
+        let max_xfer = self.target.limits.max_transfer_bytes;
+        let in_capsule_max = match self.qid() {
+            Some(q) if q > 0 => self.target.limits.io_in_capsule_bytes,
+            _ => ADMIN_IN_CAPSULE_BYTES,
+        };
+        let r = &mut self.reqs[slot];
+        let fail = |r: &mut Request, s: Status| {
+            r.status = s;
+            RequestState::Completed
+        };
+        if r.digest_failed {
+            return fail(r, Status::TRANSIENT_TRANSPORT);
+        }
+        let len = r.len_bytes;
+        if len == 0 {
+            return if r.in_capsule {
+                fail(r, Status::SGL_LENGTH_INVALID)
+            } else {
+                RequestState::ReadyToExecute
+            };
+        }
+        if r.xfer == Xfer::None {
+            return fail(r, Status::INVALID_FIELD);
+        }
+        match r.sqe.dptr.type_byte {
+            SGL_IN_CAPSULE => {
+                if r.xfer != Xfer::HostToCtrl || r.sqe.dptr.addr != 0 {
+                    return fail(r, Status::SGL_OFFSET_INVALID);
+                }
+                if len > in_capsule_max || r.received_bytes != len {
+                    return fail(r, Status::SGL_LENGTH_INVALID);
+                }
+                RequestState::ReadyToExecute
+            }
+            SGL_TRANSPORT => {
+                if r.in_capsule || len > max_xfer {
+                    return fail(r, Status::SGL_LENGTH_INVALID);
+                }
+                r.buf.resize(len as usize, 0);
+                if r.xfer == Xfer::CtrlToHost {
+                    return RequestState::ReadyToExecute;
+                }
+                let body = tcp::data_body(r.sqe.cid, slot as u16, 0, len);
+                tcp::frame(&mut self.tx, pdu_type::R2T, 0, &body, &[], &self.framing);
+                RequestState::AwaitingH2CData
+            }
+            _ => fail(r, Status::SGL_TYPE_INVALID),
+        }
+    }
+
+    /// ReadyToExecute → Completed or AwaitingEvent.
+    fn execute(&mut self, slot: usize) -> RequestState {
+        let sqe = self.reqs[slot].sqe;
+        let outcome = if sqe.opcode == admin::FABRICS {
+            crate::fabrics::execute(self, slot)
+        } else {
+            match &self.binding {
+                None => Outcome::err(Status::CMD_SEQ_ERROR),
+                Some(b) if b.qid == 0 => crate::admin::execute(self, slot),
+                Some(_) => crate::io::execute(self, slot),
+            }
+        };
+        let r = &mut self.reqs[slot];
+        match outcome {
+            Outcome::Deferred => RequestState::AwaitingEvent,
+            Outcome::Done {
+                status,
+                result,
+                out_len,
+            } => {
+                r.status = status;
+                r.result = result;
+                r.out_len = out_len.min(r.len_bytes);
+                RequestState::Completed
+            }
+        }
+    }
+
+    /// Sends C2HData (for successful reads) and the response capsule.
+    fn send_completion(&mut self, slot: usize) {
+        let chunk = self.target.limits.max_c2h_data_bytes as usize;
+        let r = &self.reqs[slot];
+        let (cid, status, result) = (r.sqe.cid, r.status, r.result);
+        let send_data = status.is_success() && r.xfer == Xfer::CtrlToHost && r.out_len > 0;
+        let mut skip_resp = false;
+        if send_data {
+            let total = r.out_len as usize;
+            let mut off = 0;
+            while off < total {
+                let n = chunk.min(total - off);
+                let last = off + n == total;
+                let mut fl = 0;
+                if last {
+                    fl |= flags::DATA_LAST;
+                    if self.sq_flow_disabled {
+                        fl |= flags::DATA_SUCCESS;
+                        skip_resp = true;
+                    }
+                }
+                let body = tcp::data_body(cid, 0, off as u32, n as u32);
+                tcp::frame(&mut self.tx, pdu_type::C2H_DATA, fl, &body, &r.buf[off..off + n], &self.framing);
+                off += n;
+            }
+        }
+        if !status.is_success() {
+            if let Some(b) = &self.binding {
+                b.ctrl.log_error(nvme_spec::log::ErrorEntry {
+                    sqid: b.qid,
+                    cid,
+                    status: status.field() << 1,
+                    nsid: r.sqe.nsid,
+                    ..Default::default()
+                });
+            }
+        }
+        if !skip_resp {
+            self.send_response(cid, status, result);
+        }
+    }
+
+    pub(crate) fn send_response(&mut self, cid: u16, status: Status, result: u64) {
+        let mut cqe = Cqe {
+            result: result as u32,
+            dw1: (result >> 32) as u32,
+            sqhd: if self.sq_flow_disabled { 0xFFFF } else { self.sqhd },
+            sqid: self.qid().unwrap_or(0),
+            cid,
+            ..Default::default()
+        };
+        cqe.set_status(status);
+        tcp::frame(&mut self.tx, pdu_type::CAPSULE_RESP, 0, &cqe.encode(), &[], &self.framing);
+    }
+
+    /// Periodic work: keep alive enforcement, controller teardown, counters.
+    /// Returns false when the connection should close.
+    pub fn tick(&mut self, now: Instant) -> bool {
+        if let Some(b) = &self.binding {
+            let s = &b.ctrl.stats;
+            let c = std::mem::take(&mut self.counters);
+            use std::sync::atomic::Ordering::Relaxed;
+            s.read_bytes.fetch_add(c.read_bytes, Relaxed);
+            s.written_bytes.fetch_add(c.written_bytes, Relaxed);
+            s.reads.fetch_add(c.reads, Relaxed);
+            s.writes.fetch_add(c.writes, Relaxed);
+            if !b.ctrl.is_alive() {
+                self.close("controller torn down".into());
+            } else if b.qid == 0 {
+                let kato = b.ctrl.kato_ms.load(Relaxed);
+                if kato > 0 && now.duration_since(self.last_keepalive) > Duration::from_millis(kato as u64) {
+                    self.close(format!("keep alive timeout ({kato} ms) expired"));
+                }
+            }
+        }
+        self.phase != Phase::Closing
+    }
+
+    /// Releases the queue's claim on its controller; the admin queue takes
+    /// the controller down with it. Call once, when the socket closes.
+    pub fn release(&mut self) {
+        if let Some(b) = self.binding.take() {
+            if b.qid == 0 {
+                self.target.destroy_controller(b.ctrl.cntlid);
+            } else {
+                self.target.leave_controller(&b.ctrl, b.qid);
+            }
+        }
+        for r in &mut self.reqs {
+            r.state = RequestState::Free;
+        }
+        self.phase = Phase::Closing;
+    }
+}
+
+fn hdr_bytes(h: &tcp::DataHeader) -> Vec<u8> {
+    let mut v = vec![0u8; 24];
+    h.ch.encode(&mut v);
+    v[8..24].copy_from_slice(&tcp::data_body(h.cccid, h.ttag, h.data_offset, h.data_length));
+    v
+}

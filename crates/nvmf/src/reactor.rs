@@ -1,0 +1,437 @@
+//! Reactors: one thread per CPU, each owning its connections outright.
+//!
+//! An acceptor thread takes new sockets and hands each to one reactor
+//! (round robin) through that reactor's channel and wake-up eventfd. A
+//! reactor runs a `poll(2)` loop over its sockets and drives each
+//! [`Connection`]; storage I/O is done synchronously on the reactor with
+//! positional reads and writes. No state is shared between reactors on the
+//! I/O path. (io_uring for sockets and storage is the planned next step; this
+//! loop is the interoperable baseline it will replace.)
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::config::TargetConfig;
+use crate::error::TargetError;
+use crate::queue::{Connection, Phase};
+use crate::subsystem::Target;
+
+/// How long in-flight writes get to finish after SIGINT/SIGTERM.
+pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
+const TICK: Duration = Duration::from_millis(100);
+const READ_CHUNK_BYTES: usize = 256 * 1024;
+
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    SIGNALLED.store(true, Ordering::SeqCst);
+}
+
+/// Makes SIGINT and SIGTERM request a clean shutdown of running servers.
+pub fn install_signal_handlers() -> Result<(), TargetError> {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe);
+        // sigaction copies the struct, which lives across the call.
+        let rc = unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as usize;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut())
+        };
+        if rc != 0 {
+            return Err(TargetError::Os {
+                what: "installing SIGINT/SIGTERM handlers",
+                source: std::io::Error::last_os_error(),
+            });
+        }
+    }
+    // SAFETY: ignoring SIGPIPE only changes the disposition; writes to a
+    // closed socket then return EPIPE, which the reactor handles.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    Ok(())
+}
+
+/// A running target.
+#[derive(Debug)]
+pub struct Server {
+    /// Shared target state.
+    pub target: Arc<Target>,
+    /// Bound NVMe/TCP listeners (ports resolved when 0 was given).
+    pub listen_addrs: Vec<SocketAddr>,
+    /// Bound discovery listeners.
+    pub discovery_addrs: Vec<SocketAddr>,
+    /// CPUs the reactors run on.
+    pub cpus: Vec<usize>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+fn bind(addr: SocketAddr) -> Result<TcpListener, TargetError> {
+    let l = TcpListener::bind(addr).map_err(|source| TargetError::Listen { addr, source })?;
+    l.set_nonblocking(true).map_err(|source| TargetError::Listen { addr, source })?;
+    Ok(l)
+}
+
+/// CPUs this process may run on, at most `max`.
+pub fn default_cpus(max: usize) -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most
+    // size_of::<cpu_set_t>() bytes into it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return vec![0];
+    }
+    // SAFETY: CPU_ISSET reads the set filled above.
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect();
+    cpus.into_iter().take(max.max(1)).collect()
+}
+
+fn pin_to(cpu: usize) {
+    // SAFETY: as in default_cpus; the set names one CPU and applies to the
+    // calling thread only.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            eprintln!("numio serve: cannot pin reactor to CPU {cpu}: {}", std::io::Error::last_os_error());
+        }
+    }
+}
+
+fn eventfd() -> Result<OwnedFd, TargetError> {
+    // SAFETY: eventfd returns a new descriptor or -1; a valid one is owned
+    // by exactly one OwnedFd.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(TargetError::Os {
+            what: "creating a reactor wake-up eventfd",
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: fd is fresh and owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn poke(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live local to an eventfd.
+    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+}
+
+impl Server {
+    /// Binds every listener, opens namespaces and starts the reactors.
+    pub fn start(cfg: &TargetConfig) -> Result<Self, TargetError> {
+        cfg.validate()?;
+        let mut listeners = Vec::new();
+        let mut listen_addrs = Vec::new();
+        for a in &cfg.listen {
+            let l = bind(*a)?;
+            listen_addrs.push(l.local_addr().map_err(|source| TargetError::Listen { addr: *a, source })?);
+            listeners.push(l);
+        }
+        let mut discovery_addrs = Vec::new();
+        if cfg.discovery_port != 0 {
+            for a in &cfg.listen {
+                let addr = SocketAddr::new(a.ip(), cfg.discovery_port);
+                if listen_addrs.contains(&addr) {
+                    continue;
+                }
+                let l = bind(addr)?;
+                discovery_addrs.push(l.local_addr().map_err(|source| TargetError::Listen { addr, source })?);
+                listeners.push(l);
+            }
+        }
+        let mut resolved = cfg.clone();
+        resolved.listen = listen_addrs.clone();
+        let target = Target::new(&resolved)?;
+        let cpus = if cfg.cpus.is_empty() { default_cpus(4) } else { cfg.cpus.clone() };
+        let mut threads = Vec::new();
+        let mut inboxes = Vec::new();
+        for &cpu in &cpus {
+            let (tx, rx) = channel::<TcpStream>();
+            let wake = eventfd()?;
+            let wake_raw = wake.as_raw_fd();
+            let t = target.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("numio-reactor-{cpu}"))
+                .spawn(move || {
+                    pin_to(cpu);
+                    Reactor::new(t, rx, wake).run();
+                })
+                .map_err(|source| TargetError::Os {
+                    what: "spawning a reactor thread",
+                    source,
+                })?;
+            threads.push(h);
+            inboxes.push((tx, wake_raw));
+        }
+        let t = target.clone();
+        let acceptor = std::thread::Builder::new()
+            .name("numio-acceptor".into())
+            .spawn(move || accept_loop(t, listeners, inboxes))
+            .map_err(|source| TargetError::Os {
+                what: "spawning the acceptor thread",
+                source,
+            })?;
+        threads.push(acceptor);
+        Ok(Self {
+            target,
+            listen_addrs,
+            discovery_addrs,
+            cpus,
+            threads,
+        })
+    }
+
+    /// Blocks until SIGINT/SIGTERM (or [`Server::stop`] from elsewhere),
+    /// then drains and flushes.
+    pub fn wait(self) -> Result<(), TargetError> {
+        while !self.target.shutting_down.load(Ordering::Acquire) {
+            if SIGNALLED.load(Ordering::SeqCst) {
+                self.target.shutting_down.store(true, Ordering::Release);
+            }
+            std::thread::sleep(TICK);
+        }
+        self.stop()
+    }
+
+    /// Stops accepting, lets in-flight writes finish (up to [`DRAIN_GRACE`]),
+    /// closes every connection and flushes every namespace.
+    pub fn stop(self) -> Result<(), TargetError> {
+        self.target.shutting_down.store(true, Ordering::Release);
+        for h in self.threads {
+            let _ = h.join();
+        }
+        for s in &self.target.subsystems {
+            for ns in &s.namespaces {
+                ns.flush().map_err(|source| TargetError::Os {
+                    what: "flushing a namespace at shutdown",
+                    source,
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<(Sender<TcpStream>, RawFd)>) {
+    let mut next = 0usize;
+    let mut fds: Vec<libc::pollfd> = listeners
+        .iter()
+        .map(|l| libc::pollfd {
+            fd: l.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    while !target.shutting_down.load(Ordering::Acquire) {
+        // SAFETY: fds is a live, correctly sized array of pollfd.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, TICK.as_millis() as i32) };
+        if n <= 0 {
+            continue;
+        }
+        for l in &listeners {
+            while let Ok((s, peer)) = l.accept() {
+                let open = target.connections.load(Ordering::Acquire);
+                if open >= target.limits.max_connections {
+                    eprintln!("numio serve: refusing {peer}: connection limit {} reached", target.limits.max_connections);
+                    continue;
+                }
+                if s.set_nonblocking(true).is_err() || s.set_nodelay(true).is_err() {
+                    continue;
+                }
+                target.connections.fetch_add(1, Ordering::AcqRel);
+                let (tx, wake) = &inboxes[next % inboxes.len()];
+                next += 1;
+                if tx.send(s).is_ok() {
+                    poke(*wake);
+                }
+            }
+        }
+    }
+    for (_, wake) in &inboxes {
+        poke(*wake);
+    }
+}
+
+struct Slot {
+    stream: TcpStream,
+    conn: Connection,
+    out: Vec<u8>,
+    out_pos: usize,
+    dead: bool,
+}
+
+struct Reactor {
+    target: Arc<Target>,
+    inbox: Receiver<TcpStream>,
+    wake: OwnedFd,
+    slots: Vec<Slot>,
+    rbuf: Vec<u8>,
+}
+
+impl Reactor {
+    fn new(target: Arc<Target>, inbox: Receiver<TcpStream>, wake: OwnedFd) -> Self {
+        Self {
+            target,
+            inbox,
+            wake,
+            slots: Vec::new(),
+            rbuf: vec![0u8; READ_CHUNK_BYTES],
+        }
+    }
+
+    fn run(mut self) {
+        let mut last_tick = Instant::now();
+        let mut drain_deadline: Option<Instant> = None;
+        let mut fds: Vec<libc::pollfd> = Vec::new();
+        loop {
+            while let Ok(s) = self.inbox.try_recv() {
+                let conn = Connection::new(self.target.clone());
+                self.slots.push(Slot {
+                    stream: s,
+                    conn,
+                    out: Vec::new(),
+                    out_pos: 0,
+                    dead: false,
+                });
+            }
+            if self.target.shutting_down.load(Ordering::Acquire) {
+                let deadline = *drain_deadline.get_or_insert_with(|| Instant::now() + DRAIN_GRACE);
+                let late = Instant::now() >= deadline;
+                for s in &mut self.slots {
+                    if late || s.conn.awaiting_data() == 0 {
+                        s.conn.close("target shutting down".into());
+                    }
+                }
+                if self.slots.is_empty() {
+                    return;
+                }
+            }
+            self.poll_once(&mut fds);
+            let now = Instant::now();
+            if now.duration_since(last_tick) >= TICK {
+                last_tick = now;
+                for s in &mut self.slots {
+                    s.conn.tick(now);
+                }
+            }
+            for s in &mut self.slots {
+                flush(s);
+            }
+            self.reap();
+        }
+    }
+
+    fn poll_once(&mut self, fds: &mut Vec<libc::pollfd>) {
+        fds.clear();
+        fds.push(libc::pollfd {
+            fd: self.wake.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        for s in &self.slots {
+            let mut ev = libc::POLLIN;
+            if s.out_pos < s.out.len() || s.conn.tx_pending() > 0 {
+                ev |= libc::POLLOUT;
+            }
+            fds.push(libc::pollfd {
+                fd: s.stream.as_raw_fd(),
+                events: ev,
+                revents: 0,
+            });
+        }
+        // SAFETY: fds is a live, correctly sized array of pollfd.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, TICK.as_millis() as i32) };
+        if n <= 0 {
+            return;
+        }
+        if fds[0].revents != 0 {
+            let mut v = [0u8; 8];
+            // SAFETY: reads 8 bytes into a live local from our eventfd.
+            unsafe { libc::read(self.wake.as_raw_fd(), v.as_mut_ptr() as *mut libc::c_void, 8) };
+        }
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            let re = fds[i + 1].revents;
+            if re & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                read_some(s, &mut self.rbuf);
+            }
+        }
+    }
+
+    fn reap(&mut self) {
+        let mut i = 0;
+        while i < self.slots.len() {
+            let s = &self.slots[i];
+            let drained = s.out_pos >= s.out.len() && s.conn.tx_pending() == 0;
+            if s.dead || (s.conn.phase() == Phase::Closing && drained) {
+                let mut s = self.slots.swap_remove(i);
+                let why = s.conn.close_reason.clone().unwrap_or_else(|| "host closed the connection".into());
+                let q = s.conn.qid().map(|q| format!(" qid {q}")).unwrap_or_default();
+                let peer = s.stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
+                if !why.starts_with("host closed") && !why.starts_with("target shutting") {
+                    eprintln!("numio serve: closing {peer}{q}: {why}");
+                }
+                s.conn.release();
+                let _ = s.stream.shutdown(std::net::Shutdown::Both);
+                self.target.connections.fetch_sub(1, Ordering::AcqRel);
+            } else {
+                i += 1;
+            }
+        }
+    }
+}
+
+fn read_some(s: &mut Slot, rbuf: &mut [u8]) {
+    let mut budget = 4 * READ_CHUNK_BYTES;
+    while budget > 0 && s.conn.phase() != Phase::Closing {
+        match s.stream.read(rbuf) {
+            Ok(0) => {
+                s.dead = true;
+                return;
+            }
+            Ok(n) => {
+                s.conn.on_bytes(&rbuf[..n]);
+                budget = budget.saturating_sub(n);
+                flush(s);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => {
+                s.dead = true;
+                return;
+            }
+        }
+    }
+}
+
+fn flush(s: &mut Slot) {
+    loop {
+        if s.out_pos >= s.out.len() {
+            s.out.clear();
+            s.out_pos = 0;
+            if s.conn.tx_pending() == 0 {
+                return;
+            }
+            s.out = s.conn.take_tx();
+        }
+        match s.stream.write(&s.out[s.out_pos..]) {
+            Ok(0) => {
+                s.dead = true;
+                return;
+            }
+            Ok(n) => s.out_pos += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => {
+                s.dead = true;
+                return;
+            }
+        }
+    }
+}

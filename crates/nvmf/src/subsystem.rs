@@ -1,0 +1,301 @@
+//! Subsystems and controllers: the control-path state shared between the
+//! queues (connections) of one controller, which may live on different
+//! reactors. Only Connect, admin commands and teardown take these locks; the
+//! I/O path reads one atomic flag (`Controller::alive`).
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use nvme_spec::fabrics::DISCOVERY_NQN;
+use nvme_spec::log::ErrorEntry;
+
+use crate::config::{Backing, Limits, TargetConfig};
+use crate::error::TargetError;
+use crate::namespace::Namespace;
+
+/// NVM subsystem or the discovery subsystem.
+#[derive(Debug)]
+pub struct Subsystem {
+    /// NQN.
+    pub nqn: String,
+    /// Serial number.
+    pub serial: String,
+    /// Model number.
+    pub model: String,
+    /// True for the discovery subsystem.
+    pub is_discovery: bool,
+    /// Namespaces, nsid = index + 1.
+    pub namespaces: Vec<Arc<Namespace>>,
+    allowed_hosts: Vec<String>,
+    allow_any_host: bool,
+}
+
+impl Subsystem {
+    /// True when `hostnqn` may connect.
+    pub fn host_allowed(&self, hostnqn: &str) -> bool {
+        self.is_discovery || self.allow_any_host || self.allowed_hosts.iter().any(|h| h == hostnqn)
+    }
+
+    /// Namespace by id.
+    pub fn namespace(&self, nsid: u32) -> Option<&Arc<Namespace>> {
+        (nsid as usize).checked_sub(1).and_then(|i| self.namespaces.get(i))
+    }
+}
+
+/// Counters a controller reports in SMART and the error log.
+#[derive(Debug, Default)]
+pub struct ControllerStats {
+    /// Bytes read by the host.
+    pub read_bytes: AtomicU64,
+    /// Bytes written by the host.
+    pub written_bytes: AtomicU64,
+    /// Read commands.
+    pub reads: AtomicU64,
+    /// Write commands.
+    pub writes: AtomicU64,
+}
+
+/// Admin-visible controller registers and features (control path only).
+#[derive(Debug, Default)]
+pub struct ControllerRegs {
+    /// CC.
+    pub cc: u32,
+    /// CSTS.
+    pub csts: u32,
+    /// I/O queues granted by Set Features Number of Queues (0 = not set).
+    pub io_queues_granted: u16,
+    /// Asynchronous event configuration.
+    pub aec: u32,
+    /// Error log, newest last, bounded.
+    pub errors: Vec<ErrorEntry>,
+    /// Errors ever logged.
+    pub error_count: u64,
+}
+
+/// Largest error log kept per controller.
+pub const ERROR_LOG_ENTRIES: usize = 16;
+
+/// A controller: created by an admin Connect, joined by I/O Connects.
+#[derive(Debug)]
+pub struct Controller {
+    /// Controller id.
+    pub cntlid: u16,
+    /// Its subsystem.
+    pub subsys: Arc<Subsystem>,
+    /// Host NQN that created it.
+    pub hostnqn: String,
+    /// Host identifier.
+    pub hostid: [u8; 16],
+    /// Keep alive timeout in ms (0: none).
+    pub kato_ms: AtomicU32,
+    /// Cleared on teardown; every queue of the controller then closes.
+    pub alive: AtomicBool,
+    /// Registers and features.
+    pub regs: Mutex<ControllerRegs>,
+    /// I/O queue ids in use.
+    pub io_qids: Mutex<Vec<u16>>,
+    /// Counters.
+    pub stats: ControllerStats,
+}
+
+impl Controller {
+    /// Adds an error log entry.
+    pub fn log_error(&self, mut e: ErrorEntry) {
+        let mut r = self.regs.lock().expect("controller lock");
+        r.error_count += 1;
+        e.error_count = r.error_count;
+        if r.errors.len() == ERROR_LOG_ENTRIES {
+            r.errors.remove(0);
+        }
+        r.errors.push(e);
+    }
+
+    /// True while the controller is usable.
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::Acquire)
+    }
+}
+
+/// Why a Connect was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectRefusal {
+    /// No subsystem by that NQN (IPO: offset of SUBNQN in connect data).
+    UnknownSubsystem,
+    /// The host is not on the allow list.
+    HostNotAllowed,
+    /// Controller id not found or belonging to another host/subsystem.
+    UnknownController,
+    /// Too many controllers or queues.
+    Busy,
+    /// Queue id already connected or above the granted count.
+    BadQueueId,
+}
+
+/// Target-wide shared state.
+#[derive(Debug)]
+pub struct Target {
+    /// Limits.
+    pub limits: Limits,
+    /// NVM subsystems.
+    pub subsystems: Vec<Arc<Subsystem>>,
+    /// The discovery subsystem.
+    pub discovery: Arc<Subsystem>,
+    /// NVMe/TCP listeners (for the discovery log).
+    pub listeners: Vec<SocketAddr>,
+    /// Discovery service port (0: none).
+    pub discovery_port: u16,
+    controllers: Mutex<Registry>,
+    /// Open connections.
+    pub connections: AtomicU32,
+    /// Set on SIGINT/SIGTERM: stop accepting, drain, flush.
+    pub shutting_down: AtomicBool,
+    /// Incremented whenever the discovery log could change.
+    pub discovery_genctr: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    by_id: HashMap<u16, Arc<Controller>>,
+    next_cntlid: u16,
+}
+
+impl Target {
+    /// Opens every namespace and builds the target.
+    pub fn new(cfg: &TargetConfig) -> Result<Arc<Self>, TargetError> {
+        cfg.validate()?;
+        let mut subsystems = Vec::new();
+        for s in &cfg.subsystems {
+            let mut namespaces = Vec::new();
+            for (i, n) in s.namespaces.iter().enumerate() {
+                let backing = Backing::parse(&n.backing)?;
+                namespaces.push(Arc::new(Namespace::open(&s.nqn, i as u32 + 1, &backing, &n.backing)?));
+            }
+            subsystems.push(Arc::new(Subsystem {
+                nqn: s.nqn.clone(),
+                serial: s.serial.clone(),
+                model: s.model.clone(),
+                is_discovery: false,
+                namespaces,
+                allowed_hosts: s.allowed_hosts.clone(),
+                allow_any_host: s.allow_any_host,
+            }));
+        }
+        let discovery = Arc::new(Subsystem {
+            nqn: DISCOVERY_NQN.to_string(),
+            serial: "NUMIODISC".into(),
+            model: "numio discovery".into(),
+            is_discovery: true,
+            namespaces: Vec::new(),
+            allowed_hosts: Vec::new(),
+            allow_any_host: true,
+        });
+        Ok(Arc::new(Self {
+            limits: cfg.limits,
+            subsystems,
+            discovery,
+            listeners: cfg.listen.clone(),
+            discovery_port: cfg.discovery_port,
+            controllers: Mutex::new(Registry {
+                by_id: HashMap::new(),
+                next_cntlid: 1,
+            }),
+            connections: AtomicU32::new(0),
+            shutting_down: AtomicBool::new(false),
+            discovery_genctr: AtomicU64::new(1),
+        }))
+    }
+
+    /// Subsystem (or the discovery subsystem) by NQN.
+    pub fn subsystem(&self, nqn: &str) -> Option<&Arc<Subsystem>> {
+        if nqn == DISCOVERY_NQN {
+            return Some(&self.discovery);
+        }
+        self.subsystems.iter().find(|s| s.nqn == nqn)
+    }
+
+    /// Admin Connect: allocates a controller.
+    pub fn create_controller(
+        &self,
+        subnqn: &str,
+        hostnqn: &str,
+        hostid: [u8; 16],
+        kato_ms: u32,
+    ) -> Result<Arc<Controller>, ConnectRefusal> {
+        let subsys = self.subsystem(subnqn).ok_or(ConnectRefusal::UnknownSubsystem)?;
+        if !subsys.host_allowed(hostnqn) {
+            return Err(ConnectRefusal::HostNotAllowed);
+        }
+        let mut reg = self.controllers.lock().expect("registry lock");
+        if reg.by_id.len() >= self.limits.max_controllers as usize {
+            return Err(ConnectRefusal::Busy);
+        }
+        let mut id = reg.next_cntlid;
+        while reg.by_id.contains_key(&id) {
+            id = if id >= 0xFFEF { 1 } else { id + 1 };
+        }
+        reg.next_cntlid = if id >= 0xFFEF { 1 } else { id + 1 };
+        let ctrl = Arc::new(Controller {
+            cntlid: id,
+            subsys: subsys.clone(),
+            hostnqn: hostnqn.to_string(),
+            hostid,
+            kato_ms: AtomicU32::new(kato_ms),
+            alive: AtomicBool::new(true),
+            regs: Mutex::new(ControllerRegs::default()),
+            io_qids: Mutex::new(Vec::new()),
+            stats: ControllerStats::default(),
+        });
+        reg.by_id.insert(id, ctrl.clone());
+        Ok(ctrl)
+    }
+
+    /// I/O Connect: finds the controller and claims queue `qid`.
+    pub fn join_controller(
+        &self,
+        cntlid: u16,
+        subnqn: &str,
+        hostnqn: &str,
+        qid: u16,
+    ) -> Result<Arc<Controller>, ConnectRefusal> {
+        let ctrl = {
+            let reg = self.controllers.lock().expect("registry lock");
+            reg.by_id.get(&cntlid).cloned().ok_or(ConnectRefusal::UnknownController)?
+        };
+        if ctrl.subsys.nqn != subnqn || ctrl.hostnqn != hostnqn || !ctrl.is_alive() {
+            return Err(ConnectRefusal::UnknownController);
+        }
+        let granted = ctrl.regs.lock().expect("controller lock").io_queues_granted;
+        let max = if granted == 0 { self.limits.max_io_queues } else { granted };
+        if qid == 0 || qid > max {
+            return Err(ConnectRefusal::BadQueueId);
+        }
+        let mut q = ctrl.io_qids.lock().expect("queue lock");
+        if q.contains(&qid) {
+            return Err(ConnectRefusal::BadQueueId);
+        }
+        q.push(qid);
+        drop(q);
+        Ok(ctrl)
+    }
+
+    /// I/O queue closed: releases its id.
+    pub fn leave_controller(&self, ctrl: &Controller, qid: u16) {
+        ctrl.io_qids.lock().expect("queue lock").retain(|&q| q != qid);
+    }
+
+    /// Admin queue closed or keep alive expired: the controller and all its
+    /// queues go away.
+    pub fn destroy_controller(&self, cntlid: u16) {
+        let removed = self.controllers.lock().expect("registry lock").by_id.remove(&cntlid);
+        if let Some(c) = removed {
+            c.alive.store(false, Ordering::Release);
+        }
+    }
+
+    /// Live controllers (for tests and status).
+    pub fn controller_count(&self) -> usize {
+        self.controllers.lock().expect("registry lock").by_id.len()
+    }
+}
