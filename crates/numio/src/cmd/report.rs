@@ -25,16 +25,13 @@ pub struct Args {
 /// Runs `numio report`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let set = report::file::load(&args.file)?;
-    let stdout_csv = args.csv.as_deref().is_some_and(|p| p.as_os_str() == "-");
-    if !stdout_csv {
-        let exporter: &dyn Exporter = if args.json {
-            &JsonExporter
-        } else {
-            &TextExporter
-        };
-        exporter.export(&set, &mut std::io::stdout().lock())?;
-    }
-    export_extras(&set, args.csv.as_deref(), args.chart.as_deref())?;
+    finish(
+        &set,
+        None,
+        args.csv.as_deref(),
+        args.chart.as_deref(),
+        args.json,
+    )?;
     Ok(0)
 }
 
@@ -59,4 +56,111 @@ pub fn export_extras(
         eprintln!("numio: wrote chart {}", path.display());
     }
     Ok(())
+}
+
+/// The command line as typed, for the `command` field of result files.
+pub fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_unix_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `--repeat`, `--save`, `--csv` and `--chart` of `numio bench`, to flatten
+/// into its `Args` (`#[command(flatten)] pub repeat: RepeatArgs`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct RepeatArgs {
+    /// Run the same plan N times (each with its ramp) and report mean, median,
+    /// min, max, stdev and CV of IOPS and latency over the runs, with outliers.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub repeat: usize,
+    /// Save every run to this JSON result file (reprint with `numio report`).
+    #[arg(long, value_name = "FILE.json")]
+    pub save: Option<PathBuf>,
+    /// Write a row per run per target as CSV (`-`: standard output).
+    #[arg(long, value_name = "OUT.csv")]
+    pub csv: Option<PathBuf>,
+    /// Draw IOPS per run, stdev % per target and latency percentiles (.svg or .png).
+    #[arg(long, value_name = "OUT.svg|OUT.png")]
+    pub chart: Option<PathBuf>,
+}
+
+// Called from bench.rs once it flattens `RepeatArgs` (see docs/readme/report.md).
+#[allow(dead_code)]
+impl RepeatArgs {
+    /// Whether any of these flags asks for the repeat path.
+    pub fn wanted(&self) -> bool {
+        self.repeat > 1 || self.save.is_some() || self.csv.is_some() || self.chart.is_some()
+    }
+}
+
+/// Runs `run_once` `args.repeat` times, prints the repeat statistics and
+/// writes `--save`, `--csv` and `--chart`. `label` names the arm (the
+/// placement policy). Returns the exit status: 0.
+#[allow(dead_code)] // called from bench.rs once it flattens `RepeatArgs`
+pub fn bench_repeat(
+    args: &RepeatArgs,
+    label: &str,
+    mut run_once: impl FnMut() -> anyhow::Result<engine::RunResult>,
+) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        args.repeat >= 1,
+        "--repeat {}: give 1 or more runs",
+        args.repeat
+    );
+    let mut runs = Vec::with_capacity(args.repeat);
+    for seq in 1..=args.repeat {
+        if args.repeat > 1 {
+            eprintln!("numio: run {seq} of {}", args.repeat);
+        }
+        let result = run_once().with_context(|| format!("run {seq} of {}", args.repeat))?;
+        runs.push(report::from_engine::record(seq, &result));
+    }
+    let kind = if args.repeat > 1 {
+        report::SetKind::Repeat
+    } else {
+        report::SetKind::Single
+    };
+    let arm = report::Arm {
+        label: label.to_string(),
+        spec: format!("policy={label}"),
+        runs,
+    };
+    let set = report::ResultSet::new(kind, command_line(), now_unix_s(), vec![arm]);
+    finish(
+        &set,
+        args.save.as_deref(),
+        args.csv.as_deref(),
+        args.chart.as_deref(),
+        false,
+    )?;
+    Ok(0)
+}
+
+/// Prints `set` (text, or JSON with `json`) unless the CSV goes to standard
+/// output, then saves it and writes the CSV and the chart when asked.
+pub fn finish(
+    set: &report::ResultSet,
+    save: Option<&std::path::Path>,
+    csv: Option<&std::path::Path>,
+    chart: Option<&std::path::Path>,
+    json: bool,
+) -> anyhow::Result<()> {
+    if !csv.is_some_and(|p| p.as_os_str() == "-") {
+        let exporter: &dyn Exporter = if json { &JsonExporter } else { &TextExporter };
+        exporter.export(set, &mut std::io::stdout().lock())?;
+    }
+    if let Some(path) = save {
+        report::file::save(set, path)?;
+        eprintln!(
+            "numio: saved {} (reprint: numio report {})",
+            path.display(),
+            path.display()
+        );
+    }
+    export_extras(set, csv, chart)
 }

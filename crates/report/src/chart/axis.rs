@@ -66,6 +66,21 @@ pub fn decades(lo: f64, hi: f64) -> (f64, f64, Vec<f64>) {
     (10f64.powf(low), 10f64.powf(high), ticks)
 }
 
+/// Ticks of a log axis from [`decades`]: the decades, plus 2× and 5× each
+/// decade when the range spans at most two decades.
+pub fn log_ticks(min: f64, max: f64, decade_ticks: &[f64]) -> Vec<f64> {
+    if max / min > 100.0 + 1e-9 {
+        return decade_ticks.to_vec();
+    }
+    let mut out: Vec<f64> = decade_ticks
+        .iter()
+        .flat_map(|d| [*d, d * 2.0, d * 5.0])
+        .filter(|t| *t <= max * (1.0 + 1e-9))
+        .collect();
+    out.sort_by(f64::total_cmp);
+    out
+}
+
 /// Position of percentile `p` (0 ≤ p < 100) on the nines scale.
 pub fn nines(p: f64) -> f64 {
     -(1.0 - p / 100.0).log10()
@@ -92,6 +107,11 @@ mod tests {
             decades(12.0, 950.0),
             (10.0, 1000.0, vec![10.0, 100.0, 1000.0])
         );
+        assert_eq!(
+            log_ticks(10.0, 1000.0, &[10.0, 100.0, 1000.0]),
+            vec![10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
+        );
+        assert_eq!(log_ticks(1.0, 1e4, &[1.0, 10.0, 100.0, 1e3, 1e4]).len(), 5);
         assert!((nines(99.0) - 2.0).abs() < 1e-12);
         assert!((nines(99.9) - 3.0).abs() < 1e-9);
         assert_eq!(map(5.0, 0.0, 10.0, 100.0, 200.0), 150.0);

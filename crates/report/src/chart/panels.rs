@@ -1,6 +1,6 @@
 //! The three panels of a chart.
 
-use super::axis::{decades, linear, map, nines};
+use super::axis::{decades, linear, log_ticks, map, nines};
 use super::svg::{Anchor, Svg, TextStyle};
 use super::{color, frame_titles, legend, Frame};
 use crate::analysis::Analysis;
@@ -246,7 +246,7 @@ pub fn latency_curves(svg: &mut Svg, frame: Frame, set: &ResultSet) {
             frame.y,
         )
     };
-    let ticks: Vec<(f64, String)> = decade_ticks
+    let ticks: Vec<(f64, String)> = log_ticks(ymin, ymax, &decade_ticks)
         .iter()
         .map(|t| (y_of(*t), grouped_us(*t)))
         .collect();

@@ -72,7 +72,8 @@ fn header(set: &ResultSet) -> String {
 fn verdicts(c: &Comparison) -> String {
     let mut out = format!("\nVerdict ({:.0} % confidence)\n", c.confidence * 100.0);
     let mut last_scope = "";
-    for m in &c.metrics {
+    let one_target = c.a.targets.len() <= 1;
+    for m in c.metrics.iter().filter(|m| m.scope == TOTAL || !one_target) {
         if m.scope != last_scope {
             let scope = if m.scope == TOTAL {
                 "in total".to_string()
