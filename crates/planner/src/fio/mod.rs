@@ -98,6 +98,9 @@ fn build(
     if jobs.is_empty() {
         return Err(FioError::NoJobs { origin });
     }
+    // `[global]` options are applied to every job; say each thing once.
+    let mut seen = std::collections::BTreeSet::new();
+    warnings.retain(|w| seen.insert(w.clone()));
     Ok(JobFile {
         origin,
         jobs,
