@@ -31,7 +31,12 @@ fn reply(conn: &mut Connection, slot: usize, data: &[u8]) -> Outcome {
 pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
     conn.last_keepalive = std::time::Instant::now();
     let sqe = conn.reqs[slot].sqe;
-    let ctrl = conn.binding.as_ref().expect("admin queue is bound").ctrl.clone();
+    let ctrl = conn
+        .binding
+        .as_ref()
+        .expect("admin queue is bound")
+        .ctrl
+        .clone();
     let discovery = ctrl.subsys.is_discovery;
     match sqe.opcode {
         admin::IDENTIFY => identify(conn, slot, &ctrl),
@@ -40,7 +45,11 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
         admin::GET_FEATURES => get_features(conn, &ctrl, sqe.cdw10),
         admin::KEEP_ALIVE => Outcome::ok(0),
         admin::ASYNC_EVENT => {
-            let waiting = conn.reqs.iter().filter(|r| r.state == RequestState::AwaitingEvent).count();
+            let waiting = conn
+                .reqs
+                .iter()
+                .filter(|r| r.state == RequestState::AwaitingEvent)
+                .count();
             if waiting >= AER_LIMIT {
                 Outcome::err(Status::AER_LIMIT)
             } else {
@@ -88,7 +97,11 @@ fn identify(conn: &mut Connection, slot: usize, ctrl: &Controller) -> Outcome {
             let Some(ns) = subsys.namespace(sqe.nsid) else {
                 return Outcome::err(Status::INVALID_NS);
             };
-            identify::encode_ns_descriptors(&[(nidt::NGUID, &ns.nguid), (nidt::UUID, &ns.uuid), (nidt::CSI, &[0])])
+            identify::encode_ns_descriptors(&[
+                (nidt::NGUID, &ns.nguid),
+                (nidt::UUID, &ns.uuid),
+                (nidt::CSI, &[0]),
+            ])
         }
         // NVM command set specific controller data: no limits to report.
         cns::CS_CONTROLLER if sqe.cdw11 >> 24 == 0 => vec![0u8; identify::IDENTIFY_SIZE],
@@ -111,19 +124,35 @@ fn identify_controller(conn: &Connection, ctrl: &Controller) -> IdentifyControll
         cntlid: ctrl.cntlid,
         ver: NVME_VERSION,
         oaes: 0,
-        cntrltype: if disc { identify::CNTRLTYPE_DISCOVERY } else { identify::CNTRLTYPE_IO },
+        cntrltype: if disc {
+            identify::CNTRLTYPE_DISCOVERY
+        } else {
+            identify::CNTRLTYPE_IO
+        },
         acl: 3,
         aerl: (AER_LIMIT - 1) as u8,
         lpa: 0x04,
         elpe: (ERROR_LOG_ENTRIES - 1) as u8,
         kas: 10,
-        maxcmd: if disc { limits.admin_queue_depth } else { limits.max_queue_depth },
+        maxcmd: if disc {
+            limits.admin_queue_depth
+        } else {
+            limits.max_queue_depth
+        },
         nn: subsys.namespaces.len() as u32,
-        oncs: if disc { 0 } else { identify::ONCS_DSM | identify::ONCS_WRITE_ZEROES },
+        oncs: if disc {
+            0
+        } else {
+            identify::ONCS_DSM | identify::ONCS_WRITE_ZEROES
+        },
         vwc: if disc { 0 } else { 1 },
         sgls: identify::SGLS_SUPPORTED | identify::SGLS_OFFSET,
         subnqn: subsys.nqn.clone(),
-        ioccsz: if disc { 0 } else { (64 + limits.io_in_capsule_bytes) / 16 },
+        ioccsz: if disc {
+            0
+        } else {
+            (64 + limits.io_in_capsule_bytes) / 16
+        },
         iorcsz: if disc { 0 } else { 1 },
         icdoff: 0,
         msdbd: 1,
@@ -176,11 +205,19 @@ fn get_log_page(conn: &mut Connection, slot: usize, ctrl: &Controller) -> Outcom
 fn discovery_log(conn: &Connection, ctrl: &Controller) -> Vec<u8> {
     let t = &conn.target;
     let mut entries = Vec::new();
-    for s in t.subsystems.iter().filter(|s| s.host_allowed(&ctrl.hostnqn)) {
+    for s in t
+        .subsystems
+        .iter()
+        .filter(|s| s.host_allowed(&ctrl.hostnqn))
+    {
         for (i, l) in t.listeners.iter().enumerate() {
             entries.push(DiscoveryEntry {
                 trtype: log::TRTYPE_TCP,
-                adrfam: if l.is_ipv4() { log::ADRFAM_IPV4 } else { log::ADRFAM_IPV6 },
+                adrfam: if l.is_ipv4() {
+                    log::ADRFAM_IPV4
+                } else {
+                    log::ADRFAM_IPV6
+                },
                 subtype: log::SUBTYPE_NVME,
                 treq: 0,
                 portid: i as u16 + 1,
@@ -210,7 +247,13 @@ fn set_features(conn: &mut Connection, ctrl: &Controller, cdw10: u32, cdw11: u32
             let max = conn.target.limits.max_io_queues as u32;
             let granted = want.nsq.min(want.ncq).min(max);
             regs.io_queues_granted = granted as u16;
-            Outcome::ok(NumQueues { nsq: granted, ncq: granted }.encode() as u64)
+            Outcome::ok(
+                NumQueues {
+                    nsq: granted,
+                    ncq: granted,
+                }
+                .encode() as u64,
+            )
         }
         fid::KATO => {
             ctrl.kato_ms.store(cdw11, Relaxed);

@@ -67,32 +67,67 @@ impl Limits {
             Err(ConfigError::Limit { what, value, fix })
         };
         if self.max_connections == 0 || self.max_connections > 65536 {
-            return bad("max_connections", self.max_connections as u64, "use 1..=65536");
+            return bad(
+                "max_connections",
+                self.max_connections as u64,
+                "use 1..=65536",
+            );
         }
         if self.max_controllers == 0 || self.max_controllers > 0xFFEF {
-            return bad("max_controllers", self.max_controllers as u64, "use 1..=65519");
+            return bad(
+                "max_controllers",
+                self.max_controllers as u64,
+                "use 1..=65519",
+            );
         }
         if self.max_io_queues == 0 || self.max_io_queues > 1024 {
             return bad("max_io_queues", self.max_io_queues as u64, "use 1..=1024");
         }
         if !(2..=1024).contains(&self.max_queue_depth) {
-            return bad("max_queue_depth", self.max_queue_depth as u64, "use 2..=1024");
+            return bad(
+                "max_queue_depth",
+                self.max_queue_depth as u64,
+                "use 2..=1024",
+            );
         }
         if !(32..=1024).contains(&self.admin_queue_depth) {
-            return bad("admin_queue_depth", self.admin_queue_depth as u64, "use 32..=1024");
+            return bad(
+                "admin_queue_depth",
+                self.admin_queue_depth as u64,
+                "use 32..=1024",
+            );
         }
         if self.io_in_capsule_bytes > (1 << 20) || self.io_in_capsule_bytes % 16 != 0 {
-            return bad("io_in_capsule_bytes", self.io_in_capsule_bytes as u64, "use a multiple of 16 up to 1 MiB");
+            return bad(
+                "io_in_capsule_bytes",
+                self.io_in_capsule_bytes as u64,
+                "use a multiple of 16 up to 1 MiB",
+            );
         }
-        if self.max_h2c_data_bytes < 4096 || self.max_h2c_data_bytes % 4 != 0 || self.max_h2c_data_bytes > (1 << 24) {
-            return bad("max_h2c_data_bytes", self.max_h2c_data_bytes as u64, "use a multiple of 4 in 4096..=16 MiB");
+        if self.max_h2c_data_bytes < 4096
+            || self.max_h2c_data_bytes % 4 != 0
+            || self.max_h2c_data_bytes > (1 << 24)
+        {
+            return bad(
+                "max_h2c_data_bytes",
+                self.max_h2c_data_bytes as u64,
+                "use a multiple of 4 in 4096..=16 MiB",
+            );
         }
         let t = self.max_transfer_bytes;
         if t < 4096 || !t.is_power_of_two() || t > (1 << 24) {
-            return bad("max_transfer_bytes", t as u64, "use a power of two in 4 KiB..=16 MiB");
+            return bad(
+                "max_transfer_bytes",
+                t as u64,
+                "use a power of two in 4 KiB..=16 MiB",
+            );
         }
         if self.max_c2h_data_bytes < 4096 || self.max_c2h_data_bytes > (1 << 24) {
-            return bad("max_c2h_data_bytes", self.max_c2h_data_bytes as u64, "use 4096..=16 MiB");
+            return bad(
+                "max_c2h_data_bytes",
+                self.max_c2h_data_bytes as u64,
+                "use 4096..=16 MiB",
+            );
         }
         Ok(())
     }
@@ -104,7 +139,10 @@ impl Limits {
 
     /// The largest PDU a host may send on a queue, bytes.
     pub fn max_rx_pdu_bytes(&self) -> usize {
-        let data = self.max_h2c_data_bytes.max(self.io_in_capsule_bytes).max(ADMIN_IN_CAPSULE_BYTES) as usize;
+        let data = self
+            .max_h2c_data_bytes
+            .max(self.io_in_capsule_bytes)
+            .max(ADMIN_IN_CAPSULE_BYTES) as usize;
         72 + 4 + 128 + data + 4
     }
 
@@ -146,7 +184,8 @@ impl Backing {
         if let Some(size) = s.strip_prefix("mem:") {
             let size_bytes = parse_size(size).ok_or_else(|| ConfigError::Namespace {
                 spec: s.to_string(),
-                reason: "SIZE is not a number with an optional K, M, G or T suffix (e.g. mem:1G)".into(),
+                reason: "SIZE is not a number with an optional K, M, G or T suffix (e.g. mem:1G)"
+                    .into(),
             })?;
             if size_bytes < 1 << 20 || size_bytes % 4096 != 0 {
                 return Err(ConfigError::Namespace {
@@ -276,25 +315,40 @@ impl TargetConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
         if self.listen.is_empty() {
-            return Err(ConfigError::Invalid("no listener: give --listen ADDR:PORT".into()));
+            return Err(ConfigError::Invalid(
+                "no listener: give --listen ADDR:PORT".into(),
+            ));
         }
         if self.subsystems.is_empty() {
-            return Err(ConfigError::Invalid("no subsystem: give --ns mem:1G or a [[subsystem]] table".into()));
+            return Err(ConfigError::Invalid(
+                "no subsystem: give --ns mem:1G or a [[subsystem]] table".into(),
+            ));
         }
         let mut seen = std::collections::HashSet::new();
         for s in &self.subsystems {
             validate_nqn(&s.nqn)?;
             if !seen.insert(s.nqn.clone()) {
-                return Err(ConfigError::Invalid(format!("subsystem {} is listed twice", s.nqn)));
+                return Err(ConfigError::Invalid(format!(
+                    "subsystem {} is listed twice",
+                    s.nqn
+                )));
             }
             if s.nqn == nvme_spec::fabrics::DISCOVERY_NQN {
-                return Err(ConfigError::Invalid("the discovery NQN cannot name an NVM subsystem".into()));
+                return Err(ConfigError::Invalid(
+                    "the discovery NQN cannot name an NVM subsystem".into(),
+                ));
             }
             if s.namespaces.is_empty() {
-                return Err(ConfigError::Invalid(format!("subsystem {} has no namespace: add --ns mem:1G or PATH", s.nqn)));
+                return Err(ConfigError::Invalid(format!(
+                    "subsystem {} has no namespace: add --ns mem:1G or PATH",
+                    s.nqn
+                )));
             }
             if s.namespaces.len() > 1024 {
-                return Err(ConfigError::Invalid(format!("subsystem {} has more than 1024 namespaces", s.nqn)));
+                return Err(ConfigError::Invalid(format!(
+                    "subsystem {} has more than 1024 namespaces",
+                    s.nqn
+                )));
             }
             if !s.allow_any_host && s.allowed_hosts.is_empty() {
                 return Err(ConfigError::Invalid(format!(
@@ -305,7 +359,11 @@ impl TargetConfig {
             for h in &s.allowed_hosts {
                 validate_nqn(h)?;
             }
-            if !s.serial.is_ascii() || s.serial.len() > 20 || !s.model.is_ascii() || s.model.len() > 40 {
+            if !s.serial.is_ascii()
+                || s.serial.len() > 20
+                || !s.model.is_ascii()
+                || s.model.len() > 40
+            {
                 return Err(ConfigError::Invalid(format!(
                     "subsystem {}: serial must be at most 20 and model at most 40 ASCII characters",
                     s.nqn
@@ -322,7 +380,9 @@ impl TargetConfig {
 /// Checks an NQN's length and form.
 pub fn validate_nqn(nqn: &str) -> Result<(), ConfigError> {
     if nqn.len() > nvme_spec::fabrics::NQN_MAX_LEN || !nqn.starts_with("nqn.") || !nqn.is_ascii() {
-        return Err(ConfigError::Nqn { nqn: nqn.to_string() });
+        return Err(ConfigError::Nqn {
+            nqn: nqn.to_string(),
+        });
     }
     Ok(())
 }
@@ -339,10 +399,15 @@ mod tests {
         assert_eq!(parse_size("1X"), None);
         assert_eq!(parse_size(""), None);
         assert_eq!(parse_size("99999999999T"), None);
-        assert!(matches!(Backing::parse("mem:1G"), Ok(Backing::Memory { size_bytes }) if size_bytes == 1 << 30));
+        assert!(
+            matches!(Backing::parse("mem:1G"), Ok(Backing::Memory { size_bytes }) if size_bytes == 1 << 30)
+        );
         assert!(Backing::parse("mem:100").is_err());
         assert!(Backing::parse("mem:big").is_err());
-        assert_eq!(Backing::parse("/dev/sdb").unwrap(), Backing::Path("/dev/sdb".into()));
+        assert_eq!(
+            Backing::parse("/dev/sdb").unwrap(),
+            Backing::Path("/dev/sdb".into())
+        );
     }
 
     #[test]
@@ -370,10 +435,18 @@ mod tests {
         assert!(e.to_string().contains("x.toml"), "{e}");
         let mut no_hosts = c.clone();
         no_hosts.subsystems[0].allowed_hosts.clear();
-        assert!(no_hosts.validate().unwrap_err().to_string().contains("allow_any_host"));
+        assert!(no_hosts
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("allow_any_host"));
         let mut bad = c.clone();
         bad.limits.max_transfer_bytes = 5000;
-        assert!(bad.validate().unwrap_err().to_string().contains("max_transfer_bytes"));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("max_transfer_bytes"));
         assert_eq!(Limits::default().mdts(), 8);
     }
 }

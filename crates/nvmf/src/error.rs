@@ -25,7 +25,9 @@ pub enum ConfigError {
         reason: String,
     },
     /// A malformed NQN.
-    #[error("NQN {nqn:?} is not valid: it must start with \"nqn.\", be ASCII and at most 223 bytes")]
+    #[error(
+        "NQN {nqn:?} is not valid: it must start with \"nqn.\", be ASCII and at most 223 bytes"
+    )]
     Nqn {
         /// The NQN.
         nqn: String,

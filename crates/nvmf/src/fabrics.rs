@@ -1,10 +1,9 @@
 //! Fabrics commands: Connect (binds the queue) and Property Get/Set (the
 //! controller registers CAP, VS, CC, CSTS).
 
-
 use nvme_spec::fabrics::{
-    self, prop, ConnectCmd, ConnectData, ConnectDataError, CC_ENABLE, CC_SHN_SHIFT, CNTLID_DYNAMIC, CSTS_READY,
-    CSTS_SHST_COMPLETE,
+    self, prop, ConnectCmd, ConnectData, ConnectDataError, CC_ENABLE, CC_SHN_SHIFT, CNTLID_DYNAMIC,
+    CSTS_READY, CSTS_SHST_COMPLETE,
 };
 use nvme_spec::Status;
 
@@ -42,7 +41,11 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
             if sqe.fctype() == fabrics::FCTYPE_PROPERTY_GET {
                 property_get(conn, sqe.cdw10 & 1 == 1, sqe.cdw11)
             } else {
-                property_set(conn, sqe.cdw11, sqe.cdw12 as u64 | ((sqe.cdw13 as u64) << 32))
+                property_set(
+                    conn,
+                    sqe.cdw11,
+                    sqe.cdw12 as u64 | ((sqe.cdw13 as u64) << 32),
+                )
             }
         }
         _ => Outcome::err(Status::INVALID_OPCODE),
@@ -60,12 +63,20 @@ fn connect(conn: &mut Connection, slot: usize) -> Outcome {
     }
     let data = match ConnectData::decode(&req.buf) {
         Ok(d) => d,
-        Err(ConnectDataError::Short { .. }) => return refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 24)),
-        Err(ConnectDataError::BadNqn { offset, .. }) => return refuse(Status::CONNECT_INVALID_PARAM, ipo(true, offset)),
+        Err(ConnectDataError::Short { .. }) => {
+            return refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 24))
+        }
+        Err(ConnectDataError::BadNqn { offset, .. }) => {
+            return refuse(Status::CONNECT_INVALID_PARAM, ipo(true, offset))
+        }
     };
     let limits = conn.target.limits;
     let (subnqn, hostnqn) = (data.subnqn_str(), data.hostnqn_str());
-    let max_entries = if cmd.qid == 0 { limits.admin_queue_depth } else { limits.max_queue_depth };
+    let max_entries = if cmd.qid == 0 {
+        limits.admin_queue_depth
+    } else {
+        limits.max_queue_depth
+    };
     if cmd.sqsize == 0 || cmd.sqsize >= max_entries {
         return refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 44));
     }
@@ -73,17 +84,25 @@ fn connect(conn: &mut Connection, slot: usize) -> Outcome {
         if data.cntlid != CNTLID_DYNAMIC {
             return refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16));
         }
-        conn.target.create_controller(&subnqn, &hostnqn, data.hostid, cmd.kato_ms)
+        conn.target
+            .create_controller(&subnqn, &hostnqn, data.hostid, cmd.kato_ms)
     } else {
-        conn.target.join_controller(data.cntlid, &subnqn, &hostnqn, cmd.qid)
+        conn.target
+            .join_controller(data.cntlid, &subnqn, &hostnqn, cmd.qid)
     };
     let ctrl = match result {
         Ok(c) => c,
         Err(r) => {
             return match r {
-                ConnectRefusal::UnknownSubsystem => refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 256)),
-                ConnectRefusal::HostNotAllowed => refuse(Status::CONNECT_INVALID_HOST, ipo(true, 512)),
-                ConnectRefusal::UnknownController => refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16)),
+                ConnectRefusal::UnknownSubsystem => {
+                    refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 256))
+                }
+                ConnectRefusal::HostNotAllowed => {
+                    refuse(Status::CONNECT_INVALID_HOST, ipo(true, 512))
+                }
+                ConnectRefusal::UnknownController => {
+                    refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16))
+                }
                 ConnectRefusal::Busy => refuse(Status::CONNECT_CTRL_BUSY, 0),
                 ConnectRefusal::BadQueueId => refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 42)),
             };
@@ -107,7 +126,11 @@ fn property_get(conn: &Connection, eight_bytes: bool, offset: u32) -> Outcome {
     let regs = b.ctrl.regs.lock().expect("controller lock");
     let v: u64 = match (offset, eight_bytes) {
         (prop::CAP, true) => {
-            let depth = if b.ctrl.subsys.is_discovery { limits.admin_queue_depth } else { limits.max_queue_depth };
+            let depth = if b.ctrl.subsys.is_discovery {
+                limits.admin_queue_depth
+            } else {
+                limits.max_queue_depth
+            };
             fabrics::cap(depth - 1, CAP_TIMEOUT_500MS)
         }
         (prop::VS, false) => NVME_VERSION as u64,
@@ -138,7 +161,10 @@ fn property_set(conn: &Connection, offset: u32, value: u64) -> Outcome {
         drop(regs);
         for ns in &b.ctrl.subsys.namespaces {
             if let Err(e) = ns.flush() {
-                eprintln!("numio serve: flush of namespace {} failed at shutdown: {e}", ns.spec);
+                eprintln!(
+                    "numio serve: flush of namespace {} failed at shutdown: {e}",
+                    ns.spec
+                );
             }
         }
         let mut regs = b.ctrl.regs.lock().expect("controller lock");

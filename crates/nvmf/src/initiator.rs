@@ -98,9 +98,17 @@ impl Initiator {
             cntlid: 0,
             opts: opts.clone(),
         };
-        let digest = (opts.header_digest as u8 * tcp::DIGEST_HEADER) | (opts.data_digest as u8 * tcp::DIGEST_DATA);
+        let digest = (opts.header_digest as u8 * tcp::DIGEST_HEADER)
+            | (opts.data_digest as u8 * tcp::DIGEST_DATA);
         let mut b = Vec::new();
-        tcp::frame(&mut b, pdu_type::IC_REQ, 0, &tcp::icreq_body(opts.hpda, digest, 0), &[], &Framing::INITIAL);
+        tcp::frame(
+            &mut b,
+            pdu_type::IC_REQ,
+            0,
+            &tcp::icreq_body(opts.hpda, digest, 0),
+            &[],
+            &Framing::INITIAL,
+        );
         me.send_raw(&b)?;
         let buf = me.recv_pdu_bytes()?;
         match tcp::decode(&buf, Direction::ControllerToHost, &Framing::INITIAL)? {
@@ -122,7 +130,11 @@ impl Initiator {
     }
 
     /// Opens an admin queue and connects to `subnqn` (dynamic controller).
-    pub fn connect_admin(addr: SocketAddr, subnqn: &str, opts: &InitiatorOptions) -> Result<Self, InitiatorError> {
+    pub fn connect_admin(
+        addr: SocketAddr,
+        subnqn: &str,
+        opts: &InitiatorOptions,
+    ) -> Result<Self, InitiatorError> {
         let mut me = Self::open(addr, opts)?;
         me.fabrics_connect(subnqn, 0, CNTLID_DYNAMIC)?;
         Ok(me)
@@ -142,7 +154,12 @@ impl Initiator {
     }
 
     /// Sends Connect; returns the controller id.
-    pub fn fabrics_connect(&mut self, subnqn: &str, qid: u16, cntlid: u16) -> Result<u16, InitiatorError> {
+    pub fn fabrics_connect(
+        &mut self,
+        subnqn: &str,
+        qid: u16,
+        cntlid: u16,
+    ) -> Result<u16, InitiatorError> {
         let mut sqe = Sqe::default();
         ConnectCmd {
             recfmt: 0,
@@ -160,7 +177,12 @@ impl Initiator {
     }
 
     /// Like [`Initiator::submit`], but a non-success status is an error.
-    pub fn command(&mut self, sqe: Sqe, data_out: &[u8], read_len: u32) -> Result<Completion, InitiatorError> {
+    pub fn command(
+        &mut self,
+        sqe: Sqe,
+        data_out: &[u8],
+        read_len: u32,
+    ) -> Result<Completion, InitiatorError> {
         let c = self.submit(sqe, data_out, read_len)?;
         let st = c.cqe.status();
         if !st.is_success() {
@@ -174,21 +196,42 @@ impl Initiator {
 
     /// Sends one command (with `data_out` to write, or expecting up to
     /// `read_len` bytes back) and waits for its completion.
-    pub fn submit(&mut self, mut sqe: Sqe, data_out: &[u8], read_len: u32) -> Result<Completion, InitiatorError> {
+    pub fn submit(
+        &mut self,
+        mut sqe: Sqe,
+        data_out: &[u8],
+        read_len: u32,
+    ) -> Result<Completion, InitiatorError> {
         sqe.cid = self.next_cid;
         self.next_cid = self.next_cid.wrapping_add(1).max(1);
         sqe.flags |= 0x40; // PSDT: SGL
-        let in_capsule = !data_out.is_empty() && data_out.len() as u32 <= self.opts.in_capsule_max_bytes;
-        let len = if data_out.is_empty() { read_len } else { data_out.len() as u32 };
+        let in_capsule =
+            !data_out.is_empty() && data_out.len() as u32 <= self.opts.in_capsule_max_bytes;
+        let len = if data_out.is_empty() {
+            read_len
+        } else {
+            data_out.len() as u32
+        };
         sqe.dptr = SglDescriptor {
             addr: 0,
             length: len,
             rsvd: [0; 3],
-            type_byte: if in_capsule { SGL_IN_CAPSULE } else { SGL_TRANSPORT },
+            type_byte: if in_capsule {
+                SGL_IN_CAPSULE
+            } else {
+                SGL_TRANSPORT
+            },
         };
         let mut b = Vec::new();
         let icd = if in_capsule { data_out } else { &[][..] };
-        tcp::frame(&mut b, pdu_type::CAPSULE_CMD, 0, &sqe.encode(), icd, &self.framing);
+        tcp::frame(
+            &mut b,
+            pdu_type::CAPSULE_CMD,
+            0,
+            &sqe.encode(),
+            icd,
+            &self.framing,
+        );
         self.send_raw(&b)?;
         let mut data = vec![0u8; read_len as usize];
         loop {
@@ -202,7 +245,9 @@ impl Initiator {
                     data_digest_ok,
                 } => {
                     if !data_digest_ok {
-                        return Err(InitiatorError::Unexpected("C2HData data digest mismatch".into()));
+                        return Err(InitiatorError::Unexpected(
+                            "C2HData data digest mismatch".into(),
+                        ));
                     }
                     let off = hdr.data_offset as usize;
                     if hdr.cccid != sqe.cid || off + d.len() > data.len() {
@@ -233,7 +278,10 @@ impl Initiator {
         let start = r2t.data_offset as usize;
         let end = start + r2t.data_length as usize;
         if end > data_out.len() {
-            return Err(InitiatorError::Unexpected(format!("R2T for {start}..{end} beyond {} bytes", data_out.len())));
+            return Err(InitiatorError::Unexpected(format!(
+                "R2T for {start}..{end} beyond {} bytes",
+                data_out.len()
+            )));
         }
         let chunk = self.maxh2cdata.max(4096) as usize;
         let mut off = start;
@@ -242,7 +290,14 @@ impl Initiator {
             let n = chunk.min(end - off);
             let fl = if off + n == end { flags::DATA_LAST } else { 0 };
             let body = tcp::data_body(r2t.cccid, r2t.ttag, off as u32, n as u32);
-            tcp::frame(&mut b, pdu_type::H2C_DATA, fl, &body, &data_out[off..off + n], &self.framing);
+            tcp::frame(
+                &mut b,
+                pdu_type::H2C_DATA,
+                fl,
+                &body,
+                &data_out[off..off + n],
+                &self.framing,
+            );
             off += n;
         }
         self.send_raw(&b)
@@ -263,7 +318,9 @@ impl Initiator {
         buf[..8].copy_from_slice(&ch);
         self.stream.read_exact(&mut buf[8..])?;
         if h.pdu_type == pdu_type::C2H_TERM_REQ {
-            if let Pdu::TermReq { hdr, .. } = tcp::decode(&buf, Direction::ControllerToHost, &self.framing)? {
+            if let Pdu::TermReq { hdr, .. } =
+                tcp::decode(&buf, Direction::ControllerToHost, &self.framing)?
+            {
                 return Err(InitiatorError::Terminated {
                     fes: hdr.fes,
                     fei: hdr.fei(),
@@ -309,7 +366,9 @@ impl Initiator {
         self.property_set(prop::CC, fabrics::CC_ENABLE | (6 << 16) | (4 << 20))?;
         let csts = self.property_get(prop::CSTS, false)? as u32;
         if csts & fabrics::CSTS_READY == 0 {
-            return Err(InitiatorError::Unexpected(format!("CSTS {csts:#x} not ready after enable")));
+            return Err(InitiatorError::Unexpected(format!(
+                "CSTS {csts:#x} not ready after enable"
+            )));
         }
         Ok(())
     }
@@ -333,7 +392,13 @@ impl Initiator {
     }
 
     /// Get Log Page.
-    pub fn get_log_page(&mut self, lid: u8, nsid: u32, len: u32, offset: u64) -> Result<Vec<u8>, InitiatorError> {
+    pub fn get_log_page(
+        &mut self,
+        lid: u8,
+        nsid: u32,
+        len: u32,
+        offset: u64,
+    ) -> Result<Vec<u8>, InitiatorError> {
         let mut sqe = Sqe {
             nsid,
             ..Default::default()

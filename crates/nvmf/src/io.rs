@@ -13,7 +13,12 @@ pub const DSM_MAX_RANGES: usize = 256;
 
 /// Runs an I/O command.
 pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
-    let ctrl = conn.binding.as_ref().expect("I/O queue is bound").ctrl.clone();
+    let ctrl = conn
+        .binding
+        .as_ref()
+        .expect("I/O queue is bound")
+        .ctrl
+        .clone();
     let r = &mut conn.reqs[slot];
     let sqe = r.sqe;
     if sqe.opcode == io::FLUSH && sqe.nsid == 0xFFFF_FFFF {
@@ -60,7 +65,8 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
             if !ns.in_range(sqe.slba(), nlb) {
                 return Outcome::err(Status::LBA_RANGE);
             }
-            ns.zero(sqe.slba(), nlb).map_or_else(io_err, |_| Outcome::ok(0))
+            ns.zero(sqe.slba(), nlb)
+                .map_or_else(io_err, |_| Outcome::ok(0))
         }
         io::DSM => {
             let nr = (sqe.cdw10 & 0xFF) as usize + 1;

@@ -68,7 +68,11 @@ impl Namespace {
                 (f, *size_bytes, true)
             }
             Backing::Path(p) => {
-                let f = OpenOptions::new().read(true).write(true).open(p).map_err(berr)?;
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(p)
+                    .map_err(berr)?;
                 let meta = f.metadata().map_err(berr)?;
                 let size = if meta.file_type().is_block_device() {
                     block_device_size(&f).map_err(berr)?
@@ -112,7 +116,8 @@ impl Namespace {
 
     /// True when `nlb` blocks from `slba` lie inside the namespace.
     pub fn in_range(&self, slba: u64, nlb: u64) -> bool {
-        slba.checked_add(nlb).is_some_and(|end| end <= self.blocks())
+        slba.checked_add(nlb)
+            .is_some_and(|end| end <= self.blocks())
     }
 
     /// Reads `buf.len()` bytes at block `slba`.
@@ -139,7 +144,8 @@ impl Namespace {
             let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
             // SAFETY: fallocate only reads its integer arguments; the fd is
             // owned by self.file for the duration of the call.
-            let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), mode, off as i64, len as i64) };
+            let rc =
+                unsafe { libc::fallocate(self.file.as_raw_fd(), mode, off as i64, len as i64) };
             if rc == 0 {
                 return Ok(());
             }
@@ -173,7 +179,15 @@ mod tests {
 
     #[test]
     fn memory_namespace_read_write_zero() {
-        let ns = Namespace::open("nqn.t", 1, &Backing::Memory { size_bytes: 1 << 20 }, "mem:1M").unwrap();
+        let ns = Namespace::open(
+            "nqn.t",
+            1,
+            &Backing::Memory {
+                size_bytes: 1 << 20,
+            },
+            "mem:1M",
+        )
+        .unwrap();
         assert_eq!(ns.blocks(), 2048);
         assert!(ns.in_range(2047, 1));
         assert!(!ns.in_range(2047, 2));
@@ -187,7 +201,15 @@ mod tests {
         assert_eq!(&b[..512], &[0; 512]);
         assert_eq!(&b[512..], &[0xAB; 512]);
         ns.flush().unwrap();
-        let other = Namespace::open("nqn.t", 2, &Backing::Memory { size_bytes: 1 << 20 }, "mem:1M").unwrap();
+        let other = Namespace::open(
+            "nqn.t",
+            2,
+            &Backing::Memory {
+                size_bytes: 1 << 20,
+            },
+            "mem:1M",
+        )
+        .unwrap();
         assert_ne!(ns.nguid, other.nguid);
         assert_eq!(ns.uuid[6] >> 4, 8);
     }

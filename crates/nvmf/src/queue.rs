@@ -73,7 +73,10 @@ pub struct Connection {
 impl Connection {
     /// A fresh connection waiting for ICReq.
     pub fn new(target: Arc<Target>) -> Self {
-        let depth = target.limits.max_queue_depth.max(target.limits.admin_queue_depth) as usize;
+        let depth = target
+            .limits
+            .max_queue_depth
+            .max(target.limits.admin_queue_depth) as usize;
         Self {
             target,
             phase: Phase::AwaitIcReq,
@@ -118,7 +121,10 @@ impl Connection {
 
     /// Commands waiting for host data (in-flight writes).
     pub fn awaiting_data(&self) -> usize {
-        self.reqs.iter().filter(|r| r.state == RequestState::AwaitingH2CData).count()
+        self.reqs
+            .iter()
+            .filter(|r| r.state == RequestState::AwaitingH2CData)
+            .count()
     }
 
     /// Feeds received bytes; processes every complete PDU.
@@ -132,7 +138,12 @@ impl Connection {
         let max_plen = self.target.limits.max_rx_pdu_bytes();
         while self.phase != Phase::Closing && rx.len() - pos >= tcp::CommonHeader::SIZE {
             let b = &rx[pos..];
-            let ch = match tcp::check_common_header(b, Direction::HostToController, &self.framing, max_plen) {
+            let ch = match tcp::check_common_header(
+                b,
+                Direction::HostToController,
+                &self.framing,
+                max_plen,
+            ) {
                 Ok(ch) => ch,
                 Err(e) => {
                     self.fatal(e, &b[..b.len().min(128)]);
@@ -194,9 +205,11 @@ impl Connection {
                 data,
                 data_digest_ok,
             } => self.on_h2c_data(hdr, data, data_digest_ok),
-            Pdu::TermReq { hdr, .. } => {
-                self.close(format!("host sent H2CTermReq fes={:#x} fei={}", hdr.fes, hdr.fei()))
-            }
+            Pdu::TermReq { hdr, .. } => self.close(format!(
+                "host sent H2CTermReq fes={:#x} fei={}",
+                hdr.fes,
+                hdr.fei()
+            )),
             _ => self.fatal(
                 FatalError {
                     fes: fes::INVALID_HEADER_FIELD,
@@ -211,7 +224,14 @@ impl Connection {
     fn on_icreq(&mut self, hpda: u8, digest: u8) {
         let enabled = digest & (tcp::DIGEST_HEADER | tcp::DIGEST_DATA);
         let body = tcp::icresp_body(0, enabled, self.target.limits.max_h2c_data_bytes);
-        tcp::frame(&mut self.tx, pdu_type::IC_RESP, 0, &body, &[], &Framing::INITIAL);
+        tcp::frame(
+            &mut self.tx,
+            pdu_type::IC_RESP,
+            0,
+            &body,
+            &[],
+            &Framing::INITIAL,
+        );
         self.framing = Framing {
             header_digest: enabled & tcp::DIGEST_HEADER != 0,
             data_digest: enabled & tcp::DIGEST_DATA != 0,
@@ -276,21 +296,56 @@ impl Connection {
         let err = |fes, fei, what| FatalError { fes, fei, what };
         let hb = hdr_bytes(&hdr);
         if slot >= self.reqs.len() {
-            return self.fatal(err(fes::INVALID_HEADER_FIELD, 10, "H2CData TTAG names no transfer"), &hb);
+            return self.fatal(
+                err(
+                    fes::INVALID_HEADER_FIELD,
+                    10,
+                    "H2CData TTAG names no transfer",
+                ),
+                &hb,
+            );
         }
         let r = &mut self.reqs[slot];
         if r.state != RequestState::AwaitingH2CData {
-            return self.fatal(err(fes::PDU_SEQUENCE_ERROR, 0, "H2CData without an outstanding R2T"), &hb);
+            return self.fatal(
+                err(
+                    fes::PDU_SEQUENCE_ERROR,
+                    0,
+                    "H2CData without an outstanding R2T",
+                ),
+                &hb,
+            );
         }
         if r.sqe.cid != hdr.cccid {
-            return self.fatal(err(fes::INVALID_HEADER_FIELD, 8, "H2CData CCCID does not match the R2T"), &hb);
+            return self.fatal(
+                err(
+                    fes::INVALID_HEADER_FIELD,
+                    8,
+                    "H2CData CCCID does not match the R2T",
+                ),
+                &hb,
+            );
         }
         if data.len() as u32 > limit {
-            return self.fatal(err(fes::DATA_LIMIT_EXCEEDED, 0, "H2CData larger than MAXH2CDATA"), &hb);
+            return self.fatal(
+                err(
+                    fes::DATA_LIMIT_EXCEEDED,
+                    0,
+                    "H2CData larger than MAXH2CDATA",
+                ),
+                &hb,
+            );
         }
         let end = hdr.data_offset as u64 + data.len() as u64;
         if hdr.data_offset != r.received_bytes || end > r.len_bytes as u64 {
-            return self.fatal(err(fes::DATA_OUT_OF_RANGE, 12, "H2CData offset or length outside the R2T"), &hb);
+            return self.fatal(
+                err(
+                    fes::DATA_OUT_OF_RANGE,
+                    12,
+                    "H2CData offset or length outside the R2T",
+                ),
+                &hb,
+            );
         }
         let off = hdr.data_offset as usize;
         r.buf[off..off + data.len()].copy_from_slice(data);
@@ -428,7 +483,14 @@ impl Connection {
                     }
                 }
                 let body = tcp::data_body(cid, 0, off as u32, n as u32);
-                tcp::frame(&mut self.tx, pdu_type::C2H_DATA, fl, &body, &r.buf[off..off + n], &self.framing);
+                tcp::frame(
+                    &mut self.tx,
+                    pdu_type::C2H_DATA,
+                    fl,
+                    &body,
+                    &r.buf[off..off + n],
+                    &self.framing,
+                );
                 off += n;
             }
         }
@@ -452,13 +514,24 @@ impl Connection {
         let mut cqe = Cqe {
             result: result as u32,
             dw1: (result >> 32) as u32,
-            sqhd: if self.sq_flow_disabled { 0xFFFF } else { self.sqhd },
+            sqhd: if self.sq_flow_disabled {
+                0xFFFF
+            } else {
+                self.sqhd
+            },
             sqid: self.qid().unwrap_or(0),
             cid,
             ..Default::default()
         };
         cqe.set_status(status);
-        tcp::frame(&mut self.tx, pdu_type::CAPSULE_RESP, 0, &cqe.encode(), &[], &self.framing);
+        tcp::frame(
+            &mut self.tx,
+            pdu_type::CAPSULE_RESP,
+            0,
+            &cqe.encode(),
+            &[],
+            &self.framing,
+        );
     }
 
     /// Periodic work: keep alive enforcement, controller teardown, counters.
@@ -476,7 +549,9 @@ impl Connection {
                 self.close("controller torn down".into());
             } else if b.qid == 0 {
                 let kato = b.ctrl.kato_ms.load(Relaxed);
-                if kato > 0 && now.duration_since(self.last_keepalive) > Duration::from_millis(kato as u64) {
+                if kato > 0
+                    && now.duration_since(self.last_keepalive) > Duration::from_millis(kato as u64)
+                {
                     self.close(format!("keep alive timeout ({kato} ms) expired"));
                 }
             }
@@ -504,6 +579,11 @@ impl Connection {
 fn hdr_bytes(h: &tcp::DataHeader) -> Vec<u8> {
     let mut v = vec![0u8; 24];
     h.ch.encode(&mut v);
-    v[8..24].copy_from_slice(&tcp::data_body(h.cccid, h.ttag, h.data_offset, h.data_length));
+    v[8..24].copy_from_slice(&tcp::data_body(
+        h.cccid,
+        h.ttag,
+        h.data_offset,
+        h.data_length,
+    ));
     v
 }

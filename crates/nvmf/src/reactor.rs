@@ -73,7 +73,8 @@ pub struct Server {
 
 fn bind(addr: SocketAddr) -> Result<TcpListener, TargetError> {
     let l = TcpListener::bind(addr).map_err(|source| TargetError::Listen { addr, source })?;
-    l.set_nonblocking(true).map_err(|source| TargetError::Listen { addr, source })?;
+    l.set_nonblocking(true)
+        .map_err(|source| TargetError::Listen { addr, source })?;
     Ok(l)
 }
 
@@ -82,12 +83,15 @@ pub fn default_cpus(max: usize) -> Vec<usize> {
     // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most
     // size_of::<cpu_set_t>() bytes into it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
         return vec![0];
     }
     // SAFETY: CPU_ISSET reads the set filled above.
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect();
+    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect();
     cpus.into_iter().take(max.max(1)).collect()
 }
 
@@ -98,7 +102,10 @@ fn pin_to(cpu: usize) {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
         if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            eprintln!("numio serve: cannot pin reactor to CPU {cpu}: {}", std::io::Error::last_os_error());
+            eprintln!(
+                "numio serve: cannot pin reactor to CPU {cpu}: {}",
+                std::io::Error::last_os_error()
+            );
         }
     }
 }
@@ -131,7 +138,10 @@ impl Server {
         let mut listen_addrs = Vec::new();
         for a in &cfg.listen {
             let l = bind(*a)?;
-            listen_addrs.push(l.local_addr().map_err(|source| TargetError::Listen { addr: *a, source })?);
+            listen_addrs.push(
+                l.local_addr()
+                    .map_err(|source| TargetError::Listen { addr: *a, source })?,
+            );
             listeners.push(l);
         }
         let mut discovery_addrs = Vec::new();
@@ -142,14 +152,21 @@ impl Server {
                     continue;
                 }
                 let l = bind(addr)?;
-                discovery_addrs.push(l.local_addr().map_err(|source| TargetError::Listen { addr, source })?);
+                discovery_addrs.push(
+                    l.local_addr()
+                        .map_err(|source| TargetError::Listen { addr, source })?,
+                );
                 listeners.push(l);
             }
         }
         let mut resolved = cfg.clone();
         resolved.listen = listen_addrs.clone();
         let target = Target::new(&resolved)?;
-        let cpus = if cfg.cpus.is_empty() { default_cpus(4) } else { cfg.cpus.clone() };
+        let cpus = if cfg.cpus.is_empty() {
+            default_cpus(4)
+        } else {
+            cfg.cpus.clone()
+        };
         let mut threads = Vec::new();
         let mut inboxes = Vec::new();
         for &cpu in &cpus {
@@ -219,7 +236,11 @@ impl Server {
     }
 }
 
-fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<(Sender<TcpStream>, RawFd)>) {
+fn accept_loop(
+    target: Arc<Target>,
+    listeners: Vec<TcpListener>,
+    inboxes: Vec<(Sender<TcpStream>, RawFd)>,
+) {
     let mut next = 0usize;
     let mut fds: Vec<libc::pollfd> = listeners
         .iter()
@@ -231,7 +252,13 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<(S
         .collect();
     while !target.shutting_down.load(Ordering::Acquire) {
         // SAFETY: fds is a live, correctly sized array of pollfd.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, TICK.as_millis() as i32) };
+        let n = unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                TICK.as_millis() as i32,
+            )
+        };
         if n <= 0 {
             continue;
         }
@@ -239,7 +266,10 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<(S
             while let Ok((s, peer)) = l.accept() {
                 let open = target.connections.load(Ordering::Acquire);
                 if open >= target.limits.max_connections {
-                    eprintln!("numio serve: refusing {peer}: connection limit {} reached", target.limits.max_connections);
+                    eprintln!(
+                        "numio serve: refusing {peer}: connection limit {} reached",
+                        target.limits.max_connections
+                    );
                     continue;
                 }
                 if s.set_nonblocking(true).is_err() || s.set_nodelay(true).is_err() {
@@ -347,14 +377,26 @@ impl Reactor {
             });
         }
         // SAFETY: fds is a live, correctly sized array of pollfd.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, TICK.as_millis() as i32) };
+        let n = unsafe {
+            libc::poll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                TICK.as_millis() as i32,
+            )
+        };
         if n <= 0 {
             return;
         }
         if fds[0].revents != 0 {
             let mut v = [0u8; 8];
             // SAFETY: reads 8 bytes into a live local from our eventfd.
-            unsafe { libc::read(self.wake.as_raw_fd(), v.as_mut_ptr() as *mut libc::c_void, 8) };
+            unsafe {
+                libc::read(
+                    self.wake.as_raw_fd(),
+                    v.as_mut_ptr() as *mut libc::c_void,
+                    8,
+                )
+            };
         }
         for (i, s) in self.slots.iter_mut().enumerate() {
             let re = fds[i + 1].revents;
@@ -371,9 +413,21 @@ impl Reactor {
             let drained = s.out_pos >= s.out.len() && s.conn.tx_pending() == 0;
             if s.dead || (s.conn.phase() == Phase::Closing && drained) {
                 let mut s = self.slots.swap_remove(i);
-                let why = s.conn.close_reason.clone().unwrap_or_else(|| "host closed the connection".into());
-                let q = s.conn.qid().map(|q| format!(" qid {q}")).unwrap_or_default();
-                let peer = s.stream.peer_addr().map(|a| a.to_string()).unwrap_or_else(|_| "?".into());
+                let why = s
+                    .conn
+                    .close_reason
+                    .clone()
+                    .unwrap_or_else(|| "host closed the connection".into());
+                let q = s
+                    .conn
+                    .qid()
+                    .map(|q| format!(" qid {q}"))
+                    .unwrap_or_default();
+                let peer = s
+                    .stream
+                    .peer_addr()
+                    .map(|a| a.to_string())
+                    .unwrap_or_else(|_| "?".into());
                 if !why.starts_with("host closed") && !why.starts_with("target shutting") {
                     eprintln!("numio serve: closing {peer}{q}: {why}");
                 }

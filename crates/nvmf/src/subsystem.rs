@@ -40,7 +40,9 @@ impl Subsystem {
 
     /// Namespace by id.
     pub fn namespace(&self, nsid: u32) -> Option<&Arc<Namespace>> {
-        (nsid as usize).checked_sub(1).and_then(|i| self.namespaces.get(i))
+        (nsid as usize)
+            .checked_sub(1)
+            .and_then(|i| self.namespaces.get(i))
     }
 }
 
@@ -170,7 +172,12 @@ impl Target {
             let mut namespaces = Vec::new();
             for (i, n) in s.namespaces.iter().enumerate() {
                 let backing = Backing::parse(&n.backing)?;
-                namespaces.push(Arc::new(Namespace::open(&s.nqn, i as u32 + 1, &backing, &n.backing)?));
+                namespaces.push(Arc::new(Namespace::open(
+                    &s.nqn,
+                    i as u32 + 1,
+                    &backing,
+                    &n.backing,
+                )?));
             }
             subsystems.push(Arc::new(Subsystem {
                 nqn: s.nqn.clone(),
@@ -223,7 +230,9 @@ impl Target {
         hostid: [u8; 16],
         kato_ms: u32,
     ) -> Result<Arc<Controller>, ConnectRefusal> {
-        let subsys = self.subsystem(subnqn).ok_or(ConnectRefusal::UnknownSubsystem)?;
+        let subsys = self
+            .subsystem(subnqn)
+            .ok_or(ConnectRefusal::UnknownSubsystem)?;
         if !subsys.host_allowed(hostnqn) {
             return Err(ConnectRefusal::HostNotAllowed);
         }
@@ -261,13 +270,20 @@ impl Target {
     ) -> Result<Arc<Controller>, ConnectRefusal> {
         let ctrl = {
             let reg = self.controllers.lock().expect("registry lock");
-            reg.by_id.get(&cntlid).cloned().ok_or(ConnectRefusal::UnknownController)?
+            reg.by_id
+                .get(&cntlid)
+                .cloned()
+                .ok_or(ConnectRefusal::UnknownController)?
         };
         if ctrl.subsys.nqn != subnqn || ctrl.hostnqn != hostnqn || !ctrl.is_alive() {
             return Err(ConnectRefusal::UnknownController);
         }
         let granted = ctrl.regs.lock().expect("controller lock").io_queues_granted;
-        let max = if granted == 0 { self.limits.max_io_queues } else { granted };
+        let max = if granted == 0 {
+            self.limits.max_io_queues
+        } else {
+            granted
+        };
         if qid == 0 || qid > max {
             return Err(ConnectRefusal::BadQueueId);
         }
@@ -282,13 +298,21 @@ impl Target {
 
     /// I/O queue closed: releases its id.
     pub fn leave_controller(&self, ctrl: &Controller, qid: u16) {
-        ctrl.io_qids.lock().expect("queue lock").retain(|&q| q != qid);
+        ctrl.io_qids
+            .lock()
+            .expect("queue lock")
+            .retain(|&q| q != qid);
     }
 
     /// Admin queue closed or keep alive expired: the controller and all its
     /// queues go away.
     pub fn destroy_controller(&self, cntlid: u16) {
-        let removed = self.controllers.lock().expect("registry lock").by_id.remove(&cntlid);
+        let removed = self
+            .controllers
+            .lock()
+            .expect("registry lock")
+            .by_id
+            .remove(&cntlid);
         if let Some(c) = removed {
             c.alive.store(false, Ordering::Release);
         }
