@@ -112,6 +112,20 @@ pub enum Transport {
     Other,
 }
 
+impl Transport {
+    /// The kernel's name (`pcie`, `tcp`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Pcie => "pcie",
+            Transport::Tcp => "tcp",
+            Transport::Rdma => "rdma",
+            Transport::Fc => "fc",
+            Transport::Loop => "loop",
+            Transport::Other => "other",
+        }
+    }
+}
+
 /// One NVMe controller (`/sys/class/nvme/nvmeX`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Controller {
@@ -211,6 +225,11 @@ pub struct NamespacePath {
     /// Hardware queue → CPUs of the path device (`mq/N/cpu_list`).
     #[serde(default)]
     pub hw_queues: Vec<HwQueue>,
+    /// Active I/O scheduler of the path device (the head of a multipath
+    /// namespace is bio-based and always reports `none`; this is the one
+    /// requests go through).
+    #[serde(default)]
+    pub scheduler: Option<String>,
 }
 
 /// Block queue settings (`/sys/block/X/queue`).

@@ -67,7 +67,7 @@ impl Reader {
             self.note_unreadable(rel, reason);
             return None;
         }
-        match std::fs::read(self.abs(rel)) {
+        match read_file(&self.abs(rel), !rel.starts_with("proc/")) {
             Ok(bytes) => match String::from_utf8(bytes) {
                 Ok(text) => {
                     self.files.insert(rel.to_string(), text.clone());
@@ -157,6 +157,38 @@ impl Reader {
         self.note_unreadable(rel, format!("more than {LINK_HOPS_MAX} symlink hops"));
         None
     }
+}
+
+/// Bytes read at once; larger than a sysfs attribute (one page at most).
+const READ_CHUNK_BYTES: usize = 8192;
+
+/// Reads a whole file without the size query of `std::fs::read`: sysfs
+/// files report a size of 4096 whatever they hold, and discovery reads
+/// thousands of them. With `short_read_is_eof` a read that returns less than
+/// asked ends the file (true of sysfs attributes, which the kernel returns
+/// in one read, and of regular files); procfs files are read to a 0-byte read.
+fn read_file(path: &Path, short_read_is_eof: bool) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut buf = vec![0u8; READ_CHUNK_BYTES];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        let n = match file.read(&mut buf[len..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let short = len + n < buf.len();
+        len += n;
+        if n == 0 || (short && short_read_is_eof) {
+            break;
+        }
+    }
+    buf.truncate(len);
+    Ok(buf)
 }
 
 /// The parent of a relative path (`a/b/c` → `a/b`).

@@ -142,7 +142,7 @@ fn node_section(out: &mut String, t: &Topology, node: &Node) {
 }
 
 fn controller_lines(out: &mut String, t: &Topology, c: &Controller) {
-    let transport = format!("{:?}", c.transport).to_lowercase();
+    let transport = c.transport.name();
     let _ = writeln!(
         out,
         "  {} [node {}] {transport} {} \"{}\" fw {} {}, {} I/O queues, {}",
@@ -161,12 +161,16 @@ fn controller_lines(out: &mut String, t: &Topology, c: &Controller) {
             if ns.controller.as_deref() != Some(c.name.as_str()) && path.is_none() {
                 continue;
             }
+            // A multipath head is bio-based; requests meet the scheduler of the path.
+            let scheduler = path
+                .and_then(|p| p.scheduler.as_deref())
+                .or(ns.queue.scheduler.as_deref())
+                .unwrap_or("?");
             let mut line = format!(
-                "    {} {} {} B blocks, scheduler {}",
+                "    {} {} {} B blocks, scheduler {scheduler}",
                 ns.block_device,
                 decimal_size(ns.size_bytes),
                 ns.logical_block_size,
-                ns.queue.scheduler.as_deref().unwrap_or("?")
             );
             if let Some(g) = &ns.generic_device {
                 let _ = write!(line, ", generic {g}");

@@ -151,8 +151,12 @@ fn read_cpu(r: &mut Reader, id: u32, online: bool, node: Option<NodeId>) -> Cpu 
 /// The `cpuN/nodeM` link, for CPUs missing from every node's cpulist
 /// (offline CPUs on x86).
 fn node_link(r: &mut Reader, cpu_dir: &str) -> Option<NodeId> {
-    r.list(cpu_dir)?
-        .iter()
-        .find_map(|name| name.strip_prefix("node").and_then(|n| n.parse().ok()))
-        .map(NodeId)
+    let (name, id) = r.list(cpu_dir)?.into_iter().find_map(|name| {
+        name.strip_prefix("node")
+            .and_then(|n| n.parse().ok())
+            .map(|id| (name.clone(), id))
+    })?;
+    // Resolved so that a snapshot keeps the link the name came from.
+    r.resolve(&format!("{cpu_dir}/{name}"));
+    Some(NodeId(id))
 }

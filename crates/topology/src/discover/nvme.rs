@@ -35,11 +35,7 @@ pub fn discover(r: &mut Reader, irqs: &NvmeIrqs) -> (Vec<Controller>, Vec<Subsys
         .iter()
         .filter_map(|name| read_controller(r, name, irqs))
         .collect();
-    let generics: BTreeSet<String> = r
-        .list("sys/class/nvme-generic")
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
+    let generics = read_generics(r);
     let mut subsystems = read_subsystems(r, &mut found, &generics);
     let mut controllers: Vec<Controller> = found.into_iter().map(|f| f.controller).collect();
     // A controller's I/O queue count is the larger of its IRQs and the
@@ -180,6 +176,10 @@ fn read_subsystems(
             .cloned()
             .collect();
         sort_by_numbers(&mut controllers, "nvme", "");
+        for ctrl in &controllers {
+            // Resolved so that a snapshot keeps the link the name came from.
+            r.resolve(&join(&dir, ctrl));
+        }
         let mut heads: Vec<&String> = entries
             .iter()
             .filter(|e| nvme_numbers(e, "nvme", "n").is_some())
@@ -215,4 +215,15 @@ fn read_subsystems(
         });
     }
     subsystems
+}
+
+/// Names in `/sys/class/nvme-generic` (`ng0n1`), each link resolved so that
+/// a snapshot keeps it.
+fn read_generics(r: &mut Reader) -> BTreeSet<String> {
+    const DIR: &str = "sys/class/nvme-generic";
+    let names = r.list(DIR).unwrap_or_default();
+    for name in &names {
+        r.resolve(&join(DIR, name));
+    }
+    names.into_iter().collect()
 }

@@ -32,12 +32,14 @@ pub fn read_head(r: &mut Reader, dir: &str, name: &str, generics: &BTreeSet<Stri
             .parse(&join(&path_dir, "numa_nodes"), parse_list)
             .map(|v| v.into_iter().map(NodeId).collect());
         let hw_queues = read_hw_queues(r, &path_dir);
+        let scheduler = r.parse(&join(&path_dir, "queue/scheduler"), parse_scheduler);
         ns.paths.push(NamespacePath {
             device: link,
             controller: ctrl,
             ana_state,
             numa_nodes,
             hw_queues,
+            scheduler,
         });
     }
     ns

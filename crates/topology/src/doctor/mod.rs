@@ -1,0 +1,153 @@
+//! `doctor`: findings over a [`Topology`], each with a severity, the
+//! evidence (file and value) and the fix.
+//!
+//! Pure over the model, so it is tested on fixtures. The checks:
+//!
+//! | code | severity | when |
+//! | --- | --- | --- |
+//! | `controller-node-unknown` | error (PCIe, or a fabric path of a multipath namespace); info (single-path fabric) | `numa_node = -1` on a multi-node machine |
+//! | `iopolicy-not-numa` | warning | a subsystem's controllers sit on different nodes and its iopolicy is not `numa` |
+//! | `irq-remote-node` | warning | queue IRQs fire on another node than the controller and than the CPUs they serve |
+//! | `scheduler-not-none` | warning | an NVMe block device (or multipath path device) has an I/O scheduler |
+//! | `no-poll-queues` | info | `nvme.poll_queues = 0`: polled I/O impossible |
+//! | `node-without-cpus` / `node-without-memory` | warning | a node holding NVMe controllers has no online CPUs / no memory |
+//! | `cpus-offline` | warning | some CPUs are offline |
+//! | `controller-not-live` | warning | a controller's state is not `live` |
+//! | `unreadable-files` | info | discovery could not read some files |
+
+use std::fmt::Write;
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Topology, SCHEMA_VERSION};
+
+mod checks;
+
+/// How bad a finding is. Ordered: `Info < Warning < Error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Worth knowing; nothing is wrong.
+    Info,
+    /// Costs performance or hides a problem.
+    Warning,
+    /// Makes NUMA placement wrong; `numio doctor` exits 1.
+    Error,
+}
+
+impl Severity {
+    /// Lower-case name (`error`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        }
+    }
+}
+
+/// A file and the value read from it (or derived from it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    /// Absolute path on the machine (`/sys/class/nvme/nvme0/numa_node`).
+    pub path: String,
+    /// The value seen.
+    pub value: String,
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Severity.
+    pub severity: Severity,
+    /// Stable identifier of the check (`controller-node-unknown`).
+    pub code: String,
+    /// What it is about (`nvme0`, `nvme-subsys0`, `node 2`, `cpus`).
+    pub subject: String,
+    /// What is wrong and why it matters.
+    pub message: String,
+    /// Files and values that show it.
+    pub evidence: Vec<Evidence>,
+    /// How to fix it.
+    pub fix: String,
+}
+
+/// The JSON document of `numio doctor --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Report {
+    /// [`SCHEMA_VERSION`].
+    pub schema_version: u32,
+    /// Findings, most severe first.
+    pub findings: Vec<Finding>,
+    /// Number of findings of severity error.
+    pub errors: usize,
+    /// Number of warnings.
+    pub warnings: usize,
+    /// Number of infos.
+    pub infos: usize,
+}
+
+impl Report {
+    /// Diagnoses `t`.
+    pub fn new(t: &Topology) -> Report {
+        let findings = diagnose(t);
+        let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
+        Report {
+            schema_version: SCHEMA_VERSION,
+            errors: count(Severity::Error),
+            warnings: count(Severity::Warning),
+            infos: count(Severity::Info),
+            findings,
+        }
+    }
+
+    /// Exit status of `numio doctor`: 1 when any finding is an error.
+    pub fn exit_code(&self) -> i32 {
+        i32::from(self.errors > 0)
+    }
+}
+
+/// Every finding, most severe first (stable within a severity).
+pub fn diagnose(t: &Topology) -> Vec<Finding> {
+    let mut out = Vec::new();
+    checks::controller_node_unknown(t, &mut out);
+    checks::iopolicy_not_numa(t, &mut out);
+    checks::irq_remote_node(t, &mut out);
+    checks::scheduler_not_none(t, &mut out);
+    checks::no_poll_queues(t, &mut out);
+    checks::nodes_without_cpus_or_memory(t, &mut out);
+    checks::cpus_offline(t, &mut out);
+    checks::controller_not_live(t, &mut out);
+    checks::unreadable_files(t, &mut out);
+    out.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    out
+}
+
+/// The human form of a report.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    for f in &report.findings {
+        let _ = writeln!(out, "{:<7} {}: {}", f.severity.name(), f.subject, f.message);
+        for e in &f.evidence {
+            let value = if e.value.is_empty() {
+                "(empty)"
+            } else {
+                e.value.as_str()
+            };
+            let _ = writeln!(out, "        evidence: {} = {value}", e.path);
+        }
+        let _ = writeln!(out, "        fix: {}", f.fix);
+    }
+    if report.findings.is_empty() {
+        let _ = writeln!(
+            out,
+            "no findings: NUMA, multipath, IRQ and queue settings look right"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "summary: {} error(s), {} warning(s), {} info",
+        report.errors, report.warnings, report.infos
+    );
+    out
+}

@@ -1,0 +1,573 @@
+//! Writes synthetic sysfs/procfs trees shaped like the kernel's: the same
+//! directories, attribute formats and relative symlinks (`/sys/class/nvme/nvme0
+//! → ../../devices/pci0000:00/…/nvme/nvme0`), trimmed to what discovery reads.
+//!
+//! Used by `examples/gen_fixtures.rs` to (re)write `tests/fixtures/sysfs/*`
+//! and by the tests to check that the committed fixtures match.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One CPU.
+#[derive(Debug, Clone)]
+pub struct CpuSpec {
+    pub id: u32,
+    pub online: bool,
+    pub package: u32,
+    pub core: u32,
+    pub siblings: Vec<u32>,
+    pub node: u32,
+}
+
+/// One NUMA node.
+#[derive(Debug, Clone)]
+pub struct NodeSpec {
+    pub id: u32,
+    pub memory_kib: u64,
+    pub distances: Vec<u32>,
+}
+
+/// Where a controller sits.
+#[derive(Debug, Clone)]
+pub enum Attach {
+    /// PCIe: host bridge (`pci0000:3a`), bridges, function BDF.
+    Pci {
+        host: String,
+        bridges: Vec<String>,
+        bdf: String,
+        local_cpulist: String,
+        numa_node: i32,
+    },
+    /// A fabrics transport (`tcp`, `rdma`, `fc`, `loop`) with its address.
+    Fabric { transport: String, address: String },
+}
+
+/// One controller.
+#[derive(Debug, Clone)]
+pub struct CtrlSpec {
+    pub instance: u32,
+    pub attach: Attach,
+    pub model: String,
+    pub serial: String,
+    pub firmware: String,
+    pub cntlid: u32,
+    pub numa_node: i32,
+    pub subsystem: u32,
+    /// Default (IRQ-driven) I/O queues: queue q serves `queue_cpus[q-1]`.
+    pub queue_cpus: Vec<Vec<u32>>,
+    /// Effective affinity of each I/O queue IRQ (empty: no IRQs, e.g. TCP).
+    pub irq_cpus: Vec<u32>,
+    /// Poll queues (hardware queues without IRQ), served by no CPU list of their own.
+    pub poll_queues: u32,
+    pub first_irq: u32,
+}
+
+/// One namespace.
+#[derive(Debug, Clone)]
+pub struct NsSpec {
+    pub head_instance: u32,
+    pub nsid: u32,
+    pub size_sectors: u64,
+    pub lba_bytes: u32,
+    pub scheduler: String,
+    /// Controllers (instances) exposing it, with ANA state and `numa_nodes`.
+    pub paths: Vec<(u32, String, Option<String>)>,
+}
+
+/// One subsystem.
+#[derive(Debug, Clone)]
+pub struct SubsysSpec {
+    pub instance: u32,
+    pub nqn: String,
+    pub iopolicy: String,
+    pub namespaces: Vec<NsSpec>,
+}
+
+/// A whole machine.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    pub name: String,
+    pub nodes: Vec<NodeSpec>,
+    pub cpus: Vec<CpuSpec>,
+    pub controllers: Vec<CtrlSpec>,
+    pub subsystems: Vec<SubsysSpec>,
+    /// `nvme_core.multipath`; `None`: no NVMe driver loaded.
+    pub multipath: Option<bool>,
+    pub poll_queues: u32,
+    pub iopolicy: String,
+}
+
+/// A tree being built: path → file contents or symlink target.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Tree {
+    pub files: BTreeMap<String, String>,
+    pub links: BTreeMap<String, String>,
+}
+
+impl Tree {
+    fn file(&mut self, path: &str, text: impl Into<String>) {
+        self.files.insert(path.to_string(), text.into());
+    }
+    /// A kernel-style relative symlink at `path` to the root-relative `target`.
+    fn link(&mut self, path: &str, target: &str) {
+        self.links.insert(path.to_string(), relative(path, target));
+    }
+
+    /// Writes the tree under `dir` (which must not exist yet or be empty).
+    pub fn write(&self, dir: &Path) -> std::io::Result<()> {
+        for (path, text) in &self.files {
+            let p = dir.join(path);
+            std::fs::create_dir_all(p.parent().expect("has parent"))?;
+            std::fs::write(p, text)?;
+        }
+        for (path, target) in &self.links {
+            let p = dir.join(path);
+            std::fs::create_dir_all(p.parent().expect("has parent"))?;
+            std::os::unix::fs::symlink(target, p)?;
+        }
+        Ok(())
+    }
+
+    /// Reads a tree written by [`Tree::write`] (or committed).
+    pub fn read(dir: &Path) -> std::io::Result<Tree> {
+        let mut tree = Tree::default();
+        read_into(dir, "", &mut tree)?;
+        Ok(tree)
+    }
+}
+
+fn read_into(dir: &Path, rel: &str, tree: &mut Tree) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir.join(rel))? {
+        let entry = entry?;
+        let name = entry.file_name().into_string().expect("UTF-8 names");
+        let path = if rel.is_empty() {
+            name
+        } else {
+            format!("{rel}/{name}")
+        };
+        let kind = entry.file_type()?;
+        if kind.is_symlink() {
+            let target = std::fs::read_link(dir.join(&path))?;
+            tree.links
+                .insert(path, target.to_string_lossy().into_owned());
+        } else if kind.is_dir() {
+            read_into(dir, &path, tree)?;
+        } else {
+            tree.files
+                .insert(path.clone(), std::fs::read_to_string(dir.join(&path))?);
+        }
+    }
+    Ok(())
+}
+
+/// The relative target from the directory of `link` to `target`.
+fn relative(link: &str, target: &str) -> String {
+    let from: Vec<&str> = link.split('/').collect();
+    let from = &from[..from.len() - 1];
+    let to: Vec<&str> = target.split('/').collect();
+    let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<&str> = vec![".."; from.len() - common];
+    parts.extend(&to[common..]);
+    parts.join("/")
+}
+
+/// Compact kernel list (`0-3,8`).
+pub fn list(items: &[u32]) -> String {
+    let mut v = items.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let start = v[i];
+        while i + 1 < v.len() && v[i + 1] == v[i] + 1 {
+            i += 1;
+        }
+        out.push(if v[i] == start {
+            start.to_string()
+        } else {
+            format!("{start}-{}", v[i])
+        });
+        i += 1;
+    }
+    out.join(",")
+}
+
+/// `mq/N/cpu_list` style: `0, 1, 48`.
+fn mq_list(items: &[u32]) -> String {
+    items
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Machine {
+    /// The whole tree.
+    pub fn tree(&self) -> Tree {
+        let mut t = Tree::default();
+        self.write_nodes(&mut t);
+        self.write_cpus(&mut t);
+        self.write_interrupts(&mut t);
+        if let Some(mp) = self.multipath {
+            t.file(
+                "sys/module/nvme/parameters/poll_queues",
+                format!("{}\n", self.poll_queues),
+            );
+            t.file(
+                "sys/module/nvme_core/parameters/multipath",
+                if mp { "Y\n" } else { "N\n" },
+            );
+            t.file(
+                "sys/module/nvme_core/parameters/iopolicy",
+                format!("{}\n", self.iopolicy),
+            );
+        }
+        let ctrl_dirs: BTreeMap<u32, String> = self
+            .controllers
+            .iter()
+            .map(|c| (c.instance, self.write_controller(&mut t, c)))
+            .collect();
+        for s in &self.subsystems {
+            self.write_subsystem(&mut t, s, &ctrl_dirs);
+        }
+        t
+    }
+
+    fn write_nodes(&self, t: &mut Tree) {
+        let base = "sys/devices/system/node";
+        let ids: Vec<u32> = self.nodes.iter().map(|n| n.id).collect();
+        t.file(&format!("{base}/online"), format!("{}\n", list(&ids)));
+        t.file(&format!("{base}/possible"), format!("{}\n", list(&ids)));
+        for n in &self.nodes {
+            let cpus: Vec<u32> = self
+                .cpus
+                .iter()
+                .filter(|c| c.node == n.id && c.online)
+                .map(|c| c.id)
+                .collect();
+            t.file(
+                &format!("{base}/node{}/cpulist", n.id),
+                format!("{}\n", list(&cpus)),
+            );
+            let dist: Vec<String> = n.distances.iter().map(u32::to_string).collect();
+            t.file(
+                &format!("{base}/node{}/distance", n.id),
+                format!("{}\n", dist.join(" ")),
+            );
+            let meminfo = format!(
+                "Node {id} MemTotal:       {total:>10} kB\nNode {id} MemFree:        {free:>10} kB\nNode {id} MemUsed:        {used:>10} kB\n",
+                id = n.id,
+                total = n.memory_kib,
+                free = n.memory_kib / 10 * 9,
+                used = n.memory_kib - n.memory_kib / 10 * 9
+            );
+            t.file(&format!("{base}/node{}/meminfo", n.id), meminfo);
+        }
+    }
+
+    fn write_cpus(&self, t: &mut Tree) {
+        let base = "sys/devices/system/cpu";
+        let all: Vec<u32> = self.cpus.iter().map(|c| c.id).collect();
+        let online: Vec<u32> = self
+            .cpus
+            .iter()
+            .filter(|c| c.online)
+            .map(|c| c.id)
+            .collect();
+        t.file(&format!("{base}/online"), format!("{}\n", list(&online)));
+        t.file(&format!("{base}/possible"), format!("{}\n", list(&all)));
+        t.file(&format!("{base}/present"), format!("{}\n", list(&all)));
+        for c in &self.cpus {
+            let dir = format!("{base}/cpu{}", c.id);
+            t.link(
+                &format!("{dir}/node{}", c.node),
+                &format!("sys/devices/system/node/node{}", c.node),
+            );
+            if c.id != 0 {
+                t.file(
+                    &format!("{dir}/online"),
+                    if c.online { "1\n" } else { "0\n" },
+                );
+            }
+            if c.online {
+                t.file(
+                    &format!("{dir}/topology/physical_package_id"),
+                    format!("{}\n", c.package),
+                );
+                t.file(&format!("{dir}/topology/core_id"), format!("{}\n", c.core));
+                t.file(
+                    &format!("{dir}/topology/thread_siblings_list"),
+                    format!("{}\n", list(&c.siblings)),
+                );
+            }
+        }
+    }
+
+    fn write_interrupts(&self, t: &mut Tree) {
+        let online: Vec<u32> = self
+            .cpus
+            .iter()
+            .filter(|c| c.online)
+            .map(|c| c.id)
+            .collect();
+        let mut text = String::from("     ");
+        for c in &online {
+            text.push_str(&format!("{:>11}", format!("CPU{c}")));
+        }
+        text.push('\n');
+        let mut line = |irq: u32, on_cpu: u32, chip: &str, name: &str, t: &mut Tree| {
+            text.push_str(&format!("{irq:>4}:"));
+            for c in &online {
+                let count = if *c == on_cpu {
+                    1000 + u64::from(irq) * 7
+                } else {
+                    0
+                };
+                text.push_str(&format!(" {count:>10}"));
+            }
+            text.push_str(&format!("  {chip}  {name}\n"));
+            t.file(
+                &format!("proc/irq/{irq}/effective_affinity_list"),
+                format!("{on_cpu}\n"),
+            );
+        };
+        line(0, online[0], "IO-APIC   2-edge     ", "timer", t);
+        line(9, online[0], "IO-APIC   9-fasteoi  ", "acpi", t);
+        for c in &self.controllers {
+            let Attach::Pci { bdf, .. } = &c.attach else {
+                continue;
+            };
+            if c.irq_cpus.is_empty() {
+                continue;
+            }
+            line(
+                c.first_irq,
+                online[0],
+                &format!("PCI-MSIX-{bdf}   0-edge     "),
+                &format!("nvme{}q0", c.instance),
+                t,
+            );
+            for (q, cpu) in c.irq_cpus.iter().enumerate() {
+                let q = q as u32 + 1;
+                line(
+                    c.first_irq + q,
+                    *cpu,
+                    &format!("PCI-MSIX-{bdf}  {q:>2}-edge     "),
+                    &format!("nvme{}q{q}", c.instance),
+                    t,
+                );
+            }
+        }
+        text.push_str(&format!("{:>4}:", "NMI"));
+        for _ in &online {
+            text.push_str(&format!(" {:>10}", 0));
+        }
+        text.push_str("   Non-maskable interrupts\n");
+        t.file("proc/interrupts", text);
+    }
+
+    fn ctrl(&self, instance: u32) -> &CtrlSpec {
+        self.controllers
+            .iter()
+            .find(|c| c.instance == instance)
+            .expect("controller in spec")
+    }
+}
+
+fn scheduler_line(active: &str) -> String {
+    ["none", "mq-deadline", "kyber", "bfq"]
+        .iter()
+        .map(|s| {
+            if *s == active {
+                format!("[{s}]")
+            } else {
+                s.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl Machine {
+    fn write_controller(&self, t: &mut Tree, c: &CtrlSpec) -> String {
+        let nqn = &self
+            .subsystems
+            .iter()
+            .find(|s| s.instance == c.subsystem)
+            .expect("subsystem")
+            .nqn;
+        let (dir, transport, address) = match &c.attach {
+            Attach::Pci {
+                host,
+                bridges,
+                bdf,
+                local_cpulist,
+                numa_node,
+            } => {
+                let mut pci = format!("sys/devices/{host}");
+                for b in bridges {
+                    pci = format!("{pci}/{b}");
+                }
+                pci = format!("{pci}/{bdf}");
+                t.file(&format!("{pci}/numa_node"), format!("{numa_node}\n"));
+                t.file(
+                    &format!("{pci}/local_cpulist"),
+                    format!("{local_cpulist}\n"),
+                );
+                let dir = format!("{pci}/nvme/nvme{}", c.instance);
+                t.link(&format!("{dir}/device"), &pci);
+                (dir, "pcie".to_string(), bdf.clone())
+            }
+            Attach::Fabric { transport, address } => {
+                let dir = format!("sys/devices/virtual/nvme-fabrics/ctl/nvme{}", c.instance);
+                t.link(
+                    &format!("{dir}/device"),
+                    "sys/devices/virtual/nvme-fabrics/ctl",
+                );
+                (dir, transport.clone(), address.clone())
+            }
+        };
+        for (attr, value) in [
+            ("transport", transport),
+            ("address", address),
+            ("model", c.model.clone()),
+            ("serial", c.serial.clone()),
+            ("firmware_rev", c.firmware.clone()),
+            ("state", "live".to_string()),
+            ("cntlid", c.cntlid.to_string()),
+            ("numa_node", c.numa_node.to_string()),
+            ("subsysnqn", nqn.clone()),
+        ] {
+            t.file(&format!("{dir}/{attr}"), format!("{value}\n"));
+        }
+        t.link(&format!("sys/class/nvme/nvme{}", c.instance), &dir);
+        dir
+    }
+
+    fn write_subsystem(&self, t: &mut Tree, s: &SubsysSpec, ctrl_dirs: &BTreeMap<u32, String>) {
+        let dir = format!(
+            "sys/devices/virtual/nvme-subsystem/nvme-subsys{}",
+            s.instance
+        );
+        t.file(&format!("{dir}/subsysnqn"), format!("{}\n", s.nqn));
+        t.file(&format!("{dir}/iopolicy"), format!("{}\n", s.iopolicy));
+        t.link(
+            &format!("sys/class/nvme-subsystem/nvme-subsys{}", s.instance),
+            &dir,
+        );
+        for c in self
+            .controllers
+            .iter()
+            .filter(|c| c.subsystem == s.instance)
+        {
+            t.link(
+                &format!("{dir}/nvme{}", c.instance),
+                &ctrl_dirs[&c.instance],
+            );
+        }
+        for ns in &s.namespaces {
+            if self.multipath == Some(true) {
+                self.write_head(t, &dir, s.instance, ns, ctrl_dirs);
+            } else {
+                for (x, _, _) in &ns.paths {
+                    let ctrl_dir = &ctrl_dirs[x];
+                    let name = format!("nvme{x}n{}", ns.head_instance);
+                    self.write_disk(t, &format!("{ctrl_dir}/{name}"), ns, Some(self.ctrl(*x)));
+                    let generic = format!("{ctrl_dir}/ng{x}n{}", ns.head_instance);
+                    t.file(&format!("{generic}/dev"), format!("242:{x}\n"));
+                    t.link(
+                        &format!("sys/class/nvme-generic/ng{x}n{}", ns.head_instance),
+                        &generic,
+                    );
+                }
+            }
+        }
+    }
+
+    fn write_head(
+        &self,
+        t: &mut Tree,
+        dir: &str,
+        sub: u32,
+        ns: &NsSpec,
+        ctrl_dirs: &BTreeMap<u32, String>,
+    ) {
+        let head = format!("{dir}/nvme{sub}n{}", ns.head_instance);
+        self.write_disk(t, &head, ns, None);
+        let generic = format!("{dir}/ng{sub}n{}", ns.head_instance);
+        t.file(
+            &format!("{generic}/dev"),
+            format!("242:{}\n", ns.head_instance),
+        );
+        t.link(
+            &format!("sys/class/nvme-generic/ng{sub}n{}", ns.head_instance),
+            &generic,
+        );
+        for (x, ana, numa_nodes) in &ns.paths {
+            let name = format!("nvme{sub}c{x}n{}", ns.head_instance);
+            let path_dir = format!("{}/{name}", ctrl_dirs[x]);
+            self.write_disk(t, &path_dir, ns, Some(self.ctrl(*x)));
+            t.file(&format!("{path_dir}/ana_state"), format!("{ana}\n"));
+            if let Some(nodes) = numa_nodes {
+                t.file(&format!("{path_dir}/numa_nodes"), format!("{nodes}\n"));
+            }
+            t.link(&format!("{head}/multipath/{name}"), &path_dir);
+        }
+    }
+
+    /// A gendisk: a request-based one (with `mq/`) when `ctrl` is given,
+    /// else a bio-based multipath head.
+    fn write_disk(&self, t: &mut Tree, dir: &str, ns: &NsSpec, ctrl: Option<&CtrlSpec>) {
+        t.file(&format!("{dir}/size"), format!("{}\n", ns.size_sectors));
+        t.file(&format!("{dir}/nsid"), format!("{}\n", ns.nsid));
+        let q = format!("{dir}/queue");
+        let polled = self.poll_queues > 0 && self.controllers.iter().any(|c| c.poll_queues > 0);
+        let (scheduler, nr_requests) = match ctrl {
+            Some(_) => (scheduler_line(&ns.scheduler), "1023"),
+            None => ("none".to_string(), "128"),
+        };
+        for (attr, value) in [
+            ("logical_block_size", ns.lba_bytes.to_string()),
+            ("scheduler", scheduler),
+            ("nr_requests", nr_requests.to_string()),
+            ("io_poll", if polled { "1" } else { "0" }.to_string()),
+            ("rq_affinity", "1".to_string()),
+            ("nomerges", "0".to_string()),
+            ("iostats", "1".to_string()),
+            ("write_cache", "write through".to_string()),
+        ] {
+            t.file(&format!("{q}/{attr}"), format!("{value}\n"));
+        }
+        let Some(c) = ctrl else {
+            return;
+        };
+        for (k, cpus) in c.queue_cpus.iter().enumerate() {
+            t.file(
+                &format!("{dir}/mq/{k}/cpu_list"),
+                format!("{}\n", mq_list(cpus)),
+            );
+        }
+        let online: Vec<u32> = self
+            .cpus
+            .iter()
+            .filter(|c| c.online)
+            .map(|c| c.id)
+            .collect();
+        for p in 0..c.poll_queues {
+            let cpus: Vec<u32> = online
+                .iter()
+                .copied()
+                .enumerate()
+                .filter(|(i, _)| *i as u32 % c.poll_queues == p)
+                .map(|(_, c)| c)
+                .collect();
+            let k = c.queue_cpus.len() as u32 + p;
+            t.file(
+                &format!("{dir}/mq/{k}/cpu_list"),
+                format!("{}\n", mq_list(&cpus)),
+            );
+        }
+    }
+}
