@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::model::{Arm, RunRecord, TargetMetrics, TOTAL};
 use crate::stats::{self, Summary};
 
+/// Runs needed before any run is flagged as an outlier: with fewer, the MAD
+/// of the few values is too small a yardstick and flags ordinary runs.
+pub const MIN_RUNS_FOR_OUTLIERS: usize = 5;
+
 /// Run-to-run deviation of IOPS above which the user is warned, in percent.
 pub const HIGH_CV_PCT: f64 = 5.0;
 
@@ -118,7 +122,12 @@ fn scope_stats(scope: &str, runs: &[&RunRecord]) -> Option<ScopeStats> {
         .iter()
         .map(|&metric| {
             let values: Vec<f64> = rows.iter().map(|(_, m)| metric.of(m)).collect();
-            let outliers = stats::outliers(&values)
+            let flagged = if values.len() >= MIN_RUNS_FOR_OUTLIERS {
+                stats::outliers(&values)
+            } else {
+                Vec::new()
+            };
+            let outliers = flagged
                 .into_iter()
                 .map(|o| OutlierRun {
                     seq: rows[o.index].0,
@@ -207,16 +216,16 @@ fn warnings(arm: &ArmStats) -> Vec<String> {
         if let Some(cv) = iops.summary.cv_pct.filter(|cv| *cv > HIGH_CV_PCT) {
             out.push(format!(
                 "{}: run-to-run deviation of IOPS {} is {cv:.1} % (stdev/mean, over {} runs), above {HIGH_CV_PCT} %: \
-                 use a longer --ramp and --runtime, stop other load, or pin with --policy local",
+                 use a longer --ramp and --runtime, stop other load, or pin the jobs near the device (numio bench --numa local)",
                 arm.label,
                 scope_label(&scope.scope),
                 iops.summary.n
             ));
         }
     }
-    if (1..3).contains(&arm.runs) {
+    if (1..MIN_RUNS_FOR_OUTLIERS).contains(&arm.runs) {
         out.push(format!(
-            "{}: {} run(s) are too few to spot outliers (needs 3) or to trust the deviation: use --repeat 5",
+            "{}: {} run(s) are too few to spot outliers (needs {MIN_RUNS_FOR_OUTLIERS}) or to trust the deviation: use --repeat {MIN_RUNS_FOR_OUTLIERS} or more",
             arm.label, arm.runs
         ));
     }

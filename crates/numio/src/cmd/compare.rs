@@ -1,10 +1,293 @@
-//! `numio compare`.
+//! `numio compare`: runs two arms (placement policies, saved plans, fio job
+//! files) interleaved A B A B …, or takes them from saved result files, and
+//! says whether they differ (the statistics live in the `report` crate).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context};
+use planner::{Placement, PlanRequest, Policy, TargetSpec, Workload};
+use report::arm::{distinct_labels, interleave, ArmSource, ArmSpec};
+use report::{Arm, ResultSet, SetKind};
+use topology::Topology;
+
+use super::bench::bench_args::{parse_percentiles, WorkloadArgs};
+use super::bench::{run_placement, RunOptions, DEFAULT_TARGET_BYTES, DEFAULT_TARGET_NAME};
+use super::report::{command_line, finish, now_unix_s};
 
 /// Flags of `numio compare`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Arm A: policy=local|spread|none, plan=FILE (numio plan --save),
+    /// fio=FILE (job file) or result=FILE[,arm=LABEL]; append ,label=NAME to rename.
+    #[arg(long = "a", value_name = "ARM")]
+    pub a: String,
+    /// Arm B, as --a.
+    #[arg(long = "b", value_name = "ARM")]
+    pub b: String,
+    /// Runs of each live arm, interleaved A B A B … (5 or more for Welch's t-test).
+    #[arg(long, default_value_t = 5, value_name = "N")]
+    pub repeat: usize,
+    /// Targets of policy= arms. None: every NVMe namespace, or else the default
+    /// 1 GiB file under $TMPDIR (as `numio bench`).
+    pub targets: Vec<String>,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    /// Engine backend: uring, sync, null (no I/O) or nop (io_uring NOPs).
+    #[arg(long, default_value = "uring")]
+    pub backend: String,
+    /// Latency percentiles to record (default 1,10,50,90,99,99.9,99.99).
+    #[arg(long)]
+    pub percentiles: Option<String>,
+    /// fio=FILE arms: place jobs without cpus_allowed/numa_cpu_nodes by the local policy.
+    #[arg(long)]
+    pub fio_numa_auto: bool,
+    /// Save every run of both arms to this JSON file (reprint: numio report FILE).
+    #[arg(long, value_name = "FILE.json")]
+    pub save: Option<PathBuf>,
+    /// Write a row per run per target as CSV (`-`: standard output).
+    #[arg(long, value_name = "OUT.csv")]
+    pub csv: Option<PathBuf>,
+    /// Draw IOPS per run, stdev % per target and latency percentiles (.svg or .png).
+    #[arg(long, value_name = "OUT.svg|OUT.png")]
+    pub chart: Option<PathBuf>,
+    /// Print the result set and its analysis as JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// An arm ready to run or already measured.
+enum Prepared {
+    Live(Box<Placement>),
+    Loaded(Arm),
+}
 
 /// Runs `numio compare`.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`numio compare` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        (1..=1000).contains(&args.repeat),
+        "--repeat {}: give 1 to 1000 runs per arm",
+        args.repeat
+    );
+    let mut specs = [parse_arm("--a", &args.a)?, parse_arm("--b", &args.b)?];
+    let context = LiveContext::new(&args, &specs)?;
+    let prepared = [prepare(&specs[0], &context)?, prepare(&specs[1], &context)?];
+    for (spec, p) in specs.iter_mut().zip(&prepared) {
+        if let (Prepared::Loaded(arm), false) = (p, spec.label_given) {
+            spec.label = arm.label.clone();
+        }
+    }
+    let [sa, sb] = &mut specs;
+    distinct_labels(&mut sa.label, &mut sb.label);
+    let arms = run_arms(&specs, prepared, args.repeat, &context)?;
+    let set = ResultSet::new(SetKind::Compare, command_line(), now_unix_s(), arms);
+    finish(
+        &set,
+        args.save.as_deref(),
+        args.csv.as_deref(),
+        args.chart.as_deref(),
+        args.json,
+    )?;
+    Ok(0)
+}
+
+fn parse_arm(flag: &str, text: &str) -> anyhow::Result<ArmSpec> {
+    ArmSpec::parse(text).with_context(|| format!("{flag} {text}"))
+}
+
+/// What live arms share: workload, engine options, topology, targets.
+struct LiveContext {
+    workload: Workload,
+    opts: RunOptions,
+    topology: Option<Topology>,
+    targets: Vec<String>,
+    fio_numa_auto: bool,
+}
+
+impl LiveContext {
+    fn new(args: &Args, specs: &[ArmSpec; 2]) -> anyhow::Result<Self> {
+        let workload = args.workload.workload()?;
+        let percentiles = match &args.percentiles {
+            Some(p) => parse_percentiles(p)?,
+            None => engine::DEFAULT_PERCENTILES.to_vec(),
+        };
+        let opts = RunOptions {
+            engine: engine::RunOptions {
+                backend: args.backend.parse()?,
+                percentiles,
+                ..engine::RunOptions::default()
+            },
+            progress: false,
+        };
+        let topology = Topology::discover(Path::new("/"));
+        let needs_targets = specs
+            .iter()
+            .any(|s| matches!(s.source, ArmSource::Policy(_)));
+        let targets = if needs_targets {
+            targets_or_default(&args.targets, topology.as_ref().ok(), &workload)?
+        } else {
+            args.targets.clone()
+        };
+        Ok(LiveContext {
+            workload,
+            opts,
+            topology: topology.ok(),
+            targets,
+            fio_numa_auto: args.fio_numa_auto,
+        })
+    }
+
+    fn topology(&self, what: &str) -> anyhow::Result<&Topology> {
+        self.topology.as_ref().with_context(|| {
+            format!("{what} needs the machine's topology, and discovery under / failed; run `numio topo` to see why")
+        })
+    }
+}
+
+/// The targets given; else every NVMe namespace; else `numio bench`'s
+/// default file target, which `numio bench` creates on first use.
+fn targets_or_default(
+    given: &[String],
+    topology: Option<&Topology>,
+    workload: &Workload,
+) -> anyhow::Result<Vec<String>> {
+    if !given.is_empty() {
+        return Ok(given.to_vec());
+    }
+    if workload.rw.writes() {
+        bail!(
+            "--rw={}: write workloads need explicit targets (numio compare --a … --b … TARGET --rw …)",
+            workload.rw.fio_name()
+        );
+    }
+    let nvme: Vec<String> = topology
+        .map(|t| {
+            t.block_devices()
+                .iter()
+                .map(|d| format!("/dev/{d}"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !nvme.is_empty() {
+        return Ok(nvme);
+    }
+    let dir = std::env::var_os("TMPDIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    let path = dir.join(DEFAULT_TARGET_NAME);
+    let size = std::fs::metadata(&path).map(|m| m.len()).ok();
+    if size != Some(DEFAULT_TARGET_BYTES) {
+        bail!(
+            "no NVMe namespace found and the default target {} does not exist yet: \
+             run `numio bench --runtime 1s` once to create it, or name a target",
+            path.display()
+        );
+    }
+    eprintln!(
+        "numio: no NVMe namespace found: comparing on the default target {}",
+        path.display()
+    );
+    Ok(vec![path.to_string_lossy().into_owned()])
+}
+
+fn prepare(spec: &ArmSpec, ctx: &LiveContext) -> anyhow::Result<Prepared> {
+    let placement = match &spec.source {
+        ArmSource::Policy(name) => {
+            let policy = match name.as_str() {
+                "local" => Policy::Local,
+                "spread" => Policy::Spread,
+                _ => Policy::None,
+            };
+            let request = PlanRequest {
+                targets: ctx.targets.iter().map(TargetSpec::new).collect(),
+                workload: ctx.workload.clone(),
+                policy,
+            };
+            let topo = ctx.topology(&spec.text)?;
+            planner::plan(topo, &request).with_context(|| format!("planning arm {}", spec.text))?
+        }
+        ArmSource::Plan(path) => Placement::load(path)
+            .with_context(|| format!("arm {}: reading the plan {}", spec.text, path.display()))?,
+        ArmSource::Fio(path) => {
+            let jobs = planner::fio::load_job_file(path, &planner::fio::ParseOptions::default())
+                .with_context(|| {
+                    format!("arm {}: reading the job file {}", spec.text, path.display())
+                })?;
+            for w in &jobs.warnings {
+                eprintln!("numio: {}: {w}", path.display());
+            }
+            let topo = ctx.topology(&spec.text)?;
+            jobs.to_placement(topo, ctx.fio_numa_auto)
+                .with_context(|| format!("arm {}: placing {}", spec.text, path.display()))?
+        }
+        ArmSource::Result { path, arm } => {
+            let loaded = report::file::load_arm(path, arm.as_deref())
+                .with_context(|| format!("arm {}", spec.text))?;
+            return Ok(Prepared::Loaded(loaded));
+        }
+    };
+    for w in &placement.warnings {
+        eprintln!("numio: arm {}: {w}", spec.label);
+    }
+    Ok(Prepared::Live(Box::new(placement)))
+}
+
+/// Runs the live arms interleaved and assembles both arms in A, B order.
+fn run_arms(
+    specs: &[ArmSpec; 2],
+    prepared: [Prepared; 2],
+    repeat: usize,
+    ctx: &LiveContext,
+) -> anyhow::Result<Vec<Arm>> {
+    let live: Vec<usize> = (0..2)
+        .filter(|&i| matches!(prepared[i], Prepared::Live(_)))
+        .collect();
+    let total = live.len() * repeat;
+    let runs = interleave(&live, repeat, |arm, round, seq| {
+        let Prepared::Live(placement) = &prepared[arm] else {
+            unreachable!("only live arms are interleaved")
+        };
+        eprintln!(
+            "numio: run {seq} of {total}: {} (round {} of {repeat})",
+            specs[arm].label,
+            round + 1
+        );
+        let result = run_placement(placement, &ctx.opts)
+            .with_context(|| format!("run {seq} ({})", specs[arm].label))?;
+        Ok::<_, anyhow::Error>(report::from_engine::record(seq, &result))
+    })?;
+    let mut arms: Vec<Arm> = Vec::with_capacity(2);
+    for (i, p) in prepared.into_iter().enumerate() {
+        let arm = match p {
+            Prepared::Loaded(mut arm) => {
+                arm.label = specs[i].label.clone();
+                arm
+            }
+            Prepared::Live(_) => Arm {
+                label: specs[i].label.clone(),
+                spec: specs[i].text.clone(),
+                runs: runs
+                    .iter()
+                    .filter(|(a, _)| *a == i)
+                    .map(|(_, r)| r.clone())
+                    .collect(),
+            },
+        };
+        arms.push(arm);
+    }
+    renumber_collisions(&mut arms);
+    Ok(arms)
+}
+
+/// Arms from different files may both number their runs from 1: shift the
+/// second arm's `seq` past the first's so execution order stays unique.
+fn renumber_collisions(arms: &mut [Arm]) {
+    let [a, b] = arms else { return };
+    let collide = b
+        .runs
+        .iter()
+        .any(|rb| a.runs.iter().any(|ra| ra.seq == rb.seq));
+    if collide {
+        let offset = a.runs.iter().map(|r| r.seq).max().unwrap_or(0);
+        for r in &mut b.runs {
+            r.seq += offset;
+        }
+    }
 }
