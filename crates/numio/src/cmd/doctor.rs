@@ -23,11 +23,11 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let topo = Topology::load(&args.root)?;
     let report = Report::new(&topo);
-    if args.json {
-        let text = serde_json::to_string_pretty(&report).context("serializing the findings")?;
-        println!("{text}");
+    let text = if args.json {
+        serde_json::to_string_pretty(&report).context("serializing the findings")? + "\n"
     } else {
-        print!("{}", topology::doctor::render(&report));
-    }
+        topology::doctor::render(&report)
+    };
+    super::topo::print_stdout(&text)?;
     Ok(report.exit_code())
 }

@@ -35,11 +35,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             path.display()
         );
     }
-    if args.json {
-        let text = serde_json::to_string_pretty(&topo).context("serializing the topology")?;
-        println!("{text}");
+    let text = if args.json {
+        serde_json::to_string_pretty(&topo).context("serializing the topology")? + "\n"
     } else {
-        print!("{}", topology::render::tree(&topo));
-    }
+        topology::render::tree(&topo)
+    };
+    print_stdout(&text)?;
     Ok(0)
+}
+
+/// Writes `text` to stdout; a closed pipe (`numio topo | head`) is not an
+/// error.
+pub fn print_stdout(text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e).context("writing to stdout"),
+        _ => Ok(()),
+    }
 }
