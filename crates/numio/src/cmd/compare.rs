@@ -291,3 +291,155 @@ fn renumber_collisions(arms: &mut [Arm]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> Args {
+        Cli::try_parse_from(std::iter::once("compare").chain(argv.iter().copied()))
+            .expect("flags parse")
+            .args
+    }
+
+    #[test]
+    fn renumbers_only_colliding_arms() {
+        let arm = |seqs: &[usize]| Arm {
+            label: "x".into(),
+            spec: "result=x".into(),
+            runs: seqs.iter().map(|&seq| record(seq)).collect(),
+        };
+        let mut arms = vec![arm(&[1, 3]), arm(&[2, 4])];
+        renumber_collisions(&mut arms);
+        assert_eq!(arms[1].runs[0].seq, 2);
+        let mut arms = vec![arm(&[1, 2]), arm(&[1, 2])];
+        renumber_collisions(&mut arms);
+        assert_eq!(
+            arms[1].runs.iter().map(|r| r.seq).collect::<Vec<_>>(),
+            [3, 4]
+        );
+    }
+
+    fn record(seq: usize) -> report::RunRecord {
+        let total = report::TargetMetrics {
+            target: "total".into(),
+            iops: 1.0,
+            bandwidth_bytes_per_s: 4096.0,
+            lat_mean_ns: 1.0,
+            lat_p99_ns: 1.0,
+            percentiles: vec![],
+        };
+        report::RunRecord {
+            seq,
+            started_unix_s: 0,
+            targets: vec![],
+            total,
+            raw: None,
+        }
+    }
+
+    #[test]
+    fn bad_arms_and_repeat_are_refused_with_the_fix() {
+        let err = run(parse(&["--a", "policy=numa", "--b", "policy=spread"])).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("local, spread or none"),
+            "{err:#}"
+        );
+        let err = run(parse(&[
+            "--a",
+            "policy=local",
+            "--b",
+            "policy=spread",
+            "--repeat",
+            "0",
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("--repeat 0"), "{err}");
+        let err = run(parse(&[
+            "--a",
+            "result=/nonexistent.json",
+            "--b",
+            "policy=spread",
+        ]))
+        .unwrap_err();
+        assert!(format!("{err:#}").contains("/nonexistent.json"), "{err:#}");
+    }
+
+    /// End to end on this machine: live policy arms on a small file target,
+    /// interleaved, saved, reprinted and charted. Checks the mechanics, not
+    /// the sign of the difference.
+    #[test]
+    fn compare_local_vs_spread_end_to_end() {
+        let dir = std::env::temp_dir().join(format!("numio-compare-e2e-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("target.bin");
+        std::fs::write(&target, vec![0x5au8; 16 << 20]).unwrap();
+        let (save, chart, csv) = (dir.join("c.json"), dir.join("c.svg"), dir.join("c.csv"));
+        let argv = [
+            "--a",
+            "policy=local",
+            "--b",
+            "policy=spread",
+            "--repeat",
+            "3",
+            "--runtime",
+            "300ms",
+            "--iodepth",
+            "8",
+            "--buffered",
+            target.to_str().unwrap(),
+            "--save",
+            save.to_str().unwrap(),
+            "--chart",
+            chart.to_str().unwrap(),
+            "--csv",
+            csv.to_str().unwrap(),
+        ];
+        assert_eq!(run(parse(&argv)).expect("compare runs"), 0);
+        let set = report::file::load(&save).expect("saved result loads");
+        assert_eq!(set.kind, SetKind::Compare);
+        let labels: Vec<&str> = set.arms.iter().map(|a| a.label.as_str()).collect();
+        assert_eq!(labels, ["local", "spread"]);
+        let order: Vec<(&str, usize)> = set
+            .runs_in_order()
+            .iter()
+            .map(|(a, r)| (a.label.as_str(), r.seq))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ("local", 1),
+                ("spread", 2),
+                ("local", 3),
+                ("spread", 4),
+                ("local", 5),
+                ("spread", 6)
+            ]
+        );
+        for (_, run) in set.runs_in_order() {
+            assert!(run.total.iops > 0.0, "every run did I/O: {run:?}");
+            assert!(run.raw.is_some(), "the engine's result is kept");
+        }
+        let comparison = report::analyze(&set).comparison.expect("two arms compare");
+        let verdict = &comparison.metrics[0].verdict;
+        assert!(
+            verdict.starts_with("local: ")
+                || verdict.starts_with("spread: ")
+                || verdict.starts_with("no "),
+            "{verdict}"
+        );
+        assert!(std::fs::read_to_string(&chart).unwrap().starts_with("<svg"));
+        assert_eq!(
+            std::fs::read_to_string(&csv).unwrap().lines().count(),
+            1 + 6 * 2
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -150,7 +150,7 @@ pub fn finish(
     chart: Option<&std::path::Path>,
     json: bool,
 ) -> anyhow::Result<()> {
-    if !csv.is_some_and(|p| p.as_os_str() == "-") {
+    if csv.is_none_or(|p| p.as_os_str() != "-") {
         let exporter: &dyn Exporter = if json { &JsonExporter } else { &TextExporter };
         exporter.export(set, &mut std::io::stdout().lock())?;
     }
