@@ -90,12 +90,17 @@ pub fn iops_per_run(svg: &mut Svg, frame: Frame, set: &ResultSet) {
     legend(svg, frame, &labels);
 }
 
-fn short(path: &str) -> String {
+/// `path`, cut from the left to at most `max` characters.
+fn short(path: &str, max: usize) -> String {
     let chars: Vec<char> = path.chars().collect();
-    if chars.len() <= 22 {
+    if chars.len() <= max {
         path.to_string()
     } else {
-        format!("…{}", chars[chars.len() - 21..].iter().collect::<String>())
+        let keep = max.saturating_sub(1);
+        format!(
+            "…{}",
+            chars[chars.len() - keep..].iter().collect::<String>()
+        )
     }
 }
 
@@ -141,7 +146,7 @@ pub fn deviation_bars(svg: &mut Svg, frame: Frame, analysis: &Analysis) {
             frame.bottom() + 16.0,
             11.0,
             Anchor::Middle,
-            &short(scope),
+            &short(scope, (group_w / 7.0) as usize),
             TextStyle::PLAIN,
         );
         let left = center - bar_w * analysis.arms.len() as f64 / 2.0;

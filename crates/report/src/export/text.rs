@@ -59,6 +59,9 @@ fn header(set: &ResultSet) -> String {
     };
     let mut out = format!("numio results: {what}\n");
     let _ = writeln!(out, "  command: {}", set.command);
+    if let Some(first) = set.arms.first() {
+        let _ = writeln!(out, "  targets: {}", first.target_names().join(", "));
+    }
     if set.arms.len() == 2 {
         let _ = writeln!(out, "  A: {}\n  B: {}", arms[0], arms[1]);
     } else {
