@@ -153,6 +153,14 @@ pub fn to_job_file(placement: &Placement) -> String {
         }
     }
     global.retain(|(k, line)| value_of(&fio_defaults, k).as_deref() != Some(line.as_str()));
+    let prefer_jobs_cpus = !whole_sets_work(placement);
+    if prefer_jobs_cpus {
+        out.push_str(
+            "; cpus_allowed lists the CPUs the jobs run on; the rest of each target's CPUs (in its\n\
+             ; comment) stay free. fio's split numbers jobs across all sections, so a list with the\n\
+             ; SMT siblings would move some sections' jobs onto the siblings.\n",
+        );
+    }
     out.push_str("\n[global]\n");
     for (_, line) in &global {
         let _ = writeln!(out, "{line}");
@@ -164,7 +172,7 @@ pub fn to_job_file(placement: &Placement) -> String {
     }
     let mut first_job = 0usize;
     for t in &placement.targets {
-        section(&mut out, t, &effective, first_job);
+        section(&mut out, t, &effective, first_job, prefer_jobs_cpus);
         first_job += t.jobs.len();
     }
     out
@@ -190,7 +198,31 @@ enum Cpus {
     PerJob,
 }
 
-fn cpus_form(t: &TargetPlacement, first_job: usize) -> Cpus {
+/// Whether fio's split over `set` gives every job of `t` exactly its CPU.
+fn split_exact(t: &TargetPlacement, set: &[CpuId], first_job: usize) -> bool {
+    !set.is_empty()
+        && t.jobs
+            .iter()
+            .enumerate()
+            .all(|(i, j)| j.cpus.len() == 1 && fio_split(set, first_job + i) == Some(j.cpus[0]))
+}
+
+/// Whether every split-pinned target can be written over its whole CPU set
+/// (siblings included); if not, the file lists the jobs' CPUs for all of
+/// them, so that sections look alike.
+fn whole_sets_work(placement: &Placement) -> bool {
+    let mut first_job = 0;
+    let mut ok = true;
+    for t in &placement.targets {
+        if let Cpus::Split(_) = cpus_form(t, first_job, false) {
+            ok &= split_exact(t, &t.cpus, first_job);
+        }
+        first_job += t.jobs.len();
+    }
+    ok
+}
+
+fn cpus_form(t: &TargetPlacement, first_job: usize, prefer_jobs_cpus: bool) -> Cpus {
     let jobs = &t.jobs;
     if jobs.iter().all(|j| j.cpus.is_empty()) {
         return Cpus::None;
@@ -212,16 +244,15 @@ fn cpus_form(t: &TargetPlacement, first_job: usize) -> Cpus {
             return Cpus::Shared(first);
         }
     }
-    if jobs.iter().all(|j| j.cpus.len() == 1) {
-        let union = crate::plan::union(jobs);
-        for set in [sorted(&t.cpus), union] {
-            let exact = jobs
-                .iter()
-                .enumerate()
-                .all(|(i, j)| fio_split(&set, first_job + i) == Some(j.cpus[0]));
-            if exact && !set.is_empty() {
-                return Cpus::Split(set);
-            }
+    let union = crate::plan::union(jobs);
+    let sets = if prefer_jobs_cpus {
+        [union, sorted(&t.cpus)]
+    } else {
+        [sorted(&t.cpus), union]
+    };
+    for set in sets {
+        if split_exact(t, &set, first_job) {
+            return Cpus::Split(set);
         }
     }
     Cpus::PerJob
@@ -276,8 +307,14 @@ fn section_name(t: &TargetPlacement) -> String {
     }
 }
 
-fn section(out: &mut String, t: &TargetPlacement, global: &[Line], first_job: usize) {
-    let form = cpus_form(t, first_job);
+fn section(
+    out: &mut String,
+    t: &TargetPlacement,
+    global: &[Line],
+    first_job: usize,
+    prefer_jobs_cpus: bool,
+) {
+    let form = cpus_form(t, first_job, prefer_jobs_cpus);
     if let Cpus::PerJob = form {
         return per_job_sections(out, t, global);
     }

@@ -164,3 +164,131 @@ pub fn flat(n: u32) -> Topology {
     }];
     build(&nodes, &cpus, &ctrls_on(0, 2, Some(0)), vec![])
 }
+
+/// A machine with exactly these CPUs (one node, no SMT), for runs of the
+/// real fio, which can only pin to CPUs that exist.
+pub fn flat_cpus(ids: &[u32]) -> Topology {
+    let cpus: Vec<CpuSpec> = ids
+        .iter()
+        .map(|&id| CpuSpec {
+            id,
+            node: 0,
+            package: 0,
+            core: id,
+            siblings: vec![id],
+        })
+        .collect();
+    let nodes = vec![NodeSpec {
+        id: 0,
+        cpus: ids.to_vec(),
+        memory_bytes: 24 << 30,
+        distances: vec![10],
+    }];
+    build(&nodes, &cpus, &ctrls_on(0, 2, Some(0)), vec![])
+}
+
+/// Four nodes: 0 and 1 are 4-core SMT sockets; node 2 has memory but no
+/// CPUs (CXL-like, nearer to node 1); node 3 has CPUs 16-17 but no memory.
+/// nvme0 on node 0, nvme1 on node 1, nvme2 on node 2, nvme3 on node 3,
+/// nvme4 with numa_node -1; nvme5/nvme6 are the two paths (nodes 0 and 1)
+/// of the multipath head nvme5n1.
+pub fn mixed() -> Topology {
+    let (mut nodes, mut cpus) = smt_sockets(2, 4);
+    let dist = [
+        [10, 21, 31, 17],
+        [21, 10, 14, 28],
+        [31, 14, 10, 30],
+        [17, 28, 30, 10],
+    ];
+    for (i, n) in nodes.iter_mut().enumerate() {
+        n.distances = dist[i].to_vec();
+    }
+    nodes.push(NodeSpec {
+        id: 2,
+        cpus: vec![],
+        memory_bytes: 64 << 30,
+        distances: dist[2].to_vec(),
+    });
+    nodes.push(NodeSpec {
+        id: 3,
+        cpus: vec![16, 17],
+        memory_bytes: 0,
+        distances: dist[3].to_vec(),
+    });
+    for id in [16, 17] {
+        cpus.push(CpuSpec {
+            id,
+            node: 3,
+            package: 2,
+            core: id,
+            siblings: vec![id],
+        });
+    }
+    let mut ctrls = vec![
+        CtrlSpec {
+            name: "nvme0".into(),
+            node: Some(0),
+        },
+        CtrlSpec {
+            name: "nvme1".into(),
+            node: Some(1),
+        },
+        CtrlSpec {
+            name: "nvme2".into(),
+            node: Some(2),
+        },
+        CtrlSpec {
+            name: "nvme3".into(),
+            node: Some(3),
+        },
+        CtrlSpec {
+            name: "nvme4".into(),
+            node: None,
+        },
+    ];
+    let mut topo_json_extra = Vec::new();
+    ctrls.push(CtrlSpec {
+        name: "nvme5".into(),
+        node: Some(0),
+    });
+    ctrls.push(CtrlSpec {
+        name: "nvme6".into(),
+        node: Some(1),
+    });
+    topo_json_extra.push(serde_json::json!({
+        "name": "nvme-subsys9", "nqn": "nqn.fixture:mp", "iopolicy": "numa",
+        "controllers": ["nvme5", "nvme6"],
+        "namespaces": [namespace("nvme9n1", Some("ng9n1"), vec![
+            path("nvme9c5n1", "nvme5", "optimized"),
+            path("nvme9c6n1", "nvme6", "optimized"),
+        ])]
+    }));
+    let mut topo = build(&nodes, &cpus, &ctrls, topo_json_extra);
+    // build() gave nvme5 and nvme6 a namespace each; the multipath head is nvme9n1.
+    topo.subsystems.retain(|s| {
+        !s.controllers.iter().any(|c| c == "nvme5" || c == "nvme6") || s.name == "nvme-subsys9"
+    });
+    topo
+}
+
+/// One core whose two SMT siblings are `a` and `b` (this machine's two
+/// CPUs seen as one core): the vendor layout in miniature.
+pub fn smt_pair(a: u32, b: u32) -> Topology {
+    let cpus: Vec<CpuSpec> = [a, b]
+        .iter()
+        .map(|&id| CpuSpec {
+            id,
+            node: 0,
+            package: 0,
+            core: 0,
+            siblings: vec![a, b],
+        })
+        .collect();
+    let nodes = vec![NodeSpec {
+        id: 0,
+        cpus: vec![a, b],
+        memory_bytes: 24 << 30,
+        distances: vec![10],
+    }];
+    build(&nodes, &cpus, &ctrls_on(0, 2, Some(0)), vec![])
+}
