@@ -128,8 +128,8 @@ impl IdentifyController {
         put_str_zero_padded(&mut b, 768, 256, &self.subnqn);
         put_u32(&mut b, 1792, self.ioccsz);
         put_u32(&mut b, 1796, self.iorcsz);
-        put_u16(&mut b, 1798, self.icdoff);
-        b[1800] = self.msdbd;
+        put_u16(&mut b, 1800, self.icdoff);
+        b[1803] = self.msdbd;
         // Power state 0: 25 W maximum (centiwatts).
         put_u16(&mut b, 2048, 2500);
         b
@@ -161,8 +161,8 @@ impl IdentifyController {
             subnqn: get_str(b, 768, 256),
             ioccsz: get_u32(b, 1792),
             iorcsz: get_u32(b, 1796),
-            icdoff: get_u16(b, 1798),
-            msdbd: b[1800],
+            icdoff: get_u16(b, 1800),
+            msdbd: b[1803],
         }
     }
 }
@@ -317,6 +317,10 @@ mod tests {
         assert_eq!(&b[78..80], &[3, 0]);
         assert_eq!(&b[768..773], b"nqn.x");
         assert_eq!(b[512], 0x66);
+        // Regression: ICDOFF sits at 1800 and MSDBD at 1803 (after the 4-byte
+        // IORCSZ); a Linux host refused to connect with "icdoff is not supported!".
+        assert_eq!(&b[1796..1804], &[1, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!((b[111], b[320], b[525], b[536]), (CNTRLTYPE_IO, 10, 1, 1));
         assert_eq!(IdentifyController::decode(&b), c);
     }
 

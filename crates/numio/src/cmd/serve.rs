@@ -1,10 +1,212 @@
-//! `numio serve`.
+//! `numio serve`: serve RAM, file or block device namespaces over NVMe/TCP.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use nvmf::config::{Limits, NamespaceConfig, SubsystemConfig, TargetConfig, DEFAULT_NQN};
+use nvmf::Server;
+
+const LIMITS_HELP: &str = "\
+Limits (defaults; set with the flags above or [limits] in --config):
+  connections 256 | controllers 64 | I/O queues per controller 16 |
+  I/O queue depth 128 | admin queue depth 32 | in-capsule data: admin 8 KiB, I/O 16 KiB |
+  MAXH2CDATA 128 KiB | max transfer (MDTS) 1 MiB | C2HData PDU 128 KiB | one R2T per command
+Namespaces use 512-byte blocks. Without --allow-host or --allow-any-host, any host is
+admitted (and a warning says so). SIGINT/SIGTERM: stop accepting, let in-flight writes
+finish (5 s at most), close, fdatasync every namespace.
+
+Example:
+  numio serve --ns mem:1G --allow-host nqn.2014-08.org.nvmexpress:uuid:$(cat /etc/nvme/hostid)
+  nvme discover -t tcp -a 127.0.0.1 -s 8009
+  nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2026-01.io.numio:subsys0";
 
 /// Flags of `numio serve`.
 #[derive(Debug, clap::Args)]
-pub struct Args {}
+#[command(after_long_help = LIMITS_HELP, after_help = "Run with --help for limits and an example.")]
+pub struct Args {
+    /// Namespace: `mem:SIZE` (RAM, e.g. mem:1G) or a file / block device path; repeat for more.
+    #[arg(long = "ns", value_name = "mem:SIZE|PATH")]
+    pub namespaces: Vec<String>,
+    /// Subsystem NQN of the --ns namespaces.
+    #[arg(long, default_value = DEFAULT_NQN)]
+    pub nqn: String,
+    /// Serial number reported by Identify (20 ASCII characters at most).
+    #[arg(long, default_value = "NUMIO0001")]
+    pub serial: String,
+    /// Model number reported by Identify (40 ASCII characters at most).
+    #[arg(long, default_value = "numio NVMe/TCP target")]
+    pub model: String,
+    /// NVMe/TCP listener address; repeat for more [default: 127.0.0.1:4420].
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: Vec<SocketAddr>,
+    /// Discovery service port on each listener address; 0 turns it off [default: 8009].
+    #[arg(long, value_name = "PORT")]
+    pub discovery_port: Option<u16>,
+    /// Host NQN allowed to connect; repeat for more.
+    #[arg(long, value_name = "NQN")]
+    pub allow_host: Vec<String>,
+    /// Let any host connect.
+    #[arg(long, conflicts_with = "allow_host")]
+    pub allow_any_host: bool,
+    /// TOML configuration (subsystems, namespaces, listeners, limits); flags add to it.
+    #[arg(long, value_name = "FILE.toml")]
+    pub config: Option<PathBuf>,
+    /// CPUs to run one reactor each on, e.g. 0-3,8 [default: the CPUs this process may use, at most 4].
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Most open connections (queues) over all hosts [default: 256].
+    #[arg(long)]
+    pub max_connections: Option<u32>,
+    /// Most I/O queues per controller [default: 16].
+    #[arg(long)]
+    pub max_io_queues: Option<u16>,
+    /// Deepest I/O queue, entries [default: 128].
+    #[arg(long)]
+    pub queue_depth: Option<u16>,
+    /// In-capsule data accepted on I/O queues, bytes [default: 16384].
+    #[arg(long, value_name = "BYTES")]
+    pub in_capsule: Option<u32>,
+    /// MAXH2CDATA, bytes [default: 131072].
+    #[arg(long, value_name = "BYTES")]
+    pub max_h2c_data: Option<u32>,
+    /// Largest transfer of one command (MDTS), bytes, a power of two [default: 1048576].
+    #[arg(long, value_name = "BYTES")]
+    pub max_transfer: Option<u32>,
+}
+
+/// Parses "0-3,8" into CPU numbers.
+fn parse_cpus(s: &str) -> anyhow::Result<Vec<usize>> {
+    let mut out = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let bad = || anyhow::anyhow!("--cpus {s:?}: {part:?} is not a CPU number or range like 0-3");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                anyhow::ensure!(a <= b && b < 4096, bad());
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    anyhow::ensure!(!out.is_empty(), "--cpus {s:?} names no CPU");
+    Ok(out)
+}
+
+fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
+    let mut cfg = match &args.config {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).with_context(|| format!("reading --config {}", p.display()))?;
+            TargetConfig::from_toml(&text, &p.display().to_string())?
+        }
+        None => TargetConfig::default(),
+    };
+    if !args.listen.is_empty() {
+        cfg.listen = args.listen.clone();
+    }
+    if let Some(p) = args.discovery_port {
+        cfg.discovery_port = p;
+    }
+    if let Some(c) = &args.cpus {
+        cfg.cpus = parse_cpus(c)?;
+    }
+    let l: &mut Limits = &mut cfg.limits;
+    l.max_connections = args.max_connections.unwrap_or(l.max_connections);
+    l.max_io_queues = args.max_io_queues.unwrap_or(l.max_io_queues);
+    l.max_queue_depth = args.queue_depth.unwrap_or(l.max_queue_depth);
+    l.io_in_capsule_bytes = args.in_capsule.unwrap_or(l.io_in_capsule_bytes);
+    l.max_h2c_data_bytes = args.max_h2c_data.unwrap_or(l.max_h2c_data_bytes);
+    l.max_transfer_bytes = args.max_transfer.unwrap_or(l.max_transfer_bytes);
+    let mut open_by_default = false;
+    if !args.namespaces.is_empty() {
+        open_by_default = args.allow_host.is_empty() && !args.allow_any_host;
+        cfg.subsystems.push(SubsystemConfig {
+            nqn: args.nqn.clone(),
+            serial: args.serial.clone(),
+            model: args.model.clone(),
+            allowed_hosts: args.allow_host.clone(),
+            allow_any_host: args.allow_any_host || open_by_default,
+            namespaces: args.namespaces.iter().map(|b| NamespaceConfig { backing: b.clone() }).collect(),
+        });
+    } else if !args.allow_host.is_empty() || args.allow_any_host {
+        anyhow::ensure!(
+            args.config.is_some(),
+            "--allow-host/--allow-any-host apply to --ns namespaces: give at least one --ns mem:SIZE or PATH"
+        );
+        for s in &mut cfg.subsystems {
+            s.allowed_hosts.extend(args.allow_host.iter().cloned());
+            s.allow_any_host |= args.allow_any_host;
+        }
+    }
+    anyhow::ensure!(
+        !cfg.subsystems.is_empty(),
+        "nothing to serve: give --ns mem:1G (RAM) or --ns /path/to/file-or-device, or --config FILE.toml"
+    );
+    cfg.validate()?;
+    Ok((cfg, open_by_default))
+}
+
+fn print_startup(server: &Server, open_by_default: bool) {
+    let t = &server.target;
+    for a in &server.listen_addrs {
+        println!("numio serve: NVMe/TCP listening on {a}");
+    }
+    for a in &server.discovery_addrs {
+        println!("numio serve: discovery service on {a}");
+    }
+    for s in &t.subsystems {
+        println!("numio serve: subsystem {} (serial {}, model {:?})", s.nqn, s.serial, s.model);
+        for ns in &s.namespaces {
+            println!(
+                "numio serve:   nsid {} {} {} bytes ({} blocks of 512) nguid {} uuid {}",
+                ns.nsid,
+                ns.spec,
+                ns.size_bytes(),
+                ns.blocks(),
+                hex(&ns.nguid),
+                uuid(&ns.uuid)
+            );
+        }
+    }
+    if open_by_default {
+        eprintln!("numio serve: warning: any host may connect (restrict with --allow-host NQN)");
+    }
+    println!("numio serve: reactors on CPUs {:?}", server.cpus);
+    println!("numio serve: limits: {}", t.limits.describe());
+    println!("numio serve: ready (SIGINT or SIGTERM stops)");
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn uuid(b: &[u8; 16]) -> String {
+    let h = hex(b);
+    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+}
 
 /// Runs `numio serve`.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("`numio serve` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let (cfg, open_by_default) = build_config(&args)?;
+    nvmf::reactor::install_signal_handlers()?;
+    let server = Server::start(&cfg)?;
+    print_startup(&server, open_by_default);
+    use std::io::Write;
+    std::io::stdout().flush().ok();
+    server.wait()?;
+    println!("numio serve: stopped; every namespace flushed");
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpus("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert!(parse_cpus("3-1").is_err());
+        assert!(parse_cpus("x").is_err());
+        assert!(parse_cpus("").is_err());
+    }
 }
