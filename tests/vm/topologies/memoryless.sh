@@ -34,5 +34,7 @@ EXPECT_CONTROLLERS=("NUMIO-L0 0" "NUMIO-ML unknown")
 EXPECT_NAMESPACES=("NUMIO-L0 1 1073741824" "NUMIO-ML 1 1073741824")
 # "SUBSYSTEM_NQN IOPOLICY PATH_NODES" per multipath namespace (none here).
 EXPECT_MULTIPATH=()
-# The controller `numio doctor` must flag (by serial).
-EXPECT_DOCTOR_FLAGS=("NUMIO-ML")
+# "SUBJECT CODE" per warning or error `numio doctor` must report (SUBJECT: a
+# controller's serial, else doctor's subject): the controller behind the
+# memoryless node, whose node the kernel does not know.
+EXPECT_DOCTOR_FLAGS=("NUMIO-ML controller-node-unknown")

@@ -24,6 +24,7 @@ EXPECT_CONTROLLERS=("NUMIO-A unknown" "NUMIO-B unknown")
 EXPECT_NAMESPACES=("NUMIO-A 1 1073741824" "NUMIO-B 1 1073741824")
 # "SUBSYSTEM_NQN IOPOLICY PATH_NODES" per multipath namespace (none here).
 EXPECT_MULTIPATH=()
-# Serials of the controllers `numio doctor` must flag: none on a plain
-# one-node machine (numa_node -1 is harmless when there is one node).
+# "SUBJECT CODE" per warning or error `numio doctor` must report (SUBJECT: a
+# controller's serial, else doctor's subject): none on a plain one-node
+# machine (numa_node -1 is harmless when there is one node).
 EXPECT_DOCTOR_FLAGS=()

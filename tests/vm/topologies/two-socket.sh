@@ -45,3 +45,8 @@ EXPECT_NAMESPACES=("NUMIO-N0 1 1073741824" "NUMIO-MP 1 1073741824" "NUMIO-N1 1 1
 # are the numa_node of each path's controller, sorted, comma-separated (QEMU
 # prefixes the nvme-subsys id with nqn.2019-08.org.qemu:).
 EXPECT_MULTIPATH=("nqn.2019-08.org.qemu:numio-mp numa 0,1")
+# "SUBJECT CODE" per warning or error `numio doctor` must report (SUBJECT: a
+# controller's serial, else doctor's subject): none, every controller is on
+# a known node, the multipath subsystem uses iopolicy numa and queue IRQs
+# keep the kernel's managed affinity.
+EXPECT_DOCTOR_FLAGS=()
