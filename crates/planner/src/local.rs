@@ -217,14 +217,14 @@ fn assign(t: &mut TargetPlacement, cores: &[&Core], mem: &MemPolicy) {
     all.sort_unstable();
     if t.workload.numjobs as usize > cores.len() && t.workload.numjobs as usize <= order.len() {
         t.notes.push(format!(
-            "{} jobs on {} cores ({}): jobs beyond the cores run on SMT siblings",
+            "{} jobs on {} core(s) ({}): jobs beyond the cores run on SMT siblings",
             t.workload.numjobs,
             cores.len(),
             format_cpu_list(&all)
         ));
     } else if t.workload.numjobs as usize > order.len() {
         t.notes.push(format!(
-            "{} jobs on {} CPUs ({}): oversubscribed, jobs share CPUs",
+            "{} jobs on {} CPU(s) ({}): oversubscribed, jobs share CPUs",
             t.workload.numjobs,
             order.len(),
             format_cpu_list(&all)

@@ -29,13 +29,13 @@ struct PlanFile {
 impl Placement {
     /// The plan file text of this placement (pretty JSON, newline-terminated).
     pub fn to_plan_file(&self) -> String {
-        let doc = PlanFile {
-            format: PLAN_FORMAT.to_string(),
-            version: PLAN_VERSION,
-            placement: self.clone(),
-        };
-        let mut text = serde_json::to_string_pretty(&doc).expect("a placement always serializes");
-        text.push('\n');
+        // Written by hand at the top so `format` and `version` come first.
+        let value = serde_json::to_value(self).expect("a placement always serializes");
+        let mut text = format!(
+            "{{\n  \"format\": \"{PLAN_FORMAT}\",\n  \"version\": {PLAN_VERSION},\n  \"placement\": "
+        );
+        write_json(&mut text, &value, 1);
+        text.push_str("\n}\n");
         text
     }
 
@@ -91,6 +91,73 @@ impl Placement {
             path: path.to_path_buf(),
             source,
         })
+    }
+}
+
+/// One-line JSON with spaces after `,` and `:`.
+fn inline(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(inline).collect();
+            format!("[{}]", parts.join(", "))
+        }
+        Value::Object(map) => {
+            let parts: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", Value::String(k.clone()), inline(v)))
+                .collect();
+            format!("{{{}}}", parts.join(", "))
+        }
+        scalar => scalar.to_string(),
+    }
+}
+
+/// Pretty JSON where arrays of plain values and small flat objects sit on
+/// one line (`{"cpus": [4], "mem": "local"}`), so plan files stay short
+/// enough to read and edit by hand.
+fn write_json(out: &mut String, v: &serde_json::Value, indent: usize) {
+    use serde_json::Value;
+    let pad = |n: usize| "  ".repeat(n);
+    let flat_object = |m: &serde_json::Map<String, Value>| {
+        m.values().all(|x| {
+            !x.is_object()
+                && !x
+                    .as_array()
+                    .is_some_and(|a| a.iter().any(|i| i.is_object() || i.is_array()))
+        })
+    };
+    match v {
+        Value::Array(items) if items.iter().all(|i| !i.is_array() && !i.is_object()) => {
+            out.push_str(&inline(v));
+        }
+        Value::Object(map) if flat_object(map) && inline(v).len() <= 72 => {
+            out.push_str(&inline(v));
+        }
+        Value::Array(items) => {
+            out.push_str("[\n");
+            for (i, item) in items.iter().enumerate() {
+                out.push_str(&pad(indent + 1));
+                write_json(out, item, indent + 1);
+                out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
+            }
+            out.push_str(&pad(indent));
+            out.push(']');
+        }
+        Value::Object(map) if map.is_empty() => out.push_str("{}"),
+        Value::Object(map) => {
+            out.push_str("{\n");
+            for (i, (k, item)) in map.iter().enumerate() {
+                out.push_str(&pad(indent + 1));
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push_str(": ");
+                write_json(out, item, indent + 1);
+                out.push_str(if i + 1 < map.len() { ",\n" } else { "\n" });
+            }
+            out.push_str(&pad(indent));
+            out.push('}');
+        }
+        scalar => out.push_str(&scalar.to_string()),
     }
 }
 
