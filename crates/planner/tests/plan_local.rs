@@ -93,3 +93,144 @@ fn regular_file_falls_back_with_a_warning() {
     assert!(p.warnings[0].contains("regular file"), "{:?}", p.warnings);
     assert!(p.warnings[0].contains("fallback"), "{:?}", p.warnings);
 }
+
+#[test]
+fn resolves_every_target_spelling() {
+    let topo = common::mixed();
+    let node = |t: &str| planner::resolve_target(&topo, t).node.map(|n| n.0);
+    assert_eq!(node("/dev/nvme1n1"), Some(1));
+    assert_eq!(node("nvme1n1"), Some(1));
+    assert_eq!(node("/dev/ng1n1"), Some(1), "generic char device");
+    assert_eq!(node("/dev/nvme1n1p3"), Some(1), "partition");
+    assert_eq!(
+        node("/dev/nvme9c6n1"),
+        Some(1),
+        "multipath path via its controller"
+    );
+    assert_eq!(
+        node("/dev/nvme9n1"),
+        Some(0),
+        "multipath head: lowest node of its optimized paths"
+    );
+    assert_eq!(node("/dev/ng9n1"), Some(0));
+    assert_eq!(node("/dev/nvme4n1"), None, "numa_node -1");
+    assert_eq!(node("/dev/sda"), None);
+    assert_eq!(node("/mnt/data/file"), None);
+    let head = planner::resolve_target(&topo, "nvme9n1");
+    assert!(
+        head.notes[0].contains("paths on nodes 0,1"),
+        "{:?}",
+        head.notes
+    );
+    let part = planner::resolve_target(&topo, "nvme1n1p3");
+    assert!(
+        part.notes[0].contains("partition of nvme1n1"),
+        "{:?}",
+        part.notes
+    );
+    let unknown = planner::resolve_target(&topo, "/dev/nvme4n1");
+    assert!(
+        unknown.notes[0].contains("numa_node -1"),
+        "{:?}",
+        unknown.notes
+    );
+}
+
+#[test]
+fn nodes_without_cpus_or_memory_borrow_from_the_nearest() {
+    let topo = common::mixed();
+    let p = plan(
+        &topo,
+        &request(&["/dev/nvme2n1", "/dev/nvme3n1"], 2, Policy::Local),
+    )
+    .unwrap();
+    // nvme2: node 2 has memory but no CPUs; node 1 is nearest (14).
+    let t = &p.targets[0];
+    assert_eq!(t.node, Some(NodeId(2)));
+    assert_eq!(format_cpu_list(&t.cpus), "8-9,12-13");
+    assert_eq!(t.jobs[0].mem, MemPolicy::Bind(vec![NodeId(2)]));
+    assert!(t
+        .notes
+        .iter()
+        .any(|n| n.contains("node 2 has no online CPUs") && n.contains("node 1 (distance 14)")));
+    // nvme3: node 3 has CPUs but no memory; node 0 is nearest (17).
+    let t = &p.targets[1];
+    assert_eq!(format_cpu_list(&t.cpus), "16-17");
+    assert_eq!(t.jobs[0].mem, MemPolicy::Bind(vec![NodeId(0)]));
+    assert!(t
+        .notes
+        .iter()
+        .any(|n| n.contains("node 3 has no memory") && n.contains("node 0 (distance 17)")));
+}
+
+#[test]
+fn spread_ignores_locality_and_none_pins_nothing() {
+    let topo = common::mixed();
+    let p = plan(
+        &topo,
+        &request(&["/dev/nvme0n1", "/dev/nvme1n1"], 3, Policy::Spread),
+    )
+    .unwrap();
+    let all: Vec<u32> = p
+        .targets
+        .iter()
+        .flat_map(|t| t.jobs.iter().map(|j| j.cpus[0].0))
+        .collect();
+    assert_eq!(all, vec![0, 1, 2, 3, 4, 5]);
+    assert!(p
+        .targets
+        .iter()
+        .all(|t| t.jobs.iter().all(|j| j.mem == MemPolicy::Default)));
+    let p = plan(&topo, &request(&["/dev/nvme0n1"], 3, Policy::None)).unwrap();
+    assert!(p.targets[0]
+        .jobs
+        .iter()
+        .all(|j| j.cpus.is_empty() && j.mem == MemPolicy::Default));
+    assert_eq!(p.targets[0].jobs.len(), 3);
+    assert_eq!(p.policy, "none");
+}
+
+#[test]
+fn explicit_lists_are_checked() {
+    let topo = common::mixed();
+    let lists = |v: &[(&str, &[u32])]| {
+        Policy::Explicit(
+            v.iter()
+                .map(|(t, c)| (t.to_string(), c.iter().copied().map(CpuId).collect()))
+                .collect(),
+        )
+    };
+    let p = plan(
+        &topo,
+        &request(&["/dev/nvme0n1"], 3, lists(&[("nvme0n1", &[8, 2])])),
+    )
+    .unwrap();
+    let jobs: Vec<u32> = p.targets[0].jobs.iter().map(|j| j.cpus[0].0).collect();
+    assert_eq!(jobs, vec![2, 8, 2]);
+    assert!(p.targets[0]
+        .notes
+        .iter()
+        .any(|n| n.contains("CPUs 8 are not on the target's node 0")));
+    let err = |pol: Policy| {
+        plan(&topo, &request(&["/dev/nvme0n1"], 1, pol))
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(err(lists(&[])).contains("--cpus-for /dev/nvme0n1=LIST"));
+    assert!(err(lists(&[("nvme0n1", &[99])])).contains("CPU 99"));
+    assert!(err(lists(&[("nvme0n1", &[])])).contains("empty"));
+    assert!(err(lists(&[("nvme0n1", &[1]), ("nvme7n1", &[1])])).contains("nvme7n1"));
+}
+
+#[test]
+fn bad_requests_are_errors() {
+    let topo = common::mixed();
+    assert!(plan(&topo, &request(&[], 1, Policy::Local))
+        .unwrap_err()
+        .to_string()
+        .contains("no targets"));
+    assert!(plan(&topo, &request(&["/x"], 0, Policy::Local))
+        .unwrap_err()
+        .to_string()
+        .contains("numjobs is 0"));
+}

@@ -111,11 +111,7 @@ pub struct Args {
 
 /// Runs `numio plan`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let topo = read_topology(&args.root)?;
-    let placement = match &args.fio {
-        Some(path) => from_fio(&args, path, &topo)?,
-        None => planner::plan(&topo, &request(&args)?)?,
-    };
+    let placement = placement(&args)?;
     for w in &placement.warnings {
         eprintln!("numio: warning: {w}");
     }
@@ -127,6 +123,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         None => print!("{text}"),
     }
     Ok(0)
+}
+
+/// The plan `args` ask for: from TARGETs and a policy, or from a fio job file.
+pub fn placement(args: &Args) -> anyhow::Result<Placement> {
+    let topo = read_topology(&args.root)?;
+    match &args.fio {
+        Some(path) => from_fio(args, path, &topo),
+        None => Ok(planner::plan(&topo, &request(args)?)?),
+    }
 }
 
 /// The placement in `format`.
@@ -304,4 +309,116 @@ fn text_table(p: &Placement) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn repo(rel: &str) -> String {
+        format!("{}/../../{rel}", env!("CARGO_MANIFEST_DIR"))
+    }
+
+    fn plan_text(argv: &[&str]) -> anyhow::Result<String> {
+        let mut full = vec!["plan".to_string()];
+        full.extend(argv.iter().map(|s| s.to_string()));
+        let args = Cli::try_parse_from(full)?.args;
+        Ok(render(&placement(&args)?, args.format))
+    }
+
+    fn sixteen(extra: &[&str]) -> anyhow::Result<String> {
+        let root = repo("tests/fixtures/sysfs/2s-448cpu-16nvme");
+        let drives: Vec<String> = (0..16).map(|i| format!("/dev/nvme{i}n1")).collect();
+        let mut argv: Vec<&str> = vec!["--root", &root, "--jobs", "4"];
+        argv.extend(drives.iter().map(String::as_str));
+        argv.extend(extra);
+        plan_text(&argv)
+    }
+
+    #[test]
+    fn sixteen_drives_in_every_format() {
+        let text = sixteen(&[]).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("/dev/nvme15n1"))
+            .unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cols[1..4], ["0", "60-63,172-175", "local"], "{text}");
+        let fio = sixteen(&["--format", "fio"]).unwrap();
+        assert!(
+            fio.contains("; /dev/nvme1n1: node 0, CPUs 4-7,116-119\n[nvme1n1]"),
+            "{fio}"
+        );
+        assert!(
+            fio.contains("cpus_allowed=60-63\ncpus_allowed_policy=split"),
+            "{fio}"
+        );
+        let numactl = sixteen(&["--format", "numactl"]).unwrap();
+        assert!(numactl
+            .contains("numactl --physcpubind=4-7,116-119 --localalloc -- fio --name=nvme1n1"));
+        let plan = sixteen(&["--format", "numio"]).unwrap();
+        let back = Placement::from_plan_file(&plan, Path::new("plan.json")).unwrap();
+        assert_eq!(back.targets.len(), 16);
+        let json = sixteen(&["--format", "json"]).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(value["policy"], "local");
+    }
+
+    #[test]
+    fn explicit_cpus_and_fio_input() {
+        let root = repo("tests/fixtures/sysfs/2s-448cpu-16nvme");
+        let fio = plan_text(&[
+            "--root",
+            &root,
+            "/dev/nvme0n1",
+            "--cpus-for",
+            "nvme0n1=200-201",
+            "--jobs",
+            "2",
+            "--format",
+            "fio",
+        ])
+        .unwrap();
+        assert!(
+            fio.contains("cpus_allowed=200-201\ncpus_allowed_policy=split"),
+            "{fio}"
+        );
+        let err = plan_text(&[
+            "--root",
+            &root,
+            "/dev/nvme0n1",
+            "--cpus-for",
+            "nvme0n1=1",
+            "--policy",
+            "spread",
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("drop --policy"), "{err}");
+        let job = repo("tests/fixtures/fio/vendor-16.fio");
+        let fio = plan_text(&["--root", &root, "--fio", &job, "--format", "fio"]).unwrap();
+        assert!(
+            fio.contains("[drive1]") && fio.contains("cpus_allowed=4-7,116-119"),
+            "{fio}"
+        );
+    }
+
+    #[test]
+    fn bad_flags_say_what_to_write() {
+        let root = repo("tests/fixtures/sysfs/one-node-1nvme");
+        let err = |argv: &[&str]| plan_text(argv).unwrap_err().to_string();
+        assert!(
+            err(&["--root", &root, "/dev/nvme0n1", "--rw", "bogus"]).contains("use read, write")
+        );
+        assert!(err(&["--root", &root, "/dev/nvme0n1", "--bs", "4q"]).contains("--bs"));
+        assert!(err(&["--root", &root]).contains("no targets"));
+        assert!(err(&["--root", &root, "x", "--cpus-for", "x"]).contains("TARGET=LIST"));
+        assert!(err(&["--root", "/nonexistent", "x"]).contains("/nonexistent"));
+    }
 }
