@@ -130,7 +130,7 @@ pub fn placement(args: &Args) -> anyhow::Result<Placement> {
     let topo = read_topology(&args.root)?;
     match &args.fio {
         Some(path) => from_fio(args, path, &topo),
-        None => Ok(planner::plan(&topo, &request(args)?)?),
+        None => Ok(planner::plan(&topo, &request(args, &topo)?)?),
     }
 }
 
@@ -175,10 +175,26 @@ fn from_fio(args: &Args, path: &Path, topo: &Topology) -> anyhow::Result<Placeme
     Ok(job.to_placement(topo, numa_auto)?)
 }
 
-fn request(args: &Args) -> anyhow::Result<PlanRequest> {
-    if args.targets.is_empty() {
-        bail!("no targets: name devices or files, e.g. `numio plan /dev/nvme0n1`, or pass --fio JOB.fio");
+/// The TARGETs, or every NVMe namespace of the topology when none are named.
+fn targets(args: &Args, topo: &Topology) -> anyhow::Result<Vec<String>> {
+    if !args.targets.is_empty() {
+        return Ok(args.targets.clone());
     }
+    let mut all: Vec<String> = Vec::new();
+    for ns in topo.subsystems.iter().flat_map(|s| &s.namespaces) {
+        let path = format!("/dev/{}", ns.block_device);
+        if !all.contains(&path) {
+            all.push(path);
+        }
+    }
+    if all.is_empty() {
+        bail!("no targets and no NVMe namespace in the topology: name devices or files, e.g. `numio plan /dev/nvme0n1`, or pass --fio JOB.fio");
+    }
+    Ok(all)
+}
+
+fn request(args: &Args, topo: &Topology) -> anyhow::Result<PlanRequest> {
+    let targets = targets(args, topo)?;
     let policy = if args.cpus_for.is_empty() {
         match args.policy {
             PolicyArg::Local => Policy::Local,
@@ -201,8 +217,7 @@ fn request(args: &Args) -> anyhow::Result<PlanRequest> {
         Policy::Explicit(lists)
     };
     Ok(PlanRequest {
-        targets: args
-            .targets
+        targets: targets
             .iter()
             .map(|t| TargetSpec {
                 backend: args.backend.clone(),
@@ -269,6 +284,7 @@ fn text_table(p: &Placement) -> String {
     ));
     for t in &p.targets {
         let node = t.node.map_or("?".to_string(), |n| n.0.to_string());
+        let same = t.jobs.len() > 1 && t.jobs.iter().all(|j| j.cpus == t.jobs[0].cpus);
         let jobs: Vec<String> = t
             .jobs
             .iter()
@@ -302,7 +318,11 @@ fn text_table(p: &Placement) -> String {
             node,
             cpus,
             mem,
-            jobs.join(" ")
+            if same {
+                format!("{} jobs, each on {}", t.jobs.len(), jobs[0])
+            } else {
+                jobs.join(" ")
+            }
         ));
         for n in &t.notes {
             out.push_str(&format!("  note: {n}\n"));
@@ -417,7 +437,10 @@ mod tests {
             err(&["--root", &root, "/dev/nvme0n1", "--rw", "bogus"]).contains("use read, write")
         );
         assert!(err(&["--root", &root, "/dev/nvme0n1", "--bs", "4q"]).contains("--bs"));
-        assert!(err(&["--root", &root]).contains("no targets"));
+        let none = repo("tests/fixtures/sysfs/no-nvme");
+        assert!(err(&["--root", &none]).contains("no targets"));
+        let all = plan_text(&["--root", &root]).unwrap();
+        assert!(all.contains("/dev/nvme0n1"), "{all}");
         assert!(err(&["--root", &root, "x", "--cpus-for", "x"]).contains("TARGET=LIST"));
         assert!(err(&["--root", "/nonexistent", "x"]).contains("/nonexistent"));
     }
