@@ -339,3 +339,18 @@ fn unsupported_values_are_errors_not_drops() {
         );
     }
 }
+
+#[test]
+fn readme_lists_every_supported_option() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/readme/plan.md"),
+    )
+    .unwrap();
+    for opt in planner::fio::OPTIONS {
+        assert!(
+            doc.contains(&format!("| `{}` |", opt.name)),
+            "docs/readme/plan.md lacks a row for `{}`",
+            opt.name
+        );
+    }
+}
