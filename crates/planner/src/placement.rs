@@ -71,6 +71,10 @@ pub struct JobOptions {
     /// fio `group_reporting`: report the jobs of the group as one.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub group_reporting: bool,
+    /// fio `wait_for`: start only after every job of the named earlier
+    /// target (its [`TargetPlacement::job_name`]) has finished.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_for: Option<String>,
     /// fio `thread`: jobs are threads, not processes (numio's workers are
     /// always threads; kept so fio files round-trip).
     #[serde(skip_serializing_if = "std::ops::Not::not")]

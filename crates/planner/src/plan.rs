@@ -30,7 +30,14 @@ pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, Pla
                 target: spec.path.clone(),
             });
         }
-        let res = resolve_target(topology, &spec.path);
+        let res = match &spec.device {
+            Some(dev) => {
+                let mut r = resolve_target(topology, dev);
+                r.notes.insert(0, format!("{} is {dev}", spec.path));
+                r
+            }
+            None => resolve_target(topology, &spec.path),
+        };
         targets.push(base_target(spec, &res, workload));
     }
     let mut warnings = Vec::new();

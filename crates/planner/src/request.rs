@@ -16,6 +16,10 @@ pub struct TargetSpec {
     /// numio backend of this target (`uring`, `passthru`, `sync`, `null`,
     /// `nvme-tcp`); `None`: the engine's default.
     pub backend: Option<String>,
+    /// Kernel device name `path` stands for, when the caller resolved a
+    /// link such as `/dev/disk/by-id/nvme-…` (`nvme0n1`); `None`: resolve
+    /// `path` itself.
+    pub device: Option<String>,
 }
 
 impl TargetSpec {
@@ -25,6 +29,7 @@ impl TargetSpec {
             path: path.into(),
             workload: None,
             backend: None,
+            device: None,
         }
     }
 }

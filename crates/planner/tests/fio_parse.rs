@@ -120,6 +120,7 @@ fn every_supported_option_is_read() {
     assert_eq!(c.filename.as_deref(), Some("/data/with:colon.bin"));
     assert_eq!(c.workload.runtime_ns, Some(3_600_000_000_000));
     assert_eq!(c.backend, "null");
+    assert_eq!(c.options.wait_for.as_deref(), Some("a"));
 }
 
 #[test]
@@ -296,6 +297,13 @@ fn bad_files_name_file_and_line() {
 
 #[test]
 fn unknown_section_reference_is_an_error() {
+    let e = err("bad/unknown-reference.fio");
+    assert!(
+        e.contains(
+            "unknown-reference.fio:6: wait_for=frist names no earlier job; earlier jobs are: first"
+        ),
+        "{e}"
+    );
     let opts = ParseOptions {
         sections: vec!["drive99".into()],
         ..ParseOptions::default()

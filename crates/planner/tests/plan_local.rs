@@ -234,3 +234,20 @@ fn bad_requests_are_errors() {
         .to_string()
         .contains("numjobs is 0"));
 }
+
+#[test]
+fn a_resolved_link_plans_on_its_device() {
+    let topo = common::mixed();
+    let mut req = request(&["/dev/disk/by-id/nvme-fixture-1"], 1, Policy::Local);
+    let p = plan(&topo, &req).unwrap();
+    assert_eq!(p.targets[0].node, None);
+    req.targets[0].device = Some("nvme1n1".into());
+    let p = plan(&topo, &req).unwrap();
+    assert_eq!(p.targets[0].node, Some(NodeId(1)));
+    assert_eq!(p.targets[0].path, "/dev/disk/by-id/nvme-fixture-1");
+    assert!(
+        p.targets[0].notes[0].contains("is nvme1n1"),
+        "{:?}",
+        p.targets[0].notes
+    );
+}

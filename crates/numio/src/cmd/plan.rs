@@ -221,12 +221,30 @@ fn request(args: &Args, topo: &Topology) -> anyhow::Result<PlanRequest> {
             .iter()
             .map(|t| TargetSpec {
                 backend: args.backend.clone(),
+                device: link_target(&args.root, t),
                 ..TargetSpec::new(t.clone())
             })
             .collect(),
         workload: workload(args)?,
         policy,
     })
+}
+
+/// On the live machine, the kernel name behind a `/dev` link such as
+/// `/dev/disk/by-id/nvme-…` (`nvme0n1`); `None` otherwise.
+fn link_target(root: &Path, target: &str) -> Option<String> {
+    if root != Path::new("/") || !target.starts_with("/dev/") {
+        return None;
+    }
+    let path = Path::new(target);
+    if !path.symlink_metadata().ok()?.file_type().is_symlink() {
+        return None;
+    }
+    let real = std::fs::canonicalize(path).ok()?;
+    real.strip_prefix("/dev")
+        .ok()
+        .filter(|rest| rest.components().count() == 1)
+        .map(|rest| rest.to_string_lossy().into_owned())
 }
 
 fn workload(a: &Args) -> anyhow::Result<Workload> {

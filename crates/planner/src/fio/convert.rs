@@ -141,6 +141,7 @@ fn auto_place(
                 path: targets[i].path.clone(),
                 workload: Some(targets[i].workload.clone()),
                 backend: targets[i].backend.clone(),
+                device: None,
             })
             .collect(),
         workload: crate::Workload::default(),

@@ -382,6 +382,9 @@ fn tail_lines(out: &mut String, t: &TargetPlacement) {
     if t.options.stonewall {
         out.push_str("stonewall\n");
     }
+    if let Some(w) = &t.options.wait_for {
+        let _ = writeln!(out, "wait_for={w}");
+    }
 }
 
 fn per_job_sections(out: &mut String, t: &TargetPlacement, global: &[Line]) {

@@ -91,6 +91,16 @@ pub enum FioError {
         /// The sections the file has.
         known: String,
     },
+    /// `wait_for` names no earlier job.
+    #[error("{at}: wait_for={name} names no earlier job; earlier jobs are: {known}")]
+    UnknownJobReference {
+        /// The `wait_for` line.
+        at: Location,
+        /// The name given.
+        name: String,
+        /// The jobs defined before it.
+        known: String,
+    },
     /// The input has no job section.
     #[error("{origin}: no job sections; add a section such as `[job1]` with a filename")]
     NoJobs {

@@ -98,6 +98,7 @@ fn build(
     if jobs.is_empty() {
         return Err(FioError::NoJobs { origin });
     }
+    check_references(&jobs)?;
     // `[global]` options are applied to every job; say each thing once.
     let mut seen = std::collections::BTreeSet::new();
     warnings.retain(|w| seen.insert(w.clone()));
@@ -143,6 +144,26 @@ fn build_job(
         });
     }
     Ok(job)
+}
+
+/// Every `wait_for` must name a job defined before it.
+fn check_references(jobs: &[FioJob]) -> Result<(), FioError> {
+    for (i, job) in jobs.iter().enumerate() {
+        let Some(w) = &job.wait_for else { continue };
+        if !jobs[..i].iter().any(|j| j.name == w.value) {
+            let known: Vec<&str> = jobs[..i].iter().map(|j| j.name.as_str()).collect();
+            return Err(FioError::UnknownJobReference {
+                at: w.at.clone(),
+                name: w.value.clone(),
+                known: if known.is_empty() {
+                    "none".into()
+                } else {
+                    known.join(", ")
+                },
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The CPU fio's `cpus_allowed_policy=split` gives the job with global

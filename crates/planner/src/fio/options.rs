@@ -61,6 +61,8 @@ pub struct FioJob {
     pub options: JobOptions,
     /// numio backend from `ioengine` (fio's default `psync`: `sync`).
     pub backend: String,
+    /// `wait_for`, checked against the earlier jobs.
+    pub wait_for: Option<Located<String>>,
 }
 
 /// fio's defaults for the options numio reads (they differ from numio's own
@@ -101,6 +103,7 @@ impl FioJob {
             mem: MemPolicy::Default,
             options: JobOptions::default(),
             backend: "sync".into(),
+            wait_for: None,
         }
     }
 }
@@ -329,6 +332,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec { name: "group_reporting", aliases: &[], takes_value: false, numio: "report each group as one", apply: flag!(group_reporting) },
     OptionSpec { name: "new_group", aliases: &[], takes_value: false, numio: "start a reporting group", apply: flag!(new_group) },
     OptionSpec { name: "stonewall", aliases: &["wait_for_previous"], takes_value: false, numio: "wait for earlier jobs", apply: flag!(stonewall) },
+    OptionSpec { name: "wait_for", aliases: &[], takes_value: true, numio: "start after the named earlier job has finished", apply: |j, e, _| { let v = value(e)?; j.wait_for = Some(Located { value: v.to_string(), text: v.to_string(), at: e.at.clone() }); j.options.wait_for = Some(v.to_string()); Ok(()) } },
     OptionSpec { name: "thread", aliases: &[], takes_value: false, numio: "accepted (numio workers are threads)", apply: flag!(thread) },
 ];
 
