@@ -62,8 +62,15 @@ impl Placement {
                 message: format!("`format` is {format}, expected \"{PLAN_FORMAT}\""),
             });
         }
-        let found = value.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
-        if found > u64::from(PLAN_VERSION) || found == 0 {
+        let Some(found) = value.get("version").and_then(serde_json::Value::as_u64) else {
+            return Err(PlanFileError::Parse {
+                path: origin.to_path_buf(),
+                message: format!(
+                    "no numeric `version`; a plan file says `\"version\": {PLAN_VERSION}`"
+                ),
+            });
+        };
+        if found > u64::from(PLAN_VERSION) {
             return Err(PlanFileError::Version {
                 path: origin.to_path_buf(),
                 found: u32::try_from(found).unwrap_or(u32::MAX),
@@ -219,6 +226,9 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().starts_with("plan.json: line 3"), "{err}");
+        let text = sample().to_plan_file().replace("\"version\": 1,", "");
+        let err = Placement::from_plan_file(&text, Path::new("plan.json")).unwrap_err();
+        assert!(err.to_string().contains("no numeric `version`"), "{err}");
         let err = Placement::load("/nonexistent/plan.json").unwrap_err();
         assert!(err.to_string().contains("/nonexistent/plan.json"), "{err}");
     }

@@ -62,6 +62,9 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value = "text")]
     pub format: Format,
+    /// Also save the plan file (`--format numio`) to FILE, for `numio bench --plan FILE`.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
     /// Write the output to FILE instead of stdout.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -114,6 +117,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let placement = placement(&args)?;
     for w in &placement.warnings {
         eprintln!("numio: warning: {w}");
+    }
+    if let Some(path) = &args.save {
+        placement.save(path)?;
+        eprintln!(
+            "numio: saved the plan to {}; run it with `numio bench --plan {}`",
+            path.display(),
+            path.display()
+        );
     }
     let text = render(&placement, args.format);
     match &args.output {
