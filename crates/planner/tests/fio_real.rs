@@ -348,3 +348,68 @@ fn fio_split_counts_jobs_globally_as_the_parser_assumes() {
     assert_eq!(p.targets[1].jobs[0].cpus, vec![CpuId(cpus[1])]);
     assert_eq!(run_fio("global-split", &p), planned(&p));
 }
+
+/// Splits a command line like a shell would for plain words and
+/// double-quoted strings (enough for `fio --showcmd` output).
+fn split_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            c if c.is_whitespace() && !quoted => {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+            }
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
+
+#[test]
+fn fio_showcmd_of_a_job_file_reads_back_as_the_same_jobs() {
+    if !have_fio("fio_showcmd_of_a_job_file_reads_back_as_the_same_jobs") {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fio");
+    let (nodes, cpus) = common::smt_sockets(2, 4);
+    let mut ctrls = common::ctrls_on(0, 1, Some(0));
+    ctrls.push(common::CtrlSpec {
+        name: "nvme16".into(),
+        node: Some(1),
+    });
+    let two = common::build(&nodes, &cpus, &ctrls, vec![]);
+    for (file, topo) in [
+        ("vendor-16.fio", common::sixteen_drives()),
+        ("dual-socket.fio", two),
+        ("cmdline.fio", common::flat(8)),
+    ] {
+        let out = Command::new("fio")
+            .current_dir(&dir)
+            .args(["--showcmd", file])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let words = split_words(&String::from_utf8_lossy(&out.stdout));
+        let opts = planner::fio::ParseOptions::default();
+        let from_cmd = planner::fio::parse_command_line(&words, &opts)
+            .unwrap_or_else(|e| panic!("{file}: {e}\n{words:?}"))
+            .to_placement(&topo, false)
+            .unwrap();
+        let from_file = planner::fio::load_job_file(&dir.join(file), &opts)
+            .unwrap()
+            .to_placement(&topo, false)
+            .unwrap();
+        assert_eq!(from_cmd.targets, from_file.targets, "{file}");
+    }
+}
