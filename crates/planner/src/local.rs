@@ -84,11 +84,14 @@ fn home_of(
     warnings: &mut Vec<String>,
 ) -> Home {
     let Some(node) = t.node.filter(|n| topo.nodes.iter().any(|x| x.id == *n)) else {
-        let why = t
-            .notes
-            .last()
-            .cloned()
-            .unwrap_or_else(|| "NUMA node unknown".into());
+        let why = match t.node {
+            Some(n) => format!("{} is not an online node", node_label(n)),
+            None => t
+                .notes
+                .last()
+                .cloned()
+                .unwrap_or_else(|| "NUMA node unknown".into()),
+        };
         warnings.push(format!(
             "{}: {why}; planned on {} as a fallback (pass --cpus-for {}=LIST to choose)",
             t.path,

@@ -115,7 +115,9 @@ impl TargetPlacement {
 /// A whole plan.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Placement {
-    /// Placement policy that produced this plan (`local`, `spread`, `none`, `explicit`).
+    /// Placement policy that produced this plan (`local`, `spread`, `none`,
+    /// `explicit`; `fio` for a fio job file, `fio+local` when `--numa auto`
+    /// placed some of its jobs).
     pub policy: String,
     /// Targets in the order given.
     pub targets: Vec<TargetPlacement>,

@@ -80,6 +80,16 @@ fn numa_cpu_nodes_and_bind_policies() {
     let p = jf.to_placement(&topo, false).unwrap();
     assert_eq!(format_cpu_list(&p.targets[0].jobs[0].cpus), "0-7");
     assert_eq!(format_cpu_list(&p.targets[1].jobs[0].cpus), "8-15");
+    // split applies to cpus_allowed only, never to numa_cpu_nodes.
+    let text = "[global]\ncpus_allowed_policy=split\nnumjobs=2\n[a]\nfilename=/dev/nvme0n1\nnuma_cpu_nodes=1\n";
+    let q = parse_job_text(text, Path::new("n.fio"), &ParseOptions::default())
+        .unwrap()
+        .to_placement(&topo, false)
+        .unwrap();
+    assert!(q.targets[0]
+        .jobs
+        .iter()
+        .all(|j| format_cpu_list(&j.cpus) == "8-15"));
     assert_eq!(p.targets[1].jobs[0].mem, MemPolicy::Bind(vec![NodeId(1)]));
     assert_eq!(p.targets[1].node, Some(NodeId(1)));
     assert!(p.targets[1].options.stonewall);

@@ -118,7 +118,14 @@ fn job_cpus(
     } else {
         return Ok((Vec::new(), vec![Vec::new(); n]));
     };
-    let per_job = match job.cpus_policy {
+    // fio splits only `cpus_allowed`; `numa_cpu_nodes` always gives every
+    // job all CPUs of the nodes.
+    let policy = if job.cpus_allowed.is_some() {
+        job.cpus_policy
+    } else {
+        CpusPolicy::Shared
+    };
+    let per_job = match policy {
         CpusPolicy::Shared => vec![set.clone(); n],
         CpusPolicy::Split => (0..n)
             .map(|j| fio_split(&set, first_job + j).into_iter().collect())

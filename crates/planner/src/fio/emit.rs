@@ -93,7 +93,8 @@ fn engine_line(t: &TargetPlacement) -> String {
         None | Some("uring") => "io_uring",
         Some("passthru") => "io_uring_cmd",
         Some("sync") => "psync",
-        Some("null") => "null",
+        // Both measure the tool rather than the device.
+        Some("null") | Some("nop") => "null",
         Some(_) => "psync",
     };
     format!("ioengine={engine}")
