@@ -1,14 +1,22 @@
 //! Placement planner.
 //!
 //! `Topology + Workload → Placement`: which CPUs and which memory policy each
-//! job of each target gets. Pure and deterministic: it reads no file of the
-//! OS, only the [`topology::Topology`] value it is given, so every policy is
-//! tested on fixtures. The result is plain data that can be printed, saved
-//! (a versioned plan file), edited and run; it is also written as a fio job
-//! file or numactl command lines, and fio job files are read back into it.
+//! job of each target gets. Pure and deterministic: it never looks at the
+//! running machine, only at the [`topology::Topology`] value it is given (and
+//! at the plan or job files it is asked to read), so every policy is tested on
+//! fixtures. The result is plain data that can be printed, saved (a versioned
+//! plan file), edited and run; it is also written as a fio job file or
+//! numactl command lines, and fio job files are read back into it.
 //!
-//! Entry points: [`plan`] with a [`PlanRequest`]; [`resolve_target`] for a
-//! target's NUMA node; [`Placement::load`] and [`Placement::save`].
+//! Entry points:
+//! - [`plan`] with a [`PlanRequest`] (policies in [`Policy`]; `local` lives in
+//!   its own module because it is the one with rules);
+//! - [`resolve_target`]: a target's NUMA node from the topology model;
+//! - [`Placement::load`], [`Placement::save`]: plan files ([`planfile`]);
+//! - [`fio`]: job files and fio command lines in ([`fio::load_job_file`],
+//!   [`fio::parse_command_line`], [`fio::JobFile::to_placement`]) and out
+//!   ([`fio::to_job_file`]);
+//! - [`numactl::to_numactl`]: one numactl command line per target.
 #![deny(missing_docs)]
 
 pub mod cpuset;
