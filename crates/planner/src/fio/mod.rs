@@ -4,7 +4,7 @@
 //!   sections, `include`, `key=value` and bare keys, `;`/`#` comments, fio's
 //!   units (`4k`, `1m`, `30s`, `1h`, `100ms`) and ranges (`bs=4k-64k`).
 //! - [`parse_command_line`] reads `--name=a --filename=… --name=b …`.
-//! - [`JobFile::to_placement`] turns the jobs into a [`Placement`], pinning
+//! - [`JobFile::to_placement`] turns the jobs into a [`crate::Placement`], pinning
 //!   exactly as fio would (including `cpus_allowed_policy=split`, which fio
 //!   indexes by the job's global number), and with `numa_auto` planning
 //!   jobs that have no CPUs with the `local` policy.
