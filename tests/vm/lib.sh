@@ -51,13 +51,30 @@ topo_subsystem() {
   QEMU_ARGS+=(-device "nvme-subsys,id=$1,nqn=$1")
 }
 
-# topo_namespace CONTROLLER NSID SIZE [shared]: a namespace backed by
-# QEMU's null-co driver (reads return zeroes, writes are dropped).
+# topo_namespace CONTROLLER NSID SIZE [shared] [file]: a namespace backed by
+# QEMU's null-co driver (reads return zeroes, writes are dropped: no disk
+# used), or with "file" by a sparse raw file in the run's job directory
+# (data survives for the boot: for write/verify tests; removed afterwards).
+# "shared" attaches it to every controller of the subsystem (multipath).
 topo_namespace() {
-  local ctrl=$1 nsid=$2 size=$3 shared=${4:-}
+  local ctrl=$1 nsid=$2 size=$3 shared="" file="" opt
+  shift 3
+  for opt in "$@"; do
+    case $opt in
+      shared) shared=1 ;;
+      file) file=1 ;;
+      *) vm_die "topo_namespace: unknown option '$opt' (shared, file)" ;;
+    esac
+  done
   local drive="d$_topo_drive"
   _topo_drive=$((_topo_drive + 1))
-  QEMU_ARGS+=(-drive "file=null-co://,if=none,id=$drive,format=raw,file.size=$size,file.read-zeroes=on")
+  if [ -n "$file" ]; then
+    [ -n "${VM_SCRATCH:-}" ] || vm_die "topo_namespace ... file: no job directory (VM_SCRATCH)"
+    truncate -s "$size" "$VM_SCRATCH/$drive.raw"
+    QEMU_ARGS+=(-drive "file=$VM_SCRATCH/$drive.raw,if=none,id=$drive,format=raw,cache=unsafe")
+  else
+    QEMU_ARGS+=(-drive "file=null-co://,if=none,id=$drive,format=raw,file.size=$size,file.read-zeroes=on")
+  fi
   QEMU_ARGS+=(-device "nvme-ns,drive=$drive,nsid=$nsid,bus=$ctrl${shared:+,shared=on}")
 }
 

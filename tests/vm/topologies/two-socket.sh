@@ -4,7 +4,8 @@
 # its NVMe controllers behind root ports:
 #   node 0: NUMIO-N0 (single path, 1 namespace)
 #           NUMIO-MP path A (subsystem numio-mp)
-#   node 1: NUMIO-N1 (single path, 1 namespace)
+#   node 1: NUMIO-N1 (single path, 1 namespace of 64 MiB backed by a
+#           raw file: written data reads back, for data tests)
 #           NUMIO-MP path B (subsystem numio-mp)
 #           NUMIO-2NS (single path, 2 namespaces: 1 GiB and 512 MiB)
 # numio-mp holds one namespace shared by both controllers: native NVMe
@@ -25,7 +26,7 @@ topology() {
   topo_controller mpa pxb0 NUMIO-MP numio-mp
   topo_namespace mpa 1 1G shared
   topo_controller n1 pxb1 NUMIO-N1
-  topo_namespace n1 1 1G
+  topo_namespace n1 1 64M file
   topo_controller mpb pxb1 NUMIO-MP numio-mp
   topo_controller ns2 pxb1 NUMIO-2NS
   topo_namespace ns2 1 1G
@@ -39,7 +40,7 @@ declare -gA EXPECT_DISTANCES=([0]="10 21" [1]="21 10")
 # "SERIAL NODE" per controller; NODE is the kernel's numa_node ("unknown" for -1).
 EXPECT_CONTROLLERS=("NUMIO-N0 0" "NUMIO-MP 0" "NUMIO-N1 1" "NUMIO-MP 1" "NUMIO-2NS 1")
 # "SERIAL NSID SIZE_BYTES" per namespace.
-EXPECT_NAMESPACES=("NUMIO-N0 1 1073741824" "NUMIO-MP 1 1073741824" "NUMIO-N1 1 1073741824"
+EXPECT_NAMESPACES=("NUMIO-N0 1 1073741824" "NUMIO-MP 1 1073741824" "NUMIO-N1 1 67108864"
   "NUMIO-2NS 1 1073741824" "NUMIO-2NS 2 536870912")
 # "SUBSYSTEM_NQN IOPOLICY PATH_NODES" per multipath namespace: PATH_NODES
 # are the numa_node of each path's controller, sorted, comma-separated (QEMU
