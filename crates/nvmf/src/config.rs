@@ -277,6 +277,9 @@ pub struct TargetConfig {
     /// Limits.
     #[serde(default)]
     pub limits: Limits,
+    /// Print one line per queue connected (host, controller, qid, digests).
+    #[serde(default)]
+    pub log_connections: bool,
     /// Subsystems.
     #[serde(default, rename = "subsystem")]
     pub subsystems: Vec<SubsystemConfig>,
@@ -297,6 +300,7 @@ impl Default for TargetConfig {
             discovery_port: DEFAULT_DISCOVERY_PORT,
             cpus: Vec::new(),
             limits: Limits::default(),
+            log_connections: false,
             subsystems: Vec::new(),
         }
     }

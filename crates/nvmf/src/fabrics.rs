@@ -112,6 +112,17 @@ fn connect(conn: &mut Connection, slot: usize) -> Outcome {
     conn.sq_flow_disabled = cmd.cattr & 0x04 != 0;
     conn.last_keepalive = std::time::Instant::now();
     let cntlid = ctrl.cntlid;
+    if conn.target.log_connections {
+        let on = |b: bool| if b { "on" } else { "off" };
+        println!(
+            "numio serve: connected {} qid {} cntlid {cntlid} host {hostnqn} sqsize {} digests header={} data={}",
+            subnqn,
+            cmd.qid,
+            cmd.sqsize + 1,
+            on(conn.framing.header_digest),
+            on(conn.framing.data_digest)
+        );
+    }
     conn.binding = Some(Binding {
         qid: cmd.qid,
         sq_entries: cmd.sqsize + 1,

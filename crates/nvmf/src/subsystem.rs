@@ -148,6 +148,8 @@ pub struct Target {
     pub listeners: Vec<SocketAddr>,
     /// Discovery service port (0: none).
     pub discovery_port: u16,
+    /// Log each queue connect.
+    pub log_connections: bool,
     controllers: Mutex<Registry>,
     /// Open connections.
     pub connections: AtomicU32,
@@ -204,6 +206,7 @@ impl Target {
             discovery,
             listeners: cfg.listen.clone(),
             discovery_port: cfg.discovery_port,
+            log_connections: cfg.log_connections,
             controllers: Mutex::new(Registry {
                 by_id: HashMap::new(),
                 next_cntlid: 1,

@@ -55,6 +55,9 @@ pub struct Args {
     /// CPUs to run one reactor each on, e.g. 0-3,8 [default: the CPUs this process may use, at most 4].
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
+    /// Print a line for every queue a host connects (controller, qid, digests).
+    #[arg(long)]
+    pub log_connections: bool,
     /// Most open connections (queues) over all hosts [default: 256].
     #[arg(long)]
     pub max_connections: Option<u32>,
@@ -107,6 +110,7 @@ fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
     if let Some(p) = args.discovery_port {
         cfg.discovery_port = p;
     }
+    cfg.log_connections |= args.log_connections;
     if let Some(c) = &args.cpus {
         cfg.cpus = parse_cpus(c)?;
     }
