@@ -79,6 +79,20 @@ pub struct JobOptions {
     /// always threads; kept so fio files round-trip).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub thread: bool,
+    /// fio `hipri`: completion polling (the engine's IOPOLL); `None`: the
+    /// engine's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hipri: Option<bool>,
+    /// fio `fixedbufs`: registered buffers; `None`: the engine's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fixedbufs: Option<bool>,
+    /// fio `registerfiles`: registered files; `None`: the engine's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registerfiles: Option<bool>,
+    /// fio `sqthread_poll`: kernel submission polling (SQPOLL); `None`: the
+    /// engine's default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sqthread_poll: Option<bool>,
     /// fio `ioengine` as written in a job file, kept for the round trip.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ioengine: Option<String>,

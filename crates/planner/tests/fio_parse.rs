@@ -121,6 +121,11 @@ fn every_supported_option_is_read() {
     assert_eq!(a.workload.randseed, 42);
     assert!(a.workload.norandommap && a.workload.direct && a.options.thread);
     assert_eq!(a.options.description.as_deref(), Some("first job"));
+    assert_eq!(a.options.hipri, Some(true));
+    assert_eq!(a.options.fixedbufs, Some(true));
+    assert_eq!(a.options.registerfiles, Some(true));
+    assert_eq!(a.options.sqthread_poll, Some(false));
+    assert_eq!(b.options.hipri, None);
     assert_eq!(b.name, "b-renamed");
     assert_eq!(b.backend, "passthru");
     assert!(!b.workload.direct);

@@ -413,3 +413,34 @@ fn fio_showcmd_of_a_job_file_reads_back_as_the_same_jobs() {
         assert_eq!(from_cmd.targets, from_file.targets, "{file}");
     }
 }
+
+#[test]
+fn job_files_written_back_from_fixtures_pass_fio_parse_only() {
+    if !have_fio("job_files_written_back_from_fixtures_pass_fio_parse_only") {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fio");
+    let scratch_dir = scratch("written-back");
+    let (nodes, cpus) = common::smt_sockets(2, 4);
+    let mut ctrls = common::ctrls_on(0, 1, Some(0));
+    ctrls.push(common::CtrlSpec {
+        name: "nvme16".into(),
+        node: Some(1),
+    });
+    let two = common::build(&nodes, &cpus, &ctrls, vec![]);
+    for (file, topo) in [
+        ("vendor-16.fio", common::sixteen_drives()),
+        ("dual-socket.fio", two),
+        ("cmdline.fio", common::flat(8)),
+        ("all-options.fio", common::flat(4)),
+    ] {
+        let jf = planner::fio::load_job_file(&dir.join(file), &Default::default()).unwrap();
+        let p = jf.to_placement(&topo, true).unwrap();
+        parse_only(
+            &scratch_dir,
+            file.trim_end_matches(".fio"),
+            &to_job_file(&p),
+        );
+    }
+    std::fs::remove_dir_all(&scratch_dir).unwrap();
+}

@@ -22,8 +22,18 @@ use crate::cpuset::format_cpu_list;
 use crate::placement::{JobPlacement, MemPolicy, Placement, TargetPlacement};
 use crate::workload::{Distribution, Workload};
 
-/// One option line with the key it is compared by.
+/// One option line with the key it is compared by (empty: nothing to write).
 type Line = (&'static str, String);
+
+/// Flags that go to `[global]` only when every target agrees on them.
+const FLAGS: [&str; 6] = [
+    "group_reporting",
+    "thread",
+    "hipri",
+    "fixedbufs",
+    "registerfiles",
+    "sqthread_poll",
+];
 
 fn workload_lines(w: &Workload) -> Vec<Line> {
     let bs = if w.bs_min_bytes == w.bs_max_bytes {
@@ -115,6 +125,16 @@ fn shared_lines(t: &TargetPlacement) -> Vec<Line> {
     };
     lines.push(flag("group_reporting", t.options.group_reporting));
     lines.push(flag("thread", t.options.thread));
+    let o = &t.options;
+    for (name, v) in [
+        ("hipri", o.hipri),
+        ("fixedbufs", o.fixedbufs),
+        ("registerfiles", o.registerfiles),
+        ("sqthread_poll", o.sqthread_poll),
+    ] {
+        // Unset: nothing (the engine's default), so it never reaches [global].
+        lines.push((name, v.map_or(String::new(), |on| flag(name, on).1)));
+    }
     lines
 }
 
@@ -123,6 +143,9 @@ fn defaults() -> Vec<Line> {
     lines.push(("ioengine", "ioengine=psync".into()));
     lines.push(("group_reporting", "group_reporting=0".into()));
     lines.push(("thread", "thread=0".into()));
+    for name in ["hipri", "fixedbufs", "registerfiles", "sqthread_poll"] {
+        lines.push((name, String::new()));
+    }
     lines
 }
 
@@ -144,7 +167,7 @@ pub fn to_job_file(placement: &Placement) -> String {
     let fio_defaults = defaults();
     let mut global: Vec<Line> = shared_lines(first);
     // Flags go to [global] only when every target has them.
-    for key in ["group_reporting", "thread"] {
+    for key in FLAGS {
         let all = placement
             .targets
             .iter()
@@ -360,7 +383,7 @@ fn section(
 /// Options that differ from `[global]`, then filename.
 fn head_lines(out: &mut String, t: &TargetPlacement, global: &[Line]) {
     for (k, line) in shared_lines(t) {
-        if value_of(global, k).as_deref() != Some(line.as_str()) {
+        if !line.is_empty() && value_of(global, k).as_deref() != Some(line.as_str()) {
             let _ = writeln!(out, "{line}");
         }
     }
@@ -420,7 +443,7 @@ pub(crate) fn command_line_options(t: &TargetPlacement) -> Vec<String> {
     let mut args = vec![format!("--name={}", section_name(t))];
     args.push(format!("--filename={}", escape_filename(&t.path)));
     for (k, line) in shared_lines(t) {
-        if value_of(&defaults, k).as_deref() != Some(line.as_str()) {
+        if !line.is_empty() && value_of(&defaults, k).as_deref() != Some(line.as_str()) {
             args.push(format!("--{line}"));
         }
     }

@@ -290,6 +290,15 @@ fn distribution(v: &str) -> Result<Distribution, String> {
     }
 }
 
+macro_rules! uring_flag {
+    ($field:ident) => {
+        |j: &mut FioJob, e: &Entry, _: &mut Vec<String>| {
+            j.options.$field = Some(parse_bool(e.value.as_deref())?);
+            Ok(())
+        }
+    };
+}
+
 macro_rules! flag {
     ($field:ident) => {
         |j: &mut FioJob, e: &Entry, _: &mut Vec<String>| {
@@ -325,6 +334,10 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec { name: "buffered", aliases: &[], takes_value: false, numio: "not O_DIRECT", apply: |j, e, _| { j.workload.direct = !parse_bool(e.value.as_deref())?; Ok(()) } },
     OptionSpec { name: "ioengine", aliases: &[], takes_value: true, numio: "backend: io_uring→uring, io_uring_cmd→passthru, psync/sync/pvsync/pvsync2/vsync→sync, null→null, libaio/posixaio→uring (warned)", apply: ioengine },
     OptionSpec { name: "cmd_type", aliases: &[], takes_value: true, numio: "`nvme` only (io_uring_cmd)", apply: |_, e, _| { if value(e)? == "nvme" { Ok(()) } else { Err("numio passthru speaks NVMe only: cmd_type=nvme".into()) } } },
+    OptionSpec { name: "hipri", aliases: &[], takes_value: false, numio: "io_uring completion polling (IOPOLL)", apply: uring_flag!(hipri) },
+    OptionSpec { name: "fixedbufs", aliases: &[], takes_value: false, numio: "io_uring registered buffers", apply: uring_flag!(fixedbufs) },
+    OptionSpec { name: "registerfiles", aliases: &[], takes_value: false, numio: "io_uring registered files", apply: uring_flag!(registerfiles) },
+    OptionSpec { name: "sqthread_poll", aliases: &[], takes_value: false, numio: "io_uring submission polling (SQPOLL)", apply: uring_flag!(sqthread_poll) },
     OptionSpec { name: "cpus_allowed", aliases: &[], takes_value: true, numio: "CPUs of the job (checked against the topology)", apply: |j, e, _| { let v = value(e)?; j.cpus_allowed = Some(Located { value: parse_cpu_list(v)?, text: v.to_string(), at: e.at.clone() }); Ok(()) } },
     OptionSpec { name: "cpus_allowed_policy", aliases: &[], takes_value: true, numio: "shared, split (fio's global job numbering)", apply: |j, e, _| { j.cpus_policy = match value(e)? { "shared" => CpusPolicy::Shared, "split" => CpusPolicy::Split, _ => return Err("use shared or split".into()) }; Ok(()) } },
     OptionSpec { name: "numa_cpu_nodes", aliases: &[], takes_value: true, numio: "all online CPUs of these nodes", apply: |j, e, _| { let v = value(e)?; let nodes = parse_cpu_list(v)?.into_iter().map(|c| NodeId(c.0)).collect(); j.numa_cpu_nodes = Some(Located { value: nodes, text: v.to_string(), at: e.at.clone() }); j.options.numa_cpu_nodes = Some(v.to_string()); Ok(()) } },
