@@ -47,8 +47,11 @@ impl Method {
     /// How the method reads in a report.
     pub fn describe(&self) -> String {
         match self {
+            Method::Welch { df, p_value } if *p_value >= 0.001 => {
+                format!("Welch's t-test, df {df:.1}, p = {p_value:.3}")
+            }
             Method::Welch { df, p_value } => {
-                format!("Welch's t-test, df {df:.1}, p {p_value:.2e}")
+                format!("Welch's t-test, df {df:.1}, p = {p_value:.1e}")
             }
             Method::Bootstrap { resamples, .. } => format!(
                 "percentile bootstrap ({} resamples, fewer than {MIN_RUNS_FOR_WELCH} runs per arm)",

@@ -2,6 +2,7 @@
 //! files) interleaved A B A B …, or takes them from saved result files, and
 //! says whether they differ (the statistics live in the `report` crate).
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
@@ -116,7 +117,7 @@ impl LiveContext {
                 percentiles,
                 ..engine::RunOptions::default()
             },
-            progress: false,
+            progress: !args.json && std::io::stderr().is_terminal(),
         };
         let topology = Topology::discover(Path::new("/"));
         let needs_targets = specs

@@ -99,11 +99,13 @@ impl RepeatArgs {
 }
 
 /// Runs `run_once` `args.repeat` times, prints the repeat statistics and
-/// writes `--save`, `--csv` and `--chart`. `label` names the arm (the
-/// placement policy). Returns the exit status: 0.
+/// writes `--save`, `--csv` and `--chart`; `json` prints the result set as
+/// JSON instead of text. `label` names the arm (the placement policy).
+/// Returns the exit status: 0.
 #[allow(dead_code)] // called from bench.rs once it flattens `RepeatArgs`
 pub fn bench_repeat(
     args: &RepeatArgs,
+    json: bool,
     label: &str,
     mut run_once: impl FnMut() -> anyhow::Result<engine::RunResult>,
 ) -> anyhow::Result<i32> {
@@ -136,7 +138,7 @@ pub fn bench_repeat(
         args.save.as_deref(),
         args.csv.as_deref(),
         args.chart.as_deref(),
-        false,
+        json,
     )?;
     Ok(0)
 }
