@@ -47,6 +47,16 @@ pub enum PlanError {
     },
 }
 
+/// Why a placement cannot run on a machine ([`crate::Placement::check_on`]).
+#[derive(Debug, thiserror::Error)]
+#[error("target {target}: {message}")]
+pub struct PlacementMismatch {
+    /// The target.
+    pub target: String,
+    /// What does not fit and how to fix it.
+    pub message: String,
+}
+
 /// Why a plan file could not be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanFileError {

@@ -31,7 +31,7 @@ mod request;
 pub mod resolve;
 pub mod workload;
 
-pub use error::{PlanError, PlanFileError};
+pub use error::{PlacementMismatch, PlanError, PlanFileError};
 pub use placement::{JobOptions, JobPlacement, MemPolicy, Placement, TargetPlacement};
 pub use plan::plan;
 pub use request::{PlanRequest, Policy, TargetSpec};

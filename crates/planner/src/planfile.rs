@@ -51,10 +51,18 @@ impl Placement {
         };
         let value: serde_json::Value = serde_json::from_str(text).map_err(parse)?;
         let Some(format) = value.get("format") else {
-            return serde_json::from_value(value).map_err(|e| PlanFileError::Parse {
-                path: origin.to_path_buf(),
-                message: format!("not a plan file nor a placement: {e}"),
-            });
+            let placement: Placement =
+                serde_json::from_value(value).map_err(|e| PlanFileError::Parse {
+                    path: origin.to_path_buf(),
+                    message: format!("not a plan file nor a placement: {e}"),
+                })?;
+            placement
+                .check_structure()
+                .map_err(|message| PlanFileError::Parse {
+                    path: origin.to_path_buf(),
+                    message,
+                })?;
+            return Ok(placement);
         };
         if format.as_str() != Some(PLAN_FORMAT) {
             return Err(PlanFileError::Parse {
@@ -78,7 +86,89 @@ impl Placement {
             });
         }
         let doc: PlanFile = serde_json::from_str(text).map_err(parse)?;
+        doc.placement
+            .check_structure()
+            .map_err(|message| PlanFileError::Parse {
+                path: origin.to_path_buf(),
+                message,
+            })?;
         Ok(doc.placement)
+    }
+
+    /// Checks what a hand-edited plan can get wrong without a machine: every
+    /// target has jobs, `numjobs` equals the number of jobs, the block size
+    /// range and the queue depth make sense, and job CPUs lie in the target's
+    /// `cpus` when it lists any.
+    pub fn check_structure(&self) -> Result<(), String> {
+        if self.targets.is_empty() {
+            return Err("the plan has no targets".into());
+        }
+        for t in &self.targets {
+            let w = &t.workload;
+            let fail = |m: String| Err(format!("target {}: {m}", t.path));
+            if t.jobs.is_empty() || t.jobs.len() != w.numjobs as usize {
+                return fail(format!(
+                    "workload.numjobs is {} but {} jobs are listed; make them agree",
+                    w.numjobs,
+                    t.jobs.len()
+                ));
+            }
+            if w.bs_min_bytes == 0 || w.bs_min_bytes > w.bs_max_bytes {
+                return fail("bs_min_bytes must be at least 1 and at most bs_max_bytes".into());
+            }
+            if w.iodepth == 0 || w.rwmixread > 100 {
+                return fail("iodepth must be at least 1 and rwmixread at most 100".into());
+            }
+            if !t.cpus.is_empty() {
+                let stray = t
+                    .jobs
+                    .iter()
+                    .flat_map(|j| &j.cpus)
+                    .find(|c| !t.cpus.contains(c));
+                if let Some(c) = stray {
+                    return fail(format!(
+                        "job CPU {c} is not in the target's cpus; add it there or drop it"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that this placement can run on `topo`: every pinned CPU is
+    /// online and every bound memory node exists (a plan made on another
+    /// machine usually fails here).
+    pub fn check_on(&self, topo: &topology::Topology) -> Result<(), crate::PlacementMismatch> {
+        for t in &self.targets {
+            let fail = |message: String| {
+                Err(crate::PlacementMismatch {
+                    target: t.path.clone(),
+                    message,
+                })
+            };
+            for job in &t.jobs {
+                if let Some(c) = job
+                    .cpus
+                    .iter()
+                    .find(|&&c| !crate::cpuset::is_online(topo, c))
+                {
+                    return fail(format!(
+                        "CPU {c} is not online on this machine; re-run `numio plan` here or edit the plan"
+                    ));
+                }
+                if let crate::MemPolicy::Bind(nodes) = &job.mem {
+                    if let Some(n) = nodes
+                        .iter()
+                        .find(|n| !topo.nodes.iter().any(|x| x.id == **n))
+                    {
+                        return fail(format!(
+                            "memory node {n} does not exist on this machine; re-run `numio plan` here or edit the plan"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Reads a plan file.
@@ -202,6 +292,22 @@ mod tests {
         p.save(&file).unwrap();
         assert_eq!(Placement::load(&file).unwrap(), p);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn hand_edits_that_break_the_plan_are_caught() {
+        let mut p = sample();
+        p.targets[0].workload.numjobs = 2;
+        let err = Placement::from_plan_file(&p.to_plan_file(), Path::new("p.json")).unwrap_err();
+        assert!(err.to_string().contains("numjobs is 2 but 1 jobs"), "{err}");
+        let mut p = sample();
+        p.targets[0].jobs[0].cpus = vec![CpuId(7)];
+        let err = Placement::from_plan_file(&p.to_plan_file(), Path::new("p.json")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("job CPU 7 is not in the target's cpus"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -251,3 +251,15 @@ fn a_resolved_link_plans_on_its_device() {
         p.targets[0].notes
     );
 }
+
+#[test]
+fn a_plan_made_elsewhere_is_refused_by_check_on() {
+    let big = common::sixteen_drives();
+    let p = plan(&big, &request(&["/dev/nvme9n1"], 4, Policy::Local)).unwrap();
+    p.check_on(&big).unwrap();
+    let err = p.check_on(&common::flat(2)).unwrap_err().to_string();
+    assert!(
+        err.contains("target /dev/nvme9n1: CPU 36 is not online"),
+        "{err}"
+    );
+}
