@@ -4,15 +4,31 @@ use std::path::Path;
 
 use crate::error::ReportError;
 use crate::export::Exporter;
-use crate::model::{ResultSet, SCHEMA, SCHEMA_VERSION};
+use crate::model::{ResultSet, SetKind, SCHEMA, SCHEMA_VERSION};
 
-/// Reads and checks a result file written by [`save`].
+/// Reads and checks a result file written by [`save`]; the JSON of one
+/// engine run (`numio bench --json`) reads as a single-run set.
 pub fn load(path: &Path) -> Result<ResultSet, ReportError> {
     let text = std::fs::read_to_string(path).map_err(|source| ReportError::Read {
         path: path.to_path_buf(),
         source,
     })?;
+    if let Some(arm) = engine_run_arm(&text, path) {
+        let created = arm.runs[0].started_unix_s;
+        let command = format!("numio bench --json (read from {})", path.display());
+        return Ok(ResultSet::new(SetKind::Single, command, created, vec![arm]));
+    }
     from_json(&text, path)
+}
+
+/// The one-run arm of an engine result (`numio bench --json`), if `text` is one.
+fn engine_run_arm(text: &str, path: &Path) -> Option<crate::model::Arm> {
+    let run: engine::result::RunResult = serde_json::from_str(text).ok()?;
+    Some(crate::model::Arm {
+        label: run.policy.clone(),
+        spec: format!("result={}", path.display()),
+        runs: vec![crate::from_engine::record(1, &run)],
+    })
 }
 
 /// Parses and checks result-file JSON; `path` names it in errors.
@@ -73,12 +89,8 @@ pub fn load_arm(path: &Path, arm: Option<&str>) -> Result<crate::model::Arm, Rep
         path: path.to_path_buf(),
         source,
     })?;
-    if let Ok(run) = serde_json::from_str::<engine::result::RunResult>(&text) {
-        return Ok(crate::model::Arm {
-            label: run.policy.clone(),
-            spec: format!("result={}", path.display()),
-            runs: vec![crate::from_engine::record(1, &run)],
-        });
+    if let Some(arm) = engine_run_arm(&text, path) {
+        return Ok(arm);
     }
     let set = from_json(&text, path)?;
     let labels: Vec<&str> = set.arms.iter().map(|a| a.label.as_str()).collect();

@@ -223,9 +223,14 @@ fn warnings(arm: &ArmStats) -> Vec<String> {
             ));
         }
     }
-    if (1..MIN_RUNS_FOR_OUTLIERS).contains(&arm.runs) {
+    if arm.runs == 1 {
         out.push(format!(
-            "{}: {} run(s) are too few to spot outliers (needs {MIN_RUNS_FOR_OUTLIERS}) or to trust the deviation: use --repeat {MIN_RUNS_FOR_OUTLIERS} or more",
+            "{}: one run has no run-to-run deviation: use --repeat {MIN_RUNS_FOR_OUTLIERS} or more to measure it and spot outliers",
+            arm.label
+        ));
+    } else if arm.runs < MIN_RUNS_FOR_OUTLIERS {
+        out.push(format!(
+            "{}: {} runs are too few to spot outliers (needs {MIN_RUNS_FOR_OUTLIERS}) or to trust the deviation: use --repeat {MIN_RUNS_FOR_OUTLIERS} or more",
             arm.label, arm.runs
         ));
     }

@@ -74,3 +74,34 @@ fn png_chart_is_a_real_non_blank_image() {
         "a chart with text and lines, not a blank page"
     );
 }
+
+#[test]
+fn engine_run_json_reads_as_a_single_run_set() {
+    // A real `numio bench --runtime 1s --json` of the default target.
+    let path = common::fixtures().join("engine_run.json");
+    let set = report::file::load(&path).unwrap();
+    assert_eq!(set.kind, report::SetKind::Single);
+    let run = &set.arms[0].runs[0];
+    assert!(run.total.iops > 0.0 && run.total.lat_p99_ns >= run.total.lat_mean_ns * 0.5);
+    assert_eq!(run.targets.len(), 1);
+    assert!(!run.total.percentiles.is_empty());
+    assert!(run.raw.is_some(), "the engine's result is kept whole");
+    let arm = report::file::load_arm(&path, None).unwrap();
+    assert_eq!(arm.runs.len(), 1);
+}
+
+#[test]
+fn result_arms_pick_by_label_and_say_which_exist() {
+    let path = common::fixtures().join("compare_local_spread.json");
+    let arm = report::file::load_arm(&path, Some("spread")).unwrap();
+    assert_eq!((arm.label.as_str(), arm.runs.len()), ("spread", 5));
+    let err = report::file::load_arm(&path, None).unwrap_err().to_string();
+    assert!(
+        err.contains("[\"local\", \"spread\"]") && err.contains(",arm=LABEL"),
+        "{err}"
+    );
+    let err = report::file::load_arm(&path, Some("none"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("pick one of its arms"), "{err}");
+}

@@ -50,7 +50,7 @@ fn header(set: &ResultSet) -> String {
     let arms: Vec<String> = set
         .arms
         .iter()
-        .map(|a| format!("{} ({}, {} runs)", a.label, a.spec, a.runs.len()))
+        .map(|a| format!("{} ({}, {})", a.label, a.spec, runs(a.runs.len())))
         .collect();
     let what = match set.kind {
         SetKind::Single => "single run",
@@ -70,6 +70,15 @@ fn header(set: &ResultSet) -> String {
         }
     }
     out
+}
+
+/// `1 run`, `5 runs`.
+pub fn runs(n: usize) -> String {
+    if n == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{n} runs")
+    }
 }
 
 fn verdicts(c: &Comparison) -> String {
@@ -129,8 +138,12 @@ fn stats_table(arms: &[ArmStats]) -> String {
                     n(s.median),
                     n(s.min),
                     n(s.max),
-                    n(s.stdev),
-                    cv(s.cv_pct),
+                    if s.n < 2 { "-".to_string() } else { n(s.stdev) },
+                    if s.n < 2 {
+                        "-".to_string()
+                    } else {
+                        cv(s.cv_pct)
+                    },
                 ]);
             }
         }

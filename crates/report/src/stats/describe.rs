@@ -19,8 +19,8 @@ pub struct Summary {
     pub max: f64,
     /// Sample standard deviation (divisor `n − 1`; 0 when `n = 1`).
     pub stdev: f64,
-    /// Coefficient of variation, `stdev / |mean| × 100`; `None` when the mean
-    /// is 0 and the values differ (the ratio has no meaning there).
+    /// Coefficient of variation, `stdev / |mean| × 100`; `None` with one
+    /// value, or when the mean is 0 and the values differ (no meaning there).
     pub cv_pct: Option<f64>,
 }
 
@@ -32,7 +32,9 @@ pub fn summarize(values: &[f64]) -> Option<Summary> {
     let n = values.len();
     let mean = mean(values);
     let stdev = stdev(values);
-    let cv_pct = if stdev == 0.0 {
+    let cv_pct = if n < 2 {
+        None
+    } else if stdev == 0.0 {
         Some(0.0)
     } else if mean == 0.0 {
         None
@@ -179,7 +181,7 @@ mod tests {
         let s = summarize(&[7.0, 7.0, 7.0]).unwrap();
         assert_eq!((s.stdev, s.cv_pct), (0.0, Some(0.0)));
         let one = summarize(&[3.0]).unwrap();
-        assert_eq!((one.median, one.stdev), (3.0, 0.0));
+        assert_eq!((one.median, one.stdev, one.cv_pct), (3.0, 0.0, None));
         assert!(summarize(&[]).is_none());
         // Mean 0 with spread: the CV has no meaning.
         assert_eq!(summarize(&[-1.0, 1.0]).unwrap().cv_pct, None);
