@@ -6,9 +6,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
     /// The result file could not be read.
-    #[error(
-        "cannot read result file {path}: {source}; check the path (files are written by --save)"
-    )]
+    #[error("cannot read result file {path} (check the path; result files are written by --save)")]
     Read {
         /// The file.
         path: PathBuf,
@@ -16,7 +14,7 @@ pub enum ReportError {
         source: std::io::Error,
     },
     /// The result file is not valid JSON of the expected shape.
-    #[error("{path} is not a numio result file ({source}); pass a file written by `numio bench --save` or `numio compare --save`")]
+    #[error("{path} is not a numio result file: pass one written by --save (numio bench, numio compare) or by numio bench --json")]
     Parse {
         /// The file.
         path: PathBuf,
@@ -42,7 +40,7 @@ pub enum ReportError {
         reason: String,
     },
     /// An output could not be written.
-    #[error("cannot write {path}: {source}; check that the folder exists and is writable")]
+    #[error("cannot write {path} (check that the folder exists and is writable)")]
     Write {
         /// The output.
         path: PathBuf,

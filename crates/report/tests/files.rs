@@ -35,7 +35,7 @@ fn wrong_schema_newer_version_and_garbage_are_rejected_with_a_fix() {
         .unwrap_err();
     assert!(err.to_string().contains("newer numio"), "{err}");
     let err = report::file::from_json("not json", p).unwrap_err();
-    assert!(err.to_string().contains("numio compare --save"), "{err}");
+    assert!(err.to_string().contains("written by --save"), "{err}");
     let empty = r#"{"schema":"numio-results","schema_version":1,"kind":"repeat","command":"","created_unix_s":0,"arms":[]}"#;
     let err = report::file::from_json(empty, p).unwrap_err();
     assert!(err.to_string().contains("no runs"), "{err}");
