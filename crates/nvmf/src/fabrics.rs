@@ -92,21 +92,7 @@ fn connect(conn: &mut Connection, slot: usize) -> Outcome {
     };
     let ctrl = match result {
         Ok(c) => c,
-        Err(r) => {
-            return match r {
-                ConnectRefusal::UnknownSubsystem => {
-                    refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 256))
-                }
-                ConnectRefusal::HostNotAllowed => {
-                    refuse(Status::CONNECT_INVALID_HOST, ipo(true, 512))
-                }
-                ConnectRefusal::UnknownController => {
-                    refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16))
-                }
-                ConnectRefusal::Busy => refuse(Status::CONNECT_CTRL_BUSY, 0),
-                ConnectRefusal::BadQueueId => refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 42)),
-            };
-        }
+        Err(r) => return refusal(r),
     };
     // CATTR bit 2: the host disabled SQ flow control.
     conn.sq_flow_disabled = cmd.cattr & 0x04 != 0;
@@ -129,6 +115,17 @@ fn connect(conn: &mut Connection, slot: usize) -> Outcome {
         ctrl,
     });
     Outcome::ok(cntlid as u64)
+}
+
+/// The status and IATTR/IPO result for a refused Connect.
+fn refusal(r: ConnectRefusal) -> Outcome {
+    match r {
+        ConnectRefusal::UnknownSubsystem => refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 256)),
+        ConnectRefusal::HostNotAllowed => refuse(Status::CONNECT_INVALID_HOST, ipo(true, 512)),
+        ConnectRefusal::UnknownController => refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16)),
+        ConnectRefusal::Busy => refuse(Status::CONNECT_CTRL_BUSY, 0),
+        ConnectRefusal::BadQueueId => refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 42)),
+    }
 }
 
 fn property_get(conn: &Connection, eight_bytes: bool, offset: u32) -> Outcome {

@@ -244,23 +244,7 @@ impl Initiator {
                     data: d,
                     data_digest_ok,
                 } => {
-                    if !data_digest_ok {
-                        return Err(InitiatorError::Unexpected(
-                            "C2HData data digest mismatch".into(),
-                        ));
-                    }
-                    let off = hdr.data_offset as usize;
-                    if hdr.cccid != sqe.cid || off + d.len() > data.len() {
-                        return Err(InitiatorError::Unexpected(format!(
-                            "C2HData for cid {} at {off}+{} outside a {}-byte read of cid {}",
-                            hdr.cccid,
-                            d.len(),
-                            data.len(),
-                            sqe.cid
-                        )));
-                    }
-                    data[off..off + d.len()].copy_from_slice(d);
-                    if hdr.ch.flags & flags::DATA_SUCCESS != 0 {
+                    if self.take_c2h(&sqe, &hdr, d, data_digest_ok, &mut data)? {
                         let cqe = Cqe {
                             cid: sqe.cid,
                             sqid: self.qid,
@@ -272,6 +256,35 @@ impl Initiator {
                 other => return Err(unexpected(&other)),
             }
         }
+    }
+
+    /// Stores one C2HData payload; true when it carried SUCCESS (no
+    /// response capsule follows).
+    fn take_c2h(
+        &self,
+        sqe: &Sqe,
+        hdr: &tcp::DataHeader,
+        d: &[u8],
+        digest_ok: bool,
+        data: &mut [u8],
+    ) -> Result<bool, InitiatorError> {
+        if !digest_ok {
+            return Err(InitiatorError::Unexpected(
+                "C2HData data digest mismatch".into(),
+            ));
+        }
+        let off = hdr.data_offset as usize;
+        if hdr.cccid != sqe.cid || off + d.len() > data.len() {
+            return Err(InitiatorError::Unexpected(format!(
+                "C2HData for cid {} at {off}+{} outside a {}-byte read of cid {}",
+                hdr.cccid,
+                d.len(),
+                data.len(),
+                sqe.cid
+            )));
+        }
+        data[off..off + d.len()].copy_from_slice(d);
+        Ok(hdr.ch.flags & flags::DATA_SUCCESS != 0)
     }
 
     fn send_h2c(&mut self, r2t: &tcp::DataHeader, data_out: &[u8]) -> Result<(), InitiatorError> {

@@ -167,26 +167,7 @@ impl Server {
         } else {
             cfg.cpus.clone()
         };
-        let mut threads = Vec::new();
-        let mut inboxes = Vec::new();
-        for &cpu in &cpus {
-            let (tx, rx) = channel::<TcpStream>();
-            let wake = eventfd()?;
-            let wake_raw = wake.as_raw_fd();
-            let t = target.clone();
-            let h = std::thread::Builder::new()
-                .name(format!("numio-reactor-{cpu}"))
-                .spawn(move || {
-                    pin_to(cpu);
-                    Reactor::new(t, rx, wake).run();
-                })
-                .map_err(|source| TargetError::Os {
-                    what: "spawning a reactor thread",
-                    source,
-                })?;
-            threads.push(h);
-            inboxes.push((tx, wake_raw));
-        }
+        let (mut threads, inboxes) = spawn_reactors(&target, &cpus)?;
         let t = target.clone();
         let acceptor = std::thread::Builder::new()
             .name("numio-acceptor".into())
@@ -234,6 +215,35 @@ impl Server {
         }
         Ok(())
     }
+}
+
+type Inbox = (Sender<TcpStream>, RawFd);
+
+fn spawn_reactors(
+    target: &Arc<Target>,
+    cpus: &[usize],
+) -> Result<(Vec<JoinHandle<()>>, Vec<Inbox>), TargetError> {
+    let mut threads = Vec::new();
+    let mut inboxes = Vec::new();
+    for &cpu in cpus {
+        let (tx, rx) = channel::<TcpStream>();
+        let wake = eventfd()?;
+        let wake_raw = wake.as_raw_fd();
+        let t = target.clone();
+        let h = std::thread::Builder::new()
+            .name(format!("numio-reactor-{cpu}"))
+            .spawn(move || {
+                pin_to(cpu);
+                Reactor::new(t, rx, wake).run();
+            })
+            .map_err(|source| TargetError::Os {
+                what: "spawning a reactor thread",
+                source,
+            })?;
+        threads.push(h);
+        inboxes.push((tx, wake_raw));
+    }
+    Ok((threads, inboxes))
 }
 
 fn accept_loop(

@@ -85,9 +85,9 @@ fn connect_identify_and_features() {
 }
 
 #[test]
-fn read_write_verify_in_capsule_r2t_and_success_flag() {
+fn read_write_verify_in_capsule_and_r2t() {
     let (srv, addr) = start(&config(None));
-    let (mut a, mut q) = controller(addr, &opts());
+    let (_a, mut q) = controller(addr, &opts());
     // 4 KiB fits in the capsule; 256 KiB needs an R2T and two H2CData PDUs.
     for (slba, len) in [(0u64, 4096usize), (8, 256 * 1024), (1000, 512)] {
         let data = pattern(slba as u32, len);
@@ -129,6 +129,20 @@ fn read_write_verify_in_capsule_r2t_and_success_flag() {
         .cqe
         .status();
     assert_eq!(st, Status::SGL_LENGTH_INVALID);
+    srv.stop().unwrap();
+}
+
+#[test]
+fn write_zeroes_dsm_flush_and_smart() {
+    let (srv, addr) = start(&config(None));
+    let (mut a, mut q) = controller(addr, &opts());
+    q.write(1, 8, &pattern(8, 256 * 1024)).unwrap();
+    let st = q
+        .submit(rw_sqe(io::READ, 7, 0, 1), &[], 512)
+        .unwrap()
+        .cqe
+        .status();
+    assert_eq!(st, Status::INVALID_NS);
     // Write Zeroes, DSM deallocate, Flush.
     let mut wz = rw_sqe(io::WRITE_ZEROES, 1, 8, 8);
     wz.cdw12 = 7;
@@ -168,9 +182,18 @@ fn read_write_verify_in_capsule_r2t_and_success_flag() {
         "data units read {r} written {w} (first read {:?})",
         &smart[32..40]
     );
-    // Errors above were logged.
+    // The error above was logged.
     let errs = a.get_log_page(lid::ERROR_INFO, 0, 128, 0).unwrap();
-    assert!(log::ErrorEntry::decode(&errs).error_count >= 3);
+    let e = log::ErrorEntry::decode(&errs);
+    assert_eq!((e.error_count, e.nsid, e.sqid), (1, 7, 1));
+    srv.stop().unwrap();
+}
+
+#[test]
+fn sq_flow_control_disabled_uses_c2h_success() {
+    let (srv, addr) = start(&config(None));
+    let (a, mut q) = controller(addr, &opts());
+    q.write(1, 0, &pattern(0, 4096)).unwrap();
 
     // A queue with SQ flow control disabled gets C2HData with SUCCESS, no capsule.
     let mut o = opts();

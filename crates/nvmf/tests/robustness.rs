@@ -124,7 +124,12 @@ fn malformed_headers_get_term_req_with_fes_and_fei() {
     b[4..8].copy_from_slice(&(64u32 << 20).to_le_bytes());
     q.send_raw(&b).unwrap();
     expect_term(&mut q, fes::INVALID_HEADER_FIELD, 4);
-    // Unsupported PDU format version in ICReq.
+    srv.stop().unwrap();
+}
+
+#[test]
+fn icreq_with_unsupported_version_is_refused() {
+    let (srv, addr) = start(&config(None));
     let mut s = TcpStream::connect(addr).unwrap();
     let mut b = Vec::new();
     tcp::frame(
@@ -150,10 +155,9 @@ fn malformed_headers_get_term_req_with_fes_and_fei() {
 }
 
 #[test]
-fn bad_h2c_data_and_digest_errors() {
+fn h2c_data_without_r2t_is_a_sequence_error() {
     let (srv, addr) = start(&config(None));
     let (_a, mut q) = controller(addr, &opts());
-    // H2CData naming a transfer tag with no R2T outstanding.
     let mut b = Vec::new();
     tcp::frame(
         &mut b,
@@ -165,8 +169,12 @@ fn bad_h2c_data_and_digest_errors() {
     );
     q.send_raw(&b).unwrap();
     expect_term(&mut q, fes::PDU_SEQUENCE_ERROR, 0);
+    srv.stop().unwrap();
+}
 
-    // H2CData outside the range the R2T asked for.
+#[test]
+fn h2c_data_outside_the_r2t_is_out_of_range() {
+    let (srv, addr) = start(&config(None));
     let (_a, mut q) = controller(addr, &opts());
     let mut b = Vec::new();
     tcp::frame(
@@ -194,11 +202,20 @@ fn bad_h2c_data_and_digest_errors() {
     );
     q.send_raw(&b).unwrap();
     expect_term(&mut q, fes::DATA_OUT_OF_RANGE, 12);
+    srv.stop().unwrap();
+}
 
-    // Header digest mismatch.
+fn digest_opts() -> nvmf::InitiatorOptions {
     let mut o = opts();
     o.header_digest = true;
     o.data_digest = true;
+    o
+}
+
+#[test]
+fn header_digest_error_terminates() {
+    let (srv, addr) = start(&config(None));
+    let o = digest_opts();
     let (_a, mut q) = controller(addr, &o);
     let mut b = Vec::new();
     tcp::frame(
@@ -213,9 +230,13 @@ fn bad_h2c_data_and_digest_errors() {
     let sent = u32::from_le_bytes(b[72..76].try_into().unwrap());
     q.send_raw(&b).unwrap();
     expect_term(&mut q, fes::HEADER_DIGEST_ERROR, sent);
+    srv.stop().unwrap();
+}
 
-    // A data digest mismatch fails the command, not the connection.
-    let (_a, mut q) = controller(addr, &o);
+#[test]
+fn data_digest_error_fails_only_the_command() {
+    let (srv, addr) = start(&config(None));
+    let (_a, mut q) = controller(addr, &digest_opts());
     let mut sqe = rw_sqe(io::WRITE, 1, 0, 1);
     sqe.flags = 0x40;
     sqe.cid = 5;
