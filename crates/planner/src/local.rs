@@ -10,7 +10,8 @@
 //!   siblings, then wrap around (oversubscription, warned). Remote nodes are
 //!   never used while the local node has CPUs.
 //! - A node without CPUs or memory borrows them from the nearest node by
-//!   distance; a target whose node is unknown uses a stated fallback node.
+//!   distance; a target whose node is unknown goes to the node with the most
+//!   free cores (ties: lowest id), with a warning.
 
 use std::collections::BTreeMap;
 
@@ -30,13 +31,31 @@ struct Home {
 
 /// Places every target with the `local` policy.
 pub(crate) fn place(topo: &Topology, targets: &mut [TargetPlacement], warnings: &mut Vec<String>) {
-    let fallback = fallback_node(topo);
+    let mut homes: Vec<Option<Home>> = targets.iter_mut().map(|t| known_home(topo, t)).collect();
+    // Jobs per node so far, to put targets of unknown node where cores are free.
+    let mut load: BTreeMap<NodeId, i64> = BTreeMap::new();
+    for (t, h) in targets.iter().zip(&homes) {
+        if let Some(h) = h {
+            *load.entry(h.cpu_node).or_default() += i64::from(t.workload.numjobs);
+        }
+    }
+    for (t, home) in targets.iter_mut().zip(homes.iter_mut()) {
+        if home.is_none() {
+            let node = fallback_node(topo, &load);
+            fallback_notes(t, node, warnings);
+            *load.entry(node).or_default() += i64::from(t.workload.numjobs);
+            *home = Some(Home {
+                cpu_node: node,
+                mem: MemPolicy::Local,
+            });
+        }
+    }
     let mut by_node: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
     let mut mems = Vec::with_capacity(targets.len());
-    for (i, t) in targets.iter_mut().enumerate() {
-        let home = home_of(topo, t, fallback, warnings);
-        by_node.entry(home.cpu_node).or_default().push(i);
-        mems.push(home.mem);
+    for (i, h) in homes.into_iter().enumerate() {
+        let h = h.expect("every target has a home by now");
+        by_node.entry(h.cpu_node).or_default().push(i);
+        mems.push(h.mem);
     }
     for (node, members) in by_node {
         let cores = node_cores(topo, node);
@@ -60,59 +79,64 @@ pub(crate) fn place(topo: &Topology, targets: &mut [TargetPlacement], warnings: 
     }
 }
 
-/// The node targets with an unknown node are planned on: the lowest-numbered
-/// node with CPUs and memory, else the lowest with CPUs.
-fn fallback_node(topo: &Topology) -> NodeId {
+/// The node a target of unknown node is planned on: among nodes with CPUs
+/// (those with memory first), the one with the most physical cores not yet
+/// asked for by other targets; ties go to the lowest-numbered node.
+fn fallback_node(topo: &Topology, load: &BTreeMap<NodeId, i64>) -> NodeId {
+    let free = |n: NodeId| node_cores(topo, n).len() as i64 - load.get(&n).copied().unwrap_or(0);
     let with_cpus: Vec<NodeId> = topo
         .nodes
         .iter()
         .map(|n| n.id)
         .filter(|&n| !node_cpus(topo, n).is_empty())
         .collect();
-    with_cpus
+    let with_memory: Vec<NodeId> = with_cpus
         .iter()
         .copied()
-        .find(|&n| has_memory(topo, n))
-        .or_else(|| with_cpus.first().copied())
+        .filter(|&n| has_memory(topo, n))
+        .collect();
+    let pool = if with_memory.is_empty() {
+        &with_cpus
+    } else {
+        &with_memory
+    };
+    pool.iter()
+        .copied()
+        .max_by_key(|&n| (free(n), std::cmp::Reverse(n)))
         .unwrap_or(NodeId(0))
 }
 
-fn home_of(
-    topo: &Topology,
-    t: &mut TargetPlacement,
-    fallback: NodeId,
-    warnings: &mut Vec<String>,
-) -> Home {
-    let Some(node) = t.node.filter(|n| topo.nodes.iter().any(|x| x.id == *n)) else {
-        let why = match t.node {
-            Some(n) => format!("{} is not an online node", node_label(n)),
-            None => t
-                .notes
-                .last()
-                .cloned()
-                .unwrap_or_else(|| "NUMA node unknown".into()),
-        };
-        warnings.push(format!(
-            "{}: {why}; planned on {} as a fallback (pass --cpus-for {}=LIST to choose)",
-            t.path,
-            node_label(fallback),
-            t.path
-        ));
-        t.notes.push(format!(
-            "NUMA node unknown: fallback to {}",
-            node_label(fallback)
-        ));
-        return Home {
-            cpu_node: fallback,
-            mem: MemPolicy::Local,
-        };
+fn fallback_notes(t: &mut TargetPlacement, node: NodeId, warnings: &mut Vec<String>) {
+    let why = match t.node {
+        Some(n) => format!("{} is not an online node", node_label(n)),
+        None => t
+            .notes
+            .last()
+            .cloned()
+            .unwrap_or_else(|| "NUMA node unknown".into()),
     };
+    warnings.push(format!(
+        "{}: {why}; planned on {} (the node with the most free cores) as a fallback (pass --cpus-for {}=LIST to choose)",
+        t.path,
+        node_label(node),
+        t.path
+    ));
+    t.notes.push(format!(
+        "NUMA node unknown: fallback to {}, the node with the most free cores",
+        node_label(node)
+    ));
+}
+
+/// Where a target of known node runs (`None` when its node is unknown or
+/// not online). Borrows CPUs or memory from the nearest node when its own
+/// has none, and says so in the target's notes.
+fn known_home(topo: &Topology, t: &mut TargetPlacement) -> Option<Home> {
+    let node = t.node.filter(|n| topo.nodes.iter().any(|x| x.id == *n))?;
     let order = nodes_by_distance(topo, node);
     let cpu_node = order
         .iter()
         .copied()
-        .find(|&n| !node_cpus(topo, n).is_empty())
-        .unwrap_or(fallback);
+        .find(|&n| !node_cpus(topo, n).is_empty())?;
     let mem_node = order
         .iter()
         .copied()
@@ -139,7 +163,7 @@ fn home_of(
     } else {
         MemPolicy::Bind(vec![mem_node])
     };
-    Home { cpu_node, mem }
+    Some(Home { cpu_node, mem })
 }
 
 fn distance_text(topo: &Topology, a: NodeId, b: NodeId) -> String {

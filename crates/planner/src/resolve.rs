@@ -188,10 +188,11 @@ fn resolve_multipath(topo: &Topology, ns: &Namespace) -> Resolution {
     } else {
         optimized
     };
-    let mut nodes: Vec<NodeId> = paths
+    let found: Vec<Result<NodeId, String>> = paths
         .iter()
-        .filter_map(|p| controller_node(topo, &p.controller).ok())
+        .map(|p| controller_node(topo, &p.controller))
         .collect();
+    let mut nodes: Vec<NodeId> = found.iter().filter_map(|r| r.clone().ok()).collect();
     nodes.sort_unstable();
     nodes.dedup();
     let name = &ns.block_device;
@@ -201,9 +202,13 @@ fn resolve_multipath(topo: &Topology, ns: &Namespace) -> Resolution {
         notes: Vec::new(),
     };
     match nodes.len() {
-        0 => res.notes.push(format!(
-            "multipath head {name}: no path's controller reports a NUMA node"
-        )),
+        0 => {
+            let why = found
+                .iter()
+                .find_map(|r| r.clone().err())
+                .unwrap_or_default();
+            res.notes.push(format!("{name}: {why}"));
+        }
         1 => {}
         _ => {
             let list: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
