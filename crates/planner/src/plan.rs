@@ -40,7 +40,7 @@ pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, Pla
         };
         targets.push(base_target(spec, &res, workload));
     }
-    let mut warnings = Vec::new();
+    let mut warnings = passthru_warnings(topology, &targets);
     match &request.policy {
         Policy::Local => crate::local::place(topology, &mut targets, &mut warnings),
         Policy::Spread => place_spread(topology, &mut targets),
@@ -59,6 +59,30 @@ pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, Pla
         targets,
         warnings,
     })
+}
+
+/// The passthru backend drives the generic character device (`/dev/ngXnY`);
+/// a block device given for it gets a warning naming the right one.
+fn passthru_warnings(topo: &Topology, targets: &[TargetPlacement]) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in targets
+        .iter()
+        .filter(|t| t.backend.as_deref() == Some("passthru"))
+    {
+        let name = t.path.strip_prefix("/dev/").unwrap_or(&t.path);
+        let ns = topo
+            .subsystems
+            .iter()
+            .flat_map(|s| &s.namespaces)
+            .find(|n| n.block_device == name);
+        if let Some(ng) = ns.and_then(|n| n.generic_device.as_deref()) {
+            out.push(format!(
+                "{}: the passthru backend drives the generic device; use /dev/{ng}",
+                t.path
+            ));
+        }
+    }
+    out
 }
 
 fn base_target(spec: &TargetSpec, res: &Resolution, workload: crate::Workload) -> TargetPlacement {

@@ -263,3 +263,20 @@ fn a_plan_made_elsewhere_is_refused_by_check_on() {
         "{err}"
     );
 }
+
+#[test]
+fn passthru_on_a_block_device_names_the_generic_device() {
+    let topo = common::mixed();
+    let mut req = request(&["/dev/nvme1n1", "/dev/ng0n1"], 1, Policy::Local);
+    for t in &mut req.targets {
+        t.backend = Some("passthru".into());
+    }
+    let p = plan(&topo, &req).unwrap();
+    assert_eq!(
+        p.warnings,
+        vec![
+            "/dev/nvme1n1: the passthru backend drives the generic device; use /dev/ng1n1"
+                .to_string()
+        ]
+    );
+}
