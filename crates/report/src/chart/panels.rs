@@ -1,6 +1,6 @@
 //! The three panels of a chart.
 
-use super::axis::{decades, linear, log_ticks, map, nines};
+use super::axis::{decades, linear, log_ticks, map, nines, Linear};
 use super::svg::{Anchor, Svg, TextStyle};
 use super::{color, frame_titles, legend, Frame};
 use crate::analysis::Analysis;
@@ -151,39 +151,33 @@ pub fn deviation_bars(svg: &mut Svg, frame: Frame, analysis: &Analysis) {
         );
         let left = center - bar_w * analysis.arms.len() as f64 / 2.0;
         for a in 0..analysis.arms.len() {
-            let bx = left + bar_w * a as f64;
-            let Some(cv) = cv_of(a, scope) else {
-                svg.text(
-                    bx + bar_w / 2.0,
-                    frame.bottom() - 4.0,
-                    10.0,
-                    Anchor::Middle,
-                    "n/a",
-                    TextStyle::PLAIN,
-                );
-                continue;
-            };
-            let by = map(cv, y.min, y.max, frame.bottom(), frame.y);
-            svg.rect(
-                bx + 1.0,
-                by,
-                bar_w - 2.0,
-                frame.bottom() - by,
-                color(a),
-                None,
-            );
-            svg.text(
-                bx + bar_w / 2.0,
-                by - 4.0,
-                10.0,
-                Anchor::Middle,
-                &format!("{cv:.2} %"),
-                TextStyle::PLAIN,
-            );
+            let slot = (left + bar_w * a as f64, bar_w);
+            bar(svg, frame, slot, cv_of(a, scope), &y, color(a));
         }
     }
     let labels: Vec<&str> = analysis.arms.iter().map(|a| a.label.as_str()).collect();
     legend(svg, frame, &labels);
+}
+
+/// One bar of `value` percent in the horizontal `slot` (x, width), or `n/a`.
+fn bar(svg: &mut Svg, frame: Frame, slot: (f64, f64), value: Option<f64>, y: &Linear, fill: &str) {
+    let (bx, bar_w) = slot;
+    let Some(v) = value else {
+        let (x, at) = (bx + bar_w / 2.0, frame.bottom() - 4.0);
+        svg.text(x, at, 10.0, Anchor::Middle, "n/a", TextStyle::PLAIN);
+        return;
+    };
+    let by = map(v, y.min, y.max, frame.bottom(), frame.y);
+    svg.rect(bx + 1.0, by, bar_w - 2.0, frame.bottom() - by, fill, None);
+    let label = format!("{v:.2} %");
+    svg.text(
+        bx + bar_w / 2.0,
+        by - 4.0,
+        10.0,
+        Anchor::Middle,
+        &label,
+        TextStyle::PLAIN,
+    );
 }
 
 /// Mean latency (µs) at each percentile over the runs of `arm`, by percentile.
@@ -259,10 +253,24 @@ pub fn latency_curves(svg: &mut Svg, frame: Frame, set: &ResultSet) {
     let pmax = all.iter().map(|p| p.0).fold(0.0, f64::max);
     let xmax = nines(pmax).max(1.0) * 1.05;
     let x_of = |p: f64| map(nines(p), 0.0, xmax, frame.x, frame.right());
-    for p in [0.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999]
-        .into_iter()
-        .filter(|p| *p <= pmax)
-    {
+    percentile_axis(svg, frame, pmax, &x_of);
+    for (i, curve) in curves.iter().enumerate() {
+        let points: Vec<(f64, f64)> = curve.iter().map(|(p, us)| (x_of(*p), y_of(*us))).collect();
+        svg.polyline(&points, color(i), 2.0);
+        for (px, py) in points {
+            svg.circle(px, py, 3.0, color(i));
+        }
+    }
+    let labels: Vec<&str> = set.arms.iter().map(|a| a.label.as_str()).collect();
+    legend(svg, frame, &labels);
+}
+
+/// Dashed verticals and labels at p50, p90, p99 … up to `pmax`.
+fn percentile_axis(svg: &mut Svg, frame: Frame, pmax: f64, x_of: &dyn Fn(f64) -> f64) {
+    for p in [0.0, 50.0, 90.0, 99.0, 99.9, 99.99, 99.999] {
+        if p > pmax {
+            break;
+        }
         let x = x_of(p);
         svg.line((x, frame.y), (x, frame.bottom()), GRID, 1.0, true);
         let label = if p == 0.0 {
@@ -279,15 +287,6 @@ pub fn latency_curves(svg: &mut Svg, frame: Frame, set: &ResultSet) {
             TextStyle::PLAIN,
         );
     }
-    for (i, curve) in curves.iter().enumerate() {
-        let points: Vec<(f64, f64)> = curve.iter().map(|(p, us)| (x_of(*p), y_of(*us))).collect();
-        svg.polyline(&points, color(i), 2.0);
-        for (px, py) in points {
-            svg.circle(px, py, 3.0, color(i));
-        }
-    }
-    let labels: Vec<&str> = set.arms.iter().map(|a| a.label.as_str()).collect();
-    legend(svg, frame, &labels);
 }
 
 fn grouped_us(us: f64) -> String {
