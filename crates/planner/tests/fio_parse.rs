@@ -377,3 +377,70 @@ fn readme_lists_every_supported_option() {
         );
     }
 }
+
+#[test]
+fn garbage_never_panics() {
+    // A fixed-seed generator of job-file-like text: every input gives a
+    // JobFile or an error, and every error names the file and a line.
+    let pieces = [
+        "[global]",
+        "[j]",
+        "[",
+        "]",
+        "filename=/dev/nvme0n1",
+        "bs=",
+        "bs=4k-",
+        "bs=-4k",
+        "rw=randrw",
+        "numjobs=4096",
+        "numjobs=99999",
+        "iodepth=1k",
+        "cpus_allowed=0-3",
+        "cpus_allowed=3-0",
+        "cpus_allowed_policy=split",
+        "runtime=1x",
+        "size=1.5.5g",
+        "size=%",
+        "include",
+        "=",
+        "==",
+        "zipf",
+        "random_distribution=zipf:",
+        "numa_mem_policy=bind:",
+        "wait_for=j",
+        "ioengine=",
+        "; c",
+        "# c",
+        "",
+        " ",
+        "\t",
+        "name=",
+        "rate_iops=1,2",
+        "offset=99999999999999999999t",
+        "randseed=-1",
+        "time_based=maybe",
+        "numa_cpu_nodes=0-1",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 33) as usize
+    };
+    let topo = common::flat(4);
+    for _ in 0..3000 {
+        let lines: Vec<&str> = (0..next() % 8)
+            .map(|_| pieces[next() % pieces.len()])
+            .collect();
+        let text = lines.join("\n");
+        match parse_job_text(&text, Path::new("fuzz.fio"), &ParseOptions::default()) {
+            Ok(jf) => {
+                if let Err(e) = jf.to_placement(&topo, true) {
+                    assert!(e.to_string().starts_with("fuzz.fio:"), "{e}\n{text}");
+                }
+            }
+            Err(e) => assert!(e.to_string().contains("fuzz.fio"), "{e}\n{text}"),
+        }
+    }
+}
