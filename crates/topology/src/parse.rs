@@ -159,7 +159,13 @@ pub fn parse_interrupts(
         let Ok(irq) = irq.trim().parse::<u32>() else {
             continue; // NMI:, LOC:, ERR: and friends
         };
-        let Some(name) = rest.split_whitespace().last() else {
+        // From the end: the lines are thousands of columns wide on big machines.
+        let Some(name) = rest
+            .trim_end()
+            .rsplit([' ', '\t'])
+            .next()
+            .filter(|n| !n.is_empty())
+        else {
             continue;
         };
         if !keep(name) {

@@ -28,6 +28,8 @@ pub struct Reader {
     pub unreadable: Vec<Unreadable>,
     /// Files a snapshot manifest says were unreadable when it was taken.
     preset_unreadable: BTreeMap<String, String>,
+    /// Read buffer reused across files.
+    scratch: Vec<u8>,
 }
 
 impl Reader {
@@ -40,6 +42,7 @@ impl Reader {
             dirs: BTreeSet::new(),
             unreadable: Vec::new(),
             preset_unreadable,
+            scratch: vec![0; READ_CHUNK_BYTES],
         }
     }
 
@@ -67,8 +70,9 @@ impl Reader {
             self.note_unreadable(rel, reason);
             return None;
         }
-        match read_file(&self.abs(rel), !rel.starts_with("proc/")) {
-            Ok(bytes) => match String::from_utf8(bytes) {
+        let result = read_file(&self.abs(rel), !rel.starts_with("proc/"), &mut self.scratch);
+        match result.map(|len| std::str::from_utf8(&self.scratch[..len]).map(str::to_string)) {
+            Ok(text) => match text {
                 Ok(text) => {
                     self.files.insert(rel.to_string(), text.clone());
                     Some(text)
@@ -167,14 +171,13 @@ const READ_CHUNK_BYTES: usize = 8192;
 /// thousands of them. With `short_read_is_eof` a read that returns less than
 /// asked ends the file (true of sysfs attributes, which the kernel returns
 /// in one read, and of regular files); procfs files are read to a 0-byte read.
-fn read_file(path: &Path, short_read_is_eof: bool) -> std::io::Result<Vec<u8>> {
+fn read_file(path: &Path, short_read_is_eof: bool, buf: &mut Vec<u8>) -> std::io::Result<usize> {
     use std::io::Read;
     let mut file = std::fs::File::open(path)?;
-    let mut buf = vec![0u8; READ_CHUNK_BYTES];
     let mut len = 0;
     loop {
         if len == buf.len() {
-            buf.resize(len * 2, 0);
+            buf.resize((len * 2).max(READ_CHUNK_BYTES), 0);
         }
         let n = match file.read(&mut buf[len..]) {
             Ok(n) => n,
@@ -187,8 +190,7 @@ fn read_file(path: &Path, short_read_is_eof: bool) -> std::io::Result<Vec<u8>> {
             break;
         }
     }
-    buf.truncate(len);
-    Ok(buf)
+    Ok(len)
 }
 
 /// The parent of a relative path (`a/b/c` → `a/b`).

@@ -64,17 +64,33 @@ pub fn discover(r: &mut Reader) -> Result<(Vec<Node>, Vec<Cpu>), TopologyError> 
             node_of.insert(cpu.0, node.id);
         }
     }
-    let cpus = present
-        .iter()
-        .map(|&id| {
-            read_cpu(
-                r,
-                id,
-                online.binary_search(&id).is_ok(),
-                node_of.get(&id).copied(),
-            )
-        })
-        .collect();
+    let mut cpus: Vec<Cpu> = Vec::with_capacity(present.len());
+    // CPU → index in `cpus` of an already read SMT sibling: threads of one
+    // core share package, core id and sibling list, so a machine with SMT
+    // reads them once per core.
+    let mut read_sibling: BTreeMap<u32, usize> = BTreeMap::new();
+    for &id in &present {
+        let online = online.binary_search(&id).is_ok();
+        let node = node_of.get(&id).copied();
+        let shared = read_sibling
+            .get(&id)
+            .filter(|_| online)
+            .map(|&i| cpus[i].clone());
+        let cpu = match shared {
+            Some(shared) => Cpu {
+                id: CpuId(id),
+                node,
+                ..shared
+            },
+            None => read_cpu(r, id, online, node),
+        };
+        if cpu.online && cpu.package.is_some() && cpu.core.is_some() {
+            for s in cpu.siblings.iter().filter(|s| s.0 > id) {
+                read_sibling.entry(s.0).or_insert(cpus.len());
+            }
+        }
+        cpus.push(cpu);
+    }
     Ok((nodes, cpus))
 }
 
