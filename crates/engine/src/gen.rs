@@ -40,7 +40,7 @@ impl Rng {
         }
     }
     /// The next 64 random bits.
-    #[inline]
+    #[inline(always)]
     pub fn next_u64(&mut self) -> u64 {
         let s = &mut self.s;
         let out = s[0].wrapping_add(s[3]).rotate_left(23).wrapping_add(s[0]);
@@ -54,7 +54,7 @@ impl Rng {
         out
     }
     /// Uniform in `0..n` (n > 0), by multiply-high.
-    #[inline]
+    #[inline(always)]
     pub fn below(&mut self, n: u64) -> u64 {
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
@@ -249,7 +249,7 @@ impl IoGen {
     }
 
     /// The next I/O.
-    #[inline]
+    #[inline(always)]
     pub fn next_io(&mut self) -> NextIo {
         let dir = match self.read_percent {
             100 => Dir::Read,

@@ -81,7 +81,7 @@ struct JobSpec {
     target: usize,
     job: u32,
     path: String,
-    cpu: Option<u32>,
+    cpus: Vec<u32>,
     node: Option<u32>,
     workload: planner::Workload,
     region: Region,
@@ -258,7 +258,7 @@ fn job_specs(
                 target: ti,
                 job: j as u32,
                 path: t.path.clone(),
-                cpu: job_cpu(&job.cpus),
+                cpus: job.cpus.iter().map(|c| c.0).collect(),
                 node: job_node(job, t),
                 workload: w.clone(),
                 region: *region,
@@ -272,7 +272,7 @@ fn job_specs(
     Ok(specs)
 }
 
-/// A job pins to its first CPU; an empty list means no pinning.
+/// The first CPU of a job (its buffers' node comes from it).
 fn job_cpu(cpus: &[CpuId]) -> Option<u32> {
     cpus.first().map(|c| c.0)
 }
@@ -341,11 +341,11 @@ fn worker_setup_and_run(
 ) -> Result<JobOutput, EngineError> {
     let mut gate = StartGate { ctl, passed: false };
     let mut notes = Vec::new();
-    if let Some(cpu) = spec.cpu {
-        if let Err(e) = sys::pin_to_cpu(cpu) {
+    if !spec.cpus.is_empty() {
+        if let Err(e) = sys::pin_to_cpus(&spec.cpus) {
             notes.push(format!(
-                "job {} of {}: pinning to CPU {cpu} failed ({e}); unpinned",
-                spec.job, spec.path
+                "job {} of {}: pinning to CPUs {:?} failed ({e}); unpinned",
+                spec.job, spec.path, spec.cpus
             ));
         }
     }
@@ -483,7 +483,7 @@ fn merge(
             runtime_ns = runtime_ns.max(o.out.runtime_ns);
             workers.push(WorkerResult {
                 job: spec.job,
-                cpu: spec.cpu.map(CpuId),
+                cpu: spec.cpus.first().copied().map(CpuId),
                 buffer_node: o.buffer_node.map(topology::NodeId),
                 read_ops: o.out.stats.ops[0],
                 write_ops: o.out.stats.ops[1],
@@ -501,7 +501,7 @@ fn merge(
                     environment.uring_features.push(f.clone());
                 }
             }
-            if let Some(c) = spec.cpu.map(CpuId) {
+            for c in spec.cpus.iter().copied().map(CpuId) {
                 if !environment.cpus_used.contains(&c) {
                     environment.cpus_used.push(c);
                 }

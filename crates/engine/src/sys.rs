@@ -22,13 +22,20 @@ pub fn now_ns() -> u64 {
 
 /// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
+    pin_to_cpus(&[cpu])
+}
+
+/// Restricts the calling thread to a set of CPUs.
+pub fn pin_to_cpus(cpus: &[u32]) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data; zeroed is its empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    if cpu as usize >= libc::CPU_SETSIZE as usize {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    for &cpu in cpus {
+        if cpu as usize >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: cpu < CPU_SETSIZE was checked above.
+        unsafe { libc::CPU_SET(cpu as usize, &mut set) };
     }
-    // SAFETY: cpu < CPU_SETSIZE was checked above.
-    unsafe { libc::CPU_SET(cpu as usize, &mut set) };
     // SAFETY: `set` lives for the call; pid 0 is the calling thread.
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if rc == 0 {

@@ -70,6 +70,7 @@ pub struct WorkerLoop<'a, B: Backend> {
     slots: Vec<Slot>,
     free: Vec<u32>,
     batch: Vec<u32>,
+    batch_counts: [u64; 2],
     comps: Vec<Completion>,
     stats: WorkerStats,
     buf_base: *mut u8,
@@ -107,6 +108,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             slots: vec![Slot::default(); depth],
             free: (0..depth as u32).rev().collect(),
             batch: Vec::with_capacity(depth),
+            batch_counts: [0; 2],
             comps: vec![Completion::default(); depth],
             stats: WorkerStats::new(),
             buf_base,
@@ -208,10 +210,16 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         }
     }
 
-    /// Queues new I/Os into free slots, within the limits.
+    /// Queues new I/Os into free slots, within the limits. Counters are
+    /// kept in locals and written back once per batch.
     fn fill(&mut self, queued_ns: u64) {
-        let mut room = self.rate_room(queued_ns).min(self.free.len() as u64);
-        while room > 0 && !self.exhausted() {
+        let room = self
+            .rate_room(queued_ns)
+            .min(self.free.len() as u64)
+            .min(self.limits.max_ios.saturating_sub(self.issued_ios));
+        let bytes_left = self.limits.max_bytes.saturating_sub(self.issued_bytes);
+        let (mut n, mut writes, mut bytes) = (0u64, 0u64, 0u64);
+        while n < room && bytes < bytes_left {
             let Some(slot) = self.free.pop() else { break };
             let io = self.gen.next_io();
             let buf = self.slot_ptr(slot);
@@ -236,11 +244,14 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
                 buf,
             });
             self.batch.push(slot);
-            self.inflight += 1;
-            self.issued_ios += 1;
-            self.issued_bytes += u64::from(io.len_bytes);
-            room -= 1;
+            n += 1;
+            writes += u64::from(write);
+            bytes += u64::from(io.len_bytes);
         }
+        self.inflight += n as usize;
+        self.issued_ios += n;
+        self.issued_bytes += bytes;
+        self.batch_counts = [n - writes, writes];
     }
 
     /// Start of a slot's buffer: slot < depth, so `slot_bytes` from there lie
@@ -252,33 +263,32 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
 
     /// Stamps the batch just submitted and records its submission latency.
     fn stamp_batch(&mut self, submitted_ns: u64) {
-        if self.batch.is_empty() {
+        let Some(&first) = self.batch.first() else {
             return;
-        }
-        let queued_ns = self.slots[self.batch[0] as usize].queued_ns;
-        let mut counts = [0u64; 2];
+        };
+        let queued_ns = self.slots[first as usize].queued_ns;
         for &s in &self.batch {
-            let slot = &mut self.slots[s as usize];
-            slot.submitted_ns = submitted_ns;
-            counts[slot.write as usize] += 1;
+            self.slots[s as usize].submitted_ns = submitted_ns;
         }
         self.batch.clear();
         let slat_ns = submitted_ns.saturating_sub(queued_ns).max(1);
-        for (d, &c) in counts.iter().enumerate() {
+        for (d, &c) in self.batch_counts.iter().enumerate() {
             if c > 0 {
                 self.stats.hist[d].slat.saturating_record_n(slat_ns, c);
             }
         }
     }
 
-    /// Accounts `n` reaped completions, all stamped `reaped_ns`.
+    /// Accounts `n` reaped completions, all stamped `reaped_ns`. Counters
+    /// are kept in locals and written back once per batch.
     fn complete(&mut self, n: usize, reaped_ns: u64) {
+        let mut ops = [0u64; 2];
+        let mut bytes = [0u64; 2];
         for i in 0..n {
             let c = self.comps[i];
             let slot = self.slots[c.slot as usize];
             let d = slot.write as usize;
             self.free.push(c.slot);
-            self.inflight -= 1;
             if c.result < 0 {
                 self.stats.record_error(-c.result);
                 continue;
@@ -293,8 +303,8 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
                     continue;
                 }
             }
-            self.stats.ops[d] += 1;
-            self.stats.bytes[d] += c.result as u64;
+            ops[d] += 1;
+            bytes[d] += c.result as u64;
             let clat_ns = reaped_ns.saturating_sub(slot.submitted_ns).max(1);
             let lat_ns = reaped_ns.saturating_sub(slot.queued_ns).max(1);
             let r = &mut self.run;
@@ -311,6 +321,11 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             }
         }
         self.flush_run();
+        self.inflight -= n;
+        for d in 0..2 {
+            self.stats.ops[d] += ops[d];
+            self.stats.bytes[d] += bytes[d];
+        }
     }
 
     fn flush_run(&mut self) {

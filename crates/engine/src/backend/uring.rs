@@ -65,7 +65,8 @@ pub struct UringBackend {
     nop: bool,
     enter_fd: i32,
     enter_flags: u32,
-    batch: Vec<squeue::Entry>,
+    /// SQEs written to the ring since the last submit.
+    queued: u32,
     unsubmitted: u32,
     slot_len: Vec<u32>,
     /// Features granted, e.g. `DEFER_TASKRUN`, `fixed buffers`.
@@ -196,7 +197,7 @@ impl UringBackend {
             nop,
             enter_fd,
             enter_flags,
-            batch: Vec::with_capacity(depth.max(1) as usize),
+            queued: 0,
             unsubmitted: 0,
             slot_len: vec![0; depth.max(1) as usize],
             features,
@@ -233,6 +234,7 @@ impl UringBackend {
         }
     }
 
+    #[inline(always)]
     fn entry(&self, io: &IoRequest) -> squeue::Entry {
         macro_rules! rw {
             ($fd:expr) => {
@@ -320,23 +322,20 @@ impl Backend for UringBackend {
             self.slot_len[io.slot as usize] = io.len_bytes;
         }
         let e = self.entry(&io);
-        debug_assert!(self.batch.len() < self.batch.capacity());
-        self.batch.push(e);
+        // SAFETY: the entry points at the slot buffer of this worker's region
+        // (registered or not); the worker does not touch or free that slot
+        // until the completion carrying its index is reaped, and the region
+        // outlives the ring. Only this worker's thread touches this ring, so
+        // no other SubmissionQueue exists. The ring has at least `depth`
+        // entries and the worker never has more than `depth` I/Os in flight,
+        // so the push cannot fail.
+        let pushed = unsafe { self.ring.submission_shared().push(&e) };
+        debug_assert!(pushed.is_ok(), "more I/Os queued than the ring holds");
+        self.queued += 1;
     }
 
     fn submit(&mut self) -> io::Result<()> {
-        let n = self.batch.len() as u32;
-        if n > 0 {
-            let mut sq = self.ring.submission();
-            // SAFETY: every entry points at a slot buffer of this worker's
-            // region (registered or not); the worker does not touch or free
-            // that slot until the completion carrying its index is reaped.
-            unsafe { sq.push_multiple(&self.batch) }.map_err(|_| {
-                io::Error::other("submission queue full: more I/Os queued than the ring holds")
-            })?;
-            drop(sq);
-            self.batch.clear();
-        }
+        let n = std::mem::take(&mut self.queued);
         if self.sqpoll {
             self.ring.submit()?;
             return Ok(());
