@@ -8,6 +8,14 @@ use crate::error::ReportError;
 /// Scale of the raster relative to the SVG's px (2: sharp on most screens).
 pub const SCALE: f32 = 2.0;
 
+/// Whether any system font is installed for the labels (Debian:
+/// fonts-dejavu-core).
+pub fn system_fonts_available() -> bool {
+    let mut db = resvg::usvg::fontdb::Database::new();
+    db.load_system_fonts();
+    !db.is_empty()
+}
+
 /// Rasterizes `svg` to PNG bytes; `path` names the output in errors.
 pub fn svg_to_png(svg: &str, path: &Path) -> Result<Vec<u8>, ReportError> {
     let fail = |reason: String| ReportError::Png {
