@@ -29,40 +29,34 @@ struct Home {
     mem: MemPolicy,
 }
 
-/// Places every target with the `local` policy.
-pub(crate) fn place(topo: &Topology, targets: &mut [TargetPlacement], warnings: &mut Vec<String>) {
-    let mut homes: Vec<Option<Home>> = targets.iter_mut().map(|t| known_home(topo, t)).collect();
-    // Jobs per node so far, to put targets of unknown node where cores are free.
-    let mut load: BTreeMap<NodeId, i64> = BTreeMap::new();
-    for (t, h) in targets.iter().zip(&homes) {
-        if let Some(h) = h {
-            *load.entry(h.cpu_node).or_default() += i64::from(t.workload.numjobs);
-        }
-    }
-    for (t, home) in targets.iter_mut().zip(homes.iter_mut()) {
-        if home.is_none() {
-            let node = fallback_node(topo, &load);
-            fallback_notes(t, node, warnings);
-            *load.entry(node).or_default() += i64::from(t.workload.numjobs);
-            *home = Some(Home {
-                cpu_node: node,
-                mem: MemPolicy::Local,
-            });
-        }
-    }
+/// Some of a target's jobs, all placed on one node. A target is one piece,
+/// or one per node for a multipath head whose paths are local to several.
+struct Piece {
+    target: usize,
+    jobs: u32,
+    home: Home,
+}
+
+/// Places every target with the `local` policy. `local_nodes[i]` lists the
+/// nodes target `i` is local to (several for a multipath head under
+/// iopolicy numa; see [`crate::Resolution::local_nodes`]).
+pub(crate) fn place(
+    topo: &Topology,
+    targets: &mut [TargetPlacement],
+    local_nodes: &[Vec<NodeId>],
+    warnings: &mut Vec<String>,
+) {
+    let mut pieces = home_pieces(topo, targets, local_nodes, warnings);
+    pieces.sort_by_key(|p| p.target);
     let mut by_node: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
-    let mut mems = Vec::with_capacity(targets.len());
-    for (i, h) in homes.into_iter().enumerate() {
-        let h = h.expect("every target has a home by now");
-        by_node.entry(h.cpu_node).or_default().push(i);
-        mems.push(h.mem);
+    for (k, p) in pieces.iter().enumerate() {
+        by_node.entry(p.home.cpu_node).or_default().push(k);
     }
+    // Per piece: the CPUs its jobs take in order, and how many cores those are.
+    let mut placed: Vec<(Vec<CpuId>, usize)> = vec![(Vec::new(), 0); pieces.len()];
     for (node, members) in by_node {
         let cores = node_cores(topo, node);
-        let demands: Vec<u32> = members
-            .iter()
-            .map(|&i| targets[i].workload.numjobs)
-            .collect();
+        let demands: Vec<u32> = members.iter().map(|&k| pieces[k].jobs).collect();
         let total: u64 = demands.iter().map(|&d| u64::from(d)).sum();
         if total > cores.len() as u64 {
             warnings.push(format!(
@@ -71,12 +65,91 @@ pub(crate) fn place(topo: &Topology, targets: &mut [TargetPlacement], warnings: 
                 cores.len()
             ));
         }
-        let allotment = allot(cores.len(), &demands);
-        for (k, &i) in members.iter().enumerate() {
-            let mine: Vec<&Core> = allotment[k].iter().map(|&c| &cores[c]).collect();
-            assign(&mut targets[i], &mine, &mems[i]);
+        for (m, cores_idx) in allot(cores.len(), &demands).into_iter().enumerate() {
+            let mine: Vec<&Core> = cores_idx.iter().map(|&c| &cores[c]).collect();
+            placed[members[m]] = (job_order(&mine), mine.len());
         }
     }
+    for (piece, (order, cores)) in pieces.iter().zip(placed) {
+        assign(&mut targets[piece.target], piece, &order, cores);
+    }
+}
+
+/// The pieces of every target: on its own node (or split over the local
+/// nodes of a multipath head), or, when its node is unknown, on the node with
+/// the most free cores once the others are placed.
+fn home_pieces(
+    topo: &Topology,
+    targets: &mut [TargetPlacement],
+    local_nodes: &[Vec<NodeId>],
+    warnings: &mut Vec<String>,
+) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let mut unknown = Vec::new();
+    for (i, t) in targets.iter_mut().enumerate() {
+        let before = pieces.len();
+        match local_nodes.get(i).filter(|n| n.len() > 1) {
+            Some(nodes) => pieces.extend(split_pieces(topo, i, t, nodes)),
+            None => pieces.extend(known_home(topo, t).map(|home| Piece {
+                target: i,
+                jobs: t.workload.numjobs,
+                home,
+            })),
+        }
+        if pieces.len() == before {
+            unknown.push(i);
+        }
+    }
+    // Jobs per node so far, to put targets of unknown node where cores are free.
+    let mut load: BTreeMap<NodeId, i64> = BTreeMap::new();
+    for p in &pieces {
+        *load.entry(p.home.cpu_node).or_default() += i64::from(p.jobs);
+    }
+    for i in unknown {
+        let node = fallback_node(topo, &load);
+        fallback_notes(&mut targets[i], node, warnings);
+        *load.entry(node).or_default() += i64::from(targets[i].workload.numjobs);
+        pieces.push(Piece {
+            target: i,
+            jobs: targets[i].workload.numjobs,
+            home: Home {
+                cpu_node: node,
+                mem: MemPolicy::Local,
+            },
+        });
+    }
+    pieces
+}
+
+/// One piece per local node of a multipath head, its jobs dealt evenly
+/// (earlier nodes take the remainder; nodes without a job are left out).
+fn split_pieces(
+    topo: &Topology,
+    i: usize,
+    t: &mut TargetPlacement,
+    nodes: &[NodeId],
+) -> Vec<Piece> {
+    let n = t.workload.numjobs;
+    let k = nodes.len() as u32;
+    let mut out = Vec::new();
+    for (idx, &node) in nodes.iter().enumerate() {
+        let jobs = n / k + u32::from((idx as u32) < n % k);
+        if jobs == 0 {
+            continue;
+        }
+        let saved = t.node;
+        t.node = Some(node);
+        let home = known_home(topo, t);
+        t.node = saved;
+        if let Some(home) = home {
+            out.push(Piece {
+                target: i,
+                jobs,
+                home,
+            });
+        }
+    }
+    out
 }
 
 /// The node a target of unknown node is planned on: among nodes with CPUs
@@ -221,43 +294,37 @@ pub(crate) fn job_order(cores: &[&Core]) -> Vec<CpuId> {
     order
 }
 
-fn assign(t: &mut TargetPlacement, cores: &[&Core], mem: &MemPolicy) {
-    let order = job_order(cores);
-    if order.is_empty() {
-        // Only reachable with a node without online CPUs and no other node
-        // having any, which `plan` rules out; keep the jobs unpinned.
-        t.jobs = (0..t.workload.numjobs)
-            .map(|_| JobPlacement {
-                cpus: Vec::new(),
-                mem: mem.clone(),
-            })
-            .collect();
-        return;
-    }
-    t.jobs = (0..t.workload.numjobs as usize)
-        .map(|j| JobPlacement {
-            cpus: vec![order[j % order.len()]],
-            mem: mem.clone(),
-        })
-        .collect();
-    let mut all = order.clone();
+/// Adds a piece's jobs to its target: job `j` of the piece takes
+/// `order[j mod len]` (primaries, then siblings, then wrap).
+fn assign(t: &mut TargetPlacement, piece: &Piece, order: &[CpuId], cores: usize) {
+    let n = piece.jobs as usize;
+    t.jobs.extend((0..n).map(|j| {
+        JobPlacement {
+            cpus: order
+                .get(j % order.len().max(1))
+                .copied()
+                .into_iter()
+                .collect(),
+            mem: piece.home.mem.clone(),
+        }
+    }));
+    let mut all = order.to_vec();
     all.sort_unstable();
-    if t.workload.numjobs as usize > cores.len() && t.workload.numjobs as usize <= order.len() {
+    if n > cores && n <= order.len() {
         t.notes.push(format!(
-            "{} jobs on {} core(s) ({}): jobs beyond the cores run on SMT siblings",
-            t.workload.numjobs,
-            cores.len(),
+            "{n} jobs on {cores} core(s) ({}): jobs beyond the cores run on SMT siblings",
             format_cpu_list(&all)
         ));
-    } else if t.workload.numjobs as usize > order.len() {
+    } else if n > order.len() {
         t.notes.push(format!(
-            "{} jobs on {} CPU(s) ({}): oversubscribed, jobs share CPUs",
-            t.workload.numjobs,
+            "{n} jobs on {} CPU(s) ({}): oversubscribed, jobs share CPUs",
             order.len(),
             format_cpu_list(&all)
         ));
     }
-    t.cpus = all;
+    t.cpus.extend(all);
+    t.cpus.sort_unstable();
+    t.cpus.dedup();
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, Pla
         return Err(PlanError::NoCpus);
     }
     let mut targets = Vec::with_capacity(request.targets.len());
+    let mut local_nodes = Vec::with_capacity(request.targets.len());
     for spec in &request.targets {
         let workload = spec
             .workload
@@ -39,10 +40,11 @@ pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, Pla
             None => resolve_target(topology, &spec.path),
         };
         targets.push(base_target(spec, &res, workload));
+        local_nodes.push(res.local_nodes);
     }
     let mut warnings = passthru_warnings(topology, &targets);
     match &request.policy {
-        Policy::Local => crate::local::place(topology, &mut targets, &mut warnings),
+        Policy::Local => crate::local::place(topology, &mut targets, &local_nodes, &mut warnings),
         Policy::Spread => place_spread(topology, &mut targets),
         Policy::None => place_none(&mut targets),
         Policy::Explicit(lists) => place_explicit(topology, &mut targets, lists)?,

@@ -17,6 +17,10 @@ pub struct Resolution {
     pub node: Option<NodeId>,
     /// Why the node is unknown, or how it was chosen when that is not obvious.
     pub notes: Vec<String>,
+    /// Nodes whose CPUs reach the target through a path of their own: for a
+    /// multipath head under iopolicy `numa` with optimized paths on several
+    /// nodes, all of those nodes; otherwise `node` alone (empty: unknown).
+    pub local_nodes: Vec<NodeId>,
 }
 
 impl Resolution {
@@ -25,6 +29,7 @@ impl Resolution {
             device: None,
             node: None,
             notes: vec![why],
+            local_nodes: Vec::new(),
         }
     }
 }
@@ -129,11 +134,13 @@ fn with_controller(device: &str, ctrl: &str, topo: &Topology) -> Resolution {
             device: Some(device.to_string()),
             node: Some(n),
             notes: Vec::new(),
+            local_nodes: vec![n],
         },
         Err(why) => Resolution {
             device: Some(device.to_string()),
             node: None,
             notes: vec![why],
+            local_nodes: Vec::new(),
         },
     }
 }
@@ -196,11 +203,21 @@ fn resolve_multipath(topo: &Topology, ns: &Namespace) -> Resolution {
     nodes.sort_unstable();
     nodes.dedup();
     let name = &ns.block_device;
+    let iopolicy = topo
+        .subsystems
+        .iter()
+        .find(|s| s.namespaces.iter().any(|n| n.block_device == *name))
+        .and_then(|s| s.iopolicy.clone())
+        .or_else(|| topo.nvme_params.iopolicy.clone());
+    // The kernel's default multipath policy is numa.
+    let by_cpu = iopolicy.as_deref().is_none_or(|p| p == "numa");
     let mut res = Resolution {
         device: Some(name.clone()),
         node: nodes.first().copied(),
         notes: Vec::new(),
+        local_nodes: nodes.first().copied().into_iter().collect(),
     };
+    let list: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
     match nodes.len() {
         0 => {
             let why = found
@@ -210,14 +227,19 @@ fn resolve_multipath(topo: &Topology, ns: &Namespace) -> Resolution {
             res.notes.push(format!("{name}: {why}"));
         }
         1 => {}
-        _ => {
-            let list: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
+        _ if by_cpu => {
+            res.local_nodes = nodes.clone();
             res.notes.push(format!(
-                "multipath head {name} has paths on nodes {}; planned on node {} (with iopolicy numa the kernel sends I/O down the path nearest the submitting CPU)",
-                list.join(","),
-                nodes[0].0
+                "multipath head {name} has optimized paths on nodes {} and iopolicy numa: its jobs are split over these nodes, each job's I/O going down the path of its own node",
+                list.join(",")
             ));
         }
+        _ => res.notes.push(format!(
+            "multipath head {name} has paths on nodes {} but iopolicy {} does not pick paths by CPU: planned on node {}",
+            list.join(","),
+            iopolicy.unwrap_or_default(),
+            nodes[0].0
+        )),
     }
     res
 }

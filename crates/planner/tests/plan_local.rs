@@ -280,3 +280,30 @@ fn passthru_on_a_block_device_names_the_generic_device() {
         ]
     );
 }
+
+#[test]
+fn multipath_head_under_numa_iopolicy_splits_jobs_over_its_path_nodes() {
+    let topo = common::mixed();
+    let p = plan(&topo, &request(&["/dev/nvme9n1"], 4, Policy::Local)).unwrap();
+    let jobs: Vec<u32> = p.targets[0].jobs.iter().map(|j| j.cpus[0].0).collect();
+    assert_eq!(jobs, vec![0, 1, 8, 9], "two jobs on node 0, two on node 1");
+    assert_eq!(format_cpu_list(&p.targets[0].cpus), "0-1,4-5,8-9,12-13");
+    assert!(
+        p.targets[0].notes[0].contains("iopolicy numa"),
+        "{:?}",
+        p.targets[0].notes
+    );
+    // Three jobs: the first node takes the remainder.
+    let p = plan(&topo, &request(&["/dev/nvme9n1"], 3, Policy::Local)).unwrap();
+    let jobs: Vec<u32> = p.targets[0].jobs.iter().map(|j| j.cpus[0].0).collect();
+    assert_eq!(jobs, vec![0, 1, 8]);
+    // Under round-robin the path does not follow the CPU: one node.
+    let mut rr = common::mixed();
+    for s in &mut rr.subsystems {
+        s.iopolicy = Some("round-robin".into());
+    }
+    let p = plan(&rr, &request(&["/dev/nvme9n1"], 4, Policy::Local)).unwrap();
+    let jobs: Vec<u32> = p.targets[0].jobs.iter().map(|j| j.cpus[0].0).collect();
+    assert_eq!(jobs, vec![0, 1, 2, 3]);
+    assert!(p.targets[0].notes[0].contains("round-robin does not pick paths by CPU"));
+}
