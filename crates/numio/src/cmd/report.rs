@@ -101,7 +101,7 @@ impl RepeatArgs {
 /// Runs `run_once` `args.repeat` times, prints the repeat statistics and
 /// writes `--save`, `--csv` and `--chart`; `json` prints the result set as
 /// JSON instead of text. `label` names the arm (the placement policy).
-/// Returns the exit status: 0.
+/// Returns the exit status: 1 when any run had I/O errors, else 0.
 #[allow(dead_code)] // called from bench.rs once it flattens `RepeatArgs`
 pub fn bench_repeat(
     args: &RepeatArgs,
@@ -115,11 +115,13 @@ pub fn bench_repeat(
         args.repeat
     );
     let mut runs = Vec::with_capacity(args.repeat);
+    let mut failed_runs = 0;
     for seq in 1..=args.repeat {
         if args.repeat > 1 {
             eprintln!("numio: run {seq} of {}", args.repeat);
         }
         let result = run_once().with_context(|| format!("run {seq} of {}", args.repeat))?;
+        failed_runs += usize::from(!result.errors.is_empty());
         runs.push(report::from_engine::record(seq, &result));
     }
     let kind = if args.repeat > 1 {
@@ -140,7 +142,13 @@ pub fn bench_repeat(
         args.chart.as_deref(),
         json,
     )?;
-    Ok(0)
+    if failed_runs > 0 {
+        eprintln!(
+            "numio: {failed_runs} of {} runs had I/O errors (see `errors` in the saved JSON, or run once without --repeat for the details)",
+            args.repeat
+        );
+    }
+    Ok(i32::from(failed_runs > 0))
 }
 
 /// Prints `set` (text, or JSON with `json`) unless the CSV goes to standard
