@@ -88,8 +88,13 @@ impl Topology {
                 }
                 let names: Vec<&str> = match path {
                     Some(p) => vec![p.controller.as_str()],
-                    None if ns.paths.is_empty() => {
+                    None if ns.controller.is_some() => {
                         ns.controller.iter().map(String::as_str).collect()
+                    }
+                    // A head whose paths were not seen: every controller of
+                    // the subsystem can reach a shared namespace.
+                    None if ns.paths.is_empty() => {
+                        sub.controllers.iter().map(String::as_str).collect()
                     }
                     None => ns.paths.iter().map(|p| p.controller.as_str()).collect(),
                 };

@@ -15,6 +15,8 @@ struct Found {
     controller: Controller,
     /// Non-multipath namespaces (`nvmeXnY` children), as (name, dir).
     namespaces: Vec<(String, String)>,
+    /// Multipath path devices (`nvmeXcYnZ` children), as (name, dir).
+    paths: Vec<(String, String)>,
 }
 
 /// Sorts kernel names by their numbers (`nvme2` before `nvme10`).
@@ -102,11 +104,13 @@ fn read_controller(r: &mut Reader, name: &str, irqs: &NvmeIrqs) -> Option<Found>
             }
         }
     }
-    let mut namespaces = Vec::new();
+    let (mut namespaces, mut paths) = (Vec::new(), Vec::new());
     for entry in r.list(&dir).unwrap_or_default() {
+        let ns_dir = join(&dir, &entry);
         if nvme_numbers(&entry, "nvme", "n").is_some() {
-            let ns_dir = join(&dir, &entry);
             namespaces.push((entry, ns_dir));
+        } else if nvme_numbers(&entry, "nvme", "cn").is_some() {
+            paths.push((entry, ns_dir));
         }
     }
     namespaces.sort_by_key(|(n, _)| nvme_numbers(n, "nvme", "n").unwrap_or_default());
@@ -129,6 +133,7 @@ fn read_controller(r: &mut Reader, name: &str, irqs: &NvmeIrqs) -> Option<Found>
     Some(Found {
         controller,
         namespaces,
+        paths,
     })
 }
 
@@ -185,9 +190,15 @@ fn read_subsystems(
             .filter(|e| nvme_numbers(e, "nvme", "n").is_some())
             .collect();
         heads.sort_by_key(|n| nvme_numbers(n, "nvme", "n").unwrap_or_default());
+        let paths: Vec<(String, String)> = found
+            .iter()
+            .filter(|f| controllers.contains(&f.controller.name))
+            .flat_map(|f| f.paths.iter().cloned())
+            .collect();
         let mut namespaces = Vec::new();
         for head in heads {
-            namespaces.push(namespace::read_head(r, &join(&dir, head), head, generics));
+            let head_dir = join(&dir, head);
+            namespaces.push(namespace::read_head(r, &head_dir, head, generics, &paths));
         }
         for f in found
             .iter_mut()

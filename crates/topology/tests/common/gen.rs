@@ -513,7 +513,6 @@ impl Machine {
             if let Some(nodes) = numa_nodes {
                 t.file(&format!("{path_dir}/numa_nodes"), format!("{nodes}\n"));
             }
-            t.link(&format!("{head}/multipath/{name}"), &path_dir);
         }
     }
 

@@ -10,32 +10,40 @@ use crate::reader::{join, Reader};
 const SECTOR_BYTES: u64 = 512;
 
 /// A multipath head (`nvme-subsysN/nvmeXnY`) with its paths.
-pub fn read_head(r: &mut Reader, dir: &str, name: &str, generics: &BTreeSet<String>) -> Namespace {
+///
+/// `paths` are the path devices (`nvmeXcYnZ`, as name and directory) found
+/// as children of the subsystem's controllers: that is where the kernel puts
+/// them on every version (the head's `multipath/` links exist only from
+/// Linux 6.14 on), so they are read from there.
+pub fn read_head(
+    r: &mut Reader,
+    dir: &str,
+    name: &str,
+    generics: &BTreeSet<String>,
+    paths: &[(String, String)],
+) -> Namespace {
     let mut ns = read_common(r, dir, name, generics);
-    let mp = join(dir, "multipath");
-    let mut links: Vec<String> = r
-        .list(&mp)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|e| nvme_numbers(e, "nvme", "cn").is_some())
+    let Some(head) = nvme_numbers(name, "nvme", "n") else {
+        return ns;
+    };
+    let mut mine: Vec<(Vec<u32>, &String, &String)> = paths
+        .iter()
+        .filter_map(|(device, path_dir)| {
+            let n = nvme_numbers(device, "nvme", "cn")?;
+            (n[0] == head[0] && n[2] == head[1]).then_some((n, device, path_dir))
+        })
         .collect();
-    links.sort_by_key(|n| nvme_numbers(n, "nvme", "cn").unwrap_or_default());
-    for link in links {
-        let ctrl = nvme_numbers(&link, "nvme", "cn")
-            .map(|n| format!("nvme{}", n[1]))
-            .unwrap_or_default();
-        let Some(path_dir) = r.resolve(&join(&mp, &link)) else {
-            continue;
-        };
-        let ana_state = r.read_trimmed(&join(&path_dir, "ana_state"));
+    mine.sort();
+    for (numbers, device, path_dir) in mine {
+        let ana_state = r.read_trimmed(&join(path_dir, "ana_state"));
         let numa_nodes = r
-            .parse(&join(&path_dir, "numa_nodes"), parse_list)
+            .parse(&join(path_dir, "numa_nodes"), parse_list)
             .map(|v| v.into_iter().map(NodeId).collect());
-        let hw_queues = read_hw_queues(r, &path_dir);
-        let scheduler = r.parse(&join(&path_dir, "queue/scheduler"), parse_scheduler);
+        let hw_queues = read_hw_queues(r, path_dir);
+        let scheduler = r.parse(&join(path_dir, "queue/scheduler"), parse_scheduler);
         ns.paths.push(NamespacePath {
-            device: link,
-            controller: ctrl,
+            device: device.clone(),
+            controller: format!("nvme{}", numbers[1]),
             ana_state,
             numa_nodes,
             hw_queues,
