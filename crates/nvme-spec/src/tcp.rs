@@ -334,6 +334,9 @@ pub fn check_common_header(
     framing: &Framing,
     max_plen: usize,
 ) -> Result<CommonHeader, FatalError> {
+    if b.len() < CommonHeader::SIZE {
+        return Err(FatalError::field(4, "PDU shorter than the common header"));
+    }
     let ch = CommonHeader::decode(b);
     let allowed = match dir {
         Direction::HostToController => matches!(

@@ -297,6 +297,16 @@ fn digest_errors() {
 }
 
 #[test]
+fn decoder_rejects_input_shorter_than_a_common_header() {
+    // Regression: cargo fuzz (pdu_decode) found decode() indexing past a
+    // 1-byte buffer.
+    for len in 0..8 {
+        let e = decode(&[0x4A; 8][..len], H2C, &Framing::INITIAL).unwrap_err();
+        assert_eq!((e.fes, e.fei), (fes::INVALID_HEADER_FIELD, 4));
+    }
+}
+
+#[test]
 fn decoder_never_panics_on_short_or_random_input() {
     let mut seed = 0x1234_5678u32;
     for len in 0..300usize {
