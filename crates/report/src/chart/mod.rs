@@ -65,7 +65,10 @@ pub fn render_svg(set: &ResultSet, analysis: &Analysis) -> String {
     let labels: Vec<&str> = set.arms.iter().map(|a| a.label.as_str()).collect();
     let title = match labels.as_slice() {
         [a, b, ..] => format!("numio compare: {a} vs {b}"),
-        [a] => format!("numio: {a}, {} run(s)", set.arms[0].runs.len()),
+        [a] => format!(
+            "numio: {a}, {}",
+            crate::export::runs_label(set.arms[0].runs.len())
+        ),
         [] => "numio: no runs".to_string(),
     };
     svg.text(
@@ -92,7 +95,7 @@ pub fn render_svg(set: &ResultSet, analysis: &Analysis) -> String {
         &subtitle,
         TextStyle::PLAIN,
     );
-    panels::iops_per_run(&mut svg, Frame::panel(0), set);
+    panels::iops_per_run(&mut svg, Frame::panel(0), set, analysis);
     panels::deviation_bars(&mut svg, Frame::panel(1), analysis);
     panels::latency_curves(&mut svg, Frame::panel(2), set);
     svg.finish()

@@ -5,8 +5,8 @@ use super::svg::{Anchor, Svg, TextStyle};
 use super::{color, frame_titles, legend, Frame};
 use crate::analysis::Analysis;
 use crate::format::grouped;
-use crate::model::{Arm, ResultSet, TOTAL};
-use crate::repeat::Metric;
+use crate::model::{Arm, ResultSet, RunRecord, TOTAL};
+use crate::repeat::{ArmStats, Metric};
 
 const GRID: &str = "#dddddd";
 
@@ -25,25 +25,26 @@ fn y_grid(svg: &mut Svg, frame: Frame, ticks: &[(f64, String)]) {
 }
 
 /// Total IOPS of every run, by execution order, one series per arm.
-pub fn iops_per_run(svg: &mut Svg, frame: Frame, set: &ResultSet) {
+pub fn iops_per_run(svg: &mut Svg, frame: Frame, set: &ResultSet, analysis: &Analysis) {
     let runs = set.runs_in_order();
-    let (lo, hi) = runs
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (_, r)| {
-            (lo.min(r.total.iops), hi.max(r.total.iops))
-        });
+    let fold = |(lo, hi): (f64, f64), r: &(&Arm, &RunRecord)| {
+        (lo.min(r.1.total.iops), hi.max(r.1.total.iops))
+    };
+    let (lo, hi) = runs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), fold);
     let max_seq = runs.iter().map(|(_, r)| r.seq).max().unwrap_or(1).max(2);
+    let title = "Total IOPS of each run";
     frame_titles(
         svg,
         frame,
-        "Total IOPS of each run",
+        title,
         "run, in execution order",
         "IOPS (I/O per second)",
     );
     if runs.is_empty() {
         return;
     }
-    let y = linear(lo, hi, 5);
+    let pad = (hi - lo) * 0.08;
+    let y = linear(lo - pad, hi + pad, 5);
     let ticks: Vec<(f64, String)> = y
         .ticks
         .iter()
@@ -61,33 +62,87 @@ pub fn iops_per_run(svg: &mut Svg, frame: Frame, set: &ResultSet) {
     };
     let step = (max_seq / 12).max(1);
     for seq in (1..=max_seq).filter(|s| (s - 1) % step == 0) {
+        let label = seq.to_string();
         svg.text(
             x_of(seq),
             frame.bottom() + 16.0,
             11.0,
             Anchor::Middle,
-            &seq.to_string(),
+            &label,
             TextStyle::PLAIN,
         );
     }
+    let y_of = |iops: f64| map(iops, y.min, y.max, frame.bottom(), frame.y);
     for (i, arm) in set.arms.iter().enumerate() {
-        let points: Vec<(f64, f64)> = arm
-            .runs
-            .iter()
-            .map(|r| {
-                (
-                    x_of(r.seq),
-                    map(r.total.iops, y.min, y.max, frame.bottom(), frame.y),
-                )
-            })
-            .collect();
-        svg.polyline(&points, color(i), 1.5);
-        for (px, py) in points {
-            svg.circle(px, py, 4.0, color(i));
-        }
+        let stats = analysis.arms.iter().find(|a| a.label == arm.label);
+        let scale = Scale {
+            x_of: &x_of,
+            y_of: &y_of,
+        };
+        arm_series(svg, frame, arm, stats, color(i), &scale);
     }
+    let (nx, ny) = (
+        frame.right() + 16.0,
+        frame.y + 20.0 * set.arms.len() as f64 + 16.0,
+    );
+    svg.text(
+        nx,
+        ny,
+        10.0,
+        Anchor::Start,
+        "dashed: mean of the arm",
+        TextStyle::PLAIN,
+    );
+    let ring = "ring: outlier, |z| > 3.5";
+    svg.text(nx, ny + 14.0, 10.0, Anchor::Start, ring, TextStyle::PLAIN);
     let labels: Vec<&str> = set.arms.iter().map(|a| a.label.as_str()).collect();
     legend(svg, frame, &labels);
+}
+
+/// Maps run number and IOPS to the plot.
+struct Scale<'a> {
+    x_of: &'a dyn Fn(usize) -> f64,
+    y_of: &'a dyn Fn(f64) -> f64,
+}
+
+/// One arm's runs: line, points, its mean (dashed) and rings on outliers.
+fn arm_series(
+    svg: &mut Svg,
+    frame: Frame,
+    arm: &Arm,
+    stats: Option<&ArmStats>,
+    fill: &str,
+    scale: &Scale,
+) {
+    let iops = stats.map(|s| s.total.metric(Metric::Iops));
+    let outliers: Vec<usize> = iops
+        .map(|m| m.outliers.iter().map(|o| o.seq).collect())
+        .unwrap_or_default();
+    let points: Vec<(usize, f64, f64)> = arm
+        .runs
+        .iter()
+        .map(|r| (r.seq, (scale.x_of)(r.seq), (scale.y_of)(r.total.iops)))
+        .collect();
+    let line: Vec<(f64, f64)> = points.iter().map(|&(_, x, y)| (x, y)).collect();
+    svg.polyline(&line, fill, 1.5);
+    if let Some(m) = iops {
+        let my = (scale.y_of)(m.summary.mean);
+        svg.line((frame.x, my), (frame.right(), my), fill, 1.0, true);
+    }
+    for (seq, px, py) in points {
+        svg.circle(px, py, 4.0, fill);
+        if outliers.contains(&seq) {
+            svg.ring(px, py, 9.0, fill);
+            svg.text(
+                px + 12.0,
+                py + 4.0,
+                10.0,
+                Anchor::Start,
+                "outlier",
+                TextStyle::PLAIN,
+            );
+        }
+    }
 }
 
 /// `path`, cut from the left to at most `max` characters.

@@ -99,6 +99,14 @@ impl Svg {
         );
     }
 
+    /// An unfilled circle.
+    pub fn ring(&mut self, cx: f64, cy: f64, r: f64, stroke: &str) {
+        let _ = writeln!(
+            self.body,
+            "<circle cx=\"{cx:.1}\" cy=\"{cy:.1}\" r=\"{r:.1}\" fill=\"none\" stroke=\"{stroke}\" stroke-width=\"1.5\"/>"
+        );
+    }
+
     /// Text at (x, y) (baseline), `size` px, optionally bold and rotated −90°.
     pub fn text(
         &mut self,

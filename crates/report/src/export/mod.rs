@@ -14,7 +14,7 @@ mod text;
 
 pub use csv::CsvExporter;
 pub use json::JsonExporter;
-pub use text::TextExporter;
+pub use text::{runs as runs_label, TextExporter};
 
 /// Writes a result set in one format.
 pub trait Exporter {
