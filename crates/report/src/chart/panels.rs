@@ -24,6 +24,16 @@ fn y_grid(svg: &mut Svg, frame: Frame, ticks: &[(f64, String)]) {
     }
 }
 
+/// Horizontal grid lines and labels at the ticks of a linear axis.
+fn linear_grid(svg: &mut Svg, frame: Frame, y: &Linear, label: impl Fn(f64) -> String) {
+    let ticks: Vec<(f64, String)> = y
+        .ticks
+        .iter()
+        .map(|t| (map(*t, y.min, y.max, frame.bottom(), frame.y), label(*t)))
+        .collect();
+    y_grid(svg, frame, &ticks);
+}
+
 /// Total IOPS of every run, by execution order, one series per arm.
 pub fn iops_per_run(svg: &mut Svg, frame: Frame, set: &ResultSet, analysis: &Analysis) {
     let runs = set.runs_in_order();
@@ -45,12 +55,7 @@ pub fn iops_per_run(svg: &mut Svg, frame: Frame, set: &ResultSet, analysis: &Ana
     }
     let pad = (hi - lo) * 0.08;
     let y = linear(lo - pad, hi + pad, 5);
-    let ticks: Vec<(f64, String)> = y
-        .ticks
-        .iter()
-        .map(|t| (map(*t, y.min, y.max, frame.bottom(), frame.y), grouped(*t)))
-        .collect();
-    y_grid(svg, frame, &ticks);
+    linear_grid(svg, frame, &y, grouped);
     let x_of = |seq: usize| {
         map(
             seq as f64,
@@ -181,17 +186,7 @@ pub fn deviation_bars(svg: &mut Svg, frame: Frame, analysis: &Analysis) {
         .flat_map(|a| scopes.iter().filter_map(move |s| cv_of(a, s)))
         .fold(0.0f64, f64::max);
     let y = linear(0.0, if top > 0.0 { top * 1.15 } else { 1.0 }, 5);
-    let ticks: Vec<(f64, String)> = y
-        .ticks
-        .iter()
-        .map(|t| {
-            (
-                map(*t, y.min, y.max, frame.bottom(), frame.y),
-                format!("{t}"),
-            )
-        })
-        .collect();
-    y_grid(svg, frame, &ticks);
+    linear_grid(svg, frame, &y, |t| format!("{t}"));
     let group_w = frame.w / scopes.len() as f64;
     let bar_w = (group_w * 0.7 / analysis.arms.len() as f64).min(60.0);
     for (g, scope) in scopes.iter().enumerate() {
