@@ -434,3 +434,27 @@ fn lookups_resolve_devices_to_namespaces_controllers_and_nodes() {
     );
     assert_eq!(big.online_cpus_of(NodeId(1)), cpus(224..448));
 }
+
+#[test]
+fn irq_check_without_a_queue_map_flags_only_controllers_with_no_irq_at_home() {
+    // Managed spreading over both nodes, queue map unknown: not a finding.
+    let mut t = discover("r740xd-2s-12nvme");
+    for ns in t.subsystems.iter_mut().flat_map(|s| &mut s.namespaces) {
+        ns.paths.iter_mut().for_each(|p| p.hw_queues.clear());
+    }
+    assert_eq!(findings(&t), vec![]);
+    // Every IRQ of nvme1 (node 1) on CPU 0, queue map unknown: all 16 flagged.
+    let mut t = discover("2node-multipath-tcp");
+    for ns in t.subsystems.iter_mut().flat_map(|s| &mut s.namespaces) {
+        ns.paths.iter_mut().for_each(|p| p.hw_queues.clear());
+    }
+    let irq = diagnose(&t)
+        .into_iter()
+        .find(|f| f.code == "irq-remote-node")
+        .expect("flagged");
+    assert!(
+        irq.message.starts_with("16 of 16 queue IRQs of nvme1"),
+        "{}",
+        irq.message
+    );
+}

@@ -63,3 +63,78 @@ fn vm_captures_replay_to_the_guests_json() {
         }
     }
 }
+
+fn capture(name: &str) -> Option<Topology> {
+    let dir = common::fixtures_dir().join(name);
+    if !dir.exists() {
+        eprintln!("{name} not captured yet; skipping");
+        return None;
+    }
+    Some(Topology::discover(&dir).unwrap_or_else(|e| panic!("{name}: {e}")))
+}
+
+fn serious(t: &Topology) -> Vec<(String, String)> {
+    topology::doctor::diagnose(t)
+        .into_iter()
+        .filter(|f| f.severity > topology::doctor::Severity::Info)
+        .map(|f| (f.code, f.subject))
+        .collect()
+}
+
+#[test]
+fn vm_two_socket_has_a_multipath_subsystem_across_both_nodes() {
+    let Some(t) = capture("vm-two-socket") else {
+        return;
+    };
+    assert_eq!(
+        t.nodes.iter().map(|n| n.id.0).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    let mp = t
+        .subsystems
+        .iter()
+        .find(|s| s.controllers.len() == 2)
+        .expect("one subsystem with two controllers");
+    let nodes: Vec<Option<topology::NodeId>> = mp
+        .controllers
+        .iter()
+        .map(|c| t.controller(c).expect("controller").numa_node.node())
+        .collect();
+    assert!(
+        nodes.contains(&Some(topology::NodeId(0))) && nodes.contains(&Some(topology::NodeId(1))),
+        "{nodes:?}"
+    );
+    let ns = &mp.namespaces[0];
+    let d = t
+        .find_device(&format!("/dev/{}", ns.block_device))
+        .expect("shared namespace");
+    assert_eq!(d.nodes(), vec![topology::NodeId(0), topology::NodeId(1)]);
+    assert_eq!(serious(&t), vec![], "well-placed two-socket guest");
+}
+
+#[test]
+fn vm_memoryless_flags_the_controller_behind_the_empty_node() {
+    let Some(t) = capture("vm-memoryless") else {
+        return;
+    };
+    let ml = t
+        .controllers
+        .iter()
+        .find(|c| c.serial == "NUMIO-ML")
+        .expect("NUMIO-ML controller");
+    assert_eq!(ml.numa_node, DeviceNode::Unknown);
+    assert_eq!(
+        serious(&t),
+        vec![("controller-node-unknown".to_string(), ml.name.clone())]
+    );
+}
+
+#[test]
+fn vm_one_node_is_clean() {
+    let Some(t) = capture("vm-one-node") else {
+        return;
+    };
+    assert_eq!(t.nodes.len(), 1);
+    assert!(!t.controllers.is_empty());
+    assert_eq!(serious(&t), vec![]);
+}

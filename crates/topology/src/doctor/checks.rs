@@ -208,23 +208,34 @@ pub fn irq_remote_node(t: &Topology, out: &mut Vec<Finding>) {
             continue;
         };
         let queues = hw_queues_of(t, &c.name);
-        let mut bad = Vec::new();
+        // Remote IRQs whose queue's CPUs are unknown (no hardware queue map
+        // was read): a finding only if no I/O IRQ at all fires at home.
+        let (mut bad, mut unknown, mut home_irqs) = (Vec::new(), Vec::new(), 0);
         for irq in &c.irqs {
             let Some(q) = nvme_numbers(&irq.name, "nvme", "q").map(|n| n[1]) else {
                 continue;
             };
             let fired = nodes_of(&irq.effective_affinity);
-            if q == 0 || fired.is_empty() || fired.contains(&home) {
+            if q == 0 || fired.is_empty() {
                 continue;
             }
-            let served = queues
+            if fired.contains(&home) {
+                home_irqs += 1;
+                continue;
+            }
+            match queues
                 .iter()
                 .find(|h| h.index + 1 == q)
-                .map(|h| nodes_of(&h.cpus));
-            if served.is_some_and(|s| !s.is_empty() && s.is_subset(&fired)) {
-                continue;
+                .map(|h| nodes_of(&h.cpus))
+            {
+                Some(served) if !served.is_empty() && served.is_subset(&fired) => {}
+                Some(_) => bad.push(irq),
+                None => unknown.push(irq),
             }
-            bad.push(irq);
+        }
+        if home_irqs == 0 {
+            bad.append(&mut unknown);
+            bad.sort_by_key(|i| i.irq);
         }
         if bad.is_empty() {
             continue;
