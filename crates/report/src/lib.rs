@@ -1,27 +1,38 @@
 //! Reports: repeat statistics, A/B comparison, result files and exporters
 //! (text table, JSON, CSV, SVG/PNG charts).
 //!
-//! The crate is pure: it takes runs as values (from the engine or from a
-//! saved file) and returns numbers, verdicts and bytes. Running the engine is
-//! the binary's job; [`stats`] holds the methods, each named (median, MAD,
-//! modified z-score, Welch, Fieller, bootstrap).
+//! The crate is pure: it takes runs as values (from the engine through
+//! [`from_engine`], or from a saved file through [`file`]) and returns
+//! numbers, verdicts and bytes. Running the engine is the binary's job; the
+//! crate only fixes the order live arms run in ([`arm::interleave`]).
+//!
+//! The way through:
+//! * [`model`]: the result set saved as one JSON file: arms, every run, per
+//!   target and total (versioned schema);
+//! * [`stats`]: the methods, each named: summary (mean, median, sample stdev,
+//!   CV), outliers by modified z-score over the MAD, Student t, Welch's
+//!   t-test with Welch–Satterthwaite df, Fieller's ratio interval, seeded
+//!   percentile bootstrap;
+//! * [`repeat`] (one arm over its runs) and [`compare`] (two arms, with a
+//!   plain verdict), gathered by [`analysis`];
+//! * [`export`]: one [`Exporter`] trait, four formats; [`chart`] draws the
+//!   SVG (and rasterizes it to PNG).
 #![deny(missing_docs)]
 
-pub mod stats;
-
 pub mod analysis;
+pub mod arm;
 pub mod chart;
 pub mod compare;
 pub mod error;
 pub mod export;
 pub mod file;
 pub mod format;
+pub mod from_engine;
 pub mod model;
 pub mod repeat;
+pub mod stats;
 
 pub use analysis::{analyze, Analysis};
 pub use error::ReportError;
 pub use export::{CsvExporter, Exporter, JsonExporter, SvgExporter, TextExporter};
 pub use model::{Arm, LatencyPoint, ResultSet, RunRecord, SetKind, TargetMetrics};
-pub mod arm;
-pub mod from_engine;
