@@ -2,7 +2,7 @@
 //! (text table, JSON, CSV, SVG/PNG charts).
 //!
 //! The crate is pure: it takes runs as values (from the engine through
-//! [`from_engine`], or from a saved file through [`file`]) and returns
+//! [`from_engine`], or from a saved file through [`mod@file`]) and returns
 //! numbers, verdicts and bytes. Running the engine is the binary's job; the
 //! crate only fixes the order live arms run in ([`arm::interleave`]).
 //!
