@@ -17,6 +17,9 @@ use crate::config::ADMIN_IN_CAPSULE_BYTES;
 use crate::request::{Outcome, Request, RequestState, Xfer};
 use crate::subsystem::{Controller, Target};
 
+/// Largest per-slot data buffer kept after its command completes.
+pub const RETAINED_BUF_BYTES: usize = 256 * 1024;
+
 /// Connection phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -374,6 +377,12 @@ impl Connection {
                 RequestState::ReadyToExecute => self.execute(slot),
                 RequestState::Completed => {
                     self.send_completion(slot);
+                    // Keep small buffers for reuse; give large ones back so an
+                    // idle queue does not pin depth x MDTS bytes.
+                    let buf = &mut self.reqs[slot].buf;
+                    if buf.capacity() > RETAINED_BUF_BYTES {
+                        *buf = Vec::new();
+                    }
                     RequestState::Free
                 }
             };

@@ -1,0 +1,76 @@
+//! Rough single-queue figures for the target over loopback, measured with the
+//! blocking initiator (queue depth 1, so this is latency-bound):
+//! `cargo run --release -p nvmf --example loopback_bench [SECONDS]`.
+
+use std::time::{Duration, Instant};
+
+use nvmf::config::{NamespaceConfig, SubsystemConfig};
+use nvmf::{Initiator, InitiatorOptions, Server, TargetConfig};
+
+const NQN: &str = "nqn.2026-01.io.numio:bench";
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let secs: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    let mut cfg = TargetConfig {
+        listen: vec!["127.0.0.1:0".parse()?],
+        discovery_port: 0,
+        cpus: vec![0],
+        ..Default::default()
+    };
+    cfg.subsystems.push(SubsystemConfig {
+        nqn: NQN.into(),
+        serial: "BENCH".into(),
+        model: "bench".into(),
+        allowed_hosts: vec![],
+        allow_any_host: true,
+        namespaces: vec![NamespaceConfig {
+            backing: "mem:256M".into(),
+        }],
+    });
+    let srv = Server::start(&cfg)?;
+    let addr = srv.listen_addrs[0];
+    for digests in [false, true] {
+        let opts = InitiatorOptions {
+            header_digest: digests,
+            data_digest: digests,
+            queue_entries: 32,
+            ..Default::default()
+        };
+        let mut admin = Initiator::connect_admin(addr, NQN, &opts)?;
+        admin.enable()?;
+        let mut q = Initiator::connect_io(addr, NQN, admin.cntlid, 1, &opts)?;
+        for (what, bytes, write) in [
+            ("4 KiB read", 4096usize, false),
+            ("4 KiB write", 4096, true),
+            ("128 KiB read", 131072, false),
+            ("128 KiB write", 131072, true),
+        ] {
+            admin.keep_alive()?; // KATO is enforced: no TBKAS
+            let buf = vec![0x5Au8; bytes];
+            let blocks = (bytes / 512) as u32;
+            let span = (256u64 << 20) / bytes as u64;
+            let (mut n, start) = (0u64, Instant::now());
+            while start.elapsed() < Duration::from_secs(secs) {
+                let slba = (n % span) * blocks as u64;
+                if write {
+                    q.write(1, slba, &buf)?;
+                } else {
+                    q.read(1, slba, blocks)?;
+                }
+                n += 1;
+            }
+            let s = start.elapsed().as_secs_f64();
+            println!(
+                "digests={digests:<5} {what:<13} QD1: {:>8.0} IOPS {:>8.1} MiB/s {:>6.1} us/op",
+                n as f64 / s,
+                n as f64 * bytes as f64 / s / (1 << 20) as f64,
+                s * 1e6 / n as f64
+            );
+        }
+    }
+    srv.stop()?;
+    Ok(())
+}
