@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The lab's vm-modprobe loads guest-kernel modules with their dependencies
+# and parameters, skips built-in and loaded ones, mounts configfs, and fails
+# clearly on an unknown name. (Topology-independent; it runs here because
+# memoryless has the shortest list of checks.)
+. "$(dirname "$0")/../lib.sh"
+
+vm-modprobe null_blk nr_devices=2 >"$CHECK_OUT/null_blk.log" 2>&1
+expect_eq "vm-modprobe null_blk nr_devices=2" 0 "$?"
+expect_eq "null_blk devices (parameter applied)" "nullb0 nullb1" "$(cd /sys/block && echo nullb*)"
+expect_eq "configfs mounted" yes "$(grep -q ' /sys/kernel/config configfs ' /proc/mounts && echo yes || echo no)"
+mods=(nvme-tcp nvme-fabrics nvmet nvmet-tcp crc32c_generic dm-flakey dm-delay loop zram)
+vm-modprobe "${mods[@]}" >"$CHECK_OUT/many.log" 2>&1
+expect_eq "vm-modprobe ${mods[*]}" 0 "$?"
+missing=""
+for m in "${mods[@]}"; do
+  [ -d "/sys/module/${m//-/_}" ] || missing="$missing $m"
+done
+expect_eq "modules loaded (missing ones listed)" "" "$missing"
+vm-modprobe null_blk nvme >"$CHECK_OUT/again.log" 2>&1
+expect_eq "loading loaded modules again" 0 "$?"
+vm-modprobe no-such-module >"$CHECK_OUT/unknown.log" 2>&1
+expect_eq "an unknown module fails" 1 "$?"
+expect_eq "and says so" yes "$(grep -q 'module no-such-module not found' "$CHECK_OUT/unknown.log" && echo yes || echo no)"
+finish
