@@ -130,6 +130,19 @@ impl Connection {
             .count()
     }
 
+    /// True when a draining target may close this queue now: no write is
+    /// waiting for host data, and an admin queue outlives its I/O queues
+    /// (closing it tears the controller down with them).
+    pub fn can_close_for_shutdown(&self) -> bool {
+        if self.awaiting_data() > 0 {
+            return false;
+        }
+        match &self.binding {
+            Some(b) if b.qid == 0 => b.ctrl.io_qids.lock().expect("queue lock").is_empty(),
+            _ => true,
+        }
+    }
+
     /// Feeds received bytes; processes every complete PDU.
     pub fn on_bytes(&mut self, input: &[u8]) {
         if self.phase == Phase::Closing {

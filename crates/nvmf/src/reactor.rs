@@ -345,7 +345,7 @@ impl Reactor {
                 let deadline = *drain_deadline.get_or_insert_with(|| Instant::now() + DRAIN_GRACE);
                 let late = Instant::now() >= deadline;
                 for s in &mut self.slots {
-                    if late || s.conn.awaiting_data() == 0 {
+                    if late || s.conn.can_close_for_shutdown() {
                         s.conn.close("target shutting down".into());
                     }
                 }
