@@ -169,63 +169,64 @@ fn read_subsystems(
         .filter(|n| nvme_numbers(n, "nvme-subsys", "").is_some())
         .collect();
     sort_by_numbers(&mut names, "nvme-subsys", "");
-    let mut subsystems = Vec::with_capacity(names.len());
-    for name in names {
-        let Some(dir) = r.resolve(&format!("sys/class/nvme-subsystem/{name}")) else {
-            continue;
-        };
-        let entries = r.list(&dir).unwrap_or_default();
-        let mut controllers: Vec<String> = entries
-            .iter()
-            .filter(|e| nvme_numbers(e, "nvme", "").is_some())
-            .cloned()
-            .collect();
-        sort_by_numbers(&mut controllers, "nvme", "");
-        for ctrl in &controllers {
-            // Resolved so that a snapshot keeps the link the name came from.
-            r.resolve(&join(&dir, ctrl));
-        }
-        let mut heads: Vec<&String> = entries
-            .iter()
-            .filter(|e| nvme_numbers(e, "nvme", "n").is_some())
-            .collect();
-        heads.sort_by_key(|n| nvme_numbers(n, "nvme", "n").unwrap_or_default());
-        let paths: Vec<(String, String)> = found
-            .iter()
-            .filter(|f| controllers.contains(&f.controller.name))
-            .flat_map(|f| f.paths.iter().cloned())
-            .collect();
-        let mut namespaces = Vec::new();
-        for head in heads {
-            let head_dir = join(&dir, head);
-            namespaces.push(namespace::read_head(r, &head_dir, head, generics, &paths));
-        }
-        for f in found
-            .iter_mut()
-            .filter(|f| controllers.contains(&f.controller.name))
-        {
-            f.controller.subsystem = Some(name.clone());
-            for (ns_name, ns_dir) in &f.namespaces {
-                namespaces.push(namespace::read_private(
-                    r,
-                    ns_dir,
-                    ns_name,
-                    &f.controller.name,
-                    generics,
-                ));
-            }
-        }
-        let iopolicy = r.read_trimmed(&join(&dir, "iopolicy"));
-        let nqn = r.read_trimmed(&join(&dir, "subsysnqn")).unwrap_or_default();
-        subsystems.push(Subsystem {
-            name,
-            nqn,
-            iopolicy,
-            controllers,
-            namespaces,
-        });
+    names
+        .into_iter()
+        .filter_map(|name| read_subsystem(r, name, found, generics))
+        .collect()
+}
+
+/// One subsystem: its controllers (links), multipath heads (children) and
+/// the private namespaces of its controllers.
+fn read_subsystem(
+    r: &mut Reader,
+    name: String,
+    found: &mut [Found],
+    generics: &BTreeSet<String>,
+) -> Option<Subsystem> {
+    let dir = r.resolve(&format!("sys/class/nvme-subsystem/{name}"))?;
+    let entries = r.list(&dir).unwrap_or_default();
+    let mut controllers: Vec<String> = entries
+        .iter()
+        .filter(|e| nvme_numbers(e, "nvme", "").is_some())
+        .cloned()
+        .collect();
+    sort_by_numbers(&mut controllers, "nvme", "");
+    for ctrl in &controllers {
+        // Resolved so that a snapshot keeps the link the name came from.
+        r.resolve(&join(&dir, ctrl));
     }
-    subsystems
+    let mut heads: Vec<&String> = entries
+        .iter()
+        .filter(|e| nvme_numbers(e, "nvme", "n").is_some())
+        .collect();
+    heads.sort_by_key(|n| nvme_numbers(n, "nvme", "n").unwrap_or_default());
+    let mine = |f: &&mut Found| controllers.contains(&f.controller.name);
+    let paths: Vec<(String, String)> = found
+        .iter_mut()
+        .filter(mine)
+        .flat_map(|f| f.paths.iter().cloned())
+        .collect();
+    let mut namespaces = Vec::new();
+    for head in heads {
+        let head_dir = join(&dir, head);
+        namespaces.push(namespace::read_head(r, &head_dir, head, generics, &paths));
+    }
+    for f in found.iter_mut().filter(mine) {
+        f.controller.subsystem = Some(name.clone());
+        for (ns_name, ns_dir) in &f.namespaces {
+            let owner = &f.controller.name;
+            namespaces.push(namespace::read_private(r, ns_dir, ns_name, owner, generics));
+        }
+    }
+    let iopolicy = r.read_trimmed(&join(&dir, "iopolicy"));
+    let nqn = r.read_trimmed(&join(&dir, "subsysnqn")).unwrap_or_default();
+    Some(Subsystem {
+        name,
+        nqn,
+        iopolicy,
+        controllers,
+        namespaces,
+    })
 }
 
 /// Names in `/sys/class/nvme-generic` (`ng0n1`), each link resolved so that

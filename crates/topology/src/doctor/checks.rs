@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Evidence, Finding, Severity};
-use crate::model::{Controller, CpuId, DeviceNode, HwQueue, NodeId, Topology, Transport};
+use crate::model::{Controller, CpuId, DeviceNode, HwQueue, NodeId, QueueIrq, Topology, Transport};
 use crate::parse::{format_list, nvme_numbers};
 
 fn evidence(path: impl Into<String>, value: impl Into<String>) -> Evidence {
@@ -74,56 +74,48 @@ pub fn controller_node_unknown(t: &Topology, out: &mut Vec<Finding>) {
             devices.join(", ")
         };
         let mut ev = vec![node_numa_evidence(c)];
-        if c.transport == Transport::Pcie {
-            let severity = Severity::Error;
+        let (severity, message, fix) = if c.transport == Transport::Pcie {
             ev.push(evidence(
                 format!("/sys/class/nvme/{}/device/local_cpulist", c.name),
                 ids(&c.local_cpus),
             ));
-            let message = format!(
-                "{} ({}) reports numa_node -1 on a {}-node machine: the kernel does not know its node, so the numa iopolicy treats it as local to every node and may route I/O through a remote controller, and NUMA placement of {shown} is guesswork",
-                c.name, c.address, t.nodes.len()
-            );
-            let fix = "enable NUMA/SRAT proximity reporting in the BIOS (NUMA, sub-NUMA clustering or \"ACPI SRAT\" settings) and update the platform firmware so the slot's root port has a proximity domain; until then find the slot's socket in the board manual and pin its jobs there (`numactl --cpunodebind=N --membind=N`)".to_string();
-            out.push(finding(
-                severity,
-                "controller-node-unknown",
-                &c.name,
-                message,
-                ev,
-                fix,
-            ));
-        } else if multipath {
-            let message = format!(
-                "fabric controller {} has numa_node -1 and is one path of multipath namespace(s) {shown}: the numa iopolicy treats it as local to every node and may prefer it over a truly local path",
-                c.name
-            );
-            let fix = "use iopolicy round-robin or queue-depth for this subsystem (`echo round-robin > /sys/class/nvme-subsystem/<subsys>/iopolicy`), or connect through a NIC whose node is known".to_string();
-            out.push(finding(
+            (
                 Severity::Error,
-                "controller-node-unknown",
-                &c.name,
-                message,
-                ev,
-                fix,
-            ));
+                format!(
+                    "{} ({}) reports numa_node -1 on a {}-node machine: the kernel does not know its node, so the numa iopolicy treats it as local to every node and may route I/O through a remote controller, and NUMA placement of {shown} is guesswork",
+                    c.name, c.address, t.nodes.len()
+                ),
+                "enable NUMA/SRAT proximity reporting in the BIOS (NUMA, sub-NUMA clustering or \"ACPI SRAT\" settings) and update the platform firmware so the slot's root port has a proximity domain; until then find the slot's socket in the board manual and pin its jobs there (`numactl --cpunodebind=N --membind=N`)",
+            )
+        } else if multipath {
+            (
+                Severity::Error,
+                format!(
+                    "fabric controller {} has numa_node -1 and is one path of multipath namespace(s) {shown}: the numa iopolicy treats it as local to every node and may prefer it over a truly local path",
+                    c.name
+                ),
+                "use iopolicy round-robin or queue-depth for this subsystem (`echo round-robin > /sys/class/nvme-subsystem/<subsys>/iopolicy`), or connect through a NIC whose node is known",
+            )
         } else {
-            let message = format!(
-                "fabric controller {} ({}) has no NUMA node (normal for {}); the node that matters is the NIC's; it exposes {shown}",
-                c.name,
-                c.address,
-                c.transport.name()
-            );
-            let fix = "place its jobs on the node of the network interface (`cat /sys/class/net/<if>/device/numa_node`), e.g. `numactl --cpunodebind=N --membind=N`".to_string();
-            out.push(finding(
+            (
                 Severity::Info,
-                "controller-node-unknown",
-                &c.name,
-                message,
-                ev,
-                fix,
-            ));
-        }
+                format!(
+                    "fabric controller {} ({}) has no NUMA node (normal for {}); the node that matters is the NIC's; it exposes {shown}",
+                    c.name,
+                    c.address,
+                    c.transport.name()
+                ),
+                "place its jobs on the node of the network interface (`cat /sys/class/net/<if>/device/numa_node`), e.g. `numactl --cpunodebind=N --membind=N`",
+            )
+        };
+        out.push(finding(
+            severity,
+            "controller-node-unknown",
+            &c.name,
+            message,
+            ev,
+            fix.to_string(),
+        ));
     }
 }
 
@@ -207,36 +199,7 @@ pub fn irq_remote_node(t: &Topology, out: &mut Vec<Finding>) {
         let Some(home) = c.numa_node.node() else {
             continue;
         };
-        let queues = hw_queues_of(t, &c.name);
-        // Remote IRQs whose queue's CPUs are unknown (no hardware queue map
-        // was read): a finding only if no I/O IRQ at all fires at home.
-        let (mut bad, mut unknown, mut home_irqs) = (Vec::new(), Vec::new(), 0);
-        for irq in &c.irqs {
-            let Some(q) = nvme_numbers(&irq.name, "nvme", "q").map(|n| n[1]) else {
-                continue;
-            };
-            let fired = nodes_of(&irq.effective_affinity);
-            if q == 0 || fired.is_empty() {
-                continue;
-            }
-            if fired.contains(&home) {
-                home_irqs += 1;
-                continue;
-            }
-            match queues
-                .iter()
-                .find(|h| h.index + 1 == q)
-                .map(|h| nodes_of(&h.cpus))
-            {
-                Some(served) if !served.is_empty() && served.is_subset(&fired) => {}
-                Some(_) => bad.push(irq),
-                None => unknown.push(irq),
-            }
-        }
-        if home_irqs == 0 {
-            bad.append(&mut unknown);
-            bad.sort_by_key(|i| i.irq);
-        }
+        let bad = remote_irqs(c, home, hw_queues_of(t, &c.name), &nodes_of);
         if bad.is_empty() {
             continue;
         }
@@ -273,6 +236,46 @@ pub fn irq_remote_node(t: &Topology, out: &mut Vec<Finding>) {
             fix,
         ));
     }
+}
+
+/// The I/O queue IRQs of `c` that fire away from `home` and from the CPUs
+/// their queue serves (queue N ↔ IRQ `nvmeXq(N+1)`). Remote IRQs whose
+/// queue's CPUs are unknown (no hardware queue map was read) count only if
+/// no I/O IRQ at all fires at home.
+fn remote_irqs<'a>(
+    c: &'a Controller,
+    home: NodeId,
+    queues: &[HwQueue],
+    nodes_of: &dyn Fn(&[CpuId]) -> BTreeSet<NodeId>,
+) -> Vec<&'a QueueIrq> {
+    let (mut bad, mut unknown, mut home_irqs) = (Vec::new(), Vec::new(), 0);
+    for irq in &c.irqs {
+        let Some(q) = nvme_numbers(&irq.name, "nvme", "q").map(|n| n[1]) else {
+            continue;
+        };
+        let fired = nodes_of(&irq.effective_affinity);
+        if q == 0 || fired.is_empty() {
+            continue;
+        }
+        if fired.contains(&home) {
+            home_irqs += 1;
+            continue;
+        }
+        match queues
+            .iter()
+            .find(|h| h.index + 1 == q)
+            .map(|h| nodes_of(&h.cpus))
+        {
+            Some(served) if !served.is_empty() && served.is_subset(&fired) => {}
+            Some(_) => bad.push(irq),
+            None => unknown.push(irq),
+        }
+    }
+    if home_irqs == 0 {
+        bad.append(&mut unknown);
+        bad.sort_by_key(|i| i.irq);
+    }
+    bad
 }
 
 /// NVMe devices with an I/O scheduler other than `none`.
