@@ -82,10 +82,12 @@ pub struct Args {
 fn parse_cpus(s: &str) -> anyhow::Result<Vec<usize>> {
     let mut out = Vec::new();
     for part in s.split(',').filter(|p| !p.is_empty()) {
-        let bad = || anyhow::anyhow!("--cpus {s:?}: {part:?} is not a CPU number or range like 0-3");
+        let bad =
+            || anyhow::anyhow!("--cpus {s:?}: {part:?} is not a CPU number or range like 0-3");
         match part.split_once('-') {
             Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
                 anyhow::ensure!(a <= b && b < 4096, bad());
                 out.extend(a..=b);
             }
@@ -99,7 +101,8 @@ fn parse_cpus(s: &str) -> anyhow::Result<Vec<usize>> {
 fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
     let mut cfg = match &args.config {
         Some(p) => {
-            let text = std::fs::read_to_string(p).with_context(|| format!("reading --config {}", p.display()))?;
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("reading --config {}", p.display()))?;
             TargetConfig::from_toml(&text, &p.display().to_string())?
         }
         None => TargetConfig::default(),
@@ -130,7 +133,11 @@ fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
             model: args.model.clone(),
             allowed_hosts: args.allow_host.clone(),
             allow_any_host: args.allow_any_host || open_by_default,
-            namespaces: args.namespaces.iter().map(|b| NamespaceConfig { backing: b.clone() }).collect(),
+            namespaces: args
+                .namespaces
+                .iter()
+                .map(|b| NamespaceConfig { backing: b.clone() })
+                .collect(),
         });
     } else if !args.allow_host.is_empty() || args.allow_any_host {
         anyhow::ensure!(
@@ -159,7 +166,10 @@ fn print_startup(server: &Server, open_by_default: bool) {
         println!("numio serve: discovery service on {a}");
     }
     for s in &t.subsystems {
-        println!("numio serve: subsystem {} (serial {}, model {:?})", s.nqn, s.serial, s.model);
+        println!(
+            "numio serve: subsystem {} (serial {}, model {:?})",
+            s.nqn, s.serial, s.model
+        );
         for ns in &s.namespaces {
             println!(
                 "numio serve:   nsid {} {} {} bytes ({} blocks of 512) nguid {} uuid {}",
@@ -186,7 +196,14 @@ fn hex(b: &[u8]) -> String {
 
 fn uuid(b: &[u8; 16]) -> String {
     let h = hex(b);
-    format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 /// Runs `numio serve`.
@@ -205,6 +222,56 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    fn parse(argv: &[&str]) -> Args {
+        use clap::Parser;
+        Cli::parse_from(std::iter::once("serve").chain(argv.iter().copied())).args
+    }
+
+    #[test]
+    fn help_states_the_default_limits() {
+        let d = Limits::default();
+        for (label, v) in [
+            ("connections", d.max_connections as u64),
+            ("controllers", d.max_controllers as u64),
+            ("I/O queues per controller", d.max_io_queues as u64),
+            ("I/O queue depth", d.max_queue_depth as u64),
+            ("admin queue depth", d.admin_queue_depth as u64),
+        ] {
+            assert!(
+                LIMITS_HELP.contains(&format!("{label} {v}")),
+                "{label} {v} missing from --help"
+            );
+        }
+        assert!(LIMITS_HELP.contains(&format!("I/O {} KiB", d.io_in_capsule_bytes / 1024)));
+        assert!(LIMITS_HELP.contains(&format!("MAXH2CDATA {} KiB", d.max_h2c_data_bytes / 1024)));
+        assert!(LIMITS_HELP.contains(&format!("(MDTS) {} MiB", d.max_transfer_bytes >> 20)));
+    }
+
+    #[test]
+    fn flags_build_a_config() {
+        let (cfg, open) =
+            build_config(&parse(&["--ns", "mem:16M", "--queue-depth", "64"])).unwrap();
+        assert!(open, "no --allow-host: any host, with a warning");
+        assert_eq!(cfg.limits.max_queue_depth, 64);
+        assert_eq!(cfg.subsystems[0].nqn, DEFAULT_NQN);
+        let (cfg, open) =
+            build_config(&parse(&["--ns", "mem:16M", "--allow-host", "nqn.h"])).unwrap();
+        assert!(!open && !cfg.subsystems[0].allow_any_host);
+        assert_eq!(cfg.subsystems[0].allowed_hosts, vec!["nqn.h".to_string()]);
+        let e = build_config(&parse(&[])).unwrap_err().to_string();
+        assert!(e.contains("--ns mem:1G"), "{e}");
+        let e = build_config(&parse(&["--ns", "mem:16M", "--max-transfer", "5000"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("max_transfer_bytes"), "{e}");
+    }
 
     #[test]
     fn cpu_lists() {
