@@ -17,6 +17,7 @@ pub mod fabrics;
 pub mod initiator;
 pub mod io;
 pub mod namespace;
+pub mod numa;
 pub mod queue;
 pub mod reactor;
 pub mod request;

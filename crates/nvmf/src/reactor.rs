@@ -68,6 +68,8 @@ pub struct Server {
     pub discovery_addrs: Vec<SocketAddr>,
     /// CPUs the reactors run on.
     pub cpus: Vec<usize>,
+    /// The backing devices' NUMA node, when the CPUs were chosen from it.
+    pub numa_node: Option<u32>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -93,6 +95,23 @@ pub fn default_cpus(max: usize) -> Vec<usize> {
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect();
     cpus.into_iter().take(max.max(1)).collect()
+}
+
+/// Default reactor CPUs: those of the backing devices' NUMA node that this
+/// process may use (at most 4), else any it may use (at most 4).
+fn choose_cpus(cfg: &TargetConfig) -> (Vec<usize>, Option<u32>) {
+    let allowed = default_cpus(libc::CPU_SETSIZE as usize);
+    let paths: Vec<std::path::PathBuf> = cfg
+        .subsystems
+        .iter()
+        .flat_map(|s| s.namespaces.iter())
+        .filter(|n| !n.backing.starts_with("mem:"))
+        .map(|n| n.backing.clone().into())
+        .collect();
+    match crate::numa::local_cpus(std::path::Path::new("/sys"), &paths, &allowed, 4) {
+        Some((node, cpus)) => (cpus, Some(node)),
+        None => (allowed.into_iter().take(4).collect(), None),
+    }
 }
 
 fn pin_to(cpu: usize) {
@@ -162,10 +181,10 @@ impl Server {
         let mut resolved = cfg.clone();
         resolved.listen = listen_addrs.clone();
         let target = Target::new(&resolved)?;
-        let cpus = if cfg.cpus.is_empty() {
-            default_cpus(4)
+        let (cpus, numa_node) = if cfg.cpus.is_empty() {
+            choose_cpus(cfg)
         } else {
-            cfg.cpus.clone()
+            (cfg.cpus.clone(), None)
         };
         let (mut threads, inboxes) = spawn_reactors(&target, &cpus)?;
         let t = target.clone();
@@ -182,6 +201,7 @@ impl Server {
             listen_addrs,
             discovery_addrs,
             cpus,
+            numa_node,
             threads,
         })
     }

@@ -52,7 +52,7 @@ pub struct Args {
     /// TOML configuration (subsystems, namespaces, listeners, limits); flags add to it.
     #[arg(long, value_name = "FILE.toml")]
     pub config: Option<PathBuf>,
-    /// CPUs to run one reactor each on, e.g. 0-3,8 [default: the CPUs this process may use, at most 4].
+    /// CPUs to run one reactor each on, e.g. 0-3,8 [default: the backing devices' NUMA node's CPUs, else any this process may use; at most 4].
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
     /// Print a line for every queue a host connects (controller, qid, digests).
@@ -185,7 +185,13 @@ fn print_startup(server: &Server, open_by_default: bool) {
     if open_by_default {
         eprintln!("numio serve: warning: any host may connect (restrict with --allow-host NQN)");
     }
-    println!("numio serve: reactors on CPUs {:?}", server.cpus);
+    match server.numa_node {
+        Some(n) => println!(
+            "numio serve: reactors on CPUs {:?} (NUMA node {n} of the backing devices)",
+            server.cpus
+        ),
+        None => println!("numio serve: reactors on CPUs {:?}", server.cpus),
+    }
     println!("numio serve: limits: {}", t.limits.describe());
     println!("numio serve: ready (SIGINT or SIGTERM stops)");
 }

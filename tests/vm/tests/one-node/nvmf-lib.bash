@@ -24,10 +24,13 @@ nvmf_setup() {
   trap nvmf_cleanup EXIT
 }
 
-# Starts `numio serve` (two RAM namespaces, only $NVMF_HOST allowed) and waits
-# for its ready line. Extra arguments go to numio serve.
+# Starts `numio serve` (the namespaces in NVMF_NS, default two RAM ones; only
+# $NVMF_HOST allowed) and waits for its ready line. Extra arguments go to
+# numio serve.
 nvmf_start() {
-  "$NUMIO" serve --nqn "$NVMF_NQN" --model "$NVMF_MODEL" --ns mem:64M --ns mem:32M \
+  local ns_args=() b
+  for b in ${NVMF_NS:-mem:64M mem:32M}; do ns_args+=(--ns "$b"); done
+  "$NUMIO" serve --nqn "$NVMF_NQN" --model "$NVMF_MODEL" "${ns_args[@]}" \
     --allow-host "$NVMF_HOST" --log-connections "$@" >"$NVMF_LOG" 2>&1 &
   NVMF_PID=$!
   local i
