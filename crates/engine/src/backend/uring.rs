@@ -65,8 +65,12 @@ pub struct UringBackend {
     nop: bool,
     enter_fd: i32,
     enter_flags: u32,
-    /// SQEs written to the ring since the last submit.
-    queued: u32,
+    /// One prepared SQE per slot, built by `queue` and copied into the ring
+    /// by `submit`: building in place and copying a finished line avoids
+    /// store-forwarding stalls of building straight into the ring.
+    sqes: Vec<squeue::Entry>,
+    /// Slots queued since the last submit, in order.
+    queued: Vec<u32>,
     unsubmitted: u32,
     slot_len: Vec<u32>,
     /// Features granted, e.g. `DEFER_TASKRUN`, `fixed buffers`.
@@ -197,7 +201,8 @@ impl UringBackend {
             nop,
             enter_fd,
             enter_flags,
-            queued: 0,
+            sqes: vec![opcode::Nop::new().build(); depth.max(1) as usize],
+            queued: Vec::with_capacity(depth.max(1) as usize),
             unsubmitted: 0,
             slot_len: vec![0; depth.max(1) as usize],
             features,
@@ -321,21 +326,30 @@ impl Backend for UringBackend {
         if self.nop {
             self.slot_len[io.slot as usize] = io.len_bytes;
         }
-        let e = self.entry(&io);
-        // SAFETY: the entry points at the slot buffer of this worker's region
-        // (registered or not); the worker does not touch or free that slot
-        // until the completion carrying its index is reaped, and the region
-        // outlives the ring. Only this worker's thread touches this ring, so
-        // no other SubmissionQueue exists. The ring has at least `depth`
-        // entries and the worker never has more than `depth` I/Os in flight,
-        // so the push cannot fail.
-        let pushed = unsafe { self.ring.submission_shared().push(&e) };
-        debug_assert!(pushed.is_ok(), "more I/Os queued than the ring holds");
-        self.queued += 1;
+        self.sqes[io.slot as usize] = self.entry(&io);
+        debug_assert!(self.queued.len() < self.queued.capacity());
+        self.queued.push(io.slot);
     }
 
     fn submit(&mut self) -> io::Result<()> {
-        let n = std::mem::take(&mut self.queued);
+        let n = self.queued.len() as u32;
+        if n > 0 {
+            // SAFETY: only this worker's thread touches this ring, so no other
+            // SubmissionQueue exists.
+            let mut sq = unsafe { self.ring.submission_shared() };
+            for &slot in &self.queued {
+                // SAFETY: each entry points at its slot's buffer in this
+                // worker's region (registered or not); the worker does not
+                // touch or free that slot until the completion carrying its
+                // index is reaped, and the region outlives the ring. The ring
+                // has at least `depth` entries and no more than `depth` I/Os
+                // are ever in flight, so the push cannot fail.
+                let pushed = unsafe { sq.push(&self.sqes[slot as usize]) };
+                debug_assert!(pushed.is_ok(), "more I/Os queued than the ring holds");
+            }
+            drop(sq);
+            self.queued.clear();
+        }
         if self.sqpoll {
             self.ring.submit()?;
             return Ok(());
