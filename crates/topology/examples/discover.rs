@@ -20,7 +20,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let topo = match Topology::discover(opened.path()) {
+    let topo = match opened.discover() {
         Ok(t) => t,
         Err(e) => {
             eprintln!("discover: {e}");
@@ -32,7 +32,7 @@ fn main() {
             "{}",
             serde_json::to_string_pretty(&topo).expect("serializable")
         ),
-        "bench" => bench(&root, opened.path(), &topo, args.next()),
+        "bench" => bench(&root, &opened, &topo, args.next()),
         _ => print!("{}", topology::render::tree(&topo)),
     }
 }
@@ -44,13 +44,13 @@ fn on_cpu_ns() -> Option<u64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
-fn bench(root: &std::path::Path, dir: &std::path::Path, topo: &Topology, runs: Option<String>) {
+fn bench(root: &std::path::Path, opened: &topology::Root, topo: &Topology, runs: Option<String>) {
     let runs: usize = runs.and_then(|n| n.parse().ok()).unwrap_or(50).max(1);
     let cpu_start = on_cpu_ns();
     let mut times_us: Vec<f64> = (0..runs)
         .map(|_| {
             let start = Instant::now();
-            let t = Topology::discover(dir).expect("discovered once already");
+            let t = opened.discover().expect("discovered once already");
             std::hint::black_box(&t);
             start.elapsed().as_secs_f64() * 1e6
         })
@@ -60,7 +60,8 @@ fn bench(root: &std::path::Path, dir: &std::path::Path, topo: &Topology, runs: O
         _ => "unknown".to_string(),
     };
     times_us.sort_by(f64::total_cmp);
-    let files = Topology::discover_recorded(dir)
+    let files = opened
+        .discover_recorded()
         .map(|(_, r)| r.paths().len())
         .unwrap_or(0);
     println!(

@@ -22,7 +22,8 @@ pub mod parse;
 mod reader;
 pub mod render;
 pub mod snapshot;
+mod source;
 
 pub use error::TopologyError;
 pub use model::*;
-pub use snapshot::{Manifest, OpenRoot, Recording};
+pub use snapshot::{Manifest, Recording, Root};

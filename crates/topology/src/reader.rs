@@ -7,17 +7,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::ErrorKind;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::model::Unreadable;
-
-/// Most symlink hops followed inside one path, against loops.
-const LINK_HOPS_MAX: u32 = 8;
+use crate::source::{Source, LINK_HOPS_MAX, READ_CHUNK_BYTES};
 
 /// Reads files under a root and records what it read.
 #[derive(Debug)]
 pub struct Reader {
-    root: PathBuf,
+    source: Source,
     /// Files read, with their contents.
     pub files: BTreeMap<String, String>,
     /// Symlinks resolved, with their targets as stored.
@@ -34,9 +32,9 @@ pub struct Reader {
 
 impl Reader {
     /// A reader of `root`; `preset_unreadable` comes from a snapshot manifest.
-    pub fn new(root: &Path, preset_unreadable: BTreeMap<String, String>) -> Reader {
+    pub fn new(source: Source, preset_unreadable: BTreeMap<String, String>) -> Reader {
         Reader {
-            root: root.to_path_buf(),
+            source,
             files: BTreeMap::new(),
             links: BTreeMap::new(),
             dirs: BTreeSet::new(),
@@ -48,7 +46,7 @@ impl Reader {
 
     /// The absolute path of `rel`.
     pub fn abs(&self, rel: &str) -> PathBuf {
-        self.root.join(rel)
+        self.source.abs(rel)
     }
 
     fn note_unreadable(&mut self, rel: &str, reason: String) {
@@ -70,7 +68,7 @@ impl Reader {
             self.note_unreadable(rel, reason);
             return None;
         }
-        let result = read_file(&self.abs(rel), !rel.starts_with("proc/"), &mut self.scratch);
+        let result = self.source.read(rel, &mut self.scratch);
         match result.map(|len| std::str::from_utf8(&self.scratch[..len]).map(str::to_string)) {
             Ok(text) => match text {
                 Ok(text) => {
@@ -114,13 +112,8 @@ impl Reader {
 
     /// The sorted entry names of a directory; `None` when it is absent.
     pub fn list(&mut self, rel: &str) -> Option<Vec<String>> {
-        match std::fs::read_dir(self.abs(rel)) {
-            Ok(entries) => {
-                let mut names: Vec<String> = entries
-                    .filter_map(|e| e.ok())
-                    .filter_map(|e| e.file_name().into_string().ok())
-                    .collect();
-                names.sort_unstable();
+        match self.source.list(rel) {
+            Ok(names) => {
                 self.dirs.insert(rel.to_string());
                 Some(names)
             }
@@ -134,7 +127,7 @@ impl Reader {
 
     /// Whether `rel` exists (as anything), without recording it.
     pub fn exists(&self, rel: &str) -> bool {
-        std::fs::symlink_metadata(self.abs(rel)).is_ok()
+        self.source.exists(rel)
     }
 
     /// Resolves `rel` when it is a symlink (following chains, staying inside
@@ -143,9 +136,8 @@ impl Reader {
     pub fn resolve(&mut self, rel: &str) -> Option<String> {
         let mut current = rel.to_string();
         for _ in 0..LINK_HOPS_MAX {
-            match std::fs::read_link(self.abs(&current)) {
+            match self.source.read_link(&current) {
                 Ok(target) => {
-                    let target = target.to_string_lossy().into_owned();
                     let next = join_normalized(parent(&current), &target);
                     self.links.insert(current, target);
                     current = next;
@@ -161,36 +153,6 @@ impl Reader {
         self.note_unreadable(rel, format!("more than {LINK_HOPS_MAX} symlink hops"));
         None
     }
-}
-
-/// Bytes read at once; larger than a sysfs attribute (one page at most).
-const READ_CHUNK_BYTES: usize = 8192;
-
-/// Reads a whole file without the size query of `std::fs::read`: sysfs
-/// files report a size of 4096 whatever they hold, and discovery reads
-/// thousands of them. With `short_read_is_eof` a read that returns less than
-/// asked ends the file (true of sysfs attributes, which the kernel returns
-/// in one read, and of regular files); procfs files are read to a 0-byte read.
-fn read_file(path: &Path, short_read_is_eof: bool, buf: &mut Vec<u8>) -> std::io::Result<usize> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
-    let mut len = 0;
-    loop {
-        if len == buf.len() {
-            buf.resize((len * 2).max(READ_CHUNK_BYTES), 0);
-        }
-        let n = match file.read(&mut buf[len..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        let short = len + n < buf.len();
-        len += n;
-        if n == 0 || (short && short_read_is_eof) {
-            break;
-        }
-    }
-    Ok(len)
 }
 
 /// The parent of a relative path (`a/b/c` → `a/b`).

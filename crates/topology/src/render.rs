@@ -176,12 +176,10 @@ fn controller_lines(out: &mut String, t: &Topology, c: &Controller) {
                 let _ = write!(line, ", generic {g}");
             }
             if let Some(p) = path {
-                let _ = write!(
-                    line,
-                    ", path {} ana {}",
-                    p.device,
-                    p.ana_state.as_deref().unwrap_or("?")
-                );
+                let _ = write!(line, ", path {}", p.device);
+                if let Some(ana) = &p.ana_state {
+                    let _ = write!(line, " ana {ana}");
+                }
                 if ns.paths.len() > 1 {
                     let others: Vec<&str> = ns
                         .paths

@@ -10,13 +10,14 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::TopologyError;
 use crate::model::{Unreadable, SCHEMA_VERSION};
 use crate::reader::Reader;
+use crate::source::{MemTree, Source};
 
 /// Name of the manifest at the top of a snapshot.
 pub const MANIFEST_NAME: &str = "numio-snapshot.json";
@@ -142,21 +143,29 @@ fn append_file<W: Write>(
     tar.append_data(&mut h, path, data)
 }
 
-/// Reads the manifest of a snapshot directory, refusing another schema
-/// version; returns its unreadable files (path → reason). A directory
-/// without a manifest (a live root, a hand-made fixture) gives an empty map.
-pub fn read_manifest(root: &Path) -> Result<BTreeMap<String, String>, TopologyError> {
-    let path = root.join(MANIFEST_NAME);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-        Err(e) => {
-            return Err(TopologyError::Io {
-                action: "reading",
-                path,
-                source: e,
-            })
-        }
+/// The unreadable files (path → reason) listed by the manifest of a
+/// snapshot, refusing another schema version. A directory without a
+/// manifest (a live root, a hand-made fixture) gives an empty map.
+pub(crate) fn manifest_unreadable(
+    source: &Source,
+) -> Result<BTreeMap<String, String>, TopologyError> {
+    let path = source.abs(MANIFEST_NAME);
+    let text = match source {
+        Source::Dir(root) => match std::fs::read_to_string(root.join(MANIFEST_NAME)) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(e) => {
+                return Err(TopologyError::Io {
+                    action: "reading",
+                    path,
+                    source: e,
+                })
+            }
+        },
+        Source::Memory(tree) => match tree.file(MANIFEST_NAME) {
+            Some(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+            None => return Ok(BTreeMap::new()),
+        },
     };
     let bad = |reason: String| TopologyError::BadManifest {
         path: path.clone(),
@@ -168,6 +177,10 @@ pub fn read_manifest(root: &Path) -> Result<BTreeMap<String, String>, TopologyEr
         .and_then(|v| v.as_u64())
         .ok_or_else(|| bad("no schema_version".to_string()))?;
     if found != u64::from(SCHEMA_VERSION) {
+        let path = match source {
+            Source::Memory(tree) => tree.origin.clone(),
+            Source::Dir(_) => path,
+        };
         return Err(TopologyError::SchemaMismatch {
             path,
             found: found as u32,
@@ -182,40 +195,45 @@ pub fn read_manifest(root: &Path) -> Result<BTreeMap<String, String>, TopologyEr
         .collect())
 }
 
-/// A root ready to discover: a directory given as is, or a `.tar.gz`
-/// snapshot extracted into a temporary directory removed on drop.
-#[derive(Debug)]
-pub struct OpenRoot {
-    path: PathBuf,
-    temporary: bool,
+/// A root ready to discover: a directory, or a `.tar.gz` snapshot read
+/// into memory (nothing is extracted to disk).
+#[derive(Debug, Clone)]
+pub struct Root {
+    source: Source,
 }
 
-impl OpenRoot {
-    /// The directory to pass to [`crate::Topology::discover`].
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for OpenRoot {
-    fn drop(&mut self) {
-        if self.temporary {
-            let _ = std::fs::remove_dir_all(&self.path);
+impl Root {
+    /// A directory root (`/` or an extracted snapshot), not checked yet.
+    pub fn dir(path: &Path) -> Root {
+        Root {
+            source: Source::Dir(path.to_path_buf()),
         }
     }
+
+    /// [`crate::Topology::discover`] of this root.
+    pub fn discover(&self) -> Result<crate::Topology, TopologyError> {
+        self.discover_recorded().map(|(t, _)| t)
+    }
+
+    /// [`crate::Topology::discover_recorded`] of this root.
+    pub fn discover_recorded(&self) -> Result<(crate::Topology, Recording), TopologyError> {
+        crate::discover::discover_source(self.source.clone())
+    }
+
+    /// The directory or archive, for messages.
+    pub fn path(&self) -> PathBuf {
+        self.source.abs("")
+    }
 }
 
-/// Opens a root: a directory, or a `.tar.gz` snapshot (extracted; it must
-/// hold a manifest of this schema version).
-pub fn open(path: &Path) -> Result<OpenRoot, TopologyError> {
+/// Opens a root: a directory, or a `.tar.gz` snapshot made by
+/// [`Recording::save`] (it must hold a manifest of this schema version).
+pub fn open(path: &Path) -> Result<Root, TopologyError> {
     let meta = std::fs::metadata(path).map_err(|_| TopologyError::RootMissing {
         path: path.to_path_buf(),
     })?;
     if meta.is_dir() {
-        return Ok(OpenRoot {
-            path: path.to_path_buf(),
-            temporary: false,
-        });
+        return Ok(Root::dir(path));
     }
     let mut magic = [0u8; 2];
     let is_gzip = File::open(path)
@@ -227,42 +245,14 @@ pub fn open(path: &Path) -> Result<OpenRoot, TopologyError> {
             path: path.to_path_buf(),
         });
     }
-    let dir = temp_dir_path();
-    std::fs::create_dir_all(&dir).map_err(io_err("creating temporary directory", &dir))?;
-    let opened = OpenRoot {
-        path: dir,
-        temporary: true,
-    };
-    let file = File::open(path).map_err(io_err("opening snapshot", path))?;
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
-    archive
-        .unpack(&opened.path)
-        .map_err(io_err("extracting snapshot", path))?;
-    if !opened.path.join(MANIFEST_NAME).exists() {
+    let tree = MemTree::from_tar_gz(path).map_err(io_err("reading snapshot", path))?;
+    if tree.file(MANIFEST_NAME).is_none() {
         return Err(TopologyError::BadManifest {
             path: path.to_path_buf(),
             reason: format!("no {MANIFEST_NAME} inside, so it was not made by `numio topo --save`"),
         });
     }
-    read_manifest(&opened.path).map_err(|e| match e {
-        TopologyError::SchemaMismatch {
-            found, expected, ..
-        } => TopologyError::SchemaMismatch {
-            path: path.to_path_buf(),
-            found,
-            expected,
-        },
-        other => other,
-    })?;
-    Ok(opened)
-}
-
-fn temp_dir_path() -> PathBuf {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    std::env::temp_dir().join(format!("numio-snapshot-{}-{n}-{nanos}", std::process::id()))
+    let source = Source::Memory(Arc::new(tree));
+    manifest_unreadable(&source)?;
+    Ok(Root { source })
 }

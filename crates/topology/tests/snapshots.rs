@@ -52,8 +52,10 @@ fn every_fixture_round_trips_through_a_snapshot_to_identical_json() {
             dir.display()
         );
         // And saving the replay gives the same paths again.
-        let opened = snapshot::open(&file).expect("opens");
-        let (_, again) = Topology::discover_recorded(opened.path()).expect("replay discovers");
+        let (_, again) = snapshot::open(&file)
+            .expect("opens")
+            .discover_recorded()
+            .expect("replay discovers");
         assert_eq!(
             again.paths(),
             recording.paths(),

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use topology::Topology;
 
 /// Flags of `numio topo`.
 #[derive(Debug, clap::Args)]
@@ -24,8 +23,7 @@ pub struct Args {
 
 /// Runs `numio topo`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let opened = topology::snapshot::open(&args.root)?;
-    let (topo, recording) = Topology::discover_recorded(opened.path())?;
+    let (topo, recording) = topology::snapshot::open(&args.root)?.discover_recorded()?;
     if let Some(path) = &args.save {
         recording.save(path)?;
         eprintln!(

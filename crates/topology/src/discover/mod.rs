@@ -7,6 +7,7 @@ use crate::model::{NvmeParams, Topology, SCHEMA_VERSION};
 use crate::parse::{parse_bool, parse_num};
 use crate::reader::Reader;
 use crate::snapshot::{self, Recording};
+use crate::source::Source;
 
 mod cpus;
 mod irq;
@@ -37,32 +38,36 @@ impl Topology {
                 path: root.to_path_buf(),
             });
         }
-        let preset = snapshot::read_manifest(root)?;
-        let mut r = Reader::new(root, preset);
-        let (nodes, cpus) = cpus::discover(&mut r)?;
-        let irqs = irq::discover(&mut r);
-        let (controllers, subsystems) = nvme::discover(&mut r, &irqs);
-        let nvme_params = read_params(&mut r);
-        let mut unreadable = r.unreadable.clone();
-        unreadable.sort_by(|a, b| a.path.cmp(&b.path));
-        let topology = Topology {
-            schema_version: SCHEMA_VERSION,
-            nodes,
-            cpus,
-            controllers,
-            subsystems,
-            nvme_params,
-            unreadable,
-            interrupt_cpus: irqs.columns,
-        };
-        Ok((topology, Recording::from_reader(r)))
+        discover_source(Source::Dir(root.to_path_buf()))
     }
 
     /// Reads a snapshot directory or `.tar.gz` file (or a live root).
     pub fn load(path: &Path) -> Result<Topology, TopologyError> {
-        let opened = snapshot::open(path)?;
-        Topology::discover(opened.path())
+        snapshot::open(path)?.discover()
     }
+}
+
+/// Discovery over any source.
+pub(crate) fn discover_source(source: Source) -> Result<(Topology, Recording), TopologyError> {
+    let preset = snapshot::manifest_unreadable(&source)?;
+    let mut r = Reader::new(source, preset);
+    let (nodes, cpus) = cpus::discover(&mut r)?;
+    let irqs = irq::discover(&mut r);
+    let (controllers, subsystems) = nvme::discover(&mut r, &irqs);
+    let nvme_params = read_params(&mut r);
+    let mut unreadable = r.unreadable.clone();
+    unreadable.sort_by(|a, b| a.path.cmp(&b.path));
+    let topology = Topology {
+        schema_version: SCHEMA_VERSION,
+        nodes,
+        cpus,
+        controllers,
+        subsystems,
+        nvme_params,
+        unreadable,
+        interrupt_cpus: irqs.columns,
+    };
+    Ok((topology, Recording::from_reader(r)))
 }
 
 fn read_params(r: &mut Reader) -> NvmeParams {

@@ -1,0 +1,298 @@
+//! Where discovery reads from: a directory (the live `/` or an extracted
+//! snapshot), or a `.tar.gz` snapshot held in memory.
+//!
+//! Reading a snapshot in memory avoids writing and deleting thousands of
+//! small files in a temporary directory, which on a busy disk takes seconds.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Error, ErrorKind, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::reader::{join, join_normalized, parent};
+
+/// Most symlink hops followed inside one path, against loops.
+pub const LINK_HOPS_MAX: u32 = 8;
+
+/// Bytes read at once; larger than a sysfs attribute (one page at most).
+pub const READ_CHUNK_BYTES: usize = 8192;
+
+/// Where files come from.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// A directory of the file system.
+    Dir(PathBuf),
+    /// A snapshot archive read into memory.
+    Memory(Arc<MemTree>),
+}
+
+/// A tree of files, symlinks and directories held in memory.
+#[derive(Debug, Default)]
+pub struct MemTree {
+    /// The archive it came from (for messages).
+    pub origin: PathBuf,
+    files: BTreeMap<String, Vec<u8>>,
+    links: BTreeMap<String, String>,
+    /// Directory → names of its entries.
+    dirs: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// `a/./b/` → `a/b`.
+fn clean(path: &str) -> String {
+    join_normalized("", path)
+}
+
+impl MemTree {
+    /// Reads a gzip-compressed tar archive.
+    pub fn from_tar_gz(path: &Path) -> std::io::Result<MemTree> {
+        let file = std::fs::File::open(path)?;
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+        let mut tree = MemTree {
+            origin: path.to_path_buf(),
+            ..MemTree::default()
+        };
+        tree.dirs.insert(String::new(), BTreeSet::new());
+        for entry in archive.entries()? {
+            let mut entry = entry?;
+            let name = clean(&entry.path()?.to_string_lossy());
+            if name.is_empty() {
+                continue;
+            }
+            match entry.header().entry_type() {
+                tar::EntryType::Directory => {
+                    tree.dirs.entry(name.clone()).or_default();
+                }
+                tar::EntryType::Symlink => {
+                    let target = entry.link_name()?.map(|t| t.to_string_lossy().into_owned());
+                    let target = target
+                        .ok_or_else(|| Error::other(format!("symlink {name} without target")))?;
+                    tree.links.insert(name.clone(), target);
+                }
+                tar::EntryType::Regular => {
+                    let mut bytes = Vec::with_capacity(entry.size() as usize);
+                    entry.read_to_end(&mut bytes)?;
+                    tree.files.insert(name.clone(), bytes);
+                }
+                _ => continue,
+            }
+            tree.add_to_parents(&name);
+        }
+        Ok(tree)
+    }
+
+    fn add_to_parents(&mut self, path: &str) {
+        let mut child = path;
+        loop {
+            let dir = parent(child);
+            let name = &child[if dir.is_empty() { 0 } else { dir.len() + 1 }..];
+            let entries = self.dirs.entry(dir.to_string()).or_default();
+            if !entries.insert(name.to_string()) || dir.is_empty() {
+                return;
+            }
+            child = dir;
+        }
+    }
+
+    /// The path `rel` leads to, following symlinks in every component but
+    /// the last, and in the last too when `follow_last`.
+    fn walk(&self, rel: &str, follow_last: bool) -> std::io::Result<String> {
+        let parts: Vec<&str> = rel
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect();
+        let mut current = String::new();
+        let mut hops = 0;
+        for (i, part) in parts.iter().enumerate() {
+            current = if *part == ".." {
+                parent(&current).to_string()
+            } else {
+                join(&current, part)
+            };
+            while let Some(target) = self.links.get(&current) {
+                if i + 1 == parts.len() && !follow_last {
+                    break;
+                }
+                hops += 1;
+                if hops > LINK_HOPS_MAX {
+                    return Err(Error::other(format!(
+                        "more than {LINK_HOPS_MAX} symlink hops"
+                    )));
+                }
+                current = join_normalized(parent(&current), target);
+            }
+        }
+        Ok(current)
+    }
+
+    fn exists(&self, path: &str) -> bool {
+        self.files.contains_key(path)
+            || self.links.contains_key(path)
+            || self.dirs.contains_key(path)
+    }
+
+    /// The contents of a file (the manifest).
+    pub fn file(&self, rel: &str) -> Option<&[u8]> {
+        self.files.get(rel).map(Vec::as_slice)
+    }
+}
+
+fn not_found(rel: &str) -> Error {
+    Error::new(ErrorKind::NotFound, format!("{rel} not in snapshot"))
+}
+
+impl Source {
+    /// Where `rel` is, for messages.
+    pub fn abs(&self, rel: &str) -> PathBuf {
+        match self {
+            Source::Dir(root) => root.join(rel),
+            Source::Memory(tree) => tree.origin.join(rel),
+        }
+    }
+
+    /// Reads a file into `buf`, returning its length (see [`read_file`]).
+    pub fn read(&self, rel: &str, buf: &mut Vec<u8>) -> std::io::Result<usize> {
+        match self {
+            Source::Dir(root) => read_file(&root.join(rel), !rel.starts_with("proc/"), buf),
+            Source::Memory(tree) => {
+                let path = tree.walk(rel, true)?;
+                if tree.dirs.contains_key(&path) {
+                    return Err(Error::other("Is a directory"));
+                }
+                let bytes = tree.files.get(&path).ok_or_else(|| not_found(rel))?;
+                if buf.len() < bytes.len() {
+                    buf.resize(bytes.len(), 0);
+                }
+                buf[..bytes.len()].copy_from_slice(bytes);
+                Ok(bytes.len())
+            }
+        }
+    }
+
+    /// The entry names of a directory, sorted.
+    pub fn list(&self, rel: &str) -> std::io::Result<Vec<String>> {
+        match self {
+            Source::Dir(root) => {
+                let mut names: Vec<String> = std::fs::read_dir(root.join(rel))?
+                    .filter_map(|e| e.ok())
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .collect();
+                names.sort_unstable();
+                Ok(names)
+            }
+            Source::Memory(tree) => {
+                let path = tree.walk(rel, true)?;
+                let entries = tree.dirs.get(&path).ok_or_else(|| not_found(rel))?;
+                Ok(entries.iter().cloned().collect())
+            }
+        }
+    }
+
+    /// The target of the symlink `rel`; `InvalidInput` when it is not one.
+    pub fn read_link(&self, rel: &str) -> std::io::Result<String> {
+        match self {
+            Source::Dir(root) => Ok(std::fs::read_link(root.join(rel))?
+                .to_string_lossy()
+                .into_owned()),
+            Source::Memory(tree) => {
+                let path = tree.walk(rel, false)?;
+                match tree.links.get(&path) {
+                    Some(target) => Ok(target.clone()),
+                    None if tree.exists(&path) => {
+                        Err(Error::new(ErrorKind::InvalidInput, "not a symlink"))
+                    }
+                    None => Err(not_found(rel)),
+                }
+            }
+        }
+    }
+
+    /// Whether `rel` exists (as anything).
+    pub fn exists(&self, rel: &str) -> bool {
+        match self {
+            Source::Dir(root) => std::fs::symlink_metadata(root.join(rel)).is_ok(),
+            Source::Memory(tree) => tree.walk(rel, false).is_ok_and(|p| tree.exists(&p)),
+        }
+    }
+}
+
+/// Reads a whole file into `buf` (grown as needed; never shrunk) without the
+/// size query of `std::fs::read`: sysfs files report a size of 4096 whatever
+/// they hold, and discovery reads thousands of them. With
+/// `short_read_is_eof` a read that returns less than asked ends the file
+/// (true of sysfs attributes, which the kernel returns in one read, and of
+/// regular files); procfs files are read to a 0-byte read.
+pub fn read_file(
+    path: &Path,
+    short_read_is_eof: bool,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<usize> {
+    let mut file = std::fs::File::open(path)?;
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize((len * 2).max(READ_CHUNK_BYTES), 0);
+        }
+        let n = match file.read(&mut buf[len..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        let short = len + n < buf.len();
+        len += n;
+        if n == 0 || (short && short_read_is_eof) {
+            break;
+        }
+    }
+    Ok(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree() -> MemTree {
+        let mut t = MemTree::default();
+        t.dirs.insert(String::new(), BTreeSet::new());
+        let model = "sys/devices/pci0/nvme/nvme0/model";
+        t.files.insert(model.to_string(), b"M\n".to_vec());
+        t.add_to_parents(model);
+        t.links.insert(
+            "sys/class/nvme/nvme0".into(),
+            "../../devices/pci0/nvme/nvme0".into(),
+        );
+        t.add_to_parents("sys/class/nvme/nvme0");
+        t
+    }
+
+    #[test]
+    fn memory_tree_follows_links_lists_and_reads() {
+        let s = Source::Memory(Arc::new(tree()));
+        let mut buf = Vec::new();
+        let n = s
+            .read("sys/class/nvme/nvme0/model", &mut buf)
+            .expect("read through link");
+        assert_eq!(&buf[..n], b"M\n");
+        assert_eq!(s.list("sys/class/nvme").expect("list"), vec!["nvme0"]);
+        assert_eq!(
+            s.list("sys/class/nvme/nvme0").expect("list through link"),
+            vec!["model"]
+        );
+        assert_eq!(
+            s.read_link("sys/class/nvme/nvme0").expect("link"),
+            "../../devices/pci0/nvme/nvme0"
+        );
+        assert_eq!(
+            s.read_link("sys/class/nvme").expect_err("dir").kind(),
+            ErrorKind::InvalidInput
+        );
+        assert_eq!(
+            s.read("sys/none", &mut buf).expect_err("absent").kind(),
+            ErrorKind::NotFound
+        );
+        assert!(
+            s.read("sys/class", &mut buf).is_err(),
+            "a directory is not readable"
+        );
+        assert!(s.exists("sys/class/nvme/nvme0") && !s.exists("sys/nope"));
+    }
+}
