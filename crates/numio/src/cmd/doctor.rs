@@ -31,3 +31,41 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     super::topo::print_stdout(&text)?;
     Ok(report.exit_code())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/sysfs")
+            .join(name)
+    }
+
+    #[test]
+    fn exit_status_is_1_only_when_a_finding_is_an_error() {
+        let run_on = |name: &str| {
+            run(Args {
+                json: true,
+                root: fixture(name),
+            })
+            .expect("doctor runs")
+        };
+        assert_eq!(run_on("numa-unknown"), 1, "numa_node = -1 is an error");
+        assert_eq!(run_on("power-3node"), 0, "warnings only");
+        assert_eq!(run_on("r740xd-2s-12nvme"), 0, "clean");
+    }
+
+    #[test]
+    fn a_missing_root_is_an_error_naming_it() {
+        let err = run(Args {
+            json: false,
+            root: PathBuf::from("/nonexistent/root"),
+        })
+        .expect_err("missing");
+        assert!(
+            err.to_string().contains("/nonexistent/root does not exist"),
+            "{err}"
+        );
+    }
+}

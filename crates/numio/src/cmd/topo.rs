@@ -52,3 +52,27 @@ pub fn print_stdout(text: &str) -> anyhow::Result<()> {
         _ => Ok(()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn save_then_root_replays_the_same_model() {
+        let fixture = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/sysfs/2node-multipath-tcp");
+        let file =
+            std::env::temp_dir().join(format!("numio-topo-cli-{}.tar.gz", std::process::id()));
+        let code = run(Args {
+            json: true,
+            root: fixture.clone(),
+            save: Some(file.clone()),
+        })
+        .expect("topo --save runs");
+        assert_eq!(code, 0);
+        let original = topology::Topology::discover(&fixture).expect("fixture");
+        let replayed = topology::Topology::load(&file).expect("snapshot written by --save loads");
+        std::fs::remove_file(&file).expect("remove snapshot");
+        assert_eq!(original, replayed);
+    }
+}
