@@ -280,3 +280,48 @@ fn files_that_are_not_snapshots_are_refused() {
         "{err}"
     );
 }
+
+fn overwrite_files(dir: &Path, text: &str) {
+    for entry in std::fs::read_dir(dir).expect("readable") {
+        let entry = entry.expect("entry");
+        let kind = entry.file_type().expect("type");
+        if kind.is_dir() {
+            overwrite_files(&entry.path(), text);
+        } else if kind.is_file() {
+            std::fs::write(entry.path(), text).expect("write");
+        }
+    }
+}
+
+#[test]
+fn garbage_in_every_file_is_reported_never_panicked_on() {
+    for garbage in [
+        "",
+        "x",
+        "-1",
+        "[",
+        "0-",
+        "4294967295",
+        "nvme0q1: 1 2",
+        "\u{0}\u{ff}",
+    ] {
+        let tmp = TempDir::new("garbage");
+        let root = tmp.0.join("root");
+        copy_tree(&fixtures_dir().join("2node-multipath-tcp"), &root);
+        // Keep the two files every root needs, so discovery gets past them.
+        overwrite_files(&root, garbage);
+        std::fs::write(root.join("sys/devices/system/cpu/online"), "0-3\n").expect("write");
+        std::fs::write(root.join("sys/devices/system/node/online"), "0\n").expect("write");
+        let t = Topology::discover(&root).unwrap_or_else(|e| panic!("garbage {garbage:?}: {e}"));
+        assert_eq!(
+            t.controllers.len(),
+            3,
+            "garbage {garbage:?}: controllers still found by their links"
+        );
+        if !garbage.is_empty() {
+            assert!(!t.unreadable.is_empty(), "garbage {garbage:?} is reported");
+        }
+        let _ = topology::render::tree(&t);
+        let _ = topology::doctor::Report::new(&t);
+    }
+}
