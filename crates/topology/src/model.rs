@@ -166,7 +166,8 @@ pub struct QueueIrq {
     pub irq: u32,
     /// Queue name, e.g. `nvme0q3`.
     pub name: String,
-    /// `effective_affinity_list` of the IRQ.
+    /// `effective_affinity_list` of the IRQ (its `smp_affinity_list` where
+    /// the kernel reports no effective affinity).
     pub effective_affinity: Vec<CpuId>,
     /// Interrupt count on each CPU, in CPU order of `/proc/interrupts`.
     pub per_cpu_counts: Vec<u64>,

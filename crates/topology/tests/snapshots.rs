@@ -325,3 +325,52 @@ fn garbage_in_every_file_is_reported_never_panicked_on() {
         let _ = topology::doctor::Report::new(&t);
     }
 }
+
+#[test]
+fn a_kernel_without_numa_gives_one_node_with_every_cpu() {
+    let tmp = TempDir::new("nonuma");
+    let cpu = tmp.0.join("sys/devices/system/cpu");
+    std::fs::create_dir_all(cpu.join("cpu1/topology")).expect("mkdir");
+    std::fs::write(cpu.join("online"), "0-1\n").expect("write");
+    std::fs::write(cpu.join("cpu1/topology/core_id"), "1\n").expect("write");
+    std::fs::create_dir_all(tmp.0.join("proc")).expect("mkdir");
+    std::fs::write(
+        tmp.0.join("proc/meminfo"),
+        "MemTotal:        2048 kB\nMemFree: 1 kB\n",
+    )
+    .expect("write");
+    let t = Topology::discover(&tmp.0).expect("discovers without sys/devices/system/node");
+    assert_eq!(t.nodes.len(), 1);
+    assert_eq!(
+        t.nodes[0].cpus,
+        vec![topology::CpuId(0), topology::CpuId(1)]
+    );
+    assert_eq!(t.nodes[0].memory_bytes, 2048 * 1024);
+    assert_eq!(t.cpus[1].core, Some(1));
+    assert_eq!(
+        t.cpus[0].core, None,
+        "missing topology files leave fields empty"
+    );
+    assert!(t.controllers.is_empty() && t.unreadable.is_empty());
+}
+
+#[test]
+fn irq_affinity_falls_back_to_the_requested_mask() {
+    let tmp = TempDir::new("smpaff");
+    let root = tmp.0.join("root");
+    copy_tree(&fixtures_dir().join("one-node-1nvme"), &root);
+    let irq = root.join("proc/irq/121");
+    std::fs::remove_file(irq.join("effective_affinity_list")).expect("rm");
+    std::fs::write(irq.join("smp_affinity_list"), "0,4\n").expect("write");
+    let t = Topology::discover(&root).expect("discovers");
+    let q1 = t.controllers[0]
+        .irqs
+        .iter()
+        .find(|i| i.irq == 121)
+        .expect("irq 121");
+    assert_eq!(q1.name, "nvme0q1");
+    assert_eq!(
+        q1.effective_affinity,
+        vec![topology::CpuId(0), topology::CpuId(4)]
+    );
+}

@@ -56,11 +56,12 @@ pub fn discover(r: &mut Reader) -> NvmeIrqs {
         let Some(nums) = nvme_numbers(&line.name, "nvme", "q") else {
             continue;
         };
+        // Kernels without effective affinity (or architectures that do not
+        // report it) have only the requested mask.
+        let dir = format!("proc/irq/{}", line.irq);
         let effective_affinity = r
-            .parse(
-                &format!("proc/irq/{}/effective_affinity_list", line.irq),
-                parse_list,
-            )
+            .parse(&format!("{dir}/effective_affinity_list"), parse_list)
+            .or_else(|| r.parse(&format!("{dir}/smp_affinity_list"), parse_list))
             .unwrap_or_default()
             .into_iter()
             .map(CpuId)
