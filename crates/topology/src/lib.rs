@@ -11,6 +11,10 @@
 //! exactly what was read and replays to the same model. [`doctor`] turns a
 //! model into findings; [`render`] prints the human tree; [`lookup`] answers
 //! "which namespace, controllers and nodes is this block device".
+//!
+//! Module map: `discover/` (nodes and CPUs, IRQs, NVMe controllers,
+//! subsystems and namespaces), `reader` (the recording reader) over `source`
+//! (a directory or an in-memory snapshot), `parse` (sysfs text formats).
 #![deny(missing_docs)]
 
 mod discover;

@@ -5,6 +5,8 @@
 //! were listed, and `numio-snapshot.json` (schema version, the paths, and the
 //! files that were unreadable with their reasons, so a replay reports them
 //! the same way). Replaying a snapshot gives the same JSON as the original.
+//! [`open`] reads a `.tar.gz` snapshot into memory (nothing is extracted);
+//! an extracted snapshot directory works as a root too.
 
 use std::collections::BTreeMap;
 use std::fs::File;
