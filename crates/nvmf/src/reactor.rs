@@ -237,7 +237,11 @@ impl Server {
     }
 }
 
-type Inbox = (Sender<TcpStream>, RawFd);
+/// A reactor's channel and wake-up eventfd. The eventfd is shared so it
+/// closes only when both the acceptor and the reactor are done with it.
+/// (Regression: a bare fd number poked after the reactor closed it wrote 8
+/// bytes into whatever socket reused the number, corrupting a host's stream.)
+type Inbox = (Sender<TcpStream>, Arc<OwnedFd>);
 
 fn spawn_reactors(
     target: &Arc<Target>,
@@ -247,21 +251,21 @@ fn spawn_reactors(
     let mut inboxes = Vec::new();
     for &cpu in cpus {
         let (tx, rx) = channel::<TcpStream>();
-        let wake = eventfd()?;
-        let wake_raw = wake.as_raw_fd();
+        let wake = Arc::new(eventfd()?);
+        let reactor_wake = wake.clone();
         let t = target.clone();
         let h = std::thread::Builder::new()
             .name(format!("numio-reactor-{cpu}"))
             .spawn(move || {
                 pin_to(cpu);
-                Reactor::new(t, rx, wake).run();
+                Reactor::new(t, rx, reactor_wake).run();
             })
             .map_err(|source| TargetError::Os {
                 what: "spawning a reactor thread",
                 source,
             })?;
         threads.push(h);
-        inboxes.push((tx, wake_raw));
+        inboxes.push((tx, wake));
     }
     Ok((threads, inboxes))
 }
@@ -269,7 +273,7 @@ fn spawn_reactors(
 fn accept_loop(
     target: Arc<Target>,
     listeners: Vec<TcpListener>,
-    inboxes: Vec<(Sender<TcpStream>, RawFd)>,
+    inboxes: Vec<Inbox>,
 ) {
     let mut next = 0usize;
     let mut fds: Vec<libc::pollfd> = listeners
@@ -309,13 +313,13 @@ fn accept_loop(
                 let (tx, wake) = &inboxes[next % inboxes.len()];
                 next += 1;
                 if tx.send(s).is_ok() {
-                    poke(*wake);
+                    poke(wake.as_raw_fd());
                 }
             }
         }
     }
     for (_, wake) in &inboxes {
-        poke(*wake);
+        poke(wake.as_raw_fd());
     }
 }
 
@@ -330,13 +334,13 @@ struct Slot {
 struct Reactor {
     target: Arc<Target>,
     inbox: Receiver<TcpStream>,
-    wake: OwnedFd,
+    wake: Arc<OwnedFd>,
     slots: Vec<Slot>,
     rbuf: Vec<u8>,
 }
 
 impl Reactor {
-    fn new(target: Arc<Target>, inbox: Receiver<TcpStream>, wake: OwnedFd) -> Self {
+    fn new(target: Arc<Target>, inbox: Receiver<TcpStream>, wake: Arc<OwnedFd>) -> Self {
         Self {
             target,
             inbox,
