@@ -270,11 +270,7 @@ fn spawn_reactors(
     Ok((threads, inboxes))
 }
 
-fn accept_loop(
-    target: Arc<Target>,
-    listeners: Vec<TcpListener>,
-    inboxes: Vec<Inbox>,
-) {
+fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<Inbox>) {
     let mut next = 0usize;
     let mut fds: Vec<libc::pollfd> = listeners
         .iter()
