@@ -29,7 +29,9 @@ fn target() -> &'static Arc<Target> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&split, rest)) = data.split_first() else { return };
+    let Some((&split, rest)) = data.split_first() else {
+        return;
+    };
     let mut conn = Connection::new(target().clone());
     let mut closed = false;
     for chunk in rest.chunks(split as usize + 1) {

@@ -18,7 +18,11 @@ fuzz_target!(|data: &[u8]| {
         rx_data_align: if knobs & 4 != 0 { 8 } else { 1 },
         tx_data_align: 1,
     };
-    let dir = if knobs & 8 != 0 { Direction::ControllerToHost } else { Direction::HostToController };
+    let dir = if knobs & 8 != 0 {
+        Direction::ControllerToHost
+    } else {
+        Direction::HostToController
+    };
     if bytes.len() >= 8 && tcp::check_common_header(bytes, dir, &framing, 1 << 20).is_ok() {
         let plen = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]) as usize;
         if plen <= bytes.len() {
@@ -48,10 +52,23 @@ fn check_round_trip(pdu: &Pdu<'_>, dir: Direction, framing: &Framing) {
     };
     let mut out = Vec::new();
     match pdu {
-        Pdu::CapsuleCmd { sqe, data, data_digest_ok: true } => {
-            tcp::frame(&mut out, tcp::pdu_type::CAPSULE_CMD, 0, &sqe.encode(), data, &tx);
+        Pdu::CapsuleCmd {
+            sqe,
+            data,
+            data_digest_ok: true,
+        } => {
+            tcp::frame(
+                &mut out,
+                tcp::pdu_type::CAPSULE_CMD,
+                0,
+                &sqe.encode(),
+                data,
+                &tx,
+            );
             match tcp::decode(&out, dir, framing) {
-                Ok(Pdu::CapsuleCmd { sqe: s2, data: d2, .. }) => {
+                Ok(Pdu::CapsuleCmd {
+                    sqe: s2, data: d2, ..
+                }) => {
                     assert_eq!(&s2, sqe);
                     assert_eq!(&d2, data);
                 }
@@ -59,8 +76,18 @@ fn check_round_trip(pdu: &Pdu<'_>, dir: Direction, framing: &Framing) {
             }
         }
         Pdu::CapsuleResp(cqe) => {
-            tcp::frame(&mut out, tcp::pdu_type::CAPSULE_RESP, 0, &cqe.encode(), &[], &tx);
-            assert_eq!(tcp::decode(&out, dir, framing).ok(), Some(Pdu::CapsuleResp(*cqe)));
+            tcp::frame(
+                &mut out,
+                tcp::pdu_type::CAPSULE_RESP,
+                0,
+                &cqe.encode(),
+                &[],
+                &tx,
+            );
+            assert_eq!(
+                tcp::decode(&out, dir, framing).ok(),
+                Some(Pdu::CapsuleResp(*cqe))
+            );
         }
         _ => {}
     }
