@@ -82,9 +82,10 @@ fn bind(addr: SocketAddr) -> Result<TcpListener, TargetError> {
 
 /// CPUs this process may run on, at most `max`.
 pub fn default_cpus(max: usize) -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity writes at most
-    // size_of::<cpu_set_t>() bytes into it.
+    // SAFETY: cpu_set_t is plain data, valid when zeroed.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes
+    // into the live local `set`.
     let rc =
         unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
     if rc != 0 {
