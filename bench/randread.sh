@@ -18,7 +18,7 @@ cleanup() {
   [ -n "$MNT" ] && { umount "$MNT"; rmdir "$MNT"; }
   if [ -n "$ZRAM" ]; then
     zramctl --reset "$ZRAM"
-    echo "${ZRAM#/dev/zram}" > /sys/class/zram-control/hot_remove
+    [ -e "$ZRAM" ] && echo "${ZRAM#/dev/zram}" > /sys/class/zram-control/hot_remove 2>/dev/null
   fi
   rm -rf "$RESULTS"
 }

@@ -1,0 +1,118 @@
+//! `numio bench` end to end through the binary: JSON output, errors for
+//! bad input that name the value and the fix.
+
+use std::process::Command;
+
+fn numio(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .args(args)
+        .output()
+        .expect("numio runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+struct Temp(std::path::PathBuf);
+
+impl Temp {
+    fn new(tag: &str, len: u64) -> Temp {
+        let p = std::env::temp_dir().join(format!("numio-cli-{tag}-{}", std::process::id()));
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(len).unwrap();
+        Temp(p)
+    }
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn json_result_has_the_documented_fields() {
+    let t = Temp::new("json", 16 << 20);
+    let (code, out, err) = numio(&[
+        "bench",
+        t.path(),
+        "--backend",
+        "sync",
+        "--runtime",
+        "300ms",
+        "--iodepth",
+        "4",
+        "--percentiles",
+        "50,99.99",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["environment"]["backend"], "sync");
+    assert!(j["environment"]["kernel"]
+        .as_str()
+        .is_some_and(|k| !k.is_empty()));
+    let t0 = &j["targets"][0];
+    assert_eq!(t0["path"], t.path());
+    assert!(t0["read"]["ops"].as_u64().unwrap() > 0);
+    let p = &t0["read"]["latency"]["clat"]["percentiles"];
+    assert_eq!(p[0]["percentile"], 50.0);
+    assert_eq!(p[1]["percentile"], 99.99);
+    assert!(j["cpu_usage"]["user_ns"].is_u64());
+    assert!(
+        err.is_empty() || !err.contains('\r'),
+        "no progress when stderr is not a TTY: {err:?}"
+    );
+}
+
+#[test]
+fn bad_values_are_named() {
+    let t = Temp::new("bad", 1 << 20);
+    let cases: &[(&[&str], &str)] = &[
+        (&["--iodepth", "0"], "--iodepth=0"),
+        (&["--runtime", "-5"], "--runtime=-5"),
+        (
+            &["--bs", "1000"],
+            "bs=1000 is not a multiple of the logical block size 512",
+        ),
+        (&["--size", "2m"], "beyond the end"),
+        (&["--rw", "randomread"], "--rw=randomread"),
+        (&["--backend", "spdk"], "unknown backend `spdk`"),
+    ];
+    for (extra, needle) in cases {
+        let mut args = vec!["bench", t.path()];
+        if !extra.contains(&"--runtime") {
+            args.extend(["--runtime", "1s"]);
+        }
+        args.extend_from_slice(extra);
+        let (code, _, err) = numio(&args);
+        assert_ne!(code, 0, "{extra:?} must fail");
+        assert!(err.contains(needle), "{extra:?}: {err}");
+    }
+}
+
+#[test]
+fn unknown_options_and_missing_targets_fail_clearly() {
+    let (code, _, err) = numio(&["bench", "--frobnicate"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--frobnicate"), "{err}");
+    let (code, _, err) = numio(&["bench", "/nonexistent/numio-target", "--runtime", "1s"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("/nonexistent/numio-target"), "{err}");
+}
+
+#[test]
+fn writes_without_targets_are_refused() {
+    let (code, _, err) = numio(&["bench", "--rw", "randwrite", "--runtime", "1s"]);
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("write workloads need explicit targets"),
+        "{err}"
+    );
+}
