@@ -169,19 +169,51 @@ fn resolve_path(topo: &Topology, name: &str, ctrl: u32) -> Resolution {
 }
 
 fn resolve_head(topo: &Topology, name: &str) -> Resolution {
-    let Some(ns) = namespaces(topo).find(|n| n.block_device == name) else {
+    // Discovery knows which controller owns a namespace (`Namespace.controller`)
+    // or, for a shared head whose paths were not seen, which controllers of
+    // its subsystem can reach it; the name alone does not say (with native
+    // multipath `nvme0n1` may live on controller `nvme2`).
+    let Some(info) = topo.find_device(name) else {
         return Resolution::unknown(format!("{name} is not a namespace of this topology"));
     };
-    if ns.paths.is_empty() {
-        // Without native multipath nvmeXnY belongs to controller nvmeX.
-        let ctrl = name
-            .strip_prefix("nvme")
-            .and_then(number)
-            .map(|(c, _)| format!("nvme{c}"))
-            .unwrap_or_default();
-        return with_controller(name, &ctrl, topo);
+    if !info.namespace.paths.is_empty() {
+        return resolve_multipath(topo, info.namespace);
     }
-    resolve_multipath(topo, ns)
+    match info.controllers.as_slice() {
+        [] => Resolution::unknown(format!(
+            "{name}: none of its controllers is in the topology"
+        )),
+        [ctrl] => with_controller(name, &ctrl.name, topo),
+        ctrls => {
+            let nodes = info.nodes();
+            let Some(&first) = nodes.first() else {
+                let names: Vec<&str> = ctrls.iter().map(|c| c.name.as_str()).collect();
+                return Resolution {
+                    device: Some(name.to_string()),
+                    node: None,
+                    notes: vec![format!(
+                        "{name}: its controllers {} all report numa_node -1",
+                        names.join(",")
+                    )],
+                    local_nodes: Vec::new(),
+                };
+            };
+            let mut notes = Vec::new();
+            if nodes.len() > 1 {
+                let list: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
+                notes.push(format!(
+                    "{name} is shared by controllers on nodes {} and its paths were not seen: planned on node {first}",
+                    list.join(",")
+                ));
+            }
+            Resolution {
+                device: Some(name.to_string()),
+                node: Some(first),
+                notes,
+                local_nodes: vec![first],
+            }
+        }
+    }
 }
 
 fn resolve_multipath(topo: &Topology, ns: &Namespace) -> Resolution {

@@ -307,3 +307,37 @@ fn multipath_head_under_numa_iopolicy_splits_jobs_over_its_path_nodes() {
     assert_eq!(jobs, vec![0, 1, 2, 3]);
     assert!(p.targets[0].notes[0].contains("round-robin does not pick paths by CPU"));
 }
+
+// Regression: with native multipath the head `nvme0n1` may belong to controller
+// `nvme1`; the planner guessed the controller from the name instead of asking
+// discovery (`Namespace.controller`).
+#[test]
+fn a_head_resolves_through_its_real_controller_not_its_name() {
+    let (nodes, cpus) = common::smt_sockets(2, 2);
+    let ctrls = [
+        common::CtrlSpec {
+            name: "nvme0".into(),
+            node: Some(0),
+        },
+        common::CtrlSpec {
+            name: "nvme1".into(),
+            node: Some(1),
+        },
+    ];
+    let mut topo = common::build(&nodes, &cpus, &ctrls, vec![]);
+    // Swap the heads: nvme0n1 sits on nvme1 (node 1), nvme1n1 on nvme0 (node 0).
+    topo.subsystems[0].namespaces[0].block_device = "nvme1n1".into();
+    topo.subsystems[0].namespaces[0].generic_device = Some("ng1n1".into());
+    topo.subsystems[0].namespaces[0].controller = Some("nvme0".into());
+    topo.subsystems[1].namespaces[0].block_device = "nvme0n1".into();
+    topo.subsystems[1].namespaces[0].generic_device = Some("ng0n1".into());
+    topo.subsystems[1].namespaces[0].controller = Some("nvme1".into());
+    let node = |t: &str| planner::resolve_target(&topo, t).node.map(|n| n.0);
+    assert_eq!(node("/dev/nvme0n1"), Some(1));
+    assert_eq!(node("nvme1n1"), Some(0));
+    assert_eq!(
+        node("/dev/nvme0n1p1"),
+        Some(1),
+        "partition of the swapped head"
+    );
+}
