@@ -49,12 +49,13 @@ print(f'{iops:.0f} {per_cpu:.0f} {p50} {t["latency"]["lat"]["mean_ns"]:.0f}')
 PY
 }
 
-# table TITLE REF_NAME REF_FILE NUMIO_FILE: medians of the runs and ratios.
+# table TITLE REF_NAME REF_FILE NUMIO_FILE [NUMIO_NAME]: medians of the runs and ratios.
 # Each file holds one "iops per_cpu p50 lat_mean" line per run.
 table() {
   python3 - "$@" <<'PY'
 import sys, statistics as st
 title, ref_name, ref_file, numio_file = sys.argv[1:5]
+numio_name = sys.argv[5] if len(sys.argv) > 5 else "numio"
 def load(p):
     rows = [list(map(float, l.split())) for l in open(p) if l.strip()]
     return [st.median(c) for c in zip(*rows)], len(rows)
@@ -64,8 +65,8 @@ print(f"\n## {title}  (median of {n} alternating runs)")
 print(f"| side | IOPS | IOPS per CPU-second | clat p50 | ")
 print(f"|---|---:|---:|---:|")
 print(f"| {ref_name} | {ref[0]:,.0f} | {ref[1]:,.0f} | {ref[2]:,.0f} ns |")
-print(f"| numio | {num[0]:,.0f} | {num[1]:,.0f} | {num[2]:,.0f} ns |")
+print(f"| {numio_name} | {num[0]:,.0f} | {num[1]:,.0f} | {num[2]:,.0f} ns |")
 r = lambda a, b: a / b if b else float("nan")
-print(f"| **numio / {ref_name}** | **{r(num[0], ref[0]):.2f}x** | **{r(num[1], ref[1]):.2f}x** | {r(num[2], ref[2]):.3f} |")
+print(f"| **{numio_name} / {ref_name}** | **{r(num[0], ref[0]):.2f}x** | **{r(num[1], ref[1]):.2f}x** | {r(num[2], ref[2]):.3f} |")
 PY
 }

@@ -2,7 +2,9 @@
 # 4 KiB random reads, 1 pinned core, numio (uring backend) vs fio's io_uring
 # engine at its best options (fixedbufs, registerfiles, batch submit and
 # complete 32, hipri off), on a zram device and on a loop device over tmpfs
-# with --direct-io=on. Alternating runs in one invocation.
+# with --direct-io=on. Alternating runs in one invocation. Both sides get the
+# same ring set-up: fio 3.33 asks for COOP_TASKRUN|SINGLE_ISSUER|DEFER_TASKRUN
+# (strace), numio's auto set-up SINGLE_ISSUER|DEFER_TASKRUN.
 #   QD 128: targets >= 1.15x fio's IOPS and >= fio's IOPS per CPU-second.
 #   QD 1:   numio's clat p50 within 5 % of fio's.
 # The script creates and removes its own zram and loop devices (needs root).
@@ -48,13 +50,14 @@ fio_run() { # DEV QD OUT
       --output-format=json --output="$3" >/dev/null
 }
 
-numio_run() { # DEV QD OUT
-  "$NUMIO" bench "$1" --backend uring --rw randread --bs 4k --iodepth "$2" \
-      --cpus "$CPU" --runtime "$RUNTIME" --json > "$3"
+numio_run() { # DEV QD OUT [EXTRA FLAGS...]
+  local dev="$1" qd="$2" out="$3"; shift 3
+  "$NUMIO" bench "$dev" --backend uring --rw randread --bs 4k --iodepth "$qd" \
+      --cpus "$CPU" --runtime "$RUNTIME" --json "$@" > "$out"
 }
 
 compare() { # NAME DEV QD
-  local tag="$1-qd$3"
+  local tag="$1-qd$3"; tag="${tag// /_}"
   for i in $(seq "$REPEATS"); do
     fio_run "$2" "$3" "$RESULTS/fio.$tag.$i.json"
     fio_stats "$RESULTS/fio.$tag.$i.json" >> "$RESULTS/fio.$tag.txt"

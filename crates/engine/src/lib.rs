@@ -25,7 +25,7 @@ pub mod sys;
 pub mod target;
 pub mod worker;
 
-pub use backend::{Backend, BackendKind, UringOptions};
+pub use backend::{Backend, BackendKind, UringOptions, UringSetup};
 pub use error::EngineError;
 pub use progress::ProgressSnapshot;
 pub use result::{CpuUsage, Environment, LatencySummary, RunResult, TargetResult};

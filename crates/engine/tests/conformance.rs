@@ -225,3 +225,36 @@ fn bad_workloads_fail_before_any_io() {
     .unwrap_err();
     assert!(e.to_string().contains("/nonexistent/numio"), "{e}");
 }
+
+#[test]
+fn every_uring_setup_runs_and_says_what_it_got() {
+    if !uring_available() {
+        eprintln!("skipping: io_uring_setup is not available on this kernel");
+        return;
+    }
+    let f = TempFile::new("setup", FILE_BYTES, 0);
+    fill_with_pattern(&f, BackendKind::Sync);
+    for setup in [
+        engine::UringSetup::Auto,
+        engine::UringSetup::DeferTaskrun,
+        engine::UringSetup::CoopTaskrun,
+        engine::UringSetup::Plain,
+    ] {
+        let mut o = opts(BackendKind::Uring, true);
+        o.uring.setup = setup;
+        let r = run(
+            &placement(&f.path_str(), bounded(RwMode::RandRead, 4096, 8), 1),
+            &o,
+        );
+        assert_eq!(r.total.ops, (FILE_BYTES / 4096) as u64, "{setup:?}");
+        assert!(r.errors.is_empty(), "{setup:?}: {:?}", r.errors);
+        let feats = &r.environment.uring_features;
+        if setup == engine::UringSetup::Plain {
+            assert!(!feats.iter().any(|f| f.contains("TASKRUN")), "{feats:?}");
+        }
+        assert!(
+            feats.iter().any(|f| f == "fixed buffers"),
+            "{setup:?}: {feats:?}"
+        );
+    }
+}

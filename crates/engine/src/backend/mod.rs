@@ -16,7 +16,7 @@ pub mod uring;
 
 pub use null::NullBackend;
 pub use sync::SyncBackend;
-pub use uring::{UringBackend, UringOptions};
+pub use uring::{UringBackend, UringOptions, UringSetup};
 
 /// One I/O handed to a backend.
 #[derive(Debug, Clone, Copy)]

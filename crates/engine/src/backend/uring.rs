@@ -35,6 +35,24 @@ pub struct UringOptions {
     pub fixed_buffers: bool,
     /// Register the target file.
     pub registered_files: bool,
+    /// Task-run mode of the ring.
+    #[serde(default)]
+    pub setup: UringSetup,
+}
+
+/// How completions are run on the submitting task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UringSetup {
+    /// The best the kernel grants: DEFER_TASKRUN, else COOP_TASKRUN, else plain.
+    #[default]
+    Auto,
+    /// SINGLE_ISSUER + DEFER_TASKRUN (falls back like `Auto` when refused).
+    DeferTaskrun,
+    /// COOP_TASKRUN + TASKRUN_FLAG (falls back to plain when refused).
+    CoopTaskrun,
+    /// No task-run flags: what tools without them (fio 3.33) get.
+    Plain,
 }
 
 impl Default for UringOptions {
@@ -44,6 +62,7 @@ impl Default for UringOptions {
             iopoll: false,
             fixed_buffers: true,
             registered_files: true,
+            setup: UringSetup::Auto,
         }
     }
 }
@@ -112,8 +131,18 @@ fn build_ring(
             (&[], |_| {}),
         ]
     };
+    // Start the fallback chain at the set-up asked for.
+    let first = if opts.sqpoll_idle_ms.is_some() {
+        0
+    } else {
+        match opts.setup {
+            UringSetup::Auto | UringSetup::DeferTaskrun => 0,
+            UringSetup::CoopTaskrun => 1,
+            UringSetup::Plain => 2,
+        }
+    };
     let mut last_err = None;
-    for (names, apply) in attempts {
+    for (names, apply) in &attempts[first..] {
         let mut b = IoUring::builder();
         apply(&mut b);
         if let Some(idle) = opts.sqpoll_idle_ms {

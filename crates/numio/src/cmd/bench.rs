@@ -8,7 +8,7 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use engine::{BackendKind, IoPoll, RunResult, UringOptions};
+use engine::{BackendKind, IoPoll, RunResult, UringOptions, UringSetup};
 use planner::{
     JobPlacement, MemPolicy, Placement, PlanRequest, Policy, TargetPlacement, TargetSpec, Workload,
 };
@@ -62,6 +62,10 @@ pub struct Args {
     /// io_uring IOPOLL: auto (devices with poll queues), on, off.
     #[arg(long, default_value = "auto")]
     pub iopoll: String,
+    /// io_uring task-run set-up: auto (DEFER_TASKRUN, else COOP_TASKRUN,
+    /// else plain), defer, coop or plain.
+    #[arg(long, default_value = "auto")]
+    pub uring_setup: String,
     /// io_uring: do not register the I/O buffers.
     #[arg(long)]
     pub no_fixed_buffers: bool,
@@ -135,6 +139,13 @@ fn run_options(args: &Args) -> anyhow::Result<RunOptions> {
         "off" => IoPoll::Off,
         other => bail!("--iopoll={other}: use auto, on or off"),
     };
+    let setup = match args.uring_setup.as_str() {
+        "auto" => UringSetup::Auto,
+        "defer" => UringSetup::DeferTaskrun,
+        "coop" => UringSetup::CoopTaskrun,
+        "plain" => UringSetup::Plain,
+        other => bail!("--uring-setup={other}: use auto, defer, coop or plain"),
+    };
     let percentiles = match &args.percentiles {
         Some(p) => parse_percentiles(p)?,
         None => engine::DEFAULT_PERCENTILES.to_vec(),
@@ -147,6 +158,7 @@ fn run_options(args: &Args) -> anyhow::Result<RunOptions> {
                 iopoll: false,
                 fixed_buffers: !args.no_fixed_buffers,
                 registered_files: !args.no_registered_files,
+                setup,
             },
             iopoll,
             percentiles,
