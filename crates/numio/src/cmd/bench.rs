@@ -224,7 +224,7 @@ fn default_target() -> anyhow::Result<PathBuf> {
     let tmp = dir.join(format!("{DEFAULT_TARGET_NAME}.{}.part", std::process::id()));
     let fill = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
-        let mut rng = engine::gen::Rng::new(0x6e75_6d69_6f);
+        let mut rng = engine::gen::Rng::new(0x006e_756d_696f);
         let mut chunk = vec![0u8; 1 << 20];
         for _ in 0..DEFAULT_TARGET_BYTES >> 20 {
             for w in chunk.chunks_exact_mut(8) {
