@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The lab's vm-modprobe loads guest-kernel modules with their dependencies
 # and parameters, resolves aliases (crc32c), skips built-in and loaded ones,
-# mounts configfs, and fails clearly on an unknown name. (Topology-independent; it runs here because
-# memoryless has the shortest list of checks.)
+# mounts configfs, and fails clearly on an unknown name. (Topology-
+# independent; it runs here because memoryless has the fewest checks.)
 . "$(dirname "$0")/../lib.sh"
 
 vm-modprobe null_blk nr_devices=2 >"$CHECK_OUT/null_blk.log" 2>&1
