@@ -35,7 +35,8 @@ models=$(for c in /sys/class/nvme/nvme*; do
   [ "$(cat "$c/subsysnqn")" = "$NVMF_NQN" ] && sed 's/ *$//' "$c/model"
 done)
 expect_eq "model" "$NVMF_MODEL" "$models"
-nvmf_disconnect
+nvme disconnect -n "$NVMF_NQN" >"$CHECK_OUT/disconnect.log" 2>&1
+expect_eq "nvme disconnect exit status" 0 "$?"
 nvmf_wait_devices 0
 expect_eq "namespaces gone after disconnect" 0 "$(nvmf_devices | wc -l)"
 

@@ -20,11 +20,11 @@ done
 note "20 cycles in $(($(date +%s) - t0)) s"
 expect_eq "connect/disconnect cycles" 20 "$ok_cycles"
 expect_eq "admin connects logged by the target" 20 "$(grep -c "connected $NVMF_NQN qid 0 " "$NVMF_LOG")"
-nvmf_connect >"$CHECK_OUT/connect-final.log" 2>&1
-nvmf_wait_devices 2
+ctrl=$(nvmf_connect_raw 2>"$CHECK_OUT/connect-final.log") && nvmf_wait_devices 2 ||
+  not_ok "connect after the cycles: $(cat "$CHECK_OUT/connect-final.log")"
 dev=$(nvmf_devices | head -n1)
 expect_eq "I/O after the cycles" 4194304 "$(dd if="/dev/$dev" bs=1M count=4 iflag=direct status=none | wc -c)"
-nvmf_disconnect
+[ -n "${ctrl:-}" ] && echo 1 >"/sys/class/nvme/$ctrl/delete_controller"
 nvmf_wait_devices 0
 kill -TERM "$NVMF_PID"
 wait "$NVMF_PID"
