@@ -425,3 +425,40 @@ fn shutdown_completes_in_flight_writes_and_flushes() {
     assert_eq!(back, data);
     assert!(q.recv_pdu_bytes().is_err(), "connection closed at shutdown");
 }
+
+#[test]
+fn h2c_data_above_maxh2cdata_is_a_data_limit_error() {
+    let (srv, addr) = start(&config(None));
+    let (_a, mut q) = controller(addr, &opts());
+    let max = q.maxh2cdata as usize;
+    let mut b = Vec::new();
+    let sqe = write_capsule_r2t(4, 1, 0, 1024);
+    tcp::frame(
+        &mut b,
+        pdu_type::CAPSULE_CMD,
+        0,
+        &sqe.encode(),
+        &[],
+        &q.framing(),
+    );
+    q.send_raw(&b).unwrap();
+    let r2t = q.recv_pdu_bytes().unwrap();
+    let Pdu::R2t(h) = tcp::decode(&r2t, Direction::ControllerToHost, &q.framing()).unwrap() else {
+        panic!("expected R2T");
+    };
+    assert_eq!(h.data_length, 512 * 1024, "one R2T for the whole transfer");
+    let mut b = Vec::new();
+    let n = max + 64;
+    let body = tcp::data_body(4, h.ttag, 0, n as u32);
+    tcp::frame(
+        &mut b,
+        pdu_type::H2C_DATA,
+        0,
+        &body,
+        &vec![0; n],
+        &q.framing(),
+    );
+    q.send_raw(&b).unwrap();
+    expect_term(&mut q, fes::DATA_LIMIT_EXCEEDED, 0);
+    srv.stop().unwrap();
+}
