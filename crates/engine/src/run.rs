@@ -13,7 +13,9 @@ use crate::backend::{Backend, BackendKind, NullBackend, SyncBackend, UringBacken
 use crate::error::EngineError;
 use crate::gen::{IoGen, Rng};
 use crate::progress::{snapshot, ProgressSnapshot, WorkerProgress};
-use crate::result::{CpuUsage, RunResult, TargetResult, WorkerResult, RESULT_SCHEMA_VERSION};
+use crate::result::{
+    CpuUsage, Environment, RunResult, TargetResult, WorkerResult, RESULT_SCHEMA_VERSION,
+};
 use crate::stats::{Dir, WorkerStats};
 use crate::sys::{self, NodeBuffer};
 use crate::target::{self, Region, TargetInfo};
@@ -133,29 +135,57 @@ pub fn run(
         .iter()
         .map(|_| Arc::new(WorkerProgress::default()))
         .collect();
-    let mut handles = Vec::with_capacity(specs.len());
-    for (spec, p) in specs.iter().zip(&progress) {
-        let (spec, ctl, p) = (spec.clone(), Arc::clone(&ctl), Arc::clone(p));
-        let name = format!("numio-w{}.{}", spec.target, spec.job);
-        let h = std::thread::Builder::new()
-            .name(name)
-            .spawn(move || worker_main(&spec, &ctl, &p))
-            .map_err(|e| EngineError::Worker {
-                path: String::new(),
-                job: 0,
-                reason: format!("cannot spawn a thread: {e}"),
-            })?;
-        handles.push(h);
-    }
+    let handles = spawn_workers(&specs, &ctl, &progress)?;
     ctl.start.wait();
     let t0 = sys::now_ns();
     while !ctl.abort.load(Ordering::Relaxed) && progress.iter().any(|p| !p.is_finished()) {
         std::thread::sleep(std::time::Duration::from_millis(200));
         on_progress(&snapshot(&progress, sys::now_ns() - t0, planned_ns));
     }
+    let outputs = join_workers(handles, &specs)?;
+    Ok(merge(
+        placement,
+        opts,
+        &infos,
+        &specs,
+        outputs,
+        started_unix_s,
+    ))
+}
+
+type WorkerHandle = std::thread::JoinHandle<Result<JobOutput, EngineError>>;
+
+fn spawn_workers(
+    specs: &[JobSpec],
+    ctl: &Arc<Control>,
+    progress: &[Arc<WorkerProgress>],
+) -> Result<Vec<WorkerHandle>, EngineError> {
+    let mut handles = Vec::with_capacity(specs.len());
+    for (spec, p) in specs.iter().zip(progress) {
+        let (spec, ctl, p) = (spec.clone(), Arc::clone(ctl), Arc::clone(p));
+        let name = format!("numio-w{}.{}", spec.target, spec.job);
+        let (path, job) = (spec.path.clone(), spec.job);
+        let h = std::thread::Builder::new()
+            .name(name)
+            .spawn(move || worker_main(&spec, &ctl, &p))
+            .map_err(|e| EngineError::Worker {
+                path,
+                job,
+                reason: format!("cannot spawn a thread: {e}"),
+            })?;
+        handles.push(h);
+    }
+    Ok(handles)
+}
+
+/// Joins every worker; the first real error wins over "aborted".
+fn join_workers(
+    handles: Vec<WorkerHandle>,
+    specs: &[JobSpec],
+) -> Result<Vec<JobOutput>, EngineError> {
     let mut outputs = Vec::with_capacity(handles.len());
     let mut first_err = None;
-    for (h, spec) in handles.into_iter().zip(&specs) {
+    for (h, spec) in handles.into_iter().zip(specs) {
         let r = h.join().unwrap_or_else(|_| {
             Err(EngineError::Worker {
                 path: spec.path.clone(),
@@ -177,14 +207,7 @@ pub fn run(
     if outputs.len() != specs.len() {
         return Err(EngineError::Aborted);
     }
-    Ok(merge(
-        placement,
-        opts,
-        &infos,
-        &specs,
-        outputs,
-        started_unix_s,
-    ))
+    Ok(outputs)
 }
 
 fn check_targets(
@@ -457,6 +480,63 @@ fn fill_random(buf: &NodeBuffer, seed: u64) {
     }
 }
 
+/// Merges the workers of target `ti` and records what they saw in `env`.
+fn merge_target(
+    ti: usize,
+    t: &TargetPlacement,
+    opts: &RunOptions,
+    specs: &[JobSpec],
+    outputs: &[JobOutput],
+    env: &mut Environment,
+) -> (TargetResult, WorkerStats) {
+    let pcts = &opts.percentiles;
+    let mut stats = WorkerStats::new();
+    let mut cpu = CpuUsage::default();
+    let mut workers = Vec::new();
+    let mut runtime_ns = 0;
+    for (spec, o) in specs.iter().zip(outputs).filter(|(s, _)| s.target == ti) {
+        stats.merge(&o.out.stats);
+        cpu.add(&o.out.cpu_usage);
+        runtime_ns = runtime_ns.max(o.out.runtime_ns);
+        workers.push(WorkerResult {
+            job: spec.job,
+            cpu: spec.cpus.first().copied().map(CpuId),
+            buffer_node: o.buffer_node.map(topology::NodeId),
+            read_ops: o.out.stats.ops[0],
+            write_ops: o.out.stats.ops[1],
+            bytes: o.out.stats.bytes[0] + o.out.stats.bytes[1],
+            error_count: o.out.stats.error_count(),
+            cpu_usage: o.out.cpu_usage,
+        });
+        push_new(&mut env.notes, o.notes.iter().cloned());
+        push_new(&mut env.uring_features, o.features.iter().cloned());
+        push_new(&mut env.cpus_used, spec.cpus.iter().copied().map(CpuId));
+    }
+    let result = TargetResult {
+        path: t.path.clone(),
+        label: opts.labels.get(&t.path).cloned(),
+        node: t.node,
+        workload: t.workload.clone(),
+        runtime_ns,
+        read: stats.io_stats(Some(Dir::Read), runtime_ns, pcts),
+        write: stats.io_stats(Some(Dir::Write), runtime_ns, pcts),
+        total: stats.io_stats(None, runtime_ns, pcts),
+        cpu_usage: cpu,
+        errors: stats.errno_counts(),
+        workers,
+        histograms: stats.raw_histograms(),
+    };
+    (result, stats)
+}
+
+fn push_new<T: PartialEq>(v: &mut Vec<T>, items: impl Iterator<Item = T>) {
+    for i in items {
+        if !v.contains(&i) {
+            v.push(i);
+        }
+    }
+}
+
 fn merge(
     placement: &Placement,
     opts: &RunOptions,
@@ -469,64 +549,19 @@ fn merge(
     let mut environment = env::capture(opts.backend);
     environment.started_unix_s = started_unix_s;
     let mut all = WorkerStats::new();
-    let mut all_cpu = CpuUsage::default();
     let mut targets = Vec::new();
-    let mut run_ns = 0;
     for (ti, t) in placement.targets.iter().enumerate() {
-        let mut stats = WorkerStats::new();
-        let mut cpu = CpuUsage::default();
-        let mut workers = Vec::new();
-        let mut runtime_ns = 0;
-        for (spec, o) in specs.iter().zip(&outputs).filter(|(s, _)| s.target == ti) {
-            stats.merge(&o.out.stats);
-            cpu.add(&o.out.cpu_usage);
-            runtime_ns = runtime_ns.max(o.out.runtime_ns);
-            workers.push(WorkerResult {
-                job: spec.job,
-                cpu: spec.cpus.first().copied().map(CpuId),
-                buffer_node: o.buffer_node.map(topology::NodeId),
-                read_ops: o.out.stats.ops[0],
-                write_ops: o.out.stats.ops[1],
-                bytes: o.out.stats.bytes[0] + o.out.stats.bytes[1],
-                error_count: o.out.stats.error_count(),
-                cpu_usage: o.out.cpu_usage,
-            });
-            for n in &o.notes {
-                if !environment.notes.contains(n) {
-                    environment.notes.push(n.clone());
-                }
-            }
-            for f in &o.features {
-                if !environment.uring_features.contains(f) {
-                    environment.uring_features.push(f.clone());
-                }
-            }
-            for c in spec.cpus.iter().copied().map(CpuId) {
-                if !environment.cpus_used.contains(&c) {
-                    environment.cpus_used.push(c);
-                }
-            }
-        }
+        let (tr, stats) = merge_target(ti, t, opts, specs, &outputs, &mut environment);
         environment
             .targets
             .push(infos[ti].0.environment(t.node, t.workload.direct));
         all.merge(&stats);
-        all_cpu.add(&cpu);
-        run_ns = run_ns.max(runtime_ns);
-        targets.push(TargetResult {
-            path: t.path.clone(),
-            label: opts.labels.get(&t.path).cloned(),
-            node: t.node,
-            workload: t.workload.clone(),
-            runtime_ns,
-            read: stats.io_stats(Some(Dir::Read), runtime_ns, pcts),
-            write: stats.io_stats(Some(Dir::Write), runtime_ns, pcts),
-            total: stats.io_stats(None, runtime_ns, pcts),
-            cpu_usage: cpu,
-            errors: stats.errno_counts(),
-            workers,
-            histograms: stats.raw_histograms(),
-        });
+        targets.push(tr);
+    }
+    let run_ns = targets.iter().map(|t| t.runtime_ns).max().unwrap_or(0);
+    let mut all_cpu = CpuUsage::default();
+    for t in &targets {
+        all_cpu.add(&t.cpu_usage);
     }
     environment.cpus_used.sort();
     RunResult {

@@ -67,58 +67,7 @@ pub fn inspect(path: &str) -> Result<TargetInfo, EngineError> {
         source,
     })?;
     if meta.file_type().is_block_device() {
-        let f = File::open(path).map_err(|source| EngineError::Open {
-            path: path.to_string(),
-            source,
-        })?;
-        let inspect_err = |source| EngineError::Inspect {
-            path: path.to_string(),
-            source,
-        };
-        let mut size: u64 = 0;
-        let mut lbs: libc::c_int = 0;
-        // SAFETY: both ioctls write one integer of the given type into the
-        // pointed-to local, which outlives the call.
-        let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size as *mut u64) };
-        if rc != 0 {
-            return Err(inspect_err(std::io::Error::last_os_error()));
-        }
-        // SAFETY: as above.
-        let rc =
-            unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET as _, &mut lbs as *mut libc::c_int) };
-        if rc != 0 {
-            return Err(inspect_err(std::io::Error::last_os_error()));
-        }
-        let rdev = meta.rdev();
-        let sysfs_dir = std::fs::canonicalize(format!(
-            "/sys/dev/block/{}:{}",
-            libc::major(rdev),
-            libc::minor(rdev)
-        ))
-        .ok();
-        let queue = sysfs_dir.as_ref().and_then(|d| {
-            let q = d.join("queue");
-            if q.is_dir() {
-                Some(q)
-            } else {
-                d.parent().map(|p| p.join("queue"))
-            }
-        });
-        let read = |name: &str| {
-            queue
-                .as_ref()
-                .and_then(|q| std::fs::read_to_string(q.join(name)).ok())
-        };
-        Ok(TargetInfo {
-            path: path.to_string(),
-            block_device: true,
-            size_bytes: size,
-            logical_block_size_bytes: lbs.max(512) as u32,
-            rdev,
-            sysfs_dir,
-            scheduler: read("scheduler").map(|s| parse_scheduler(&s)),
-            io_poll: read("io_poll").map(|s| s.trim() == "1"),
-        })
+        inspect_block(path, meta.rdev())
     } else if meta.file_type().is_file() {
         Ok(TargetInfo {
             path: path.to_string(),
@@ -138,6 +87,60 @@ pub fn inspect(path: &str) -> Result<TargetInfo, EngineError> {
                     .into(),
         })
     }
+}
+
+/// Size, block size and queue settings of a block device.
+fn inspect_block(path: &str, rdev: u64) -> Result<TargetInfo, EngineError> {
+    let f = File::open(path).map_err(|source| EngineError::Open {
+        path: path.to_string(),
+        source,
+    })?;
+    let inspect_err = |source| EngineError::Inspect {
+        path: path.to_string(),
+        source,
+    };
+    let mut size: u64 = 0;
+    let mut lbs: libc::c_int = 0;
+    // SAFETY: both ioctls write one integer of the given type into the
+    // pointed-to local, which outlives the call.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size as *mut u64) };
+    if rc != 0 {
+        return Err(inspect_err(std::io::Error::last_os_error()));
+    }
+    // SAFETY: as above.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET as _, &mut lbs as *mut libc::c_int) };
+    if rc != 0 {
+        return Err(inspect_err(std::io::Error::last_os_error()));
+    }
+    let sysfs_dir = std::fs::canonicalize(format!(
+        "/sys/dev/block/{}:{}",
+        libc::major(rdev),
+        libc::minor(rdev)
+    ))
+    .ok();
+    let queue = sysfs_dir.as_ref().and_then(|d| {
+        let q = d.join("queue");
+        if q.is_dir() {
+            Some(q)
+        } else {
+            d.parent().map(|p| p.join("queue"))
+        }
+    });
+    let read = |name: &str| {
+        queue
+            .as_ref()
+            .and_then(|q| std::fs::read_to_string(q.join(name)).ok())
+    };
+    Ok(TargetInfo {
+        path: path.to_string(),
+        block_device: true,
+        size_bytes: size,
+        logical_block_size_bytes: lbs.max(512) as u32,
+        rdev,
+        sysfs_dir,
+        scheduler: read("scheduler").map(|s| parse_scheduler(&s)),
+        io_poll: read("io_poll").map(|s| s.trim() == "1"),
+    })
 }
 
 /// The bracketed entry of a `queue/scheduler` file.

@@ -136,7 +136,12 @@ pub struct WorkloadArgs {
     #[arg(long, default_value = "10s", allow_hyphen_values = true)]
     pub runtime: String,
     /// Warm-up before measuring (fio ramp_time).
-    #[arg(long, default_value = "0", allow_hyphen_values = true)]
+    #[arg(
+        long,
+        alias = "ramp-time",
+        default_value = "0",
+        allow_hyphen_values = true
+    )]
     pub ramp: String,
     /// Bytes of each target each job covers (default: all of it from --offset).
     #[arg(long, allow_hyphen_values = true)]
