@@ -68,9 +68,18 @@ pub struct Completion {
     pub data: Vec<u8>,
 }
 
+/// A posted command awaiting completion.
+#[derive(Debug)]
+struct InFlight {
+    sqe: Sqe,
+    data_out: Vec<u8>,
+    data_in: Vec<u8>,
+}
+
 /// One connected queue.
 #[derive(Debug)]
 pub struct Initiator {
+    inflight: std::collections::HashMap<u16, InFlight>,
     stream: TcpStream,
     framing: Framing,
     /// MAXH2CDATA announced by the controller.
@@ -90,6 +99,7 @@ impl Initiator {
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(opts.timeout))?;
         let mut me = Self {
+            inflight: std::collections::HashMap::new(),
             stream,
             framing: Framing::INITIAL,
             maxh2cdata: 0,
@@ -195,13 +205,43 @@ impl Initiator {
     }
 
     /// Sends one command (with `data_out` to write, or expecting up to
-    /// `read_len` bytes back) and waits for its completion.
+    /// `read_len` bytes back) and waits for its completion. Needs an idle
+    /// queue; use [`Initiator::post`] and [`Initiator::reap`] to pipeline.
     pub fn submit(
         &mut self,
-        mut sqe: Sqe,
+        sqe: Sqe,
         data_out: &[u8],
         read_len: u32,
     ) -> Result<Completion, InitiatorError> {
+        if !self.inflight.is_empty() {
+            return Err(InitiatorError::Unexpected(format!(
+                "submit needs an idle queue; {} commands are in flight (reap them first)",
+                self.inflight.len()
+            )));
+        }
+        self.post(sqe, data_out.to_vec(), read_len)?;
+        self.reap()
+    }
+
+    /// Sends one command without waiting; returns its command id. Writes up
+    /// to `in_capsule_max_bytes` travel in the capsule, larger ones wait for
+    /// the controller's R2T (answered inside [`Initiator::reap`]).
+    pub fn post(
+        &mut self,
+        mut sqe: Sqe,
+        data_out: Vec<u8>,
+        read_len: u32,
+    ) -> Result<u16, InitiatorError> {
+        if self.inflight.len() + 1 >= self.opts.queue_entries as usize {
+            return Err(InitiatorError::Unexpected(format!(
+                "queue full: {} commands in flight on a {}-entry queue",
+                self.inflight.len(),
+                self.opts.queue_entries
+            )));
+        }
+        while self.inflight.contains_key(&self.next_cid) {
+            self.next_cid = self.next_cid.wrapping_add(1).max(1);
+        }
         sqe.cid = self.next_cid;
         self.next_cid = self.next_cid.wrapping_add(1).max(1);
         sqe.flags |= 0x40; // PSDT: SGL
@@ -223,7 +263,7 @@ impl Initiator {
             },
         };
         let mut b = Vec::new();
-        let icd = if in_capsule { data_out } else { &[][..] };
+        let icd = if in_capsule { &data_out[..] } else { &[][..] };
         tcp::frame(
             &mut b,
             pdu_type::CAPSULE_CMD,
@@ -233,58 +273,76 @@ impl Initiator {
             &self.framing,
         );
         self.send_raw(&b)?;
-        let mut data = vec![0u8; read_len as usize];
+        let data_in = vec![0u8; read_len as usize];
+        self.inflight.insert(
+            sqe.cid,
+            InFlight {
+                sqe,
+                data_out,
+                data_in,
+            },
+        );
+        Ok(sqe.cid)
+    }
+
+    /// Commands posted and not yet reaped.
+    pub fn in_flight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// Waits for the next command to complete (answering R2Ts and storing
+    /// C2HData meanwhile) and returns it.
+    pub fn reap(&mut self) -> Result<Completion, InitiatorError> {
         loop {
             let buf = self.recv_pdu_bytes()?;
             match tcp::decode(&buf, Direction::ControllerToHost, &self.framing)? {
-                Pdu::CapsuleResp(cqe) => return Ok(Completion { cqe, data }),
-                Pdu::R2t(h) => self.send_h2c(&h, data_out)?,
+                Pdu::CapsuleResp(cqe) => {
+                    let f = self
+                        .inflight
+                        .remove(&cqe.cid)
+                        .ok_or_else(|| unknown_cid(cqe.cid))?;
+                    return Ok(Completion {
+                        cqe,
+                        data: f.data_in,
+                    });
+                }
+                Pdu::R2t(h) => {
+                    let f = self
+                        .inflight
+                        .get_mut(&h.cccid)
+                        .ok_or_else(|| unknown_cid(h.cccid))?;
+                    let out = std::mem::take(&mut f.data_out);
+                    let sent = self.send_h2c(&h, &out);
+                    if let Some(f) = self.inflight.get_mut(&h.cccid) {
+                        f.data_out = out;
+                    }
+                    sent?;
+                }
                 Pdu::Data {
                     hdr,
                     data: d,
                     data_digest_ok,
                 } => {
-                    if self.take_c2h(&sqe, &hdr, d, data_digest_ok, &mut data)? {
+                    let f = self
+                        .inflight
+                        .get_mut(&hdr.cccid)
+                        .ok_or_else(|| unknown_cid(hdr.cccid))?;
+                    if store_c2h(&hdr, d, data_digest_ok, &mut f.data_in)? {
+                        let f = self.inflight.remove(&hdr.cccid).expect("present above");
                         let cqe = Cqe {
-                            cid: sqe.cid,
+                            cid: f.sqe.cid,
                             sqid: self.qid,
                             ..Default::default()
                         };
-                        return Ok(Completion { cqe, data });
+                        return Ok(Completion {
+                            cqe,
+                            data: f.data_in,
+                        });
                     }
                 }
                 other => return Err(unexpected(&other)),
             }
         }
-    }
-
-    /// Stores one C2HData payload; true when it carried SUCCESS (no
-    /// response capsule follows).
-    fn take_c2h(
-        &self,
-        sqe: &Sqe,
-        hdr: &tcp::DataHeader,
-        d: &[u8],
-        digest_ok: bool,
-        data: &mut [u8],
-    ) -> Result<bool, InitiatorError> {
-        if !digest_ok {
-            return Err(InitiatorError::Unexpected(
-                "C2HData data digest mismatch".into(),
-            ));
-        }
-        let off = hdr.data_offset as usize;
-        if hdr.cccid != sqe.cid || off + d.len() > data.len() {
-            return Err(InitiatorError::Unexpected(format!(
-                "C2HData for cid {} at {off}+{} outside a {}-byte read of cid {}",
-                hdr.cccid,
-                d.len(),
-                data.len(),
-                sqe.cid
-            )));
-        }
-        data[off..off + d.len()].copy_from_slice(d);
-        Ok(hdr.ch.flags & flags::DATA_SUCCESS != 0)
     }
 
     fn send_h2c(&mut self, r2t: &tcp::DataHeader, data_out: &[u8]) -> Result<(), InitiatorError> {
@@ -475,6 +533,36 @@ pub fn rw_sqe(opcode: u8, nsid: u32, slba: u64, nlb: u32) -> Sqe {
         cdw12: nlb.saturating_sub(1) & 0xFFFF,
         ..Default::default()
     }
+}
+
+fn unknown_cid(cid: u16) -> InitiatorError {
+    InitiatorError::Unexpected(format!("PDU for command id {cid}, which is not in flight"))
+}
+
+/// Stores one C2HData payload into `data`; true when it carried SUCCESS (no
+/// response capsule follows).
+fn store_c2h(
+    hdr: &tcp::DataHeader,
+    d: &[u8],
+    digest_ok: bool,
+    data: &mut [u8],
+) -> Result<bool, InitiatorError> {
+    if !digest_ok {
+        return Err(InitiatorError::Unexpected(
+            "C2HData data digest mismatch".into(),
+        ));
+    }
+    let off = hdr.data_offset as usize;
+    if off + d.len() > data.len() {
+        return Err(InitiatorError::Unexpected(format!(
+            "C2HData for cid {} at {off}+{} outside its {}-byte read",
+            hdr.cccid,
+            d.len(),
+            data.len()
+        )));
+    }
+    data[off..off + d.len()].copy_from_slice(d);
+    Ok(hdr.ch.flags & flags::DATA_SUCCESS != 0)
 }
 
 fn unexpected(p: &Pdu<'_>) -> InitiatorError {

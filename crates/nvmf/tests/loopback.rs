@@ -315,3 +315,63 @@ fn many_hosts_across_reactors() {
     assert_eq!(srv.target.controller_count(), 0);
     srv.stop().unwrap();
 }
+
+#[test]
+fn pipelined_queue_depth_16_mixed_sizes() {
+    let (srv, addr) = start(&config(None));
+    for digests in [false, true] {
+        let mut o = opts();
+        o.header_digest = digests;
+        o.data_digest = digests;
+        let (_a, mut q) = controller(addr, &o);
+        // 48 writes of 4 KiB (in capsule) to 192 KiB (R2T), 16 in flight.
+        let sizes: Vec<usize> = (0..48).map(|i| 4096 << (i % 6)).collect();
+        let slba = |i: usize| (i * 512) as u64; // 256 KiB apart
+        let mut done = 0;
+        for (i, &n) in sizes.iter().enumerate() {
+            while q.in_flight() >= 16 {
+                assert!(q.reap().unwrap().cqe.status().is_success());
+                done += 1;
+            }
+            let sqe = rw_sqe(io::WRITE, 1, slba(i), (n / 512) as u32);
+            q.post(sqe, pattern(i as u32 + 1000 * digests as u32, n), 0)
+                .unwrap();
+        }
+        while q.in_flight() > 0 {
+            assert!(q.reap().unwrap().cqe.status().is_success());
+            done += 1;
+        }
+        assert_eq!(done, sizes.len());
+        // Read everything back with 16 in flight; completions may come in any order.
+        let mut want = std::collections::HashMap::new();
+        let mut checked = 0;
+        for (i, &n) in sizes.iter().enumerate() {
+            if q.in_flight() >= 16 {
+                let c = q.reap().unwrap();
+                assert_eq!(c.data, want.remove(&c.cqe.cid).unwrap());
+                checked += 1;
+            }
+            let cid = q
+                .post(
+                    rw_sqe(io::READ, 1, slba(i), (n / 512) as u32),
+                    Vec::new(),
+                    n as u32,
+                )
+                .unwrap();
+            want.insert(cid, pattern(i as u32 + 1000 * digests as u32, n));
+        }
+        while q.in_flight() > 0 {
+            let c = q.reap().unwrap();
+            assert_eq!(c.data, want.remove(&c.cqe.cid).unwrap());
+            checked += 1;
+        }
+        assert_eq!(checked, sizes.len());
+        assert!(q
+            .submit(rw_sqe(io::FLUSH, 1, 0, 1), &[], 0)
+            .unwrap()
+            .cqe
+            .status()
+            .is_success());
+    }
+    srv.stop().unwrap();
+}
