@@ -9,6 +9,36 @@ use nvmf::{Initiator, InitiatorOptions, Server, TargetConfig};
 
 const NQN: &str = "nqn.2026-01.io.numio:bench";
 
+/// 4 KiB random-ish reads with 16 commands in flight (post/reap).
+fn qd16_reads(
+    q: &mut Initiator,
+    secs: u64,
+    digests: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let (mut n, mut i, start) = (0u64, 0u64, Instant::now());
+    while start.elapsed() < Duration::from_secs(secs) {
+        while q.in_flight() < 16 {
+            let sqe =
+                nvmf::initiator::rw_sqe(nvme_spec::command::io::READ, 1, (i * 7919 % 65536) * 8, 8);
+            q.post(sqe, Vec::new(), 4096)?;
+            i += 1;
+        }
+        q.reap()?;
+        n += 1;
+    }
+    while q.in_flight() > 0 {
+        q.reap()?;
+    }
+    let s = start.elapsed().as_secs_f64();
+    println!(
+        "digests={digests:<5} {:<13} QD16: {:>7.0} IOPS {:>8.1} MiB/s",
+        "4 KiB read",
+        n as f64 / s,
+        n as f64 * 4096.0 / s / (1 << 20) as f64
+    );
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let secs: u64 = std::env::args()
         .nth(1)
@@ -70,6 +100,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 s * 1e6 / n as f64
             );
         }
+        admin.keep_alive()?;
+        qd16_reads(&mut q, secs, digests)?;
     }
     srv.stop()?;
     Ok(())
