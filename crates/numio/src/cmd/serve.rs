@@ -17,7 +17,7 @@ admitted (and a warning says so). SIGINT/SIGTERM: stop accepting, let in-flight 
 finish (5 s at most), close, fdatasync every namespace.
 
 Example:
-  numio serve --ns mem:1G --allow-host "$(cat /etc/nvme/hostnqn)"
+  numio serve --ns mem:1G --allow-host \"$(cat /etc/nvme/hostnqn)\"
   nvme discover -t tcp -a 127.0.0.1 -s 8009
   nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2026-01.io.numio:subsys0";
 
