@@ -140,6 +140,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         let mut next_publish_ns = self.begin_ns + PUBLISH_INTERVAL_NS;
         let mut stopping = false;
         let mut now_ns = self.begin_ns;
+        self.publish(measuring);
         loop {
             if !stopping
                 && (now_ns >= end_ns || self.stop.load(Ordering::Relaxed) || self.exhausted())

@@ -72,7 +72,7 @@ impl ProgressLine {
         };
         let phase = if s.measuring { "" } else { " (ramp)" };
         format!(
-            "[{time}]{phase} {} IOPS  {}  p99 {}  ({} workers)",
+            "[{time}]{phase} {} IOPS  {}  p99 {}  ({} running)",
             si(iops),
             bandwidth(bw),
             latency(s.lat_p99_ns as f64),
