@@ -78,6 +78,9 @@ pub struct Args {
     /// No live progress line even on a terminal.
     #[arg(long)]
     pub no_progress: bool,
+    /// `--repeat N`, `--save`, `--csv`, `--chart` (owned by cmd/report.rs).
+    #[command(flatten)]
+    pub repeat: super::report::RepeatArgs,
 }
 
 /// How [`run_placement`] runs: the engine's options and the progress display.
@@ -103,6 +106,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         },
         ..opts
     };
+    if args.repeat.wanted() {
+        let policy = placement.policy.clone();
+        return super::report::bench_repeat(&args.repeat, args.json, &policy, || {
+            run_placement(&placement, &opts)
+        });
+    }
     let result = run_placement(&placement, &opts)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&result)?);
@@ -173,7 +182,7 @@ fn run_options(args: &Args) -> anyhow::Result<RunOptions> {
 
 /// The targets given, or the defaults: every NVMe namespace topology found
 /// (read-only), else the embedded default file.
-fn choose_targets(
+pub fn choose_targets(
     given: &[String],
     topo: Option<&Topology>,
     w: &Workload,
