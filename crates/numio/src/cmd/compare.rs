@@ -5,14 +5,14 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
+use anyhow::Context;
 use planner::{Placement, PlanRequest, Policy, TargetSpec, Workload};
 use report::arm::{distinct_labels, interleave, ArmSource, ArmSpec};
 use report::{Arm, ResultSet, SetKind};
 use topology::Topology;
 
 use super::bench::bench_args::{parse_percentiles, WorkloadArgs};
-use super::bench::{run_placement, RunOptions, DEFAULT_TARGET_BYTES, DEFAULT_TARGET_NAME};
+use super::bench::{choose_targets, run_placement, RunOptions};
 use super::report::{command_line, finish, now_unix_s};
 
 /// Flags of `numio compare`.
@@ -111,7 +111,7 @@ impl LiveContext {
             Some(p) => parse_percentiles(p)?,
             None => engine::DEFAULT_PERCENTILES.to_vec(),
         };
-        let opts = RunOptions {
+        let mut opts = RunOptions {
             engine: engine::RunOptions {
                 backend: args.backend.parse()?,
                 percentiles,
@@ -123,11 +123,12 @@ impl LiveContext {
         let needs_targets = specs
             .iter()
             .any(|s| matches!(s.source, ArmSource::Policy(_)));
-        let targets = if needs_targets {
-            targets_or_default(&args.targets, topology.as_ref().ok(), &workload)?
+        let (targets, labels) = if needs_targets {
+            choose_targets(&args.targets, topology.as_ref().ok(), &workload)?
         } else {
-            args.targets.clone()
+            (args.targets.clone(), Default::default())
         };
+        opts.engine.labels = labels;
         Ok(LiveContext {
             workload,
             opts,
@@ -142,50 +143,6 @@ impl LiveContext {
             format!("{what} needs the machine's topology, and discovery under / failed; run `numio topo` to see why")
         })
     }
-}
-
-/// The targets given; else every NVMe namespace; else `numio bench`'s
-/// default file target, which `numio bench` creates on first use.
-fn targets_or_default(
-    given: &[String],
-    topology: Option<&Topology>,
-    workload: &Workload,
-) -> anyhow::Result<Vec<String>> {
-    if !given.is_empty() {
-        return Ok(given.to_vec());
-    }
-    if workload.rw.writes() {
-        bail!(
-            "--rw={}: write workloads need explicit targets (numio compare --a … --b … TARGET --rw …)",
-            workload.rw.fio_name()
-        );
-    }
-    let nvme: Vec<String> = topology
-        .map(|t| {
-            t.block_devices()
-                .iter()
-                .map(|d| format!("/dev/{d}"))
-                .collect()
-        })
-        .unwrap_or_default();
-    if !nvme.is_empty() {
-        return Ok(nvme);
-    }
-    let dir = std::env::var_os("TMPDIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
-    let path = dir.join(DEFAULT_TARGET_NAME);
-    let size = std::fs::metadata(&path).map(|m| m.len()).ok();
-    if size != Some(DEFAULT_TARGET_BYTES) {
-        bail!(
-            "no NVMe namespace found and the default target {} does not exist yet: \
-             run `numio bench --runtime 1s` once to create it, or name a target",
-            path.display()
-        );
-    }
-    eprintln!(
-        "numio: no NVMe namespace found: comparing on the default target {}",
-        path.display()
-    );
-    Ok(vec![path.to_string_lossy().into_owned()])
 }
 
 fn prepare(spec: &ArmSpec, ctx: &LiveContext) -> anyhow::Result<Prepared> {
@@ -373,15 +330,14 @@ mod tests {
         assert!(format!("{err:#}").contains("/nonexistent.json"), "{err:#}");
     }
 
-    /// End to end on this machine: live policy arms on a small file target,
-    /// interleaved, saved, reprinted and charted. Checks the mechanics, not
+    /// End to end on this machine: live policy arms on the default target
+    /// (every NVMe namespace, else bench's 1 GiB file under $TMPDIR),
+    /// interleaved, saved, charted and exported. Checks the mechanics, not
     /// the sign of the difference.
     #[test]
     fn compare_local_vs_spread_end_to_end() {
         let dir = std::env::temp_dir().join(format!("numio-compare-e2e-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let target = dir.join("target.bin");
-        std::fs::write(&target, vec![0x5au8; 16 << 20]).unwrap();
         let (save, chart, csv) = (dir.join("c.json"), dir.join("c.svg"), dir.join("c.csv"));
         let argv = [
             "--a",
@@ -394,8 +350,6 @@ mod tests {
             "300ms",
             "--iodepth",
             "8",
-            "--buffered",
-            target.to_str().unwrap(),
             "--save",
             save.to_str().unwrap(),
             "--chart",

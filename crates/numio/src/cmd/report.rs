@@ -89,8 +89,6 @@ pub struct RepeatArgs {
     pub chart: Option<PathBuf>,
 }
 
-// Called from bench.rs once it flattens `RepeatArgs` (see docs/readme/report.md).
-#[allow(dead_code)]
 impl RepeatArgs {
     /// Whether any of these flags asks for the repeat path.
     pub fn wanted(&self) -> bool {
@@ -102,7 +100,6 @@ impl RepeatArgs {
 /// writes `--save`, `--csv` and `--chart`; `json` prints the result set as
 /// JSON instead of text. `label` names the arm (the placement policy).
 /// Returns the exit status: 1 when any run had I/O errors, else 0.
-#[allow(dead_code)] // called from bench.rs once it flattens `RepeatArgs`
 pub fn bench_repeat(
     args: &RepeatArgs,
     json: bool,
