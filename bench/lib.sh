@@ -39,7 +39,7 @@ numio_stats() {
 import json, sys
 j = json.load(open(sys.argv[1]))
 t = j["total"]
-cpu = j["cpu_usage"]
+cpu = j["process_cpu_usage"]  # workers + iou-wrk threads, like fio's per-process CPU
 cpu_s = (cpu["user_ns"] + cpu["system_ns"]) / 1e9
 wall_s = j["runtime_ns"] / 1e9
 iops = t["iops"]

@@ -275,8 +275,14 @@ pub struct RunResult {
     pub write: IoStats,
     /// All targets together.
     pub total: IoStats,
-    /// All workers together.
+    /// All workers together (their own threads, getrusage RUSAGE_THREAD).
     pub cpu_usage: CpuUsage,
+    /// The whole process over the run (RUSAGE_SELF): the workers plus the
+    /// kernel's io_uring worker threads (iou-wrk) serving punted I/O, and
+    /// the mostly idle main thread. Compare this with tools that report
+    /// per-process CPU (fio).
+    #[serde(default)]
+    pub process_cpu_usage: CpuUsage,
     /// All errors together.
     pub errors: Vec<ErrnoCount>,
     /// Measured time (longest target).

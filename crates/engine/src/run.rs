@@ -138,19 +138,16 @@ pub fn run(
     let handles = spawn_workers(&specs, &ctl, &progress)?;
     ctl.start.wait();
     let t0 = sys::now_ns();
+    let process0 = sys::process_usage();
     while !ctl.abort.load(Ordering::Relaxed) && progress.iter().any(|p| !p.is_finished()) {
         std::thread::sleep(std::time::Duration::from_millis(200));
         on_progress(&snapshot(&progress, sys::now_ns() - t0, planned_ns));
     }
     let outputs = join_workers(handles, &specs)?;
-    Ok(merge(
-        placement,
-        opts,
-        &infos,
-        &specs,
-        outputs,
-        started_unix_s,
-    ))
+    let process = sys::delta(&sys::process_usage(), &process0, sys::now_ns() - t0);
+    let mut result = merge(placement, opts, &infos, &specs, outputs, started_unix_s);
+    result.process_cpu_usage = process;
+    Ok(result)
 }
 
 type WorkerHandle = std::thread::JoinHandle<Result<JobOutput, EngineError>>;
@@ -573,6 +570,7 @@ fn merge(
         total: all.io_stats(None, run_ns, pcts),
         targets,
         cpu_usage: all_cpu,
+        process_cpu_usage: CpuUsage::default(),
         errors: all.errno_counts(),
         runtime_ns: run_ns,
     }

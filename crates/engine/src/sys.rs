@@ -64,10 +64,20 @@ pub fn allowed_cpus() -> Vec<u32> {
 
 /// CPU and scheduling counters of the calling thread.
 pub fn thread_usage() -> CpuUsage {
+    usage(libc::RUSAGE_THREAD)
+}
+
+/// CPU and scheduling counters of the whole process, including the kernel's
+/// io_uring worker threads (iou-wrk) that serve I/O punted from the rings.
+pub fn process_usage() -> CpuUsage {
+    usage(libc::RUSAGE_SELF)
+}
+
+fn usage(who: libc::c_int) -> CpuUsage {
     // SAFETY: rusage is plain data and a valid out-parameter.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD with a valid pointer.
-    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    // SAFETY: a valid `who` and a valid pointer.
+    unsafe { libc::getrusage(who, &mut ru) };
     let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
     CpuUsage {
         wall_ns: 0,
@@ -78,9 +88,13 @@ pub fn thread_usage() -> CpuUsage {
     }
 }
 
-/// Counters accumulated since `start` (a [`thread_usage`] taken earlier).
+/// Thread counters accumulated since `start` (a [`thread_usage`] taken earlier).
 pub fn usage_since(start: &CpuUsage, wall_ns: u64) -> CpuUsage {
-    let now = thread_usage();
+    delta(&thread_usage(), start, wall_ns)
+}
+
+/// `now - start`, covering `wall_ns`.
+pub fn delta(now: &CpuUsage, start: &CpuUsage, wall_ns: u64) -> CpuUsage {
     CpuUsage {
         wall_ns,
         user_ns: now.user_ns.saturating_sub(start.user_ns),

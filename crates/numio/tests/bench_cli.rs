@@ -65,6 +65,7 @@ fn json_result_has_the_documented_fields() {
     assert_eq!(p[0]["percentile"], 50.0);
     assert_eq!(p[1]["percentile"], 99.99);
     assert!(j["cpu_usage"]["user_ns"].is_u64());
+    assert!(j["process_cpu_usage"]["system_ns"].is_u64());
     assert!(
         err.is_empty() || !err.contains('\r'),
         "no progress when stderr is not a TTY: {err:?}"

@@ -215,6 +215,14 @@ pub fn render(r: &RunResult, placement: &Placement) -> String {
     for t in &r.targets {
         target_block(&mut out, t, placement);
     }
+    let p = &r.process_cpu_usage;
+    let _ = writeln!(
+        out,
+        "\nprocess CPU (workers + io_uring worker threads): usr {:.2}s  sys {:.2}s  ({} IOPS per CPU-second)",
+        p.user_ns as f64 / 1e9,
+        p.system_ns as f64 / 1e9,
+        si(per_cpu_s(r.total.ops, p.user_ns + p.system_ns))
+    );
     if r.targets.len() > 1 {
         let _ = writeln!(out, "\ntotal ({} targets)", r.targets.len());
         io_block(&mut out, "read", &r.read);
