@@ -6,11 +6,14 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Arm, RunRecord, TargetMetrics, TOTAL};
-use crate::stats::{self, Summary};
+use crate::stats::{self, Summary, Trend};
 
 /// Runs needed before any run is flagged as an outlier: with fewer, the MAD
 /// of the few values is too small a yardstick and flags ordinary runs.
 pub const MIN_RUNS_FOR_OUTLIERS: usize = 5;
+
+/// p-value below which a drift of IOPS over the run order is reported.
+pub const DRIFT_P: f64 = 0.05;
 
 /// Run-to-run deviation of IOPS above which the user is warned, in percent.
 pub const HIGH_CV_PCT: f64 = 5.0;
@@ -109,6 +112,8 @@ pub struct ArmStats {
     pub total: ScopeStats,
     /// Per target, in order.
     pub targets: Vec<ScopeStats>,
+    /// Drift of total IOPS over the run order (Mann–Kendall), from 3 runs.
+    pub iops_trend: Option<Trend>,
     /// Warnings for the user, each with a suggested fix.
     pub warnings: Vec<String>,
 }
@@ -158,11 +163,13 @@ pub fn arm_stats(arm: &Arm) -> Option<ArmStats> {
         .iter()
         .filter_map(|name| scope_stats(name, &runs))
         .collect();
+    let iops_trend = stats::trend(&total.metric(Metric::Iops).values);
     let mut stats = ArmStats {
         label: arm.label.clone(),
         runs: runs.len(),
         total,
         targets,
+        iops_trend,
         warnings: Vec::new(),
     };
     stats.warnings = warnings(&stats);
@@ -222,6 +229,18 @@ fn warnings(arm: &ArmStats) -> Vec<String> {
                 iops.summary.n
             ));
         }
+    }
+    if let Some(t) = arm
+        .iops_trend
+        .filter(|t| t.n >= MIN_RUNS_FOR_OUTLIERS && t.p_value < DRIFT_P)
+    {
+        let way = if t.tau > 0.0 { "up" } else { "down" };
+        out.push(format!(
+            "{}: IOPS drift {way} over the runs (Mann–Kendall: Kendall's tau {:+.2} against run order, p = {:.3}): \
+             the target or the machine was still settling (caches, clocks, other load), so the runs are not alike; \
+             use a longer --ramp or one unmeasured warm-up run, and repeat",
+            arm.label, t.tau, t.p_value
+        ));
     }
     if arm.runs == 1 {
         out.push(format!(

@@ -168,3 +168,33 @@ fn repeat_set_flags_the_outlier_run_with_a_fix() {
         "{w:#?}"
     );
 }
+
+#[test]
+fn steadily_rising_runs_warn_of_drift() {
+    // The shape of a real repeat on a cold file target: every run faster.
+    let set = report::ResultSet::new(
+        report::SetKind::Repeat,
+        "test",
+        0,
+        vec![common::arm(
+            "local",
+            &[10_661.0, 16_151.0, 32_053.0, 54_480.0, 70_418.0],
+            1,
+            1,
+        )],
+    );
+    let a = report::analyze(&set);
+    let t = a.arms[0].iops_trend.unwrap();
+    assert_eq!(t.tau, 1.0);
+    close(t.p_value, 1.0 / 60.0, 1e-12);
+    let w = a.warnings();
+    assert!(
+        w.iter().any(|w| w
+            .contains("IOPS drift up over the runs (Mann–Kendall: Kendall's tau +1.00")
+            && w.contains("--ramp")),
+        "{w:#?}"
+    );
+    // The outlier fixture has no trend to speak of: no drift warning.
+    let quiet = report::analyze(&fixture("repeat_outlier.json")).warnings();
+    assert!(quiet.iter().all(|w| !w.contains("drift")), "{quiet:#?}");
+}

@@ -1,16 +1,19 @@
 //! Pure statistics, each named by its method: descriptive summaries,
 //! outliers by modified z-score over the MAD, Welch's t-test with
 //! Welch–Satterthwaite degrees of freedom, Fieller's ratio interval, a seeded
-//! percentile bootstrap, and the Student t distribution they rest on.
+//! percentile bootstrap, Mann–Kendall drift over run order, and the Student
+//! t distribution they rest on.
 
 pub mod bootstrap;
 pub mod describe;
 pub mod tdist;
+pub mod trend;
 pub mod welch;
 
 pub use bootstrap::{bootstrap, Bootstrap, SplitMix64};
 pub use describe::{mad, median, modified_z_scores, outliers, summarize, Outlier, Summary};
 pub use tdist::{t_cdf, t_quantile};
+pub use trend::{trend, Trend};
 pub use welch::{welch, Welch};
 
 /// Why a statistic could not be computed.
