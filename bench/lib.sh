@@ -39,7 +39,10 @@ numio_stats() {
 import json, sys
 j = json.load(open(sys.argv[1]))
 t = j["total"]
-cpu = j["process_cpu_usage"]  # workers + iou-wrk threads, like fio's per-process CPU
+# The workers' own threads (RUSAGE_THREAD), as fio counts its job thread:
+# neither side counts the kernel's iou-wrk threads serving punted I/O
+# (numio reports those in process_cpu_usage).
+cpu = j["cpu_usage"]
 cpu_s = (cpu["user_ns"] + cpu["system_ns"]) / 1e9
 wall_s = j["runtime_ns"] / 1e9
 iops = t["iops"]
