@@ -6,10 +6,9 @@ mod common;
 use common::{fixture, pair};
 use report::{CsvExporter, Exporter, ReportError};
 
+/// A fresh path in the temp dir, unique to this process and `name`.
 fn tmp(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("numio-report-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    std::env::temp_dir().join(format!("numio-report-test-{}-{name}", std::process::id()))
 }
 
 #[test]
@@ -70,6 +69,7 @@ fn png_chart_is_a_real_non_blank_image() {
     let path = tmp("chart.png");
     report::chart::write_chart(&set, &report::analyze(&set), &path).unwrap();
     let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
     // IHDR: width and height at bytes 16..24, twice the SVG size.
     let w = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
