@@ -23,6 +23,7 @@ fn save_then_load_keeps_every_run() {
         text.contains("\"analysis\""),
         "saved files carry the analysis for other tools"
     );
+    std::fs::remove_file(&path).unwrap();
 }
 
 #[test]
