@@ -61,9 +61,8 @@ require_numio() {
   [ -x "$NUMIO" ] || { printf '  NOT OK: no numio binary at %s (cargo build -p numio)\n' "$NUMIO"; exit 1; }
 }
 
-# Runs numio SUBCOMMAND...; skips the check when the subcommand is not built
-# yet (the CLI's placeholder error), otherwise leaves stdout in $NUMIO_OUT,
-# stderr in $NUMIO_ERR and the status in $NUMIO_RC.
+# Runs numio SUBCOMMAND...; leaves stdout in $NUMIO_OUT, stderr in
+# $NUMIO_ERR and the status in $NUMIO_RC.
 run_numio() {
   require_numio
   local err_file
@@ -72,14 +71,6 @@ run_numio() {
   NUMIO_RC=$?
   NUMIO_ERR=$(cat "$err_file")
   rm -f "$err_file"
-  if grep -q 'is not built yet' <<<"$NUMIO_ERR"; then
-    skip "numio $1 is not built yet: $(head -n1 <<<"$NUMIO_ERR")"
-  fi
-  # The CLI's placeholder takes no arguments at all, so clap rejects ours.
-  if [ "$NUMIO_RC" -eq 2 ] && grep -q 'unexpected argument' <<<"$NUMIO_ERR" &&
-    "$NUMIO" "$1" --help 2>/dev/null | grep -qx "Usage: numio $1"; then
-    skip "numio $1 is not built yet (it takes no arguments)"
-  fi
 }
 
 # Prints the first namespace block device (sorted) that is not a multipath

@@ -16,6 +16,8 @@ use topology::Topology;
 
 #[path = "bench_args.rs"]
 pub mod bench_args;
+#[path = "bench_jobs.rs"]
+pub mod bench_jobs;
 #[path = "bench_report.rs"]
 pub mod bench_report;
 
@@ -29,9 +31,23 @@ pub const DEFAULT_TARGET_NAME: &str = "numio-default-target-1GiB.bin";
 /// Flags of `numio bench`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Block devices or files. None: every NVMe namespace (read-only
-    /// randread 4k QD 64); without NVMe, a 1 GiB file under $TMPDIR.
+    /// Block devices or files, or one fio job file (JOB.fio). None: every
+    /// NVMe namespace (read-only randread 4k QD 64); without NVMe, a 1 GiB
+    /// file under $TMPDIR.
     pub targets: Vec<String>,
+    /// Run a saved plan (`numio plan --format numio`) unchanged.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// fio job files: skip options numio does not implement, with a warning.
+    #[arg(long)]
+    pub ignore_unknown: bool,
+    /// fio job files: run only this section (repeatable).
+    #[arg(long = "section", value_name = "NAME")]
+    pub sections: Vec<String>,
+    /// fio's command-line form after `--` (`-- --name=a --filename=F
+    /// --rw=randread --name=b ...`); the job options come from there.
+    #[arg(last = true, value_name = "FIO_OPTIONS")]
+    pub fio_args: Vec<String>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     /// Engine backend: uring, sync, null (no I/O) or nop (io_uring NOPs).
@@ -41,9 +57,11 @@ pub struct Args {
     /// (e.g. 0-3,8).
     #[arg(long)]
     pub cpus: Option<String>,
-    /// Placement policy: local (CPUs of each target's node), spread or none.
-    #[arg(long, default_value = "local")]
-    pub numa: String,
+    /// Placement policy: local (CPUs of each target's node; the default),
+    /// spread or none. With a fio job file: auto gives numio's local
+    /// placement to jobs without cpus_allowed / numa_cpu_nodes.
+    #[arg(long)]
+    pub numa: Option<String>,
     /// Latency percentiles to report (default 1,10,50,90,99,99.9,99.99).
     #[arg(long)]
     pub percentiles: Option<String>,
@@ -94,31 +112,80 @@ pub struct RunOptions {
 
 /// Runs `numio bench`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let workload = args.workload.workload()?;
-    let opts = run_options(&args)?;
+    let src = bench_jobs::source(&args.targets, args.plan.as_deref(), &args.fio_args)?;
+    let mut opts = run_options(&args)?;
     let topo = Topology::discover(Path::new("/"));
-    let (targets, labels) = choose_targets(&args.targets, topo.as_ref().ok(), &workload)?;
-    let placement = place(topo.as_ref(), &targets, &workload, &args)?;
-    let opts = RunOptions {
-        engine: engine::RunOptions {
-            labels,
-            ..opts.engine
-        },
-        ..opts
+    let placement = if src == bench_jobs::JobSource::Targets {
+        let workload = args.workload.workload()?;
+        let (targets, labels) = choose_targets(&args.targets, topo.as_ref().ok(), &workload)?;
+        opts.engine.labels = labels;
+        place(topo.as_ref(), &targets, &workload, &args)?
+    } else {
+        let topo = topo
+            .as_ref()
+            .map_err(|e| anyhow::anyhow!("{e}"))
+            .context("job files and plans are placed on this machine's topology")?;
+        let jf = bench_jobs::JobFileOptions {
+            ignore_unknown: args.ignore_unknown,
+            sections: args.sections.clone(),
+            numa_auto: match args.numa.as_deref() {
+                None | Some("none") => false,
+                Some("auto" | "local") => true,
+                Some(other) => bail!("--numa={other} with a job file: use auto or none"),
+            },
+        };
+        let placement = bench_jobs::load(&src, topo, &jf)?;
+        apply_uring_overrides(&placement, &mut opts)?;
+        placement
     };
+    let groups = bench_jobs::groups(&placement);
     if args.repeat.wanted() {
+        if groups.len() > 1 {
+            bail!("--repeat runs one group: the job file has {} stonewall groups (run them as separate job files)", groups.len());
+        }
         let policy = placement.policy.clone();
         return super::report::bench_repeat(&args.repeat, args.json, &policy, || {
             run_placement(&placement, &opts)
         });
     }
-    let result = run_placement(&placement, &opts)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
-    } else {
-        print!("{}", bench_report::render(&result, &placement));
+    let mut results = Vec::with_capacity(groups.len());
+    for (i, group) in groups.iter().enumerate() {
+        if groups.len() > 1 && !args.json {
+            println!("group {} of {} (stonewall)", i + 1, groups.len());
+        }
+        let result = run_placement(group, &opts)?;
+        if !args.json {
+            print!("{}", bench_report::render(&result, group));
+        }
+        results.push(result);
     }
-    Ok(if result.errors.is_empty() { 0 } else { 1 })
+    if args.json {
+        match results.as_slice() {
+            [one] => println!("{}", serde_json::to_string_pretty(one)?),
+            many => println!("{}", serde_json::to_string_pretty(many)?),
+        }
+    }
+    Ok(if results.iter().all(|r| r.errors.is_empty()) {
+        0
+    } else {
+        1
+    })
+}
+
+/// fixedbufs / registerfiles / sqthread_poll of a job file, applied to the run.
+fn apply_uring_overrides(placement: &Placement, opts: &mut RunOptions) -> anyhow::Result<()> {
+    let (fixed, files, sqpoll) = bench_jobs::uring_overrides(placement)?;
+    let uring = &mut opts.engine.uring;
+    if let Some(v) = fixed {
+        uring.fixed_buffers = v;
+    }
+    if let Some(v) = files {
+        uring.registered_files = v;
+    }
+    if sqpoll == Some(true) && uring.sqpoll_idle_ms.is_none() {
+        uring.sqpoll_idle_ms = Some(1000);
+    }
+    Ok(())
 }
 
 /// Runs a placement on the engine, with a live progress line on stderr when
@@ -261,16 +328,16 @@ fn place(
     w: &Workload,
     args: &Args,
 ) -> anyhow::Result<Placement> {
-    let policy = match (&args.cpus, args.numa.as_str()) {
+    let policy = match (&args.cpus, args.numa.as_deref().unwrap_or("local")) {
         (Some(list), _) => {
             let cpus = planner::cpuset::parse_cpu_list(list)
                 .map_err(|e| anyhow::anyhow!("--cpus={list}: {e}"))?;
             Policy::Explicit(targets.iter().map(|t| (t.clone(), cpus.clone())).collect())
         }
-        (None, "local") => Policy::Local,
+        (None, "local" | "auto") => Policy::Local,
         (None, "spread") => Policy::Spread,
         (None, "none") => Policy::None,
-        (None, other) => bail!("--numa={other}: use local, spread or none"),
+        (None, other) => bail!("--numa={other}: use local, spread or none (auto: job files)"),
     };
     let topo = match topo {
         Ok(t) => t,
