@@ -117,3 +117,52 @@ fn writes_without_targets_are_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn cpus_for_pins_each_target_and_job_files_run_in_stonewall_groups() {
+    let a = Temp::new("cpus-for-a", 4 << 20);
+    let b = Temp::new("cpus-for-b", 4 << 20);
+    let fa = format!("{}=0", a.path());
+    let fb = format!("{}=0", b.path());
+    let (code, out, err) = numio(&[
+        "bench",
+        a.path(),
+        b.path(),
+        "--cpus-for",
+        &fa,
+        "--cpus-for",
+        &fb,
+        "--backend",
+        "sync",
+        "--runtime",
+        "200ms",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    for t in j["targets"].as_array().unwrap() {
+        assert_eq!(t["workers"][0]["cpu"], 0, "{t}");
+    }
+    let (code, _, err) = numio(&["bench", a.path(), "--cpus-for", &fa, "--cpus", "0"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("drop --cpus"), "{err}");
+
+    let job = std::env::temp_dir().join(format!("numio-cli-{}.fio", std::process::id()));
+    let text = format!(
+        "[global]\nioengine=psync\nrw=randread\nbs=4k\nruntime=200ms\ntime_based\n\n[a]\nfilename={}\ncpus_allowed=0\n\n[b]\nstonewall\nfilename={}\ncpus_allowed=0\n",
+        a.path(),
+        b.path()
+    );
+    std::fs::write(&job, text).unwrap();
+    let (code, out, err) = numio(&["bench", job.to_str().unwrap(), "--json"]);
+    let _ = std::fs::remove_file(&job);
+    assert_eq!(code, 0, "{err}");
+    let groups: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    let paths: Vec<&str> = groups
+        .as_array()
+        .expect("two stonewall groups: an array of results")
+        .iter()
+        .map(|g| g["targets"][0]["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, vec![a.path(), b.path()]);
+}

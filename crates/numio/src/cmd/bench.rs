@@ -57,6 +57,10 @@ pub struct Args {
     /// (e.g. 0-3,8).
     #[arg(long)]
     pub cpus: Option<String>,
+    /// Explicit CPUs of one target, e.g. `nvme0n1=0-3,112-115` (repeatable;
+    /// every target then needs one).
+    #[arg(long, value_name = "TARGET=LIST")]
+    pub cpus_for: Vec<String>,
     /// Placement policy: local (CPUs of each target's node; the default),
     /// spread or none. With a fio job file: auto gives numio's local
     /// placement to jobs without cpus_allowed / numa_cpu_nodes.
@@ -328,7 +332,13 @@ fn place(
     w: &Workload,
     args: &Args,
 ) -> anyhow::Result<Placement> {
+    if !args.cpus_for.is_empty() && (args.cpus.is_some() || args.numa.is_some()) {
+        bail!("--cpus-for places targets explicitly: drop --cpus and --numa");
+    }
     let policy = match (&args.cpus, args.numa.as_deref().unwrap_or("local")) {
+        _ if !args.cpus_for.is_empty() => {
+            Policy::Explicit(super::plan::parse_cpus_for(&args.cpus_for)?)
+        }
         (Some(list), _) => {
             let cpus = planner::cpuset::parse_cpu_list(list)
                 .map_err(|e| anyhow::anyhow!("--cpus={list}: {e}"))?;

@@ -204,6 +204,20 @@ fn targets(args: &Args, topo: &Topology) -> anyhow::Result<Vec<String>> {
     Ok(all)
 }
 
+/// `--cpus-for TARGET=LIST` values (shared with `numio bench`).
+pub fn parse_cpus_for(items: &[String]) -> anyhow::Result<Vec<(String, Vec<topology::CpuId>)>> {
+    let mut lists = Vec::new();
+    for item in items {
+        let Some((target, list)) = item.split_once('=') else {
+            bail!("--cpus-for {item}: write TARGET=LIST, e.g. nvme0n1=0-3,112-115");
+        };
+        let cpus = planner::cpuset::parse_cpu_list(list)
+            .map_err(|e| anyhow::anyhow!("--cpus-for {item}: {e}"))?;
+        lists.push((target.to_string(), cpus));
+    }
+    Ok(lists)
+}
+
 fn request(args: &Args, topo: &Topology) -> anyhow::Result<PlanRequest> {
     let targets = targets(args, topo)?;
     let policy = if args.cpus_for.is_empty() {
@@ -216,16 +230,7 @@ fn request(args: &Args, topo: &Topology) -> anyhow::Result<PlanRequest> {
         if args.policy != PolicyArg::Local {
             bail!("--cpus-for places targets explicitly; drop --policy");
         }
-        let mut lists = Vec::new();
-        for item in &args.cpus_for {
-            let Some((target, list)) = item.split_once('=') else {
-                bail!("--cpus-for {item}: write TARGET=LIST, e.g. nvme0n1=0-3,112-115");
-            };
-            let cpus = planner::cpuset::parse_cpu_list(list)
-                .map_err(|e| anyhow::anyhow!("--cpus-for {item}: {e}"))?;
-            lists.push((target.to_string(), cpus));
-        }
-        Policy::Explicit(lists)
+        Policy::Explicit(parse_cpus_for(&args.cpus_for)?)
     };
     Ok(PlanRequest {
         targets: targets
