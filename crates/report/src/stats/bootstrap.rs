@@ -83,18 +83,7 @@ pub fn bootstrap(
         "confidence must be in (0, 1)"
     );
     assert!(resamples >= 100, "use at least 100 resamples");
-    for (arm, values) in [("a", a), ("b", b)] {
-        if values.len() < 2 {
-            return Err(StatsError::TooFew {
-                arm,
-                need: 2,
-                got: values.len(),
-            });
-        }
-        if values.iter().any(|v| !v.is_finite()) {
-            return Err(StatsError::NonFinite { arm });
-        }
-    }
+    super::check_two_arms(a, b)?;
     let mut rng = SplitMix64::new(seed);
     let mut diffs = Vec::with_capacity(resamples);
     let mut pcts = Vec::with_capacity(resamples);

@@ -41,3 +41,20 @@ pub enum StatsError {
         arm: &'static str,
     },
 }
+
+/// Both arms of a two-sample statistic have at least two values, all finite.
+pub(crate) fn check_two_arms(a: &[f64], b: &[f64]) -> Result<(), StatsError> {
+    for (arm, values) in [("a", a), ("b", b)] {
+        if values.len() < 2 {
+            return Err(StatsError::TooFew {
+                arm,
+                need: 2,
+                got: values.len(),
+            });
+        }
+        if values.iter().any(|v| !v.is_finite()) {
+            return Err(StatsError::NonFinite { arm });
+        }
+    }
+    Ok(())
+}

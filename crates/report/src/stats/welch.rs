@@ -53,18 +53,7 @@ pub fn welch(a: &[f64], b: &[f64], confidence: f64) -> Result<Welch, StatsError>
         confidence > 0.0 && confidence < 1.0,
         "confidence must be in (0, 1)"
     );
-    for (arm, values) in [("a", a), ("b", b)] {
-        if values.len() < 2 {
-            return Err(StatsError::TooFew {
-                arm,
-                need: 2,
-                got: values.len(),
-            });
-        }
-        if values.iter().any(|v| !v.is_finite()) {
-            return Err(StatsError::NonFinite { arm });
-        }
-    }
+    super::check_two_arms(a, b)?;
     let (mean_a, mean_b) = (mean(a), mean(b));
     let va = variance(a) / a.len() as f64;
     let vb = variance(b) / b.len() as f64;
