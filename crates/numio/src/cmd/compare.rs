@@ -3,7 +3,7 @@
 //! says whether they differ (the statistics live in the `report` crate).
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Context;
 use planner::{Placement, PlanRequest, Policy, TargetSpec, Workload};
@@ -42,15 +42,9 @@ pub struct Args {
     /// fio=FILE arms: place jobs without cpus_allowed/numa_cpu_nodes by the local policy.
     #[arg(long)]
     pub fio_numa_auto: bool,
-    /// Save every run of both arms to this JSON file (reprint: numio report FILE).
-    #[arg(long, value_name = "FILE.json")]
-    pub save: Option<PathBuf>,
-    /// Write a row per run per target as CSV (`-`: standard output).
-    #[arg(long, value_name = "OUT.csv")]
-    pub csv: Option<PathBuf>,
-    /// Draw IOPS per run, stdev % per target and latency percentiles (.svg or .png).
-    #[arg(long, value_name = "OUT.svg|OUT.png")]
-    pub chart: Option<PathBuf>,
+    /// `--save` (every run of both arms), `--csv`, `--chart`.
+    #[command(flatten)]
+    pub export: super::report::ExportArgs,
     /// Print the result set and its analysis as JSON instead of text.
     #[arg(long)]
     pub json: bool,
@@ -83,9 +77,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let set = ResultSet::new(SetKind::Compare, command_line(), now_unix_s(), arms);
     finish(
         &set,
-        args.save.as_deref(),
-        args.csv.as_deref(),
-        args.chart.as_deref(),
+        args.export.save.as_deref(),
+        args.export.csv.as_deref(),
+        args.export.chart.as_deref(),
         args.json,
     )?;
     Ok(0)

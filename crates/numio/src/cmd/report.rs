@@ -78,6 +78,15 @@ pub struct RepeatArgs {
     /// min, max, stdev and CV of IOPS and latency over the runs, with outliers.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub repeat: usize,
+    /// `--save`, `--csv`, `--chart`.
+    #[command(flatten)]
+    pub export: ExportArgs,
+}
+
+/// Where a result set goes besides the terminal (`numio bench --repeat` and
+/// `numio compare`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ExportArgs {
     /// Save every run to this JSON result file (reprint with `numio report`).
     #[arg(long, value_name = "FILE.json")]
     pub save: Option<PathBuf>,
@@ -89,10 +98,17 @@ pub struct RepeatArgs {
     pub chart: Option<PathBuf>,
 }
 
+impl ExportArgs {
+    /// Whether any output besides the terminal is asked for.
+    pub fn any(&self) -> bool {
+        self.save.is_some() || self.csv.is_some() || self.chart.is_some()
+    }
+}
+
 impl RepeatArgs {
     /// Whether any of these flags asks for the repeat path.
     pub fn wanted(&self) -> bool {
-        self.repeat > 1 || self.save.is_some() || self.csv.is_some() || self.chart.is_some()
+        self.repeat > 1 || self.export.any()
     }
 }
 
@@ -134,9 +150,9 @@ pub fn bench_repeat(
     let set = report::ResultSet::new(kind, command_line(), now_unix_s(), vec![arm]);
     finish(
         &set,
-        args.save.as_deref(),
-        args.csv.as_deref(),
-        args.chart.as_deref(),
+        args.export.save.as_deref(),
+        args.export.csv.as_deref(),
+        args.export.chart.as_deref(),
         json,
     )?;
     if failed_runs > 0 {
