@@ -32,6 +32,19 @@ impl RwMode {
     pub fn random(self) -> bool {
         matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)
     }
+    /// The mode fio's `rw` value names (`rw` and `readwrite` are one mode);
+    /// `None` for anything else.
+    pub fn from_fio_name(name: &str) -> Option<RwMode> {
+        Some(match name {
+            "read" => RwMode::Read,
+            "write" => RwMode::Write,
+            "randread" => RwMode::RandRead,
+            "randwrite" => RwMode::RandWrite,
+            "rw" | "readwrite" => RwMode::ReadWrite,
+            "randrw" => RwMode::RandRw,
+            _ => return None,
+        })
+    }
     /// fio's spelling.
     pub fn fio_name(self) -> &'static str {
         match self {
@@ -117,5 +130,26 @@ impl Default for Workload {
             norandommap: true,
             direct: true,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RwMode;
+
+    #[test]
+    fn fio_names_round_trip() {
+        for m in [
+            RwMode::Read,
+            RwMode::Write,
+            RwMode::RandRead,
+            RwMode::RandWrite,
+            RwMode::ReadWrite,
+            RwMode::RandRw,
+        ] {
+            assert_eq!(RwMode::from_fio_name(m.fio_name()), Some(m));
+        }
+        assert_eq!(RwMode::from_fio_name("readwrite"), Some(RwMode::ReadWrite));
+        assert_eq!(RwMode::from_fio_name("randtrim"), None);
     }
 }

@@ -68,14 +68,8 @@ pub fn parse_duration_ns(flag: &str, text: &str) -> anyhow::Result<u64> {
 
 /// Parses fio's `rw` names.
 pub fn parse_rw(text: &str) -> anyhow::Result<RwMode> {
-    Ok(match text {
-        "read" => RwMode::Read,
-        "write" => RwMode::Write,
-        "randread" => RwMode::RandRead,
-        "randwrite" => RwMode::RandWrite,
-        "rw" | "readwrite" => RwMode::ReadWrite,
-        "randrw" => RwMode::RandRw,
-        _ => bail!("--rw={text}: unknown mode (use read, write, randread, randwrite, rw, randrw)"),
+    RwMode::from_fio_name(text).with_context(|| {
+        format!("--rw={text}: unknown mode (use read, write, randread, randwrite, rw, randrw)")
     })
 }
 

@@ -264,14 +264,11 @@ fn link_target(root: &Path, target: &str) -> Option<String> {
 }
 
 fn workload(a: &Args) -> anyhow::Result<Workload> {
-    let rw = match a.rw.as_str() {
-        "read" => RwMode::Read,
-        "write" => RwMode::Write,
-        "randread" => RwMode::RandRead,
-        "randwrite" => RwMode::RandWrite,
-        "rw" | "readwrite" => RwMode::ReadWrite,
-        "randrw" => RwMode::RandRw,
-        other => bail!("--rw {other}: use read, write, randread, randwrite, rw or randrw"),
+    let Some(rw) = RwMode::from_fio_name(&a.rw) else {
+        bail!(
+            "--rw {}: use read, write, randread, randwrite, rw or randrw",
+            a.rw
+        );
     };
     let (bs_min_bytes, bs_max_bytes) =
         parse_size_range(&a.bs).map_err(|e| anyhow::anyhow!("--bs: {e}"))?;

@@ -146,21 +146,17 @@ fn opt_count(e: &Entry) -> Result<Option<u64>, String> {
 }
 
 fn rw_mode(v: &str) -> Result<RwMode, String> {
-    Ok(match v {
-        "read" => RwMode::Read,
-        "write" => RwMode::Write,
-        "randread" => RwMode::RandRead,
-        "randwrite" => RwMode::RandWrite,
-        "rw" | "readwrite" => RwMode::ReadWrite,
-        "randrw" => RwMode::RandRw,
+    if let Some(mode) = RwMode::from_fio_name(v) {
+        return Ok(mode);
+    }
+    Err(match v {
         "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-            return Err("trim workloads are not supported by numio".into())
+            "trim workloads are not supported by numio"
         }
-        _ if v.contains(':') => {
-            return Err("offset modifiers (`rw=randread:8`) are not supported by numio".into())
-        }
-        _ => return Err("use read, write, randread, randwrite, rw or randrw".into()),
-    })
+        _ if v.contains(':') => "offset modifiers (`rw=randread:8`) are not supported by numio",
+        _ => "use read, write, randread, randwrite, rw or randrw",
+    }
+    .into())
 }
 
 fn block_sizes(e: &Entry) -> Result<(u64, u64), String> {
