@@ -282,14 +282,7 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<In
         })
         .collect();
     while !target.shutting_down.load(Ordering::Acquire) {
-        // SAFETY: fds is a live, correctly sized array of pollfd.
-        let n = unsafe {
-            libc::poll(
-                fds.as_mut_ptr(),
-                fds.len() as libc::nfds_t,
-                TICK.as_millis() as i32,
-            )
-        };
+        let n = poll_fds(&mut fds);
         if n <= 0 {
             continue;
         }
@@ -407,14 +400,7 @@ impl Reactor {
                 revents: 0,
             });
         }
-        // SAFETY: fds is a live, correctly sized array of pollfd.
-        let n = unsafe {
-            libc::poll(
-                fds.as_mut_ptr(),
-                fds.len() as libc::nfds_t,
-                TICK.as_millis() as i32,
-            )
-        };
+        let n = poll_fds(fds);
         if n <= 0 {
             return;
         }
@@ -518,5 +504,19 @@ fn flush(s: &mut Slot) {
                 return;
             }
         }
+    }
+}
+
+/// `poll(2)` on `fds` for at most one [`TICK`]; the number of ready entries,
+/// 0 on timeout, negative on error (EINTR included).
+fn poll_fds(fds: &mut [libc::pollfd]) -> i32 {
+    // SAFETY: `fds` is a live, exclusively borrowed slice of pollfd and its
+    // length is passed with it; the kernel writes only `revents` within it.
+    unsafe {
+        libc::poll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            TICK.as_millis() as i32,
+        )
     }
 }
