@@ -215,6 +215,10 @@ impl IoGen {
         let seed = w.randseed ^ mix64(job as u64 + 1);
         let bs_min = w.bs_min_bytes.max(1);
         let blocks = (region_bytes / bs_min).max(1);
+        // As fio: the random map steers uniform offsets only. fio sets
+        // norandommap for every other distribution (init.c fixup_options)
+        // and its zipf generator never consults the map, so zipf ignores
+        // `w.norandommap` here too.
         let offsets = if !w.rw.random() {
             Offsets::Sequential { next_bytes: 0 }
         } else {
@@ -374,5 +378,68 @@ mod tests {
         let vc: Vec<_> = (0..100).map(|_| c.next_io()).collect();
         assert_eq!(va, vb);
         assert_ne!(va, vc);
+    }
+
+    fn zipf_workload(norandommap: bool) -> Workload {
+        Workload {
+            rw: RwMode::RandRead,
+            bs_min_bytes: 4096,
+            bs_max_bytes: 4096,
+            random_distribution: Distribution::Zipf(1.2),
+            norandommap,
+            ..Workload::default()
+        }
+    }
+
+    #[test]
+    fn randommap_covers_every_block_once_per_pass() {
+        let mut w = zipf_workload(false);
+        w.random_distribution = Distribution::Uniform;
+        let blocks = 1000u64;
+        let mut g = IoGen::new(&w, 1 << 20, blocks * 4096, 4096, 2);
+        for pass in 0..3 {
+            let mut hits = vec![0u32; blocks as usize];
+            for _ in 0..blocks {
+                let b = (g.next_io().offset_bytes - (1 << 20)) / 4096;
+                hits[b as usize] += 1;
+            }
+            assert!(hits.iter().all(|&h| h == 1), "pass {pass}: {hits:?}");
+        }
+    }
+
+    #[test]
+    fn uniform_without_randommap_repeats_within_a_pass() {
+        let mut w = zipf_workload(true);
+        w.random_distribution = Distribution::Uniform;
+        let mut g = IoGen::new(&w, 0, 1000 * 4096, 4096, 2);
+        let mut hits = vec![0u32; 1000];
+        for _ in 0..1000 {
+            hits[(g.next_io().offset_bytes / 4096) as usize] += 1;
+        }
+        // About 1000/e blocks stay untouched by 1000 uniform draws.
+        let untouched = hits.iter().filter(|&&h| h == 0).count();
+        assert!((300..440).contains(&untouched), "{untouched} untouched");
+    }
+
+    /// fio sets norandommap for zipf (init.c fixup_options): the map must not
+    /// flatten the skew, and the offsets are the same with or without it.
+    #[test]
+    fn zipf_ignores_randommap_like_fio() {
+        let blocks = 10_000u64;
+        let mut with_map = IoGen::new(&zipf_workload(false), 0, blocks * 4096, 4096, 0);
+        let mut without = IoGen::new(&zipf_workload(true), 0, blocks * 4096, 4096, 0);
+        let mut hits = vec![0u32; blocks as usize];
+        for _ in 0..blocks {
+            let io = with_map.next_io();
+            assert_eq!(io, without.next_io());
+            hits[(io.offset_bytes / 4096) as usize] += 1;
+        }
+        hits.sort_unstable_by(|a, b| b.cmp(a));
+        let top10: u32 = hits[..10].iter().sum();
+        assert!(
+            top10 > 2_000,
+            "one pass of zipf 1.2: top 10 blocks got {top10}"
+        );
+        assert!(hits.iter().filter(|&&h| h == 0).count() > 5_000);
     }
 }

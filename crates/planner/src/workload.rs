@@ -68,6 +68,53 @@ pub enum Distribution {
     Zipf(f64),
 }
 
+/// fio's θ when `random_distribution=zipf` gives none (`FIO_DEF_ZIPF`).
+pub const FIO_DEFAULT_ZIPF_THETA: f64 = 1.1;
+
+impl Distribution {
+    /// Reads fio's `random_distribution` value: `random` (numio also takes
+    /// `uniform`), `zipf` (θ = 1.1, fio's default) or `zipf:θ` with θ > 0 and
+    /// θ ≠ 1. fio's other forms (`pareto`, `normal`, `zoned`, `zoned_abs`)
+    /// and a hot-spot centre (`zipf:θ:center`) are not implemented and are
+    /// refused with the reason; the message does not repeat the value.
+    pub fn from_fio(text: &str) -> Result<Distribution, String> {
+        let (name, param) = match text.split_once(':') {
+            Some((n, p)) => (n, Some(p)),
+            None => (text, None),
+        };
+        match (name, param) {
+            ("random" | "uniform", None) => Ok(Distribution::Uniform),
+            ("random" | "uniform", Some(_)) => Err("uniform offsets take no parameter".into()),
+            ("zipf", None) => Ok(Distribution::Zipf(FIO_DEFAULT_ZIPF_THETA)),
+            ("zipf", Some(p)) => {
+                if let Some((_, center)) = p.split_once(':') {
+                    return Err(format!(
+                        "numio does not implement fio's hot-spot centre (`:{center}`); use zipf:θ"
+                    ));
+                }
+                let theta: f64 = p
+                    .parse()
+                    .map_err(|_| format!("θ `{p}` is not a number (e.g. zipf:1.2)"))?;
+                if !(theta > 0.0 && theta.is_finite()) || theta == 1.0 {
+                    return Err(format!("θ {theta}: zipf needs θ > 0 and θ ≠ 1"));
+                }
+                Ok(Distribution::Zipf(theta))
+            }
+            ("pareto" | "normal" | "zoned" | "zoned_abs", _) => Err(format!(
+                "fio's {name} distribution is not implemented by numio (use random or zipf:θ)"
+            )),
+            _ => Err("unknown distribution (use random or zipf:θ)".into()),
+        }
+    }
+
+    /// Whether fio keeps a random map for it: only for uniform offsets. fio
+    /// sets `norandommap` for every other distribution (init.c,
+    /// `fixup_options`), and numio does the same.
+    pub fn uses_random_map(self) -> bool {
+        self == Distribution::Uniform
+    }
+}
+
 /// What one job does to one target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
@@ -151,5 +198,35 @@ mod tests {
         }
         assert_eq!(RwMode::from_fio_name("readwrite"), Some(RwMode::ReadWrite));
         assert_eq!(RwMode::from_fio_name("randtrim"), None);
+    }
+
+    #[test]
+    fn fio_distribution_forms() {
+        use super::Distribution;
+        let ok = |t: &str| Distribution::from_fio(t).unwrap();
+        let err = |t: &str| Distribution::from_fio(t).unwrap_err();
+        assert_eq!(ok("random"), Distribution::Uniform);
+        assert_eq!(ok("uniform"), Distribution::Uniform);
+        assert_eq!(ok("zipf"), Distribution::Zipf(1.1));
+        assert_eq!(ok("zipf:1.2"), Distribution::Zipf(1.2));
+        assert_eq!(ok("zipf:0.8"), Distribution::Zipf(0.8));
+        assert!(err("zipf:1.2:0.3").contains("centre (`:0.3`)"));
+        assert!(err("zipf:1").contains("θ ≠ 1"));
+        assert!(err("zipf:-2").contains("θ > 0"));
+        assert!(err("zipf:abc").contains("`abc` is not a number"));
+        assert!(err("zipf:1.2,1.1").contains("not a number"));
+        for other in [
+            "pareto",
+            "pareto:0.3",
+            "normal:5",
+            "zoned:50/10:50/90",
+            "zoned_abs:1/1g",
+        ] {
+            assert!(err(other).contains("not implemented"), "{other}");
+        }
+        assert!(err("gauss").contains("unknown"));
+        assert!(err("random:1").contains("no parameter"));
+        assert!(Distribution::Uniform.uses_random_map());
+        assert!(!Distribution::Zipf(1.2).uses_random_map());
     }
 }

@@ -444,3 +444,28 @@ fn garbage_never_panics() {
         }
     }
 }
+
+/// fio's fixup_options sets norandommap for non-uniform distributions; the
+/// reader does too, so a saved result says what the engine did.
+#[test]
+fn zipf_jobs_have_no_random_map_like_fio() {
+    let text = "[z]\nfilename=/dev/nvme0n1\nrw=randread\nrandom_distribution=zipf\n[u]\nfilename=/dev/nvme0n1\nrw=randread\n";
+    let jf = parse_job_text(text, Path::new("t.fio"), &ParseOptions::default()).unwrap();
+    assert_eq!(
+        jf.jobs[0].workload.random_distribution,
+        Distribution::Zipf(1.1)
+    );
+    assert!(jf.jobs[0].workload.norandommap);
+    assert!(
+        !jf.jobs[1].workload.norandommap,
+        "fio's default keeps the map"
+    );
+    let e = parse_job_text(
+        "[z]\nfilename=/dev/nvme0n1\nrandom_distribution=zipf:1.2:0.5\n",
+        Path::new("t.fio"),
+        &ParseOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("zipf:1.2:0.5") && e.contains("centre"), "{e}");
+}

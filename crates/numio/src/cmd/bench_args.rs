@@ -73,18 +73,10 @@ pub fn parse_rw(text: &str) -> anyhow::Result<RwMode> {
     })
 }
 
-/// Parses `uniform` or `zipf:θ`.
+/// Parses fio's `random_distribution` (`random`/`uniform`, `zipf`, `zipf:θ`).
 pub fn parse_distribution(text: &str) -> anyhow::Result<Distribution> {
-    if text == "uniform" || text == "random" {
-        return Ok(Distribution::Uniform);
-    }
-    if let Some(theta) = text.strip_prefix("zipf:") {
-        let t: f64 = theta.parse().with_context(|| {
-            format!("--random-distribution={text}: θ is not a number (e.g. zipf:1.2)")
-        })?;
-        return Ok(Distribution::Zipf(t));
-    }
-    bail!("--random-distribution={text}: use uniform or zipf:θ (e.g. zipf:1.2)")
+    Distribution::from_fio(text)
+        .map_err(|why| anyhow::anyhow!("--random-distribution={text}: {why}"))
 }
 
 /// Parses a comma-separated percentile list, each in (0, 100].
@@ -152,14 +144,15 @@ pub struct WorkloadArgs {
     /// Cap on I/Os per second per job.
     #[arg(long)]
     pub rate_iops: Option<u64>,
-    /// Offsets: uniform or zipf:θ.
+    /// Offsets: random (uniform), zipf (θ 1.1) or zipf:θ (fio's
+    /// random_distribution; pareto, normal and zoned are not implemented).
     #[arg(long, default_value = "uniform")]
     pub random_distribution: String,
     /// Seed of the offset generator.
     #[arg(long)]
     pub randseed: Option<u64>,
-    /// Hit every block once per pass before repeating (fio's random map;
-    /// default is norandommap: offsets may repeat).
+    /// Hit every block once per pass before repeating (fio's random map,
+    /// uniform offsets only; default is norandommap: offsets may repeat).
     #[arg(long)]
     pub randommap: bool,
     /// Use the page cache instead of O_DIRECT.
@@ -179,6 +172,13 @@ impl WorkloadArgs {
         }
         if self.rwmixread > 100 {
             bail!("--rwmixread={}: must be 0..=100", self.rwmixread);
+        }
+        let random_distribution = parse_distribution(&self.random_distribution)?;
+        if self.randommap && !random_distribution.uses_random_map() {
+            bail!(
+                "--randommap with --random-distribution={}: a random map only steers uniform offsets (fio also turns it off for non-uniform distributions); drop --randommap",
+                self.random_distribution
+            );
         }
         let runtime_ns = parse_duration_ns("runtime", &self.runtime)?;
         if runtime_ns == 0 && !self.no_time_based {
@@ -203,7 +203,7 @@ impl WorkloadArgs {
             time_based: !self.no_time_based,
             number_ios: self.number_ios,
             rate_iops: self.rate_iops,
-            random_distribution: parse_distribution(&self.random_distribution)?,
+            random_distribution,
             randseed: self.randseed.unwrap_or(d.randseed),
             norandommap: !self.randommap,
             direct: !self.buffered,
@@ -269,6 +269,18 @@ mod tests {
         let w = a.workload().unwrap();
         assert_eq!(w.random_distribution, Distribution::Zipf(1.2));
         assert_eq!(w.iodepth, 8);
+        a.randommap = true;
+        let e = a.workload().unwrap_err().to_string();
+        assert!(
+            e.contains("--randommap with --random-distribution=zipf:1.2"),
+            "{e}"
+        );
+        a.random_distribution = "pareto:0.3".into();
+        let e = a.workload().unwrap_err().to_string();
+        assert!(
+            e.contains("--random-distribution=pareto:0.3") && e.contains("not implemented"),
+            "{e}"
+        );
     }
 
     #[test]

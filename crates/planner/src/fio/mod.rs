@@ -137,6 +137,10 @@ fn build_job(
             message,
         })?;
     }
+    // As fio's fixup_options: a non-uniform distribution has no random map.
+    if !job.workload.random_distribution.uses_random_map() {
+        job.workload.norandommap = true;
+    }
     if job.filename.is_none() {
         return Err(FioError::MissingFilename {
             at: s.at,

@@ -267,23 +267,7 @@ fn filename(v: &str) -> Result<String, String> {
 }
 
 fn distribution(v: &str) -> Result<Distribution, String> {
-    match v.split_once(':') {
-        None if v == "random" => Ok(Distribution::Uniform),
-        Some(("zipf", theta)) => {
-            let t: f64 = theta
-                .split(',')
-                .next()
-                .unwrap_or_default()
-                .parse()
-                .map_err(|_| format!("`{theta}` is not a number"))?;
-            if !(t > 0.0 && t.is_finite()) || t == 1.0 {
-                return Err("zipf needs θ > 0 and θ ≠ 1".into());
-            }
-            Ok(Distribution::Zipf(t))
-        }
-        None if v == "zipf" => Err("zipf needs θ: `random_distribution=zipf:1.2`".into()),
-        _ => Err("numio supports random and zipf:θ".into()),
-    }
+    Distribution::from_fio(v)
 }
 
 macro_rules! uring_flag {
