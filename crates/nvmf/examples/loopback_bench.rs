@@ -56,9 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         model: "bench".into(),
         allowed_hosts: vec![],
         allow_any_host: true,
-        namespaces: vec![NamespaceConfig {
-            backing: "mem:256M".into(),
-        }],
+        namespaces: vec![NamespaceConfig::new("mem:256M")],
     });
     let srv = Server::start(&cfg)?;
     let addr = srv.listen_addrs[0];

@@ -227,6 +227,40 @@ pub fn parse_size(s: &str) -> Option<u64> {
 pub struct NamespaceConfig {
     /// `mem:SIZE` or a path.
     pub backing: String,
+    /// Go through the page cache instead of `O_DIRECT` (files and block
+    /// devices; RAM namespaces ignore it).
+    #[serde(default)]
+    pub buffered: bool,
+}
+
+impl NamespaceConfig {
+    /// A namespace on `backing` with default options.
+    pub fn new(backing: &str) -> Self {
+        Self {
+            backing: backing.to_string(),
+            buffered: false,
+        }
+    }
+
+    /// Parses a `--ns` value: `mem:SIZE` or `PATH`, then options separated
+    /// by commas: `buffered` (page cache instead of `O_DIRECT`).
+    pub fn from_spec(spec: &str) -> Result<Self, ConfigError> {
+        let mut parts = spec.split(',');
+        let mut ns = Self::new(parts.next().unwrap_or_default());
+        for opt in parts {
+            match opt.trim() {
+                "buffered" => ns.buffered = true,
+                other => {
+                    return Err(ConfigError::Namespace {
+                        spec: spec.to_string(),
+                        reason: format!("unknown option {other:?}; options are: buffered"),
+                    })
+                }
+            }
+        }
+        Backing::parse(&ns.backing)?;
+        Ok(ns)
+    }
 }
 
 /// One NVM subsystem.

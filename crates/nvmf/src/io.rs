@@ -1,15 +1,50 @@
 //! NVM I/O commands: Read, Write, Flush, Write Zeroes, Dataset Management.
+//!
 //! Runs on the reactor that owns the queue; the namespace is shared by fd.
+//! RAM namespaces are served here, synchronously. For file and block device
+//! namespaces, Read, Write and Flush become a [`StorageOp`] the connection
+//! queues for its reactor's io_uring (the request waits in `Executing`), and
+//! [`finish`] turns the completion into the command's status. Write Zeroes
+//! and Dataset Management run `fallocate` synchronously: they are rare, and
+//! the kernel answers them without moving data.
+
+use std::os::fd::RawFd;
 
 use nvme_spec::command::{io, DsmRange};
 use nvme_spec::Status;
 
-use crate::namespace::{Namespace, BLOCK_SIZE_BYTES};
+use crate::namespace::Namespace;
 use crate::queue::Connection;
 use crate::request::{Outcome, Request};
 
 /// Most ranges one DSM command may carry.
 pub const DSM_MAX_RANGES: usize = 256;
+
+/// What a storage operation does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StorageKind {
+    /// Read `len` bytes at `offset` into the request buffer.
+    Read,
+    /// Write `len` bytes of the request buffer at `offset`.
+    Write,
+    /// `fdatasync` (IORING_OP_FSYNC with DATASYNC).
+    Flush,
+}
+
+/// One storage operation a connection hands to its reactor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageOp {
+    /// Request slot (the buffer is that slot's).
+    pub slot: u16,
+    /// Read, write or flush.
+    pub kind: StorageKind,
+    /// The namespace's descriptor (open for the target's lifetime).
+    pub fd: RawFd,
+    /// Byte offset.
+    pub offset: u64,
+    /// Byte length (0 for Flush).
+    pub len: u32,
+}
 
 /// Runs an I/O command.
 pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
@@ -21,6 +56,8 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
         .clone();
     let sqe = conn.reqs[slot].sqe;
     if sqe.opcode == io::FLUSH && sqe.nsid == 0xFFFF_FFFF {
+        // Flush of every namespace: rare (the Linux host names one), so
+        // blocking fdatasync calls rather than one operation per namespace.
         for ns in &ctrl.subsys.namespaces {
             if ns.flush().is_err() {
                 return Outcome::err(Status::INTERNAL_ERROR);
@@ -33,12 +70,20 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
     };
     match sqe.opcode {
         io::READ | io::WRITE => read_write(conn, slot, ns),
-        io::FLUSH => ns.flush().map_or_else(io_err, |_| Outcome::ok(0)),
+        io::FLUSH if ns.is_memory() => Outcome::ok(0),
+        io::FLUSH => conn.queue_storage(StorageOp {
+            slot: slot as u16,
+            kind: StorageKind::Flush,
+            fd: ns.raw_fd(),
+            offset: 0,
+            len: 0,
+        }),
         io::WRITE_ZEROES => {
             let nlb = sqe.nlb() as u64;
             if !ns.in_range(sqe.slba(), nlb) {
                 return Outcome::err(Status::LBA_RANGE);
             }
+            // Blocking fallocate (see the module comment).
             ns.zero(sqe.slba(), nlb)
                 .map_or_else(io_err, |_| Outcome::ok(0))
         }
@@ -58,24 +103,62 @@ fn read_write(conn: &mut Connection, slot: usize, ns: &Namespace) -> Outcome {
     if !ns.in_range(sqe.slba(), nlb) {
         return Outcome::err(Status::LBA_RANGE);
     }
-    let len = nlb * BLOCK_SIZE_BYTES;
-    if len != r.len_bytes as u64 {
+    let len = nlb * ns.lba_bytes();
+    if len != r.len_bytes as u64 || r.buf.len() as u64 != len {
         return Outcome::err(Status::SGL_LENGTH_INVALID);
     }
-    if sqe.opcode == io::READ {
-        if let Err(e) = ns.read(sqe.slba(), &mut r.buf[..len as usize]) {
-            return io_err(e);
-        }
-        conn.counters.reads += 1;
-        conn.counters.read_bytes += len;
-        Outcome::data(len as usize)
+    let read = sqe.opcode == io::READ;
+    if !ns.is_memory() {
+        return conn.queue_storage(StorageOp {
+            slot: slot as u16,
+            kind: if read {
+                StorageKind::Read
+            } else {
+                StorageKind::Write
+            },
+            fd: ns.raw_fd(),
+            offset: sqe.slba() * ns.lba_bytes(),
+            len: len as u32,
+        });
+    }
+    let done = if read {
+        ns.read(sqe.slba(), &mut r.buf)
     } else {
-        if let Err(e) = ns.write(sqe.slba(), &r.buf[..len as usize]) {
-            return io_err(e);
+        ns.write(sqe.slba(), &r.buf)
+    };
+    match done {
+        Ok(()) => {
+            let kind = if read {
+                StorageKind::Read
+            } else {
+                StorageKind::Write
+            };
+            finish(conn, kind, len as u32, len as i32)
         }
-        conn.counters.writes += 1;
-        conn.counters.written_bytes += len;
-        Outcome::ok(0)
+        Err(e) => io_err(e),
+    }
+}
+
+/// The outcome of a finished storage operation of `kind` over `len` bytes
+/// that returned `res` (bytes moved, or a negated errno), counted on the
+/// queue. A short transfer is an error: O_DIRECT within the namespace's
+/// size moves everything or fails.
+pub fn finish(conn: &mut Connection, kind: StorageKind, len: u32, res: i32) -> Outcome {
+    if res < 0 || res as u32 != len {
+        return Outcome::err(Status::INTERNAL_ERROR);
+    }
+    match kind {
+        StorageKind::Flush => Outcome::ok(0),
+        StorageKind::Read => {
+            conn.counters.reads += 1;
+            conn.counters.read_bytes += len as u64;
+            Outcome::data(len as usize)
+        }
+        StorageKind::Write => {
+            conn.counters.writes += 1;
+            conn.counters.written_bytes += len as u64;
+            Outcome::ok(0)
+        }
     }
 }
 
@@ -95,6 +178,7 @@ fn dataset_management(r: &Request, ns: &Namespace) -> Outcome {
     if ranges.iter().any(|d| !ns.in_range(d.slba, d.nlb as u64)) {
         return Outcome::err(Status::LBA_RANGE);
     }
+    // Blocking fallocate (see the module comment).
     for d in ranges.iter().filter(|d| d.nlb > 0) {
         if let Err(e) = ns.zero(d.slba, d.nlb as u64) {
             return io_err(e);

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod admin;
+pub mod buf;
 pub mod config;
 pub mod error;
 pub mod fabrics;
@@ -21,6 +22,7 @@ pub mod numa;
 pub mod queue;
 pub mod reactor;
 pub mod request;
+pub mod ring;
 pub mod subsystem;
 
 pub use config::{Limits, TargetConfig};

@@ -1,22 +1,41 @@
 //! Namespaces: a file descriptor plus geometry and identifiers.
 //!
-//! `mem:SIZE` is a `memfd` (RAM, punchable), a path is a regular file or a
-//! block device. All access is positional (`pread`/`pwrite` on `&File`), so a
-//! namespace is shared by every reactor without a lock; the kernel orders
-//! overlapping writes as it does for any file. Writes go through the page
-//! cache and Flush is `fdatasync` (the target reports a volatile write cache).
+//! `mem:SIZE` is a `memfd` (RAM, punchable) served synchronously with
+//! `pread`/`pwrite` (a memcpy). A path is a regular file or a block device,
+//! opened with `O_DIRECT` and served asynchronously on the owning reactor's
+//! io_uring from page-aligned request buffers; where the filesystem refuses
+//! `O_DIRECT` (or the `buffered` option asks) it goes through the page cache
+//! instead, still on the ring, and start-up says so. Every access is
+//! positional, so a namespace is shared by every reactor without a lock; the
+//! kernel orders overlapping writes as it does for any file. Flush is
+//! `fdatasync` (the target reports a volatile write cache).
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::{AsRawFd, FromRawFd};
-use std::os::unix::fs::{FileExt, FileTypeExt};
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 
-use crate::config::Backing;
+use crate::buf::AlignedBuf;
+use crate::config::{Backing, NamespaceConfig};
 use crate::error::TargetError;
 
 /// Logical block size served (512 bytes; LBADS 9).
 pub const BLOCK_SIZE_BYTES: u64 = 512;
 /// log2 of [`BLOCK_SIZE_BYTES`].
 pub const LBADS: u8 = 9;
+
+/// How a namespace's blocks are reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    /// RAM (`mem:`), synchronous copies on the reactor.
+    Memory,
+    /// `O_DIRECT` through the reactor's io_uring.
+    Direct,
+    /// Page cache through the reactor's io_uring, and why.
+    Buffered {
+        /// Why not `O_DIRECT`.
+        why: String,
+    },
+}
 
 /// One namespace.
 #[derive(Debug)]
@@ -31,7 +50,9 @@ pub struct Namespace {
     pub nguid: [u8; 16],
     /// UUID (version 8, derived from the subsystem NQN and nsid).
     pub uuid: [u8; 16],
-    punch_ok: bool,
+    /// Direct, buffered or RAM.
+    pub access: Access,
+    block_device: bool,
 }
 
 fn fnv128(parts: &[&[u8]], salt: u8) -> [u8; 16] {
@@ -46,40 +67,82 @@ fn fnv128(parts: &[&[u8]], salt: u8) -> [u8; 16] {
     h.to_be_bytes()
 }
 
+fn memory_file(size_bytes: u64) -> std::io::Result<File> {
+    let name = c"numio-ns";
+    // SAFETY: name is a valid NUL-terminated string; the returned fd is
+    // checked and then owned by exactly one File.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fd was just created and is owned by nobody else.
+    let f = unsafe { File::from_raw_fd(fd) };
+    f.set_len(size_bytes)?;
+    Ok(f)
+}
+
+fn open_rw(path: &std::path::Path, direct: bool) -> std::io::Result<File> {
+    let mut o = OpenOptions::new();
+    o.read(true).write(true);
+    if direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    o.open(path)
+}
+
+/// Opens `path` with `O_DIRECT` and checks that a one-block aligned read is
+/// accepted; else opens it buffered and says why.
+fn open_path(path: &std::path::Path, buffered: bool) -> std::io::Result<(File, Access)> {
+    if buffered {
+        let why = "the buffered option".to_string();
+        return Ok((open_rw(path, false)?, Access::Buffered { why }));
+    }
+    let refused = |e: &std::io::Error| e.raw_os_error() == Some(libc::EINVAL);
+    match open_rw(path, true) {
+        Ok(f) => {
+            let mut probe = AlignedBuf::new();
+            probe.set_len_zeroed(BLOCK_SIZE_BYTES as usize);
+            match f.read_at(&mut probe, 0) {
+                Err(e) if refused(&e) => {
+                    let why = format!("O_DIRECT {BLOCK_SIZE_BYTES}-byte reads refused ({e})");
+                    Ok((open_rw(path, false)?, Access::Buffered { why }))
+                }
+                _ => Ok((f, Access::Direct)),
+            }
+        }
+        Err(e) if refused(&e) => {
+            let why = format!("the filesystem refuses O_DIRECT ({e})");
+            Ok((open_rw(path, false)?, Access::Buffered { why }))
+        }
+        Err(e) => Err(e),
+    }
+}
+
 impl Namespace {
     /// Opens or creates the backing of namespace `nsid` of subsystem `nqn`.
-    pub fn open(nqn: &str, nsid: u32, backing: &Backing, spec: &str) -> Result<Self, TargetError> {
+    pub fn open(nqn: &str, nsid: u32, cfg: &NamespaceConfig) -> Result<Self, TargetError> {
+        let spec = cfg.backing.as_str();
         let berr = |source| TargetError::Backing {
             path: spec.to_string(),
             source,
         };
-        let (file, size_bytes, punch_ok) = match backing {
-            Backing::Memory { size_bytes } => {
-                let name = c"numio-ns";
-                // SAFETY: name is a valid NUL-terminated string; the returned fd
-                // is checked and then owned by exactly one File.
-                let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
-                if fd < 0 {
-                    return Err(berr(std::io::Error::last_os_error()));
-                }
-                // SAFETY: fd was just created and is owned by nobody else.
-                let f = unsafe { File::from_raw_fd(fd) };
-                f.set_len(*size_bytes).map_err(berr)?;
-                (f, *size_bytes, true)
-            }
+        let (file, size_bytes, access, block_device) = match Backing::parse(spec)? {
+            Backing::Memory { size_bytes } => (
+                memory_file(size_bytes).map_err(berr)?,
+                size_bytes,
+                Access::Memory,
+                false,
+            ),
             Backing::Path(p) => {
-                let f = OpenOptions::new()
-                    .read(true)
-                    .write(true)
-                    .open(p)
-                    .map_err(berr)?;
+                let (f, access) = open_path(&p, cfg.buffered).map_err(berr)?;
                 let meta = f.metadata().map_err(berr)?;
-                let size = if meta.file_type().is_block_device() {
+                let block = meta.file_type().is_block_device();
+                let size = if block {
                     block_device_size(&f).map_err(berr)?
                 } else {
                     meta.len()
                 };
-                (f, size, !meta.file_type().is_block_device())
+                (f, size, access, block)
             }
         };
         if size_bytes == 0 || size_bytes % BLOCK_SIZE_BYTES != 0 {
@@ -100,7 +163,8 @@ impl Namespace {
             size_bytes,
             nguid,
             uuid,
-            punch_ok,
+            access,
+            block_device,
         })
     }
 
@@ -109,9 +173,14 @@ impl Namespace {
         self.size_bytes
     }
 
+    /// Bytes per logical block.
+    pub fn lba_bytes(&self) -> u64 {
+        BLOCK_SIZE_BYTES
+    }
+
     /// Size in logical blocks.
     pub fn blocks(&self) -> u64 {
-        self.size_bytes / BLOCK_SIZE_BYTES
+        self.size_bytes / self.lba_bytes()
     }
 
     /// True when `nlb` blocks from `slba` lie inside the namespace.
@@ -120,14 +189,51 @@ impl Namespace {
             .is_some_and(|end| end <= self.blocks())
     }
 
-    /// Reads `buf.len()` bytes at block `slba`.
-    pub fn read(&self, slba: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        self.file.read_exact_at(buf, slba * BLOCK_SIZE_BYTES)
+    /// True for RAM namespaces, which are served synchronously; others go
+    /// through the reactor's io_uring.
+    pub fn is_memory(&self) -> bool {
+        self.access == Access::Memory
     }
 
-    /// Writes `buf` at block `slba`.
+    /// The descriptor io_uring operations name (owned by this namespace,
+    /// which the target keeps open for as long as it runs).
+    pub fn raw_fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+
+    /// How the blocks are reached, for start-up.
+    pub fn describe_access(&self) -> String {
+        match &self.access {
+            Access::Memory => "RAM".into(),
+            Access::Direct => "O_DIRECT via io_uring".into(),
+            Access::Buffered { why } => format!("buffered via io_uring ({why})"),
+        }
+    }
+
+    /// Reads `buf.len()` bytes at block `slba`, blocking (tests, shutdown
+    /// and the fallback path; the reactor uses io_uring). Bounces through an
+    /// aligned buffer when the descriptor is `O_DIRECT`.
+    pub fn read(&self, slba: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let off = slba * self.lba_bytes();
+        if self.access != Access::Direct {
+            return self.file.read_exact_at(buf, off);
+        }
+        let mut b = AlignedBuf::new();
+        b.set_len_stale(buf.len());
+        self.file.read_exact_at(&mut b, off)?;
+        buf.copy_from_slice(&b);
+        Ok(())
+    }
+
+    /// Writes `buf` at block `slba`, blocking (see [`Namespace::read`]).
     pub fn write(&self, slba: u64, buf: &[u8]) -> std::io::Result<()> {
-        self.file.write_all_at(buf, slba * BLOCK_SIZE_BYTES)
+        let off = slba * self.lba_bytes();
+        if self.access != Access::Direct {
+            return self.file.write_all_at(buf, off);
+        }
+        let mut b = AlignedBuf::new();
+        b.assign(buf);
+        self.file.write_all_at(&b, off)
     }
 
     /// Makes written data durable.
@@ -135,22 +241,25 @@ impl Namespace {
         self.file.sync_data()
     }
 
-    /// Zeroes `nlb` blocks at `slba`: hole punching where the backing
-    /// supports it (blocks read back as zero), else writes zeroes.
+    /// Zeroes `nlb` blocks at `slba`, blocking: hole punching on files and
+    /// RAM, a zero-range `fallocate` on block devices (blocks read back as
+    /// zero), else writes zeroes.
     pub fn zero(&self, slba: u64, nlb: u64) -> std::io::Result<()> {
-        let off = slba * BLOCK_SIZE_BYTES;
-        let len = nlb * BLOCK_SIZE_BYTES;
-        if self.punch_ok {
-            let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
-            // SAFETY: fallocate only reads its integer arguments; the fd is
-            // owned by self.file for the duration of the call.
-            let rc =
-                unsafe { libc::fallocate(self.file.as_raw_fd(), mode, off as i64, len as i64) };
-            if rc == 0 {
-                return Ok(());
-            }
+        let off = slba * self.lba_bytes();
+        let len = nlb * self.lba_bytes();
+        let mode = if self.block_device {
+            libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE
+        } else {
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE
+        };
+        // SAFETY: fallocate only reads its integer arguments; the fd is owned
+        // by self.file for the duration of the call.
+        let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), mode, off as i64, len as i64) };
+        if rc == 0 {
+            return Ok(());
         }
-        let zeros = vec![0u8; len.min(1 << 20) as usize];
+        let mut zeros = AlignedBuf::new();
+        zeros.set_len_zeroed(len.min(1 << 20) as usize);
         let mut done = 0u64;
         while done < len {
             let n = (len - done).min(zeros.len() as u64) as usize;
@@ -179,15 +288,7 @@ mod tests {
 
     #[test]
     fn memory_namespace_read_write_zero() {
-        let ns = Namespace::open(
-            "nqn.t",
-            1,
-            &Backing::Memory {
-                size_bytes: 1 << 20,
-            },
-            "mem:1M",
-        )
-        .unwrap();
+        let ns = Namespace::open("nqn.t", 1, &NamespaceConfig::new("mem:1M")).unwrap();
         assert_eq!(ns.blocks(), 2048);
         assert!(ns.in_range(2047, 1));
         assert!(!ns.in_range(2047, 2));
@@ -201,30 +302,48 @@ mod tests {
         assert_eq!(&b[..512], &[0; 512]);
         assert_eq!(&b[512..], &[0xAB; 512]);
         ns.flush().unwrap();
-        let other = Namespace::open(
-            "nqn.t",
-            2,
-            &Backing::Memory {
-                size_bytes: 1 << 20,
-            },
-            "mem:1M",
-        )
-        .unwrap();
+        let other = Namespace::open("nqn.t", 2, &NamespaceConfig::new("mem:1M")).unwrap();
         assert_ne!(ns.nguid, other.nguid);
         assert_eq!(ns.uuid[6] >> 4, 8);
     }
 
     #[test]
-    fn file_namespace_and_errors() {
-        let dir = std::env::temp_dir().join(format!("numio-ns-{}", std::process::id()));
-        std::fs::write(&dir, vec![0u8; 8192]).unwrap();
-        let ns = Namespace::open("nqn.t", 1, &Backing::Path(dir.clone()), "file").unwrap();
+    fn file_namespace_direct_buffered_and_errors() {
+        let path = std::env::temp_dir().join(format!("numio-ns-{}", std::process::id()));
+        std::fs::write(&path, vec![0u8; 8192]).unwrap();
+        let spec = path.to_str().unwrap().to_string();
+        let ns = Namespace::open("nqn.t", 1, &NamespaceConfig::new(&spec)).unwrap();
         assert_eq!(ns.blocks(), 16);
-        std::fs::write(&dir, vec![0u8; 100]).unwrap();
-        let e = Namespace::open("nqn.t", 1, &Backing::Path(dir.clone()), "file").unwrap_err();
+        assert!(!ns.is_memory());
+        // /tmp on this kernel accepts O_DIRECT; an older tmpfs falls back.
+        assert!(
+            matches!(ns.access, Access::Direct | Access::Buffered { .. }),
+            "{:?}",
+            ns.access
+        );
+        // Unaligned caller buffers work through the bounce path.
+        let data: Vec<u8> = (0..1024u32).map(|i| i as u8).collect();
+        ns.write(3, &data).unwrap();
+        let mut back = vec![0u8; 1024];
+        ns.read(3, &mut back).unwrap();
+        assert_eq!(back, data);
+        ns.zero(3, 1).unwrap();
+        ns.read(3, &mut back).unwrap();
+        assert_eq!(&back[..512], &[0; 512]);
+        assert_eq!(&back[512..], &data[512..]);
+        let mut cfg = NamespaceConfig::new(&spec);
+        cfg.buffered = true;
+        let b = Namespace::open("nqn.t", 1, &cfg).unwrap();
+        assert!(
+            b.describe_access().starts_with("buffered"),
+            "{}",
+            b.describe_access()
+        );
+        std::fs::write(&path, vec![0u8; 100]).unwrap();
+        let e = Namespace::open("nqn.t", 1, &NamespaceConfig::new(&spec)).unwrap_err();
         assert!(e.to_string().contains("multiple of 512"), "{e}");
-        std::fs::remove_file(&dir).unwrap();
-        let e = Namespace::open("nqn.t", 1, &Backing::Path(dir.clone()), "missing").unwrap_err();
-        assert!(e.to_string().contains("missing"), "{e}");
+        std::fs::remove_file(&path).unwrap();
+        let e = Namespace::open("nqn.t", 1, &NamespaceConfig::new(&spec)).unwrap_err();
+        assert!(e.to_string().contains("numio-ns"), "{e}");
     }
 }

@@ -6,6 +6,7 @@
 //! violations all live here, so the same code runs under the reactor, in unit
 //! tests and in the fuzz target.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use nvme_spec::tcp::{self, fes, flags, pdu_type, Direction, FatalError, Framing,
 use nvme_spec::{Cqe, Sqe, Status};
 
 use crate::config::ADMIN_IN_CAPSULE_BYTES;
+use crate::io::{StorageKind, StorageOp};
 use crate::request::{Outcome, Request, RequestState, Xfer};
 use crate::subsystem::{Controller, Target};
 
@@ -65,6 +67,9 @@ pub struct Connection {
     tx: Vec<u8>,
     pub(crate) binding: Option<Binding>,
     pub(crate) reqs: Vec<Request>,
+    /// Storage operations queued for the reactor's ring (at most one per
+    /// request, so never more than the depth).
+    storage: VecDeque<StorageOp>,
     sqhd: u16,
     pub(crate) sq_flow_disabled: bool,
     pub(crate) last_keepalive: Instant,
@@ -88,6 +93,7 @@ impl Connection {
             tx: Vec::new(),
             binding: None,
             reqs: (0..depth).map(|_| Request::new()).collect(),
+            storage: VecDeque::with_capacity(depth),
             sqhd: 0,
             sq_flow_disabled: false,
             last_keepalive: Instant::now(),
@@ -130,11 +136,93 @@ impl Connection {
             .count()
     }
 
+    /// Commands whose storage operation is queued or in flight. The
+    /// connection (and its buffers) must outlive every one of them.
+    pub fn executing(&self) -> usize {
+        self.reqs
+            .iter()
+            .filter(|r| r.state == RequestState::Executing)
+            .count()
+    }
+
+    /// The next storage operation to submit and the start of its slot's
+    /// buffer (`len` bytes, page-aligned), which stays put and untouched by
+    /// the connection until [`Connection::complete_storage`] for that slot.
+    pub fn take_storage(&mut self) -> Option<(StorageOp, *mut u8)> {
+        let op = self.storage.pop_front()?;
+        let r = &mut self.reqs[op.slot as usize];
+        debug_assert_eq!(r.state, RequestState::Executing);
+        debug_assert!(r.buf.len() >= op.len as usize);
+        Some((op, r.buf.as_mut_ptr()))
+    }
+
+    /// Queues a storage operation for the reactor; the request waits in
+    /// `Executing`.
+    pub(crate) fn queue_storage(&mut self, op: StorageOp) -> Outcome {
+        assert!(
+            self.storage.len() < self.reqs.len(),
+            "one operation per request"
+        );
+        self.reqs[op.slot as usize].storage = Some(op);
+        self.storage.push_back(op);
+        Outcome::Submitted
+    }
+
+    /// A storage operation finished with `res` (bytes or a negated errno):
+    /// the command completes (C2HData and/or the response are queued).
+    pub fn complete_storage(&mut self, slot: u16, res: i32) {
+        let slot = slot as usize;
+        let r = &mut self.reqs[slot];
+        assert_eq!(
+            r.state,
+            RequestState::Executing,
+            "completion for slot {slot}"
+        );
+        let op = r
+            .storage
+            .take()
+            .expect("an executing request has its operation");
+        let outcome = crate::io::finish(self, op.kind, op.len, res);
+        let next = self.apply(slot, outcome);
+        self.reqs[slot].state = next;
+        self.advance(slot);
+    }
+
+    /// Runs every queued storage operation with blocking system calls (for
+    /// driving a connection without a reactor, as the unit tests do).
+    pub fn run_storage_blocking(&mut self) {
+        while let Some((op, buf)) = self.take_storage() {
+            let len = op.len as usize;
+            // SAFETY: buf points at the slot's buffer of at least `len`
+            // bytes (take_storage), which nothing else touches until the
+            // completion below; fd is the namespace's open descriptor.
+            let res = unsafe {
+                match op.kind {
+                    StorageKind::Read => {
+                        libc::pread(op.fd, buf as *mut libc::c_void, len, op.offset as i64)
+                    }
+                    StorageKind::Write => {
+                        libc::pwrite(op.fd, buf as *const libc::c_void, len, op.offset as i64)
+                    }
+                    StorageKind::Flush => libc::fdatasync(op.fd) as isize,
+                }
+            };
+            let res = if res < 0 {
+                -std::io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EIO)
+            } else {
+                res as i32
+            };
+            self.complete_storage(op.slot, res);
+        }
+    }
+
     /// True when a draining target may close this queue now: no write is
-    /// waiting for host data, and an admin queue outlives its I/O queues
-    /// (closing it tears the controller down with them).
+    /// waiting for host data or storage, and an admin queue outlives its I/O
+    /// queues (closing it tears the controller down with them).
     pub fn can_close_for_shutdown(&self) -> bool {
-        if self.awaiting_data() > 0 {
+        if self.awaiting_data() > 0 || self.executing() > 0 {
             return false;
         }
         match &self.binding {
@@ -293,9 +381,10 @@ impl Connection {
         r.status = Status::SUCCESS;
         r.result = 0;
         r.out_len = 0;
+        r.storage = None;
         r.buf.clear();
         if !data.is_empty() && data.len() <= sqe.dptr.length as usize {
-            r.buf.extend_from_slice(data);
+            r.buf.assign(data);
             r.received_bytes = data.len() as u32;
         } else if !data.is_empty() {
             // More in-capsule data than the SGL describes.
@@ -378,7 +467,9 @@ impl Connection {
         loop {
             let state = self.reqs[slot].state;
             let next = match state {
-                RequestState::Free | RequestState::AwaitingEvent => return,
+                RequestState::Free | RequestState::AwaitingEvent | RequestState::Executing => {
+                    return
+                }
                 RequestState::New => self.plan_transfer(slot),
                 RequestState::AwaitingH2CData => {
                     let r = &self.reqs[slot];
@@ -392,10 +483,7 @@ impl Connection {
                     self.send_completion(slot);
                     // Keep small buffers for reuse; give large ones back so an
                     // idle queue does not pin depth x MDTS bytes.
-                    let buf = &mut self.reqs[slot].buf;
-                    if buf.capacity() > RETAINED_BUF_BYTES {
-                        *buf = Vec::new();
-                    }
+                    self.reqs[slot].buf.shrink_above(RETAINED_BUF_BYTES);
                     RequestState::Free
                 }
             };
@@ -406,9 +494,11 @@ impl Connection {
     /// New → AwaitingH2CData (R2T sent), ReadyToExecute or Completed (error).
     fn plan_transfer(&mut self, slot: usize) -> RequestState {
         let max_xfer = self.target.limits.max_transfer_bytes;
-        let in_capsule_max = match self.qid() {
-            Some(q) if q > 0 => self.target.limits.io_in_capsule_bytes,
-            _ => ADMIN_IN_CAPSULE_BYTES,
+        let io_queue = self.qid().is_some_and(|q| q > 0);
+        let in_capsule_max = if io_queue {
+            self.target.limits.io_in_capsule_bytes
+        } else {
+            ADMIN_IN_CAPSULE_BYTES
         };
         let r = &mut self.reqs[slot];
         let fail = |r: &mut Request, s: Status| {
@@ -443,7 +533,13 @@ impl Connection {
                 if r.in_capsule || len > max_xfer {
                     return fail(r, Status::SGL_LENGTH_INVALID);
                 }
-                r.buf.resize(len as usize, 0);
+                // I/O data is wholly overwritten (by storage or the host)
+                // before it is used; admin replies start from zeroes.
+                if io_queue {
+                    r.buf.set_len_stale(len as usize);
+                } else {
+                    r.buf.set_len_zeroed(len as usize);
+                }
                 if r.xfer == Xfer::CtrlToHost {
                     return RequestState::ReadyToExecute;
                 }
@@ -455,7 +551,7 @@ impl Connection {
         }
     }
 
-    /// ReadyToExecute → Completed or AwaitingEvent.
+    /// ReadyToExecute → Completed, Executing or AwaitingEvent.
     fn execute(&mut self, slot: usize) -> RequestState {
         let sqe = self.reqs[slot].sqe;
         let outcome = if sqe.opcode == admin::FABRICS {
@@ -467,9 +563,15 @@ impl Connection {
                 Some(_) => crate::io::execute(self, slot),
             }
         };
+        self.apply(slot, outcome)
+    }
+
+    /// The state an outcome leads to, with its status recorded.
+    fn apply(&mut self, slot: usize, outcome: Outcome) -> RequestState {
         let r = &mut self.reqs[slot];
         match outcome {
             Outcome::Deferred => RequestState::AwaitingEvent,
+            Outcome::Submitted => RequestState::Executing,
             Outcome::Done {
                 status,
                 result,
@@ -591,6 +693,11 @@ impl Connection {
                 self.target.leave_controller(&b.ctrl, b.qid);
             }
         }
+        assert_eq!(
+            self.executing(),
+            0,
+            "a connection is released only when no storage operation is in flight"
+        );
         for r in &mut self.reqs {
             r.state = RequestState::Free;
         }

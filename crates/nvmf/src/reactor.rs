@@ -2,11 +2,12 @@
 //!
 //! An acceptor thread takes new sockets and hands each to one reactor
 //! (round robin) through that reactor's channel and wake-up eventfd. A
-//! reactor runs a `poll(2)` loop over its sockets and drives each
-//! [`Connection`]; storage I/O is done synchronously on the reactor with
-//! positional reads and writes. No state is shared between reactors on the
-//! I/O path. (io_uring for sockets and storage is the planned next step; this
-//! loop is the interoperable baseline it will replace.)
+//! reactor runs a `poll(2)` loop over its sockets, its wake-up eventfd and
+//! its own io_uring's descriptor, and drives each [`Connection`]. Storage
+//! I/O of file and block device namespaces (`O_DIRECT`) is submitted on the
+//! reactor's io_uring and completes asynchronously while the connection
+//! serves other commands; RAM namespaces are copied synchronously. No state
+//! is shared between reactors on the I/O path.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -19,7 +20,9 @@ use std::time::{Duration, Instant};
 
 use crate::config::TargetConfig;
 use crate::error::TargetError;
+use crate::io::{StorageKind, StorageOp};
 use crate::queue::{Connection, Phase};
+use crate::ring::{Ring, Tag};
 use crate::subsystem::Target;
 
 /// How long in-flight writes get to finish after SIGINT/SIGTERM.
@@ -70,6 +73,8 @@ pub struct Server {
     pub cpus: Vec<usize>,
     /// The backing devices' NUMA node, when the CPUs were chosen from it.
     pub numa_node: Option<u32>,
+    /// io_uring fallbacks the reactors took, in words.
+    pub ring_notes: Vec<String>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -187,7 +192,7 @@ impl Server {
         } else {
             (cfg.cpus.clone(), None)
         };
-        let (mut threads, inboxes) = spawn_reactors(&target, &cpus)?;
+        let (mut threads, inboxes, ring_notes) = spawn_reactors(&target, &cpus)?;
         let t = target.clone();
         let acceptor = std::thread::Builder::new()
             .name("numio-acceptor".into())
@@ -203,6 +208,7 @@ impl Server {
             discovery_addrs,
             cpus,
             numa_node,
+            ring_notes,
             threads,
         })
     }
@@ -244,22 +250,34 @@ impl Server {
 /// bytes into whatever socket reused the number, corrupting a host's stream.)
 type Inbox = (Sender<TcpStream>, Arc<OwnedFd>);
 
-fn spawn_reactors(
-    target: &Arc<Target>,
-    cpus: &[usize],
-) -> Result<(Vec<JoinHandle<()>>, Vec<Inbox>), TargetError> {
+/// Reactor threads, their inboxes and the io_uring fallback notes.
+type Reactors = (Vec<JoinHandle<()>>, Vec<Inbox>, Vec<String>);
+
+fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, TargetError> {
     let mut threads = Vec::new();
     let mut inboxes = Vec::new();
+    let (ready_tx, ready_rx) = channel::<Result<Vec<String>, String>>();
     for &cpu in cpus {
         let (tx, rx) = channel::<TcpStream>();
         let wake = Arc::new(eventfd()?);
         let reactor_wake = wake.clone();
         let t = target.clone();
+        let ready = ready_tx.clone();
         let h = std::thread::Builder::new()
             .name(format!("numio-reactor-{cpu}"))
             .spawn(move || {
                 pin_to(cpu);
-                Reactor::new(t, rx, reactor_wake).run();
+                // The ring is made here: a single-issuer ring belongs to the
+                // thread that creates it.
+                match Ring::new(false) {
+                    Ok(ring) => {
+                        let _ = ready.send(Ok(ring.notes.clone()));
+                        Reactor::new(t, rx, reactor_wake, ring).run();
+                    }
+                    Err(e) => {
+                        let _ = ready.send(Err(e));
+                    }
+                }
             })
             .map_err(|source| TargetError::Os {
                 what: "spawning a reactor thread",
@@ -268,7 +286,31 @@ fn spawn_reactors(
         threads.push(h);
         inboxes.push((tx, wake));
     }
-    Ok((threads, inboxes))
+    let mut notes = Vec::new();
+    let mut failed = None;
+    for _ in cpus {
+        match ready_rx.recv() {
+            Ok(Ok(n)) => notes.extend(n),
+            Ok(Err(e)) => failed = Some(e),
+            Err(_) => failed = Some("a reactor thread exited during set-up".into()),
+        }
+    }
+    if let Some(e) = failed {
+        target.shutting_down.store(true, Ordering::Release);
+        for (_, w) in &inboxes {
+            poke(w.as_raw_fd());
+        }
+        for h in threads {
+            let _ = h.join();
+        }
+        return Err(TargetError::Os {
+            what: "starting a reactor",
+            source: std::io::Error::other(e),
+        });
+    }
+    notes.sort();
+    notes.dedup();
+    Ok((threads, inboxes, notes))
 }
 
 fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<Inbox>) {
@@ -325,71 +367,146 @@ struct Reactor {
     target: Arc<Target>,
     inbox: Receiver<TcpStream>,
     wake: Arc<OwnedFd>,
-    slots: Vec<Slot>,
+    ring: Ring,
+    /// Connections by stable index (a completion names its connection by
+    /// index, so entries never move); None = free.
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
     rbuf: Vec<u8>,
 }
 
 impl Reactor {
-    fn new(target: Arc<Target>, inbox: Receiver<TcpStream>, wake: Arc<OwnedFd>) -> Self {
+    fn new(
+        target: Arc<Target>,
+        inbox: Receiver<TcpStream>,
+        wake: Arc<OwnedFd>,
+        ring: Ring,
+    ) -> Self {
         Self {
             target,
             inbox,
             wake,
+            ring,
             slots: Vec::new(),
+            free: Vec::new(),
             rbuf: vec![0u8; READ_CHUNK_BYTES],
         }
+    }
+
+    fn live(&mut self) -> impl Iterator<Item = &mut Slot> {
+        self.slots.iter_mut().flatten()
     }
 
     fn run(mut self) {
         let mut last_tick = Instant::now();
         let mut drain_deadline: Option<Instant> = None;
         let mut fds: Vec<libc::pollfd> = Vec::new();
+        let mut fd_conn: Vec<u32> = Vec::new();
         loop {
             while let Ok(s) = self.inbox.try_recv() {
                 let conn = Connection::new(self.target.clone());
-                self.slots.push(Slot {
+                let slot = Slot {
                     stream: s,
                     conn,
                     out: Vec::new(),
                     out_pos: 0,
                     dead: false,
-                });
+                };
+                match self.free.pop() {
+                    Some(i) => self.slots[i as usize] = Some(slot),
+                    None => self.slots.push(Some(slot)),
+                }
             }
             if self.target.shutting_down.load(Ordering::Acquire) {
                 let deadline = *drain_deadline.get_or_insert_with(|| Instant::now() + DRAIN_GRACE);
                 let late = Instant::now() >= deadline;
-                for s in &mut self.slots {
+                for s in self.live() {
                     if late || s.conn.can_close_for_shutdown() {
                         s.conn.close("target shutting down".into());
                     }
                 }
-                if self.slots.is_empty() {
+                if self.slots.iter().all(Option::is_none) {
                     return;
                 }
             }
-            self.poll_once(&mut fds);
+            self.submit_storage();
+            self.poll_once(&mut fds, &mut fd_conn);
+            self.reap_storage();
             let now = Instant::now();
             if now.duration_since(last_tick) >= TICK {
                 last_tick = now;
-                for s in &mut self.slots {
+                for s in self.live() {
                     s.conn.tick(now);
                 }
             }
-            for s in &mut self.slots {
+            for s in self.live() {
                 flush(s);
             }
             self.reap();
         }
     }
 
-    fn poll_once(&mut self, fds: &mut Vec<libc::pollfd>) {
+    /// Hands every queued storage operation to the ring.
+    fn submit_storage(&mut self) {
+        for (i, s) in self.slots.iter_mut().enumerate() {
+            let Some(s) = s else { continue };
+            while let Some((op, buf)) = s.conn.take_storage() {
+                let e = storage_entry(&op, buf).user_data(
+                    Tag::Storage {
+                        conn: i as u32,
+                        slot: op.slot,
+                    }
+                    .encode(),
+                );
+                // SAFETY: buf is the request slot's buffer of at least
+                // op.len bytes; the connection leaves it alone while the
+                // request is Executing, and the reactor keeps the
+                // connection (and so the buffer) until the completion is
+                // reaped (reap() skips connections with executing() > 0).
+                // op.fd belongs to a namespace the target keeps open.
+                if let Err(e) = unsafe { self.ring.push(&e) } {
+                    eprintln!("numio serve: io_uring submit failed: {e}");
+                }
+            }
+        }
+        if let Err(e) = self.ring.ring.submit() {
+            eprintln!("numio serve: io_uring submit failed: {e}");
+        }
+    }
+
+    /// Completes every storage operation the ring has finished.
+    fn reap_storage(&mut self) {
+        let done: Vec<(u64, i32)> = self
+            .ring
+            .ring
+            .completion()
+            .map(|c| (c.user_data(), c.result()))
+            .collect();
+        for (ud, res) in done {
+            if let Some(Tag::Storage { conn, slot }) = Tag::decode(ud) {
+                if let Some(Some(s)) = self.slots.get_mut(conn as usize) {
+                    s.conn.complete_storage(slot, res);
+                    flush(s);
+                }
+            }
+        }
+    }
+
+    fn poll_once(&mut self, fds: &mut Vec<libc::pollfd>, fd_conn: &mut Vec<u32>) {
         fds.clear();
+        fd_conn.clear();
         fds.push(libc::pollfd {
             fd: self.wake.as_raw_fd(),
             events: libc::POLLIN,
             revents: 0,
         });
-        for s in &self.slots {
+        fds.push(libc::pollfd {
+            fd: self.ring.ring.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        for (i, s) in self.slots.iter().enumerate() {
+            let Some(s) = s else { continue };
             let mut ev = libc::POLLIN;
             if s.out_pos < s.out.len() || s.conn.tx_pending() > 0 {
                 ev |= libc::POLLOUT;
@@ -399,6 +516,7 @@ impl Reactor {
                 events: ev,
                 revents: 0,
             });
+            fd_conn.push(i as u32);
         }
         let n = poll_fds(fds);
         if n <= 0 {
@@ -415,21 +533,26 @@ impl Reactor {
                 )
             };
         }
-        for (i, s) in self.slots.iter_mut().enumerate() {
-            let re = fds[i + 1].revents;
+        for (k, &i) in fd_conn.iter().enumerate() {
+            let re = fds[k + 2].revents;
             if re & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
-                read_some(s, &mut self.rbuf);
+                if let Some(s) = self.slots[i as usize].as_mut() {
+                    read_some(s, &mut self.rbuf);
+                }
             }
         }
     }
 
     fn reap(&mut self) {
-        let mut i = 0;
-        while i < self.slots.len() {
-            let s = &self.slots[i];
+        for i in 0..self.slots.len() {
+            let Some(s) = &self.slots[i] else { continue };
+            if s.conn.executing() > 0 {
+                continue; // the kernel still owns some of its buffers
+            }
             let drained = s.out_pos >= s.out.len() && s.conn.tx_pending() == 0;
             if s.dead || (s.conn.phase() == Phase::Closing && drained) {
-                let mut s = self.slots.swap_remove(i);
+                let mut s = self.slots[i].take().expect("checked above");
+                self.free.push(i as u32);
                 let why = s
                     .conn
                     .close_reason
@@ -451,10 +574,28 @@ impl Reactor {
                 s.conn.release();
                 let _ = s.stream.shutdown(std::net::Shutdown::Both);
                 self.target.connections.fetch_sub(1, Ordering::AcqRel);
-            } else {
-                i += 1;
             }
         }
+        while self.slots.last().is_some_and(Option::is_none) {
+            self.slots.pop();
+            let n = self.slots.len() as u32;
+            self.free.retain(|&f| f < n);
+        }
+    }
+}
+
+/// The SQE for a storage operation on `buf`.
+fn storage_entry(op: &StorageOp, buf: *mut u8) -> io_uring::squeue::Entry {
+    use io_uring::{opcode, types};
+    let fd = types::Fd(op.fd);
+    match op.kind {
+        StorageKind::Read => opcode::Read::new(fd, buf, op.len).offset(op.offset).build(),
+        StorageKind::Write => opcode::Write::new(fd, buf, op.len)
+            .offset(op.offset)
+            .build(),
+        StorageKind::Flush => opcode::Fsync::new(fd)
+            .flags(types::FsyncFlags::DATASYNC)
+            .build(),
     }
 }
 

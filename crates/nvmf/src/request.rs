@@ -5,14 +5,20 @@
 //!                          │                                                │
 //!                          └────────────────► ReadyToExecute ◄─(all data)───┘
 //!                                                   │
-//!                           ┌───────────────────────┼──────────────┐
-//!                           ▼                       ▼              ▼
-//!                    AwaitingEvent (AER)       Completed ──► (C2HData,) response ──► Free
+//!                ┌──────────────────┬───────────────┼──────────────┐
+//!                ▼                  ▼               ▼              │
+//!         AwaitingEvent (AER)   Executing ──(CQE)──► Completed ◄───┘
+//!                               (storage I/O            │
+//!                                on the ring)           ▼
+//!                                             (C2HData,) response ──► Free
 //! ```
 //! `Connection::advance` in `queue.rs` is the one place that moves a request
 //! from one state to the next.
 
 use nvme_spec::{Sqe, Status};
+
+use crate::buf::AlignedBuf;
+use crate::io::StorageOp;
 
 /// Which way a command moves data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +63,9 @@ pub enum RequestState {
     ReadyToExecute,
     /// Held until an asynchronous event occurs (AER).
     AwaitingEvent,
+    /// A storage operation is queued for or in flight on the reactor's
+    /// io_uring; the kernel owns the data buffer until its completion.
+    Executing,
     /// Ran (or failed before running); its data and response are to be sent.
     Completed,
 }
@@ -78,14 +87,17 @@ pub struct Request {
     pub in_capsule: bool,
     /// A data digest failed; the command completes with a transport error.
     pub digest_failed: bool,
-    /// Data buffer (reused; grows to the largest transfer seen).
-    pub buf: Vec<u8>,
+    /// Data buffer: page-aligned, reused, grows to the largest transfer
+    /// seen (up to a retention limit).
+    pub buf: AlignedBuf,
     /// Completion status.
     pub status: Status,
     /// Completion dwords 0 (low half) and 1 (high half).
     pub result: u64,
     /// Bytes of `buf` to return for a controller-to-host command.
     pub out_len: u32,
+    /// The storage operation while `Executing`.
+    pub storage: Option<StorageOp>,
 }
 
 impl Request {
@@ -99,10 +111,11 @@ impl Request {
             received_bytes: 0,
             in_capsule: false,
             digest_failed: false,
-            buf: Vec::new(),
+            buf: AlignedBuf::new(),
             status: Status::SUCCESS,
             result: 0,
             out_len: 0,
+            storage: None,
         }
     }
 
@@ -132,6 +145,8 @@ pub enum Outcome {
     },
     /// Completed later (AER).
     Deferred,
+    /// A storage operation was queued; its completion finishes the command.
+    Submitted,
 }
 
 impl Outcome {

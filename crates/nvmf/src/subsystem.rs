@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use nvme_spec::fabrics::DISCOVERY_NQN;
 use nvme_spec::log::ErrorEntry;
 
-use crate::config::{Backing, Limits, TargetConfig};
+use crate::config::{Limits, TargetConfig};
 use crate::error::TargetError;
 use crate::namespace::Namespace;
 
@@ -173,13 +173,7 @@ impl Target {
         for s in &cfg.subsystems {
             let mut namespaces = Vec::new();
             for (i, n) in s.namespaces.iter().enumerate() {
-                let backing = Backing::parse(&n.backing)?;
-                namespaces.push(Arc::new(Namespace::open(
-                    &s.nqn,
-                    i as u32 + 1,
-                    &backing,
-                    &n.backing,
-                )?));
+                namespaces.push(Arc::new(Namespace::open(&s.nqn, i as u32 + 1, n)?));
             }
             subsystems.push(Arc::new(Subsystem {
                 nqn: s.nqn.clone(),

@@ -75,9 +75,7 @@ fn connection_survives_mutated_streams() {
         model: "M".into(),
         allowed_hosts: vec![],
         allow_any_host: true,
-        namespaces: vec![NamespaceConfig {
-            backing: "mem:1M".into(),
-        }],
+        namespaces: vec![NamespaceConfig::new("mem:1M")],
     });
     let target = Target::new(&cfg).unwrap();
     let good = valid_stream();

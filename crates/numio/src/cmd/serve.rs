@@ -25,8 +25,9 @@ Example:
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = LIMITS_HELP, after_help = "Run with --help for limits and an example.")]
 pub struct Args {
-    /// Namespace: `mem:SIZE` (RAM, e.g. mem:1G) or a file / block device path; repeat for more.
-    #[arg(long = "ns", value_name = "mem:SIZE|PATH")]
+    /// Namespace: `mem:SIZE` (RAM, e.g. mem:1G) or a file / block device path (O_DIRECT), then
+    /// `,buffered` to use the page cache instead; repeat for more.
+    #[arg(long = "ns", value_name = "mem:SIZE|PATH[,buffered]")]
     pub namespaces: Vec<String>,
     /// Subsystem NQN of the --ns namespaces.
     #[arg(long, default_value = DEFAULT_NQN)]
@@ -136,8 +137,8 @@ fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
             namespaces: args
                 .namespaces
                 .iter()
-                .map(|b| NamespaceConfig { backing: b.clone() })
-                .collect(),
+                .map(|b| NamespaceConfig::from_spec(b))
+                .collect::<Result<_, _>>()?,
         });
     } else if !args.allow_host.is_empty() || args.allow_any_host {
         anyhow::ensure!(
@@ -172,14 +173,22 @@ fn print_startup(server: &Server, open_by_default: bool) {
         );
         for ns in &s.namespaces {
             println!(
-                "numio serve:   nsid {} {} {} bytes ({} blocks of 512) nguid {} uuid {}",
+                "numio serve:   nsid {} {} {} bytes ({} blocks of {}) nguid {} uuid {} ({})",
                 ns.nsid,
                 ns.spec,
                 ns.size_bytes(),
                 ns.blocks(),
+                ns.lba_bytes(),
                 hex(&ns.nguid),
-                uuid(&ns.uuid)
+                uuid(&ns.uuid),
+                ns.describe_access()
             );
+            if let nvmf::namespace::Access::Buffered { why } = &ns.access {
+                eprintln!(
+                    "numio serve: note: nsid {} {} goes through the page cache: {why}",
+                    ns.nsid, ns.spec
+                );
+            }
         }
     }
     if open_by_default {
@@ -191,6 +200,9 @@ fn print_startup(server: &Server, open_by_default: bool) {
             server.cpus
         ),
         None => println!("numio serve: reactors on CPUs {:?}", server.cpus),
+    }
+    for n in &server.ring_notes {
+        eprintln!("numio serve: note: {n}");
     }
     println!("numio serve: limits: {}", t.limits.describe());
     println!("numio serve: ready (SIGINT or SIGTERM stops)");

@@ -24,12 +24,8 @@ pub fn config(allowed: Option<&str>) -> TargetConfig {
         allowed_hosts: allowed.map(|h| vec![h.to_string()]).unwrap_or_default(),
         allow_any_host: allowed.is_none(),
         namespaces: vec![
-            NamespaceConfig {
-                backing: "mem:64M".into(),
-            },
-            NamespaceConfig {
-                backing: "mem:8M".into(),
-            },
+            NamespaceConfig::new("mem:64M"),
+            NamespaceConfig::new("mem:8M"),
         ],
     });
     c

@@ -1,0 +1,219 @@
+//! One reactor's io_uring: set-up with feature probing, the `user_data`
+//! encoding of every operation, and the single place SQEs are pushed.
+//!
+//! Every `unsafe` that hands memory to the kernel lives here, at
+//! [`Ring::push`]: its callers state who owns the buffer until the
+//! completion arrives.
+
+use io_uring::{opcode, squeue, IoUring};
+
+/// Submission queue entries per reactor ring.
+pub const RING_ENTRIES: u32 = 512;
+/// Completion queue entries (room for every connection's recv and send plus
+/// a full queue of storage operations on several queues).
+pub const CQ_ENTRIES: u32 = 8 * RING_ENTRIES;
+
+/// What a completion belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tag {
+    /// A storage operation of request `slot` on connection `conn`.
+    Storage {
+        /// Connection index in the reactor's slab.
+        conn: u32,
+        /// Request slot.
+        slot: u16,
+    },
+    /// The connection's socket receive.
+    Recv {
+        /// Connection index.
+        conn: u32,
+    },
+    /// The connection's socket send.
+    Send {
+        /// Connection index.
+        conn: u32,
+    },
+    /// The wake-up eventfd read (new connections or shutdown).
+    Wake,
+    /// The tick timeout (kernels without IORING_FEAT_EXT_ARG).
+    Tick,
+}
+
+impl Tag {
+    /// Packs into `user_data`: kind in bits 56..64, connection in 16..48,
+    /// slot in 0..16.
+    pub fn encode(self) -> u64 {
+        let (kind, conn, slot) = match self {
+            Tag::Storage { conn, slot } => (1u64, conn, slot),
+            Tag::Recv { conn } => (2, conn, 0),
+            Tag::Send { conn } => (3, conn, 0),
+            Tag::Wake => (4, 0, 0),
+            Tag::Tick => (5, 0, 0),
+        };
+        (kind << 56) | ((conn as u64) << 16) | slot as u64
+    }
+
+    /// Unpacks `user_data`; None for values this module never produced.
+    pub fn decode(v: u64) -> Option<Self> {
+        let conn = ((v >> 16) & 0xFFFF_FFFF) as u32;
+        let slot = (v & 0xFFFF) as u16;
+        Some(match v >> 56 {
+            1 => Tag::Storage { conn, slot },
+            2 => Tag::Recv { conn },
+            3 => Tag::Send { conn },
+            4 => Tag::Wake,
+            5 => Tag::Tick,
+            _ => return None,
+        })
+    }
+}
+
+/// A reactor's ring and what set-up and probing found.
+pub struct Ring {
+    /// The ring.
+    pub ring: IoUring,
+    /// Set-up flags in use, in words.
+    pub features: Vec<String>,
+    /// Fallbacks taken, in words (printed at start-up).
+    pub notes: Vec<String>,
+    /// IORING_FEAT_EXT_ARG: waits carry their own timeout.
+    pub ext_arg: bool,
+}
+
+impl std::fmt::Debug for Ring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ring")
+            .field("features", &self.features)
+            .field("notes", &self.notes)
+            .finish_non_exhaustive()
+    }
+}
+
+type Attempt = (&'static str, fn(&mut io_uring::Builder));
+
+impl Ring {
+    /// Builds a ring, trying the cheapest task-work mode first (plain when
+    /// `defer_taskrun` is false: its fd is then pollable), and checks
+    /// the kernel has every operation the reactor uses. Must run on the
+    /// thread that will submit (single-issuer rings remember it).
+    pub fn new(defer_taskrun: bool) -> Result<Self, String> {
+        let attempts: &[Attempt] = &[
+            ("SINGLE_ISSUER+DEFER_TASKRUN", |b| {
+                b.setup_single_issuer().setup_defer_taskrun();
+            }),
+            ("COOP_TASKRUN", |b| {
+                b.setup_coop_taskrun();
+            }),
+            ("no set-up flags", |_| {}),
+        ];
+        let first = if defer_taskrun { 0 } else { 2 };
+        let mut notes = Vec::new();
+        let mut last = String::new();
+        for (name, apply) in &attempts[first..] {
+            let mut b = IoUring::builder();
+            apply(&mut b);
+            b.setup_cqsize(CQ_ENTRIES);
+            match b.build(RING_ENTRIES) {
+                Ok(ring) => {
+                    let mut me = Self {
+                        ext_arg: ring.params().is_feature_ext_arg(),
+                        ring,
+                        features: vec![name.to_string()],
+                        notes,
+                    };
+                    me.probe()?;
+                    return Ok(me);
+                }
+                Err(e) => {
+                    notes.push(format!(
+                        "io_uring set-up with {name} refused ({e}); falling back"
+                    ));
+                    last = e.to_string();
+                }
+            }
+        }
+        Err(format!(
+            "cannot create an io_uring ({last}); numio serve needs io_uring (Linux 5.11 or later, \
+             and not disabled by the kernel.io_uring_disabled sysctl or a seccomp filter)"
+        ))
+    }
+
+    fn probe(&mut self) -> Result<(), String> {
+        let mut probe = io_uring::Probe::new();
+        if let Err(e) = self.ring.submitter().register_probe(&mut probe) {
+            self.notes.push(format!(
+                "io_uring opcode probe failed ({e}); assuming Linux 5.11 opcodes"
+            ));
+            return Ok(());
+        }
+        let needed = [
+            ("RECV", opcode::Recv::CODE),
+            ("SEND", opcode::Send::CODE),
+            ("READ", opcode::Read::CODE),
+            ("WRITE", opcode::Write::CODE),
+            ("FSYNC", opcode::Fsync::CODE),
+        ];
+        let missing: Vec<&str> = needed
+            .iter()
+            .filter(|(_, c)| !probe.is_supported(*c))
+            .map(|(n, _)| *n)
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "this kernel's io_uring lacks {}; numio serve needs Linux 5.11 or later",
+                missing.join(", ")
+            ));
+        }
+        let p = self.ring.params();
+        if !p.is_feature_fast_poll() {
+            self.notes.push(
+                "io_uring without FAST_POLL: socket receives wait in io-wq worker threads".into(),
+            );
+        }
+        if !self.ext_arg {
+            self.notes
+                .push("io_uring without EXT_ARG: the tick is an IORING_OP_TIMEOUT".into());
+        }
+        Ok(())
+    }
+
+    /// Queues one SQE, submitting first when the submission queue is full.
+    ///
+    /// # Safety
+    /// Every buffer and descriptor `e` names must stay valid, and buffers
+    /// untouched by anyone else, until the completion with `e`'s
+    /// `user_data` has been reaped.
+    pub unsafe fn push(&mut self, e: &squeue::Entry) -> std::io::Result<()> {
+        loop {
+            // SAFETY: the caller's contract covers what `e` points at.
+            if unsafe { self.ring.submission().push(e) }.is_ok() {
+                return Ok(());
+            }
+            self.ring.submit()?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_round_trip() {
+        for t in [
+            Tag::Storage {
+                conn: 0xDEAD_BEEF,
+                slot: 0xFFFF,
+            },
+            Tag::Storage { conn: 0, slot: 0 },
+            Tag::Recv { conn: 7 },
+            Tag::Send { conn: u32::MAX },
+            Tag::Wake,
+            Tag::Tick,
+        ] {
+            assert_eq!(Tag::decode(t.encode()), Some(t));
+        }
+        assert_eq!(Tag::decode(0), None);
+        assert_eq!(Tag::decode(u64::MAX), None);
+    }
+}

@@ -1,0 +1,181 @@
+//! The per-command state machine without a reactor: a storage command waits
+//! in `Executing` while the same queue serves others, and its completion
+//! resumes it.
+
+use nvme_spec::command::{io, SglDescriptor, SGL_IN_CAPSULE, SGL_TRANSPORT};
+use nvme_spec::fabrics::{ConnectCmd, ConnectData, CNTLID_DYNAMIC};
+use nvme_spec::tcp::{self, pdu_type, Direction, Framing, Pdu};
+use nvme_spec::{Cqe, Sqe};
+use nvmf::config::{NamespaceConfig, SubsystemConfig};
+use nvmf::initiator::rw_sqe;
+use nvmf::io::StorageKind;
+use nvmf::queue::Connection;
+use nvmf::subsystem::Target;
+use nvmf::TargetConfig;
+
+const NQN: &str = "nqn.2026-01.io.numio:sm";
+const HOST: &str = "nqn.2026-01.io.numio:host";
+
+fn capsule(sqe: Sqe, data: &[u8]) -> Vec<u8> {
+    let mut b = Vec::new();
+    tcp::frame(
+        &mut b,
+        pdu_type::CAPSULE_CMD,
+        0,
+        &sqe.encode(),
+        data,
+        &Framing::INITIAL,
+    );
+    b
+}
+
+fn sgl(sqe: &mut Sqe, len: u32, in_capsule: bool) {
+    sqe.flags = 0x40;
+    sqe.dptr = SglDescriptor {
+        addr: 0,
+        length: len,
+        rsvd: [0; 3],
+        type_byte: if in_capsule {
+            SGL_IN_CAPSULE
+        } else {
+            SGL_TRANSPORT
+        },
+    };
+}
+
+/// Every PDU in `tx`, as (type, cid, data length) and response CQEs.
+fn pdus(tx: &[u8]) -> Vec<(u8, u16, usize, Option<Cqe>)> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < tx.len() {
+        let plen = u32::from_le_bytes(tx[pos + 4..pos + 8].try_into().unwrap()) as usize;
+        let p = tcp::decode(
+            &tx[pos..pos + plen],
+            Direction::ControllerToHost,
+            &Framing::INITIAL,
+        )
+        .unwrap();
+        out.push(match p {
+            Pdu::CapsuleResp(c) => (pdu_type::CAPSULE_RESP, c.cid, 0, Some(c)),
+            Pdu::Data { hdr, data, .. } => (hdr.ch.pdu_type, hdr.cccid, data.len(), None),
+            Pdu::R2t(h) => (pdu_type::R2T, h.cccid, h.data_length as usize, None),
+            Pdu::IcResp(_) => (pdu_type::IC_RESP, 0, 0, None),
+            other => panic!("unexpected {other:?}"),
+        });
+        pos += plen;
+    }
+    out
+}
+
+fn connect(target: &std::sync::Arc<Target>, qid: u16, cntlid: u16) -> (Connection, u16) {
+    let mut c = Connection::new(target.clone());
+    let mut b = Vec::new();
+    tcp::frame(
+        &mut b,
+        pdu_type::IC_REQ,
+        0,
+        &tcp::icreq_body(0, 0, 0),
+        &[],
+        &Framing::INITIAL,
+    );
+    let mut sqe = Sqe {
+        cid: 1,
+        ..Default::default()
+    };
+    ConnectCmd {
+        recfmt: 0,
+        qid,
+        sqsize: 31,
+        cattr: 0,
+        kato_ms: 0,
+    }
+    .to_sqe(&mut sqe);
+    sgl(&mut sqe, 1024, true);
+    let data = ConnectData::new([3; 16], cntlid, NQN, HOST).encode();
+    b.extend(capsule(sqe, &data));
+    c.on_bytes(&b);
+    let resp = pdus(&c.take_tx());
+    let cqe = resp[1].3.expect("Connect response");
+    assert!(cqe.status().is_success(), "{:?}", cqe.status());
+    (c, cqe.result as u16)
+}
+
+#[test]
+fn storage_command_executes_while_the_queue_serves_others() {
+    let path = std::env::temp_dir().join(format!("numio-sm-{}", std::process::id()));
+    std::fs::write(&path, vec![0u8; 1 << 20]).unwrap();
+    let mut cfg = TargetConfig::default();
+    cfg.subsystems.push(SubsystemConfig {
+        nqn: NQN.into(),
+        serial: "S".into(),
+        model: "M".into(),
+        allowed_hosts: vec![],
+        allow_any_host: true,
+        namespaces: vec![
+            NamespaceConfig::new(path.to_str().unwrap()),
+            NamespaceConfig::new("mem:1M"),
+        ],
+    });
+    let target = Target::new(&cfg).unwrap();
+    let (mut admin, cntlid) = connect(&target, 0, CNTLID_DYNAMIC);
+    let (mut q, _) = connect(&target, 1, cntlid);
+
+    // A 4 KiB in-capsule write to the file namespace: queued, no response.
+    let mut w = rw_sqe(io::WRITE, 1, 8, 8);
+    w.cid = 10;
+    sgl(&mut w, 4096, true);
+    q.on_bytes(&capsule(w, &[0xC5; 4096]));
+    assert_eq!(q.executing(), 1);
+    assert!(
+        q.take_tx().is_empty(),
+        "no response before the storage completes"
+    );
+    // Meanwhile a read of the RAM namespace completes at once.
+    let mut r = rw_sqe(io::READ, 2, 0, 2);
+    r.cid = 11;
+    sgl(&mut r, 1024, false);
+    q.on_bytes(&capsule(r, &[]));
+    let out = pdus(&q.take_tx());
+    assert_eq!(
+        out.iter().map(|p| (p.0, p.1)).collect::<Vec<_>>(),
+        vec![(pdu_type::C2H_DATA, 11), (pdu_type::CAPSULE_RESP, 11)]
+    );
+    assert!(
+        !q.can_close_for_shutdown(),
+        "a write in flight holds the queue"
+    );
+    // The reactor's view: one operation, page-aligned buffer.
+    let (op, buf) = q.take_storage().expect("the write is queued");
+    assert_eq!(
+        (op.kind, op.offset, op.len),
+        (StorageKind::Write, 8 * 512, 4096)
+    );
+    assert_eq!(buf as usize % 4096, 0, "O_DIRECT-aligned buffer");
+    assert!(q.take_storage().is_none());
+    // A failed completion fails the command.
+    q.complete_storage(op.slot, -libc::EIO);
+    let out = pdus(&q.take_tx());
+    assert_eq!(out.len(), 1);
+    assert!(!out[0].3.unwrap().status().is_success());
+    assert_eq!(q.executing(), 0);
+
+    // Read back through the blocking driver: data written by a second write.
+    q.on_bytes(&capsule(w, &[0x5C; 4096]));
+    q.run_storage_blocking();
+    let out = pdus(&q.take_tx());
+    assert!(out[0].3.unwrap().status().is_success());
+    let mut rd = rw_sqe(io::READ, 1, 8, 8);
+    rd.cid = 12;
+    sgl(&mut rd, 4096, false);
+    q.on_bytes(&capsule(rd, &[]));
+    assert!(q.take_tx().is_empty());
+    q.run_storage_blocking();
+    let out = pdus(&q.take_tx());
+    assert_eq!((out[0].0, out[0].2), (pdu_type::C2H_DATA, 4096));
+    assert!(q.can_close_for_shutdown());
+    q.release();
+    admin.release();
+    assert_eq!(target.controller_count(), 0);
+    assert_eq!(std::fs::read(&path).unwrap()[4096..8192], [0x5C; 4096]);
+    std::fs::remove_file(&path).unwrap();
+}
