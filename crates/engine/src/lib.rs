@@ -29,4 +29,4 @@ pub use backend::{Backend, BackendKind, UringOptions, UringSetup};
 pub use error::EngineError;
 pub use progress::ProgressSnapshot;
 pub use result::{CpuUsage, Environment, LatencySummary, RunResult, TargetResult};
-pub use run::{run, IoPoll, RunOptions, DEFAULT_PERCENTILES};
+pub use run::{run, run_until, IoPoll, RunOptions, DEFAULT_PERCENTILES};

@@ -287,6 +287,10 @@ pub struct RunResult {
     pub errors: Vec<ErrnoCount>,
     /// Measured time (longest target).
     pub runtime_ns: u64,
+    /// The run was stopped early (SIGINT / SIGTERM): every number covers
+    /// the time actually measured, `runtime_ns`, not the planned runtime.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 impl RunResult {

@@ -108,11 +108,29 @@ struct Control {
     stop: AtomicBool,
 }
 
+/// How often the calling thread looks at the workers and the interrupt flag.
+const WATCH_TICK: std::time::Duration = std::time::Duration::from_millis(50);
+/// Ticks between two progress callbacks (200 ms).
+const PROGRESS_EVERY_TICKS: u32 = 4;
+
 /// Checks every target of `placement` and runs it. `on_progress` is called
 /// about five times a second from the calling thread while workers run.
 pub fn run(
     placement: &Placement,
     opts: &RunOptions,
+    on_progress: &mut dyn FnMut(&ProgressSnapshot),
+) -> Result<RunResult, EngineError> {
+    run_until(placement, opts, &AtomicBool::new(false), on_progress)
+}
+
+/// As [`run`], and stops early once `interrupt` is set (e.g. by a signal
+/// handler): within one watch tick (50 ms) the workers stop issuing, drain
+/// what is in flight and hand back what they measured; the result covers the
+/// time actually measured and has `interrupted` set.
+pub fn run_until(
+    placement: &Placement,
+    opts: &RunOptions,
+    interrupt: &AtomicBool,
     on_progress: &mut dyn FnMut(&ProgressSnapshot),
 ) -> Result<RunResult, EngineError> {
     let started_unix_s = std::time::SystemTime::now()
@@ -139,14 +157,24 @@ pub fn run(
     ctl.start.wait();
     let t0 = sys::now_ns();
     let process0 = sys::process_usage();
+    let mut interrupted = false;
+    let mut tick = 0u32;
     while !ctl.abort.load(Ordering::Relaxed) && progress.iter().any(|p| !p.is_finished()) {
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        on_progress(&snapshot(&progress, sys::now_ns() - t0, planned_ns));
+        if !interrupted && interrupt.load(Ordering::Relaxed) {
+            interrupted = true;
+            ctl.stop.store(true, Ordering::Relaxed);
+        }
+        std::thread::sleep(WATCH_TICK);
+        tick += 1;
+        if tick % PROGRESS_EVERY_TICKS == 0 {
+            on_progress(&snapshot(&progress, sys::now_ns() - t0, planned_ns));
+        }
     }
     let outputs = join_workers(handles, &specs)?;
     let process = sys::delta(&sys::process_usage(), &process0, sys::now_ns() - t0);
     let mut result = merge(placement, opts, &infos, &specs, outputs, started_unix_s);
     result.process_cpu_usage = process;
+    result.interrupted = interrupted;
     Ok(result)
 }
 
@@ -573,5 +601,6 @@ fn merge(
         process_cpu_usage: CpuUsage::default(),
         errors: all.errno_counts(),
         runtime_ns: run_ns,
+        interrupted: false,
     }
 }

@@ -16,6 +16,8 @@ use topology::Topology;
 
 #[path = "bench_args.rs"]
 pub mod bench_args;
+#[path = "bench_interrupt.rs"]
+pub mod bench_interrupt;
 #[path = "bench_jobs.rs"]
 pub mod bench_jobs;
 #[path = "bench_report.rs"]
@@ -50,7 +52,8 @@ pub struct Args {
     pub fio_args: Vec<String>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
-    /// Engine backend: uring, sync, null (no I/O) or nop (io_uring NOPs).
+    /// Engine backend: uring, sync, null (no I/O), nop (io_uring NOPs) or
+    /// passthru (NVMe commands via io_uring on /dev/ngXnY).
     #[arg(long, default_value = "uring")]
     pub backend: String,
     /// Pin the jobs of every target to these CPUs, one job per CPU in order
@@ -116,6 +119,7 @@ pub struct RunOptions {
 
 /// Runs `numio bench`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    bench_interrupt::install()?;
     let src = bench_jobs::source(&args.targets, args.plan.as_deref(), &args.fio_args)?;
     let mut opts = run_options(&args)?;
     let topo = Topology::discover(Path::new("/"));
@@ -148,9 +152,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             bail!("--repeat runs one group: the job file has {} stonewall groups (run them as separate job files)", groups.len());
         }
         let policy = placement.policy.clone();
-        return super::report::bench_repeat(&args.repeat, args.json, &policy, || {
+        let code = super::report::bench_repeat(&args.repeat, args.json, &policy, || {
             run_placement(&placement, &opts)
-        });
+        })?;
+        return Ok(bench_interrupt::exit_code().unwrap_or(code));
     }
     let mut results = Vec::with_capacity(groups.len());
     for (i, group) in groups.iter().enumerate() {
@@ -161,7 +166,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         if !args.json {
             print!("{}", bench_report::render(&result, group));
         }
+        let interrupted = result.interrupted;
         results.push(result);
+        if interrupted {
+            if groups.len() > 1 {
+                eprintln!(
+                    "numio: interrupted in group {} of {}: the later groups did not run",
+                    i + 1,
+                    groups.len()
+                );
+            }
+            break;
+        }
     }
     if args.json {
         match results.as_slice() {
@@ -169,11 +185,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             many => println!("{}", serde_json::to_string_pretty(many)?),
         }
     }
-    Ok(if results.iter().all(|r| r.errors.is_empty()) {
-        0
-    } else {
-        1
-    })
+    let code = i32::from(results.iter().any(|r| !r.errors.is_empty()));
+    Ok(bench_interrupt::exit_code().unwrap_or(code))
 }
 
 /// fixedbufs / registerfiles / sqthread_poll of a job file, applied to the run.
@@ -193,7 +206,9 @@ fn apply_uring_overrides(placement: &Placement, opts: &mut RunOptions) -> anyhow
 }
 
 /// Runs a placement on the engine, with a live progress line on stderr when
-/// asked. Reusable by `numio compare` and repeats.
+/// asked. Reusable by `numio compare` and repeats. A first SIGINT / SIGTERM
+/// (after [`bench_interrupt::install`]) stops it early: the result covers the
+/// time measured and has `interrupted` set.
 pub fn run_placement(placement: &Placement, opts: &RunOptions) -> anyhow::Result<RunResult> {
     let mut line = bench_report::ProgressLine::default();
     let mut on_progress = |s: &engine::ProgressSnapshot| {
@@ -204,7 +219,12 @@ pub fn run_placement(placement: &Placement, opts: &RunOptions) -> anyhow::Result
             let _ = err.flush();
         }
     };
-    let result = engine::run(placement, &opts.engine, &mut on_progress);
+    let result = engine::run_until(
+        placement,
+        &opts.engine,
+        bench_interrupt::flag(),
+        &mut on_progress,
+    );
     if opts.progress {
         eprint!("\r\x1b[2K");
     }

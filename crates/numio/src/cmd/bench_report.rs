@@ -194,6 +194,22 @@ fn errors_line(out: &mut String, errors: &[engine::result::ErrnoCount]) {
     }
 }
 
+/// Says that the run stopped early and what the numbers cover.
+fn interrupted_line(r: &RunResult) -> String {
+    let planned = r
+        .targets
+        .iter()
+        .filter_map(|t| t.workload.runtime_ns)
+        .max()
+        .map_or(String::new(), |p| {
+            format!(" of {:.2}s planned", p as f64 / 1e9)
+        });
+    format!(
+        "interrupted: stopped early after {:.2}s measured{planned}; every number below covers the time measured",
+        r.runtime_ns as f64 / 1e9
+    )
+}
+
 /// The final report.
 pub fn render(r: &RunResult, placement: &Placement) -> String {
     let env = &r.environment;
@@ -203,6 +219,9 @@ pub fn render(r: &RunResult, placement: &Placement) -> String {
         "numio bench: {} backend, policy {}, kernel {}, {} ({} CPUs)",
         env.backend, r.policy, env.kernel, env.cpu_model, env.online_cpus
     );
+    if r.interrupted {
+        let _ = writeln!(out, "{}", interrupted_line(r));
+    }
     if !env.uring_features.is_empty() {
         let _ = writeln!(out, "io_uring: {}", env.uring_features.join(", "));
     }

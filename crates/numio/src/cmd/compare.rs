@@ -12,6 +12,7 @@ use report::{Arm, ResultSet, SetKind};
 use topology::Topology;
 
 use super::bench::bench_args::{parse_percentiles, WorkloadArgs};
+use super::bench::bench_interrupt;
 use super::bench::{choose_targets, run_placement, RunOptions};
 use super::report::{command_line, finish, now_unix_s};
 
@@ -63,6 +64,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         "--repeat {}: give 1 to 1000 runs per arm",
         args.repeat
     );
+    bench_interrupt::install()?;
     let mut specs = [parse_arm("--a", &args.a)?, parse_arm("--b", &args.b)?];
     let context = LiveContext::new(&args, &specs)?;
     let prepared = [prepare(&specs[0], &context)?, prepare(&specs[1], &context)?];
@@ -74,6 +76,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let [sa, sb] = &mut specs;
     distinct_labels(&mut sa.label, &mut sb.label);
     let arms = run_arms(&specs, prepared, args.repeat, &context)?;
+    if let Some(code) = bench_interrupt::exit_code() {
+        if arms.iter().any(|a| a.runs.is_empty()) {
+            eprintln!(
+                "numio: interrupted before both arms had a completed run: nothing to compare"
+            );
+            return Ok(code);
+        }
+    }
     let set = ResultSet::new(SetKind::Compare, command_line(), now_unix_s(), arms);
     finish(
         &set,
@@ -82,8 +92,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         args.export.chart.as_deref(),
         args.json,
     )?;
-    Ok(0)
+    Ok(bench_interrupt::exit_code().unwrap_or(0))
 }
+
+/// Ends the interleaved runs early (a first SIGINT / SIGTERM).
+#[derive(Debug)]
+struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 fn parse_arm(flag: &str, text: &str) -> anyhow::Result<ArmSpec> {
     ArmSpec::parse(text).with_context(|| format!("{flag} {text}"))
@@ -192,10 +214,16 @@ fn run_arms(
         .filter(|&i| matches!(prepared[i], Prepared::Live(_)))
         .collect();
     let total = live.len() * repeat;
-    let runs = interleave(&live, repeat, |arm, round, seq| {
+    // Completed runs, kept apart so that an interrupt can end the loop
+    // (interleave's error path) without losing them.
+    let mut done = Vec::with_capacity(total);
+    let outcome = interleave(&live, repeat, |arm, round, seq| {
         let Prepared::Live(placement) = &prepared[arm] else {
             unreachable!("only live arms are interleaved")
         };
+        if bench_interrupt::interrupted() {
+            return Err(anyhow::Error::new(Interrupted));
+        }
         eprintln!(
             "numio: run {seq} of {total}: {} (round {} of {repeat})",
             specs[arm].label,
@@ -203,8 +231,22 @@ fn run_arms(
         );
         let result = run_placement(placement, &ctx.opts)
             .with_context(|| format!("run {seq} ({})", specs[arm].label))?;
-        Ok::<_, anyhow::Error>(report::from_engine::record(seq, &result))
-    })?;
+        if result.interrupted {
+            eprintln!(
+                "numio: interrupted during run {seq} of {total}: it is left out; comparing the {} completed runs",
+                done.len()
+            );
+            return Err(anyhow::Error::new(Interrupted));
+        }
+        let record = report::from_engine::record(seq, &result);
+        done.push((arm, record.clone()));
+        Ok::<_, anyhow::Error>(record)
+    });
+    let runs = match outcome {
+        Ok(runs) => runs,
+        Err(e) if e.is::<Interrupted>() => done,
+        Err(e) => return Err(e),
+    };
     let mut arms: Vec<Arm> = Vec::with_capacity(2);
     for (i, p) in prepared.into_iter().enumerate() {
         let arm = match p {

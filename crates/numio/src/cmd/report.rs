@@ -134,10 +134,28 @@ pub fn bench_repeat(
             eprintln!("numio: run {seq} of {}", args.repeat);
         }
         let result = run_once().with_context(|| format!("run {seq} of {}", args.repeat))?;
+        if result.interrupted && !runs.is_empty() {
+            eprintln!(
+                "numio: interrupted during run {seq} of {}: it is left out; reporting the {} completed runs",
+                args.repeat,
+                runs.len()
+            );
+            break;
+        }
         failed_runs += usize::from(!result.errors.is_empty());
         runs.push(report::from_engine::record(seq, &result));
+        if result.interrupted {
+            if args.repeat > 1 {
+                eprintln!(
+                    "numio: interrupted during run 1 of {}: reporting its {:.2}s measured",
+                    args.repeat,
+                    result.runtime_ns as f64 / 1e9
+                );
+            }
+            break;
+        }
     }
-    let kind = if args.repeat > 1 {
+    let kind = if runs.len() > 1 {
         report::SetKind::Repeat
     } else {
         report::SetKind::Single
@@ -158,7 +176,7 @@ pub fn bench_repeat(
     if failed_runs > 0 {
         eprintln!(
             "numio: {failed_runs} of {} runs had I/O errors (see `errors` in the saved JSON, or run once without --repeat for the details)",
-            args.repeat
+            set.arms[0].runs.len()
         );
     }
     Ok(i32::from(failed_runs > 0))
