@@ -275,16 +275,11 @@ fn job_specs(
     let mut specs = Vec::new();
     for (ti, (t, (info, region))) in placement.targets.iter().zip(infos).enumerate() {
         let w = &t.workload;
-        let mut uring = opts.uring.clone();
-        uring.iopoll = match opts.iopoll {
-            IoPoll::On => true,
-            IoPoll::Off => false,
-            IoPoll::Auto => info.io_poll == Some(true) && w.direct,
-        };
         let kind = match &t.backend {
             Some(name) => name.parse::<BackendKind>()?,
             None => opts.backend,
         };
+        let uring = target_uring(t, info, opts, kind)?;
         let depth = w.iodepth as usize;
         let limits = LoopLimits {
             ramp_ns: w.ramp_time_ns,
@@ -318,6 +313,101 @@ fn job_specs(
         }
     }
     Ok(specs)
+}
+
+/// SQPOLL idle time when a job file asks for `sqthread_poll` without one.
+const DEFAULT_SQPOLL_IDLE_MS: u32 = 1000;
+
+/// The io_uring set-up of target `t`: the run's options, where its job file
+/// sets them overridden by `fixedbufs`, `registerfiles`, `sqthread_poll` and
+/// `hipri` (so jobs of one run may differ), and IOPOLL decided against the
+/// device: `auto` where it has poll queues and the target is O_DIRECT.
+fn target_uring(
+    t: &TargetPlacement,
+    info: &TargetInfo,
+    opts: &RunOptions,
+    kind: BackendKind,
+) -> Result<UringOptions, EngineError> {
+    let o = &t.options;
+    let mut uring = opts.uring.clone();
+    if let Some(v) = o.fixedbufs {
+        uring.fixed_buffers = v;
+    }
+    if let Some(v) = o.registerfiles {
+        uring.registered_files = v;
+    }
+    match o.sqthread_poll {
+        Some(true) if uring.sqpoll_idle_ms.is_none() => {
+            uring.sqpoll_idle_ms = Some(DEFAULT_SQPOLL_IDLE_MS)
+        }
+        Some(false) => uring.sqpoll_idle_ms = None,
+        _ => {}
+    }
+    let iopoll = match o.hipri {
+        Some(true) => IoPoll::On,
+        Some(false) => IoPoll::Off,
+        None => opts.iopoll,
+    };
+    uring.iopoll = match iopoll {
+        IoPoll::Off => false,
+        IoPoll::Auto => info.io_poll == Some(true) && t.workload.direct,
+        IoPoll::On => {
+            if kind == BackendKind::Uring {
+                check_pollable(info, t.workload.direct)?;
+            }
+            true
+        }
+    };
+    Ok(uring)
+}
+
+/// Refuses IOPOLL before the run where it cannot work: a buffered target,
+/// or a device (a file's backing device) without poll queues, where every
+/// polled read and write would fail with EOPNOTSUPP. Unknown: allowed.
+fn check_pollable(info: &TargetInfo, direct: bool) -> Result<(), EngineError> {
+    let refuse = |why: String| {
+        Err(EngineError::Workload {
+            path: info.path.clone(),
+            reason: format!("IOPOLL was asked for (--iopoll on, or hipri=1 in a job file), but {why}; use --iopoll auto or off"),
+        })
+    };
+    if !direct {
+        return refuse("polled I/O needs O_DIRECT and the target is buffered".into());
+    }
+    let (device, io_poll) = if info.block_device {
+        (info.path.clone(), info.io_poll)
+    } else {
+        match backing_device_io_poll(&info.path) {
+            Some((dev, poll)) => (format!("its device {dev}"), Some(poll)),
+            None => return Ok(()),
+        }
+    };
+    if io_poll == Some(false) {
+        return refuse(format!(
+            "{device} has no poll queues (queue/io_poll is 0), so every polled I/O would fail with EOPNOTSUPP; NVMe gets poll queues from the nvme driver's poll_queues parameter (boot with nvme.poll_queues=2)"
+        ));
+    }
+    Ok(())
+}
+
+/// The block device a regular file lives on and its `queue/io_poll`
+/// (a partition's is its disk's), when there is one.
+fn backing_device_io_poll(path: &str) -> Option<(String, bool)> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(path).ok()?.dev();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    if major == 0 {
+        return None;
+    }
+    let sys = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+    let disk = if sys.join("partition").exists() {
+        sys.parent()?.to_path_buf()
+    } else {
+        sys
+    };
+    let poll = std::fs::read_to_string(disk.join("queue/io_poll")).ok()?;
+    let name = disk.file_name()?.to_string_lossy().into_owned();
+    Some((format!("/dev/{name}"), poll.trim() == "1"))
 }
 
 /// The first CPU of a job (its buffers' node comes from it).

@@ -84,9 +84,12 @@ pub struct Args {
     /// io_uring: kernel submission polling thread, with this idle time in ms.
     #[arg(long, num_args = 0..=1, default_missing_value = "1000")]
     pub sqpoll: Option<u32>,
-    /// io_uring IOPOLL: auto (devices with poll queues), on, off.
-    #[arg(long, default_value = "auto")]
-    pub iopoll: String,
+    /// io_uring IOPOLL (completion polling): auto (where the device has poll
+    /// queues and O_DIRECT; the default), on (an error where it has none),
+    /// off. fio job files: a job's hipri decides for its target; jobs
+    /// without it follow --iopoll, off when not given (as in fio).
+    #[arg(long, value_name = "auto|on|off")]
+    pub iopoll: Option<String>,
     /// io_uring task-run set-up: auto (DEFER_TASKRUN, else COOP_TASKRUN,
     /// else plain), defer, coop or plain.
     #[arg(long, default_value = "auto")]
@@ -142,9 +145,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 Some(other) => bail!("--numa={other} with a job file: use auto or none"),
             },
         };
-        let placement = bench_jobs::load(&src, topo, &jf)?;
-        apply_uring_overrides(&placement, &mut opts)?;
-        placement
+        // A job file means what it means to fio: no IOPOLL without hipri.
+        // Each job's fixedbufs / registerfiles / sqthread_poll / hipri
+        // applies to its own target (the engine sets up one ring per job).
+        if args.iopoll.is_none() {
+            opts.engine.iopoll = IoPoll::Off;
+        }
+        bench_jobs::load(&src, topo, &jf)?
     };
     let groups = bench_jobs::groups(&placement);
     if args.repeat.wanted() {
@@ -189,22 +196,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     Ok(bench_interrupt::exit_code().unwrap_or(code))
 }
 
-/// fixedbufs / registerfiles / sqthread_poll of a job file, applied to the run.
-fn apply_uring_overrides(placement: &Placement, opts: &mut RunOptions) -> anyhow::Result<()> {
-    let (fixed, files, sqpoll) = bench_jobs::uring_overrides(placement)?;
-    let uring = &mut opts.engine.uring;
-    if let Some(v) = fixed {
-        uring.fixed_buffers = v;
-    }
-    if let Some(v) = files {
-        uring.registered_files = v;
-    }
-    if sqpoll == Some(true) && uring.sqpoll_idle_ms.is_none() {
-        uring.sqpoll_idle_ms = Some(1000);
-    }
-    Ok(())
-}
-
 /// Runs a placement on the engine, with a live progress line on stderr when
 /// asked. Reusable by `numio compare` and repeats. A first SIGINT / SIGTERM
 /// (after [`bench_interrupt::install`]) stops it early: the result covers the
@@ -233,7 +224,7 @@ pub fn run_placement(placement: &Placement, opts: &RunOptions) -> anyhow::Result
 
 fn run_options(args: &Args) -> anyhow::Result<RunOptions> {
     let backend: BackendKind = args.backend.parse()?;
-    let iopoll = match args.iopoll.as_str() {
+    let iopoll = match args.iopoll.as_deref().unwrap_or("auto") {
         "auto" => IoPoll::Auto,
         "on" => IoPoll::On,
         "off" => IoPoll::Off,

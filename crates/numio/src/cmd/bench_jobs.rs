@@ -153,34 +153,6 @@ pub fn groups(placement: &Placement) -> Vec<Placement> {
     out
 }
 
-/// io_uring options a job file sets (`fixedbufs`, `registerfiles`,
-/// `sqthread_poll`): the engine applies them to the whole run, so targets
-/// that disagree are an error naming them.
-pub fn uring_overrides(
-    placement: &Placement,
-) -> anyhow::Result<(Option<bool>, Option<bool>, Option<bool>)> {
-    let pick = |name: &str, get: &dyn Fn(&planner::TargetPlacement) -> Option<bool>| {
-        let mut seen: Option<(bool, &str)> = None;
-        for t in &placement.targets {
-            if let Some(v) = get(t) {
-                match seen {
-                    Some((s, first)) if s != v => bail!(
-                        "{name} is {s} for {first} but {v} for {}: numio applies io_uring options to the whole run, so give every job the same value",
-                        t.path
-                    ),
-                    _ => seen = Some((v, &t.path)),
-                }
-            }
-        }
-        Ok(seen.map(|(v, _)| v))
-    };
-    Ok((
-        pick("fixedbufs", &|t| t.options.fixedbufs)?,
-        pick("registerfiles", &|t| t.options.registerfiles)?,
-        pick("sqthread_poll", &|t| t.options.sqthread_poll)?,
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,18 +212,5 @@ mod tests {
             .map(|g| g.targets.iter().map(|t| t.path.as_str()).collect())
             .collect();
         assert_eq!(paths, vec![vec!["t0", "t1"], vec!["t2"], vec!["t3"]]);
-    }
-
-    #[test]
-    fn disagreeing_uring_options_are_refused() {
-        let mut p = Placement::default();
-        for v in [Some(true), None, Some(false)] {
-            let mut t = planner::TargetPlacement::default();
-            t.options.fixedbufs = v;
-            p.targets.push(t);
-        }
-        assert!(uring_overrides(&p).is_err());
-        p.targets.pop();
-        assert_eq!(uring_overrides(&p).unwrap(), (Some(true), None, None));
     }
 }

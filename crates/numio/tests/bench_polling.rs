@@ -1,0 +1,131 @@
+//! `numio bench` with io_uring polling through the binary: IOPOLL asked for
+//! where the device has no poll queues is a clear error before any I/O
+//! (it used to run and count every I/O as EOPNOTSUPP), and fio job files set
+//! SQPOLL / IOPOLL / fixed buffers per job instead of refusing jobs that
+//! disagree.
+
+use std::process::Command;
+
+fn numio(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .args(args)
+        .output()
+        .expect("numio runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+struct Temp(std::path::PathBuf);
+
+impl Temp {
+    fn new(tag: &str, len: u64) -> Temp {
+        let p = std::env::temp_dir().join(format!("numio-poll-{tag}-{}", std::process::id()));
+        std::fs::write(&p, vec![0x33u8; len as usize]).unwrap();
+        Temp(p)
+    }
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// `queue/io_poll` of the disk under the temp dir (None: no block device).
+fn temp_dir_io_poll() -> Option<bool> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(std::env::temp_dir()).ok()?.dev();
+    let sys = std::fs::canonicalize(format!(
+        "/sys/dev/block/{}:{}",
+        libc::major(dev),
+        libc::minor(dev)
+    ))
+    .ok()?;
+    let disk = if sys.join("partition").exists() {
+        sys.parent()?.to_path_buf()
+    } else {
+        sys
+    };
+    Some(
+        std::fs::read_to_string(disk.join("queue/io_poll"))
+            .ok()?
+            .trim()
+            == "1",
+    )
+}
+
+#[test]
+fn iopoll_on_without_poll_queues_is_an_error_before_the_run() {
+    if temp_dir_io_poll() != Some(false) {
+        eprintln!("skipped: the temp dir's disk has poll queues or none is known");
+        return;
+    }
+    let t = Temp::new("on", 8 << 20);
+    let (code, out, err) = numio(&[
+        "bench",
+        t.path(),
+        "--iopoll",
+        "on",
+        "--runtime",
+        "1s",
+        "--json",
+    ]);
+    assert_eq!(code, 2, "refused before the run: {err}");
+    assert!(out.is_empty(), "no report: {out}");
+    assert!(
+        err.contains(t.path())
+            && err.contains("has no poll queues")
+            && err.contains("--iopoll auto or off"),
+        "{err}"
+    );
+}
+
+#[test]
+fn job_file_sets_ring_options_per_job() {
+    let (a, b) = (Temp::new("ja", 8 << 20), Temp::new("jb", 8 << 20));
+    let job = std::env::temp_dir().join(format!("numio-poll-{}.fio", std::process::id()));
+    std::fs::write(
+        &job,
+        format!(
+            "[global]\nioengine=io_uring\nrw=randread\nbs=4k\niodepth=8\ndirect=1\nruntime=1\ntime_based=1\n\
+             [a]\nfilename={}\nsqthread_poll=1\nfixedbufs=0\n\
+             [b]\nfilename={}\nfixedbufs=1\n",
+            a.path(),
+            b.path()
+        ),
+    )
+    .unwrap();
+    let (code, out, err) = numio(&["bench", job.to_str().unwrap(), "--numa", "none", "--json"]);
+    assert_eq!(code, 0, "jobs that differ run together: {err}");
+    let j: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let features: Vec<&str> = j["environment"]["uring_features"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f.as_str())
+        .collect();
+    assert!(features.contains(&"SQPOLL"), "job a: {features:?}");
+    assert!(features.contains(&"DEFER_TASKRUN"), "job b: {features:?}");
+    assert!(features.contains(&"fixed buffers"), "job b: {features:?}");
+    assert!(
+        !features.contains(&"IOPOLL"),
+        "no hipri, no IOPOLL (as fio)"
+    );
+    if temp_dir_io_poll() == Some(false) {
+        let text = std::fs::read_to_string(&job).unwrap() + "hipri=1\n";
+        std::fs::write(&job, text).unwrap();
+        let (code, _, err) = numio(&["bench", job.to_str().unwrap(), "--numa", "none"]);
+        assert_eq!(code, 2, "{err}");
+        assert!(
+            err.contains(b.path()) && err.contains("hipri=1") && err.contains("no poll queues"),
+            "the job with hipri is named: {err}"
+        );
+    }
+    let _ = std::fs::remove_file(&job);
+}
