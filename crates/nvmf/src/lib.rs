@@ -2,18 +2,23 @@
 //! initiator.
 //!
 //! Shape: [`queue::Connection`] is one NVMe/TCP connection as a pure state
-//! machine (bytes in, bytes out), with each command's life an explicit
-//! [`request::RequestState`]. [`reactor::Server`] runs one reactor thread per
-//! CPU, each owning its connections; [`subsystem::Target`] holds what the
-//! queues of a controller share (registers, the controller registry), which
-//! only Connect and admin commands lock. [`initiator::Initiator`] is a
-//! blocking host used by tests and, later, the engine's NVMe/TCP backend.
+//! machine (bytes in, bytes out, storage operations out, completions in),
+//! with each command's life an explicit [`request::RequestState`].
+//! [`reactor::Server`] runs one reactor thread per CPU, each owning its
+//! connections and one io_uring that carries their socket receives and
+//! sends, the wake-up for new connections and the `O_DIRECT` storage I/O of
+//! file and block device namespaces ([`ring`] sets it up; the loop is
+//! private to the crate). [`subsystem::Target`] holds what the queues of a
+//! controller share (registers, the controller registry), which only
+//! Connect and admin commands lock. [`initiator::Initiator`] is a blocking
+//! host used by tests and, later, the engine's NVMe/TCP backend.
 #![deny(missing_docs)]
 
 pub mod admin;
 pub mod buf;
 pub mod config;
 pub mod error;
+mod event_loop;
 pub mod fabrics;
 pub mod initiator;
 pub mod io;

@@ -122,6 +122,26 @@ impl Connection {
         std::mem::take(&mut self.tx)
     }
 
+    /// Bytes still missing from the PDU being received, once its common
+    /// header is in (0 when none is partly received). The reactor asks the
+    /// socket for exactly these with MSG_WAITALL, so a large H2CData PDU
+    /// arrives in one completion instead of one per TCP segment.
+    pub fn rx_missing(&self) -> usize {
+        if self.rx.len() < tcp::CommonHeader::SIZE {
+            return 0;
+        }
+        let plen = u32::from_le_bytes(self.rx[4..8].try_into().expect("4 bytes")) as usize;
+        plen.saturating_sub(self.rx.len())
+    }
+
+    /// Swaps the bytes to send into `out`, which must be empty, and keeps
+    /// `out`'s allocation for the next output: the reactor's send buffer and
+    /// this one trade places, so steady-state sending allocates nothing.
+    pub fn swap_tx(&mut self, out: &mut Vec<u8>) {
+        assert!(out.is_empty(), "the previous output was sent");
+        std::mem::swap(&mut self.tx, out);
+    }
+
     /// Gives back bytes the socket did not accept, ahead of newer output.
     pub fn untake_tx(&mut self, mut rest: Vec<u8>) {
         rest.extend_from_slice(&self.tx);

@@ -1,34 +1,35 @@
 //! Reactors: one thread per CPU, each owning its connections outright.
 //!
-//! An acceptor thread takes new sockets and hands each to one reactor
-//! (round robin) through that reactor's channel and wake-up eventfd. A
-//! reactor runs a `poll(2)` loop over its sockets, its wake-up eventfd and
-//! its own io_uring's descriptor, and drives each [`Connection`]. Storage
-//! I/O of file and block device namespaces (`O_DIRECT`) is submitted on the
-//! reactor's io_uring and completes asynchronously while the connection
-//! serves other commands; RAM namespaces are copied synchronously. No state
-//! is shared between reactors on the I/O path.
+//! An acceptor thread takes new sockets (a `poll(2)` loop over the
+//! listeners) and hands each to one reactor, round robin, through that
+//! reactor's channel and wake-up eventfd. A reactor ([`crate::event_loop`])
+//! runs everything on one io_uring: a receive per connection re-armed after
+//! each completion, a send per connection whose output buffer stays alive
+//! until its completion, the eventfd poll for new connections, and the
+//! storage I/O of file and block device namespaces (`O_DIRECT`). RAM
+//! namespaces are copied synchronously on the reactor. Ring features are
+//! probed at start-up (fallbacks are printed); a kernel without io_uring
+//! fails the start with the cause. No state is shared between reactors on
+//! the I/O path.
 
-use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::config::TargetConfig;
 use crate::error::TargetError;
-use crate::io::{StorageKind, StorageOp};
-use crate::queue::{Connection, Phase};
-use crate::ring::{Ring, Tag};
+use crate::event_loop::Reactor;
+use crate::ring::Ring;
 use crate::subsystem::Target;
 
 /// How long in-flight writes get to finish after SIGINT/SIGTERM.
 pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
-const TICK: Duration = Duration::from_millis(100);
-const READ_CHUNK_BYTES: usize = 256 * 1024;
+/// Longest a reactor waits before checking keep-alive and shutdown.
+pub const TICK: Duration = Duration::from_millis(100);
 
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
 
@@ -269,7 +270,7 @@ fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, Targ
                 pin_to(cpu);
                 // The ring is made here: a single-issuer ring belongs to the
                 // thread that creates it.
-                match Ring::new(false) {
+                match Ring::new(true) {
                     Ok(ring) => {
                         let _ = ready.send(Ok(ring.notes.clone()));
                         Reactor::new(t, rx, reactor_wake, ring).run();
@@ -352,299 +353,6 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<In
     }
     for (_, wake) in &inboxes {
         poke(wake.as_raw_fd());
-    }
-}
-
-struct Slot {
-    stream: TcpStream,
-    conn: Connection,
-    out: Vec<u8>,
-    out_pos: usize,
-    dead: bool,
-}
-
-struct Reactor {
-    target: Arc<Target>,
-    inbox: Receiver<TcpStream>,
-    wake: Arc<OwnedFd>,
-    ring: Ring,
-    /// Connections by stable index (a completion names its connection by
-    /// index, so entries never move); None = free.
-    slots: Vec<Option<Slot>>,
-    free: Vec<u32>,
-    rbuf: Vec<u8>,
-}
-
-impl Reactor {
-    fn new(
-        target: Arc<Target>,
-        inbox: Receiver<TcpStream>,
-        wake: Arc<OwnedFd>,
-        ring: Ring,
-    ) -> Self {
-        Self {
-            target,
-            inbox,
-            wake,
-            ring,
-            slots: Vec::new(),
-            free: Vec::new(),
-            rbuf: vec![0u8; READ_CHUNK_BYTES],
-        }
-    }
-
-    fn live(&mut self) -> impl Iterator<Item = &mut Slot> {
-        self.slots.iter_mut().flatten()
-    }
-
-    fn run(mut self) {
-        let mut last_tick = Instant::now();
-        let mut drain_deadline: Option<Instant> = None;
-        let mut fds: Vec<libc::pollfd> = Vec::new();
-        let mut fd_conn: Vec<u32> = Vec::new();
-        loop {
-            while let Ok(s) = self.inbox.try_recv() {
-                let conn = Connection::new(self.target.clone());
-                let slot = Slot {
-                    stream: s,
-                    conn,
-                    out: Vec::new(),
-                    out_pos: 0,
-                    dead: false,
-                };
-                match self.free.pop() {
-                    Some(i) => self.slots[i as usize] = Some(slot),
-                    None => self.slots.push(Some(slot)),
-                }
-            }
-            if self.target.shutting_down.load(Ordering::Acquire) {
-                let deadline = *drain_deadline.get_or_insert_with(|| Instant::now() + DRAIN_GRACE);
-                let late = Instant::now() >= deadline;
-                for s in self.live() {
-                    if late || s.conn.can_close_for_shutdown() {
-                        s.conn.close("target shutting down".into());
-                    }
-                }
-                if self.slots.iter().all(Option::is_none) {
-                    return;
-                }
-            }
-            self.submit_storage();
-            self.poll_once(&mut fds, &mut fd_conn);
-            self.reap_storage();
-            let now = Instant::now();
-            if now.duration_since(last_tick) >= TICK {
-                last_tick = now;
-                for s in self.live() {
-                    s.conn.tick(now);
-                }
-            }
-            for s in self.live() {
-                flush(s);
-            }
-            self.reap();
-        }
-    }
-
-    /// Hands every queued storage operation to the ring.
-    fn submit_storage(&mut self) {
-        for (i, s) in self.slots.iter_mut().enumerate() {
-            let Some(s) = s else { continue };
-            while let Some((op, buf)) = s.conn.take_storage() {
-                let e = storage_entry(&op, buf).user_data(
-                    Tag::Storage {
-                        conn: i as u32,
-                        slot: op.slot,
-                    }
-                    .encode(),
-                );
-                // SAFETY: buf is the request slot's buffer of at least
-                // op.len bytes; the connection leaves it alone while the
-                // request is Executing, and the reactor keeps the
-                // connection (and so the buffer) until the completion is
-                // reaped (reap() skips connections with executing() > 0).
-                // op.fd belongs to a namespace the target keeps open.
-                if let Err(e) = unsafe { self.ring.push(&e) } {
-                    eprintln!("numio serve: io_uring submit failed: {e}");
-                }
-            }
-        }
-        if let Err(e) = self.ring.ring.submit() {
-            eprintln!("numio serve: io_uring submit failed: {e}");
-        }
-    }
-
-    /// Completes every storage operation the ring has finished.
-    fn reap_storage(&mut self) {
-        let done: Vec<(u64, i32)> = self
-            .ring
-            .ring
-            .completion()
-            .map(|c| (c.user_data(), c.result()))
-            .collect();
-        for (ud, res) in done {
-            if let Some(Tag::Storage { conn, slot }) = Tag::decode(ud) {
-                if let Some(Some(s)) = self.slots.get_mut(conn as usize) {
-                    s.conn.complete_storage(slot, res);
-                    flush(s);
-                }
-            }
-        }
-    }
-
-    fn poll_once(&mut self, fds: &mut Vec<libc::pollfd>, fd_conn: &mut Vec<u32>) {
-        fds.clear();
-        fd_conn.clear();
-        fds.push(libc::pollfd {
-            fd: self.wake.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        fds.push(libc::pollfd {
-            fd: self.ring.ring.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        });
-        for (i, s) in self.slots.iter().enumerate() {
-            let Some(s) = s else { continue };
-            let mut ev = libc::POLLIN;
-            if s.out_pos < s.out.len() || s.conn.tx_pending() > 0 {
-                ev |= libc::POLLOUT;
-            }
-            fds.push(libc::pollfd {
-                fd: s.stream.as_raw_fd(),
-                events: ev,
-                revents: 0,
-            });
-            fd_conn.push(i as u32);
-        }
-        let n = poll_fds(fds);
-        if n <= 0 {
-            return;
-        }
-        if fds[0].revents != 0 {
-            let mut v = [0u8; 8];
-            // SAFETY: reads 8 bytes into a live local from our eventfd.
-            unsafe {
-                libc::read(
-                    self.wake.as_raw_fd(),
-                    v.as_mut_ptr() as *mut libc::c_void,
-                    8,
-                )
-            };
-        }
-        for (k, &i) in fd_conn.iter().enumerate() {
-            let re = fds[k + 2].revents;
-            if re & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
-                if let Some(s) = self.slots[i as usize].as_mut() {
-                    read_some(s, &mut self.rbuf);
-                }
-            }
-        }
-    }
-
-    fn reap(&mut self) {
-        for i in 0..self.slots.len() {
-            let Some(s) = &self.slots[i] else { continue };
-            if s.conn.executing() > 0 {
-                continue; // the kernel still owns some of its buffers
-            }
-            let drained = s.out_pos >= s.out.len() && s.conn.tx_pending() == 0;
-            if s.dead || (s.conn.phase() == Phase::Closing && drained) {
-                let mut s = self.slots[i].take().expect("checked above");
-                self.free.push(i as u32);
-                let why = s
-                    .conn
-                    .close_reason
-                    .clone()
-                    .unwrap_or_else(|| "host closed the connection".into());
-                let q = s
-                    .conn
-                    .qid()
-                    .map(|q| format!(" qid {q}"))
-                    .unwrap_or_default();
-                let peer = s
-                    .stream
-                    .peer_addr()
-                    .map(|a| a.to_string())
-                    .unwrap_or_else(|_| "?".into());
-                if !why.starts_with("host closed") && !why.starts_with("target shutting") {
-                    eprintln!("numio serve: closing {peer}{q}: {why}");
-                }
-                s.conn.release();
-                let _ = s.stream.shutdown(std::net::Shutdown::Both);
-                self.target.connections.fetch_sub(1, Ordering::AcqRel);
-            }
-        }
-        while self.slots.last().is_some_and(Option::is_none) {
-            self.slots.pop();
-            let n = self.slots.len() as u32;
-            self.free.retain(|&f| f < n);
-        }
-    }
-}
-
-/// The SQE for a storage operation on `buf`.
-fn storage_entry(op: &StorageOp, buf: *mut u8) -> io_uring::squeue::Entry {
-    use io_uring::{opcode, types};
-    let fd = types::Fd(op.fd);
-    match op.kind {
-        StorageKind::Read => opcode::Read::new(fd, buf, op.len).offset(op.offset).build(),
-        StorageKind::Write => opcode::Write::new(fd, buf, op.len)
-            .offset(op.offset)
-            .build(),
-        StorageKind::Flush => opcode::Fsync::new(fd)
-            .flags(types::FsyncFlags::DATASYNC)
-            .build(),
-    }
-}
-
-fn read_some(s: &mut Slot, rbuf: &mut [u8]) {
-    let mut budget = 4 * READ_CHUNK_BYTES;
-    while budget > 0 && s.conn.phase() != Phase::Closing {
-        match s.stream.read(rbuf) {
-            Ok(0) => {
-                s.dead = true;
-                return;
-            }
-            Ok(n) => {
-                s.conn.on_bytes(&rbuf[..n]);
-                budget = budget.saturating_sub(n);
-                flush(s);
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => {
-                s.dead = true;
-                return;
-            }
-        }
-    }
-}
-
-fn flush(s: &mut Slot) {
-    loop {
-        if s.out_pos >= s.out.len() {
-            s.out.clear();
-            s.out_pos = 0;
-            if s.conn.tx_pending() == 0 {
-                return;
-            }
-            s.out = s.conn.take_tx();
-        }
-        match s.stream.write(&s.out[s.out_pos..]) {
-            Ok(0) => {
-                s.dead = true;
-                return;
-            }
-            Ok(n) => s.out_pos += n,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => {
-                s.dead = true;
-                return;
-            }
-        }
     }
 }
 

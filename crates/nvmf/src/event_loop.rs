@@ -1,0 +1,432 @@
+//! One reactor's loop: every socket receive and send, every storage
+//! operation and the wake-up for new connections on one io_uring.
+//!
+//! Each connection has at most one receive (re-armed after each completion,
+//! into the connection's own receive buffer) and one send (of the
+//! connection's output, which stays in the slot until its completion) in
+//! flight, plus its storage operations. A connection is released only when
+//! the ring holds nothing of it: its socket is shut down first, which
+//! completes an outstanding receive or send, and storage operations are
+//! waited for. The loop waits at most one [`TICK`] so keep-alive and
+//! shutdown are checked even when nothing arrives.
+
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::Instant;
+
+use io_uring::{opcode, squeue, types};
+
+use crate::io::{StorageKind, StorageOp};
+use crate::queue::{Connection, Phase};
+use crate::reactor::{DRAIN_GRACE, TICK};
+use crate::ring::{Ring, Tag};
+use crate::subsystem::Target;
+
+/// Receive buffer per connection: one H2CData PDU of the default
+/// MAXH2CDATA arrives in one or two receives.
+const RECV_BYTES: usize = 128 * 1024;
+
+/// One connection on this reactor.
+struct Slot {
+    stream: TcpStream,
+    conn: Connection,
+    /// Receive buffer; the kernel owns it while `recv_armed`.
+    rbuf: Box<[u8]>,
+    recv_armed: bool,
+    /// Bytes being sent; the kernel reads them while `send_armed`.
+    out: Vec<u8>,
+    out_pos: usize,
+    send_armed: bool,
+    /// The socket failed or the host closed it.
+    dead: bool,
+    /// shutdown(2) was called (to complete whatever the ring holds).
+    shut: bool,
+    /// When the connection started closing (for the flush deadline).
+    closing_since: Option<Instant>,
+}
+
+impl Slot {
+    fn new(stream: TcpStream, target: &Arc<Target>) -> Self {
+        // io_uring does not need O_NONBLOCK; without it a kernel lacking
+        // FAST_POLL waits in an io-wq worker instead of spinning.
+        let _ = stream.set_nonblocking(false);
+        Self {
+            stream,
+            conn: Connection::new(target.clone()),
+            rbuf: vec![0u8; RECV_BYTES].into_boxed_slice(),
+            recv_armed: false,
+            out: Vec::new(),
+            out_pos: 0,
+            send_armed: false,
+            dead: false,
+            shut: false,
+            closing_since: None,
+        }
+    }
+
+    fn closing(&self) -> bool {
+        self.dead || self.conn.phase() == Phase::Closing
+    }
+
+    fn output_drained(&self) -> bool {
+        self.out_pos >= self.out.len() && self.conn.tx_pending() == 0
+    }
+
+    /// Nothing of this connection is left in the ring.
+    fn idle_in_ring(&self) -> bool {
+        !self.recv_armed && !self.send_armed && self.conn.executing() == 0
+    }
+}
+
+/// One reactor: its ring, its connections and its inbox.
+pub(crate) struct Reactor {
+    target: Arc<Target>,
+    inbox: Receiver<TcpStream>,
+    wake: Arc<OwnedFd>,
+    wake_armed: bool,
+    tick_armed: bool,
+    tick_ts: types::Timespec,
+    ring: Ring,
+    /// Connections by stable index (completions name them by index, and an
+    /// entry is freed only when the ring holds nothing of it).
+    slots: Vec<Option<Slot>>,
+    free: Vec<u32>,
+    /// Completions reaped in one batch (reused).
+    cqes: Vec<(u64, i32)>,
+}
+
+impl Reactor {
+    pub(crate) fn new(
+        target: Arc<Target>,
+        inbox: Receiver<TcpStream>,
+        wake: Arc<OwnedFd>,
+        ring: Ring,
+    ) -> Self {
+        Self {
+            target,
+            inbox,
+            wake,
+            wake_armed: false,
+            tick_armed: false,
+            tick_ts: types::Timespec::new().nsec(TICK.as_nanos() as u32),
+            ring,
+            slots: Vec::new(),
+            free: Vec::new(),
+            cqes: Vec::with_capacity(crate::ring::CQ_ENTRIES as usize),
+        }
+    }
+
+    pub(crate) fn run(mut self) {
+        let mut last_tick = Instant::now();
+        let mut drain_deadline: Option<Instant> = None;
+        loop {
+            self.adopt_new_connections();
+            if self.target.shutting_down.load(Ordering::Acquire) {
+                let deadline = *drain_deadline.get_or_insert_with(|| Instant::now() + DRAIN_GRACE);
+                let late = Instant::now() >= deadline;
+                for s in self.slots.iter_mut().flatten() {
+                    if late || s.conn.can_close_for_shutdown() {
+                        s.conn.close("target shutting down".into());
+                    }
+                }
+                if self.slots.iter().all(Option::is_none) {
+                    return;
+                }
+            }
+            for i in 0..self.slots.len() {
+                self.drive(i);
+            }
+            self.arm_wake_and_tick();
+            self.wait();
+            self.dispatch();
+            let now = Instant::now();
+            if now.duration_since(last_tick) >= TICK {
+                last_tick = now;
+                for s in self.slots.iter_mut().flatten() {
+                    s.conn.tick(now);
+                }
+            }
+            self.release_finished();
+        }
+    }
+
+    fn adopt_new_connections(&mut self) {
+        while let Ok(stream) = self.inbox.try_recv() {
+            let slot = Slot::new(stream, &self.target);
+            match self.free.pop() {
+                Some(i) => self.slots[i as usize] = Some(slot),
+                None => self.slots.push(Some(slot)),
+            }
+        }
+    }
+
+    /// Queues what connection `i` needs: a receive, its storage
+    /// operations, a send; or, when closing, the shutdown that empties the
+    /// ring of it.
+    fn drive(&mut self, i: usize) {
+        let Some(s) = self.slots[i].as_mut() else {
+            return;
+        };
+        let conn = i as u32;
+        let mut entries: [Option<squeue::Entry>; 2] = [None, None];
+        if !s.recv_armed && !s.closing() && !s.shut {
+            s.recv_armed = true;
+            // The rest of a partly received PDU in one completion, or
+            // whatever is there.
+            let missing = s.conn.rx_missing().min(s.rbuf.len());
+            let (len, flags) = match missing {
+                0 => (s.rbuf.len(), 0),
+                n => (n, libc::MSG_WAITALL),
+            };
+            entries[0] = Some(
+                opcode::Recv::new(
+                    types::Fd(s.stream.as_raw_fd()),
+                    s.rbuf.as_mut_ptr(),
+                    len as u32,
+                )
+                .flags(flags)
+                .build()
+                .user_data(Tag::Recv { conn }.encode()),
+            );
+        }
+        if !s.send_armed && !s.dead && !s.shut {
+            if s.out_pos >= s.out.len() {
+                s.out.clear();
+                s.out_pos = 0;
+                if s.conn.tx_pending() > 0 {
+                    s.conn.swap_tx(&mut s.out);
+                }
+            }
+            if s.out_pos < s.out.len() {
+                s.send_armed = true;
+                let rest = &s.out[s.out_pos..];
+                entries[1] = Some(
+                    opcode::Send::new(
+                        types::Fd(s.stream.as_raw_fd()),
+                        rest.as_ptr(),
+                        rest.len() as u32,
+                    )
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+                    .user_data(Tag::Send { conn }.encode()),
+                );
+            }
+        }
+        if s.closing() && !s.shut {
+            let since = *s.closing_since.get_or_insert_with(Instant::now);
+            if s.dead || s.output_drained() || since.elapsed() >= DRAIN_GRACE {
+                // Completes an outstanding receive or send; the slot is
+                // freed once both completions and all storage are back.
+                let _ = s.stream.shutdown(std::net::Shutdown::Both);
+                s.shut = true;
+            }
+        }
+        for e in entries.iter().flatten() {
+            // SAFETY: the receive buffer (rbuf) and the output (out) live in
+            // the slot, which is not freed, nor are they reallocated or
+            // touched, while recv_armed / send_armed is set; those flags are
+            // cleared only when the matching completion is reaped. The
+            // socket stays open for as long as the slot does.
+            self.push(e);
+        }
+        loop {
+            let Some(s) = self.slots[i].as_mut() else {
+                return;
+            };
+            let Some((op, buf)) = s.conn.take_storage() else {
+                break;
+            };
+            let e = storage_entry(&op, buf).user_data(
+                Tag::Storage {
+                    conn,
+                    slot: op.slot,
+                }
+                .encode(),
+            );
+            // SAFETY: buf is the request slot's page-aligned buffer of at
+            // least op.len bytes; the connection leaves it alone while the
+            // request is Executing, and the slot (so the buffer) is freed
+            // only when executing() is 0, i.e. after this completion. op.fd
+            // belongs to a namespace the target keeps open.
+            self.push(&e);
+        }
+    }
+
+    /// Pushes an SQE; the caller has established its safety contract.
+    fn push(&mut self, e: &squeue::Entry) {
+        // SAFETY: see the caller; Ring::push only copies the entry.
+        if let Err(err) = unsafe { self.ring.push(e) } {
+            eprintln!("numio serve: io_uring submission failed: {err}");
+        }
+    }
+
+    fn arm_wake_and_tick(&mut self) {
+        if !self.wake_armed {
+            self.wake_armed = true;
+            let e = opcode::PollAdd::new(types::Fd(self.wake.as_raw_fd()), libc::POLLIN as u32)
+                .build()
+                .user_data(Tag::Wake.encode());
+            // SAFETY: a poll names no buffer; the eventfd is shared with
+            // the acceptor through an Arc that this reactor holds until it
+            // returns, after which the ring is dropped too.
+            self.push(&e);
+        }
+        if !self.ring.ext_arg && !self.tick_armed {
+            self.tick_armed = true;
+            let e = opcode::Timeout::new(&self.tick_ts)
+                .build()
+                .user_data(Tag::Tick.encode());
+            // SAFETY: tick_ts lives in the reactor, which outlives the ring
+            // operation (the ring is dropped with the reactor).
+            self.push(&e);
+        }
+    }
+
+    /// Submits what is queued and waits for one completion or a tick.
+    fn wait(&mut self) {
+        let submitter = self.ring.ring.submitter();
+        let r = if self.ring.ext_arg {
+            let args = types::SubmitArgs::new().timespec(&self.tick_ts);
+            submitter.submit_with_args(1, &args)
+        } else {
+            submitter.submit_and_wait(1)
+        };
+        match r {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) => {}
+            Err(e) => eprintln!("numio serve: io_uring wait failed: {e}"),
+        }
+    }
+
+    fn dispatch(&mut self) {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.clear();
+        cqes.extend(
+            self.ring
+                .ring
+                .completion()
+                .map(|c| (c.user_data(), c.result())),
+        );
+        for &(ud, res) in &cqes {
+            match Tag::decode(ud) {
+                Some(Tag::Wake) => {
+                    self.wake_armed = false;
+                    let mut v = [0u8; 8];
+                    // SAFETY: reads 8 bytes into a live local from our
+                    // non-blocking eventfd.
+                    unsafe {
+                        libc::read(
+                            self.wake.as_raw_fd(),
+                            v.as_mut_ptr() as *mut libc::c_void,
+                            8,
+                        )
+                    };
+                }
+                Some(Tag::Tick) => self.tick_armed = false,
+                Some(Tag::Recv { conn }) => {
+                    if let Some(s) = self.slot(conn) {
+                        on_recv(s, res);
+                    }
+                }
+                Some(Tag::Send { conn }) => {
+                    if let Some(s) = self.slot(conn) {
+                        on_send(s, res);
+                    }
+                }
+                Some(Tag::Storage { conn, slot }) => {
+                    if let Some(s) = self.slot(conn) {
+                        s.conn.complete_storage(slot, res);
+                    }
+                }
+                None => {}
+            }
+        }
+        self.cqes = cqes;
+    }
+
+    fn slot(&mut self, conn: u32) -> Option<&mut Slot> {
+        self.slots.get_mut(conn as usize).and_then(Option::as_mut)
+    }
+
+    /// Frees every closed connection the ring holds nothing of.
+    fn release_finished(&mut self) {
+        for i in 0..self.slots.len() {
+            let done = self.slots[i]
+                .as_ref()
+                .is_some_and(|s| s.shut && s.idle_in_ring());
+            if !done {
+                continue;
+            }
+            let mut s = self.slots[i].take().expect("checked above");
+            self.free.push(i as u32);
+            let why = s
+                .conn
+                .close_reason
+                .clone()
+                .unwrap_or_else(|| "host closed the connection".into());
+            if !why.starts_with("host closed") && !why.starts_with("target shutting") {
+                let q = s
+                    .conn
+                    .qid()
+                    .map(|q| format!(" qid {q}"))
+                    .unwrap_or_default();
+                let peer = s
+                    .stream
+                    .peer_addr()
+                    .map(|a| a.to_string())
+                    .unwrap_or_else(|_| "?".into());
+                eprintln!("numio serve: closing {peer}{q}: {why}");
+            }
+            s.conn.release();
+            self.target.connections.fetch_sub(1, Ordering::AcqRel);
+        }
+        while self.slots.last().is_some_and(Option::is_none) {
+            self.slots.pop();
+            let n = self.slots.len() as u32;
+            self.free.retain(|&f| f < n);
+        }
+    }
+}
+
+fn transient(res: i32) -> bool {
+    matches!(-res, libc::EAGAIN | libc::EINTR | libc::ENOBUFS)
+}
+
+fn on_recv(s: &mut Slot, res: i32) {
+    s.recv_armed = false;
+    if res > 0 {
+        s.conn.on_bytes(&s.rbuf[..res as usize]);
+    } else if res == 0 || !transient(res) {
+        s.dead = true;
+    }
+}
+
+fn on_send(s: &mut Slot, res: i32) {
+    s.send_armed = false;
+    if res > 0 {
+        s.out_pos += res as usize;
+    } else if res == 0 || !transient(res) {
+        s.dead = true;
+    }
+}
+
+/// The SQE for a storage operation on `buf`.
+fn storage_entry(op: &StorageOp, buf: *mut u8) -> squeue::Entry {
+    let fd = types::Fd(op.fd);
+    match op.kind {
+        StorageKind::Read => opcode::Read::new(fd, buf, op.len).offset(op.offset).build(),
+        StorageKind::Write => opcode::Write::new(fd, buf, op.len)
+            .offset(op.offset)
+            .build(),
+        StorageKind::Flush => opcode::Fsync::new(fd)
+            .flags(types::FsyncFlags::DATASYNC)
+            .build(),
+    }
+}
