@@ -151,7 +151,8 @@ impl Limits {
         format!(
             "connections {} | controllers {} | I/O queues per controller {} | I/O queue depth {} | \
              admin queue depth {} | in-capsule data admin {} B, I/O {} B | MAXH2CDATA {} B | \
-             max transfer (MDTS) {} B | C2HData PDU {} B | MAXR2T 1 per command",
+             max transfer (MDTS) {} B | C2HData PDU {} B | R2Ts of at most MAXH2CDATA, up to \
+             the host's MAXR2T+1 (at most {}) outstanding per command",
             self.max_connections,
             self.max_controllers,
             self.max_io_queues,
@@ -162,6 +163,7 @@ impl Limits {
             self.max_h2c_data_bytes,
             self.max_transfer_bytes,
             self.max_c2h_data_bytes,
+            crate::queue::R2T_OUTSTANDING_LIMIT,
         )
     }
 }

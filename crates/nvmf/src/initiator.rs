@@ -38,6 +38,8 @@ pub struct InitiatorOptions {
     pub disable_sqflow: bool,
     /// Writes up to this many bytes go in the capsule; larger ones use R2T.
     pub in_capsule_max_bytes: u32,
+    /// MAXR2T offered in ICReq: outstanding R2Ts per command, zero-based.
+    pub max_r2t: u32,
     /// Socket read timeout.
     pub timeout: Duration,
 }
@@ -54,6 +56,7 @@ impl Default for InitiatorOptions {
             queue_entries: 32,
             disable_sqflow: false,
             in_capsule_max_bytes: 8192,
+            max_r2t: 0,
             timeout: Duration::from_secs(10),
         }
     }
@@ -115,7 +118,7 @@ impl Initiator {
             &mut b,
             pdu_type::IC_REQ,
             0,
-            &tcp::icreq_body(opts.hpda, digest, 0),
+            &tcp::icreq_body(opts.hpda, digest, opts.max_r2t),
             &[],
             &Framing::INITIAL,
         );

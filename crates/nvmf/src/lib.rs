@@ -29,6 +29,7 @@ pub mod reactor;
 pub mod request;
 pub mod ring;
 pub mod subsystem;
+mod transfer;
 
 pub use config::{Limits, TargetConfig};
 pub use error::{ConfigError, InitiatorError, TargetError};

@@ -21,6 +21,8 @@ use crate::subsystem::{Controller, Target};
 
 /// Largest per-slot data buffer kept after its command completes.
 pub const RETAINED_BUF_BYTES: usize = 256 * 1024;
+/// Most R2Ts outstanding for one command, whatever the host's MAXR2T.
+pub const R2T_OUTSTANDING_LIMIT: u32 = 16;
 
 /// Connection phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +66,7 @@ pub struct Connection {
     pub(crate) phase: Phase,
     pub(crate) framing: Framing,
     rx: Vec<u8>,
-    tx: Vec<u8>,
+    pub(crate) tx: Vec<u8>,
     pub(crate) binding: Option<Binding>,
     pub(crate) reqs: Vec<Request>,
     /// Storage operations queued for the reactor's ring (at most one per
@@ -72,6 +74,9 @@ pub struct Connection {
     storage: VecDeque<StorageOp>,
     sqhd: u16,
     pub(crate) sq_flow_disabled: bool,
+    /// R2Ts the host lets us have outstanding per command (its MAXR2T + 1,
+    /// at most [`R2T_OUTSTANDING_LIMIT`]).
+    pub(crate) r2t_outstanding_max: u32,
     pub(crate) last_keepalive: Instant,
     pub(crate) counters: QueueCounters,
     /// Why the connection is closing, for the log.
@@ -96,6 +101,7 @@ impl Connection {
             storage: VecDeque::with_capacity(depth),
             sqhd: 0,
             sq_flow_disabled: false,
+            r2t_outstanding_max: 1,
             last_keepalive: Instant::now(),
             counters: QueueCounters::default(),
             close_reason: None,
@@ -318,7 +324,7 @@ impl Connection {
 
     fn on_pdu(&mut self, pdu: Pdu<'_>) {
         match pdu {
-            Pdu::IcReq(r) => self.on_icreq(r.hpda, r.digest),
+            Pdu::IcReq(r) => self.on_icreq(r.hpda, r.digest, r.maxr2t),
             Pdu::CapsuleCmd {
                 sqe,
                 data,
@@ -345,7 +351,8 @@ impl Connection {
         }
     }
 
-    fn on_icreq(&mut self, hpda: u8, digest: u8) {
+    fn on_icreq(&mut self, hpda: u8, digest: u8, maxr2t: u32) {
+        self.r2t_outstanding_max = maxr2t.saturating_add(1).min(R2T_OUTSTANDING_LIMIT);
         let enabled = digest & (tcp::DIGEST_HEADER | tcp::DIGEST_DATA);
         let body = tcp::icresp_body(0, enabled, self.target.limits.max_h2c_data_bytes);
         tcp::frame(
@@ -413,72 +420,6 @@ impl Connection {
         }
         r.state = RequestState::New;
         self.advance(slot);
-    }
-
-    fn on_h2c_data(&mut self, hdr: tcp::DataHeader, data: &[u8], digest_ok: bool) {
-        let slot = hdr.ttag as usize;
-        let limit = self.target.limits.max_h2c_data_bytes;
-        let err = |fes, fei, what| FatalError { fes, fei, what };
-        let hb = hdr_bytes(&hdr);
-        if slot >= self.reqs.len() {
-            return self.fatal(
-                err(
-                    fes::INVALID_HEADER_FIELD,
-                    10,
-                    "H2CData TTAG names no transfer",
-                ),
-                &hb,
-            );
-        }
-        let r = &mut self.reqs[slot];
-        if r.state != RequestState::AwaitingH2CData {
-            return self.fatal(
-                err(
-                    fes::PDU_SEQUENCE_ERROR,
-                    0,
-                    "H2CData without an outstanding R2T",
-                ),
-                &hb,
-            );
-        }
-        if r.sqe.cid != hdr.cccid {
-            return self.fatal(
-                err(
-                    fes::INVALID_HEADER_FIELD,
-                    8,
-                    "H2CData CCCID does not match the R2T",
-                ),
-                &hb,
-            );
-        }
-        if data.len() as u32 > limit {
-            return self.fatal(
-                err(
-                    fes::DATA_LIMIT_EXCEEDED,
-                    0,
-                    "H2CData larger than MAXH2CDATA",
-                ),
-                &hb,
-            );
-        }
-        let end = hdr.data_offset as u64 + data.len() as u64;
-        if hdr.data_offset != r.received_bytes || end > r.len_bytes as u64 {
-            return self.fatal(
-                err(
-                    fes::DATA_OUT_OF_RANGE,
-                    12,
-                    "H2CData offset or length outside the R2T",
-                ),
-                &hb,
-            );
-        }
-        let off = hdr.data_offset as usize;
-        r.buf[off..off + data.len()].copy_from_slice(data);
-        r.received_bytes += data.len() as u32;
-        r.digest_failed |= !digest_ok;
-        if r.received_bytes == r.len_bytes {
-            self.advance(slot);
-        }
     }
 
     /// The one place a request changes state. Runs until the request waits
@@ -563,8 +504,8 @@ impl Connection {
                 if r.xfer == Xfer::CtrlToHost {
                     return RequestState::ReadyToExecute;
                 }
-                let body = tcp::data_body(r.sqe.cid, slot as u16, 0, len);
-                tcp::frame(&mut self.tx, pdu_type::R2T, 0, &body, &[], &self.framing);
+                r.r2t_sent_bytes = 0;
+                self.send_r2ts(slot);
                 RequestState::AwaitingH2CData
             }
             _ => fail(r, Status::SGL_TYPE_INVALID),
@@ -723,16 +664,4 @@ impl Connection {
         }
         self.phase = Phase::Closing;
     }
-}
-
-fn hdr_bytes(h: &tcp::DataHeader) -> Vec<u8> {
-    let mut v = vec![0u8; 24];
-    h.ch.encode(&mut v);
-    v[8..24].copy_from_slice(&tcp::data_body(
-        h.cccid,
-        h.ttag,
-        h.data_offset,
-        h.data_length,
-    ));
-    v
 }

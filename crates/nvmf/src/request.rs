@@ -57,7 +57,8 @@ pub enum RequestState {
     Free,
     /// Capsule received; transfer not yet decided.
     New,
-    /// An R2T is out; H2CData PDUs are arriving.
+    /// R2Ts are out; H2CData PDUs are arriving (more R2Ts follow as they
+    /// are answered).
     AwaitingH2CData,
     /// All data in; the command can run.
     ReadyToExecute,
@@ -83,6 +84,8 @@ pub struct Request {
     pub len_bytes: u32,
     /// Bytes of host data received so far.
     pub received_bytes: u32,
+    /// Bytes of the transfer asked for by R2Ts sent so far.
+    pub r2t_sent_bytes: u32,
     /// True when the data arrived in the capsule.
     pub in_capsule: bool,
     /// A data digest failed; the command completes with a transport error.
@@ -109,6 +112,7 @@ impl Request {
             xfer: Xfer::None,
             len_bytes: 0,
             received_bytes: 0,
+            r2t_sent_bytes: 0,
             in_capsule: false,
             digest_failed: false,
             buf: AlignedBuf::new(),
