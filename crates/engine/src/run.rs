@@ -158,10 +158,18 @@ pub fn run_until(
     let t0 = sys::now_ns();
     let process0 = sys::process_usage();
     let mut interrupted = false;
+    let mut interrupted_in_ramp = false;
+    let ramp_ns = placement
+        .targets
+        .iter()
+        .map(|t| t.workload.ramp_time_ns)
+        .max()
+        .unwrap_or(0);
     let mut tick = 0u32;
     while !ctl.abort.load(Ordering::Relaxed) && progress.iter().any(|p| !p.is_finished()) {
         if !interrupted && interrupt.load(Ordering::Relaxed) {
             interrupted = true;
+            interrupted_in_ramp = sys::now_ns() - t0 < ramp_ns;
             ctl.stop.store(true, Ordering::Relaxed);
         }
         std::thread::sleep(WATCH_TICK);
@@ -175,6 +183,11 @@ pub fn run_until(
     let mut result = merge(placement, opts, &infos, &specs, outputs, started_unix_s);
     result.process_cpu_usage = process;
     result.interrupted = interrupted;
+    if interrupted_in_ramp {
+        result.environment.notes.push(
+            "interrupted during the ramp (warm-up): the numbers are warm-up I/O over the time the workers ran".into(),
+        );
+    }
     Ok(result)
 }
 

@@ -173,3 +173,27 @@ fn sigint_during_repeat_reports_the_completed_runs() {
     }
     assert!(err.contains("it is left out; reporting the"), "{err}");
 }
+
+/// Interrupted in the warm-up: the report must not pass warm-up I/O off as
+/// measured without saying so.
+#[test]
+fn sigint_during_the_ramp_says_so() {
+    let t = Temp::new("ramp", 16 << 20);
+    let args = [
+        "bench",
+        t.path(),
+        "--backend",
+        "null",
+        "--ramp",
+        "30s",
+        "--runtime",
+        "1s",
+        "--json",
+    ];
+    let (code, out, err, _) = interrupt(&args, libc::SIGINT, Duration::from_secs(1));
+    assert_eq!(code, 130, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).expect("a valid JSON report");
+    assert_eq!(j["interrupted"], true);
+    let notes = j["environment"]["notes"].to_string();
+    assert!(notes.contains("interrupted during the ramp"), "{notes}");
+}
