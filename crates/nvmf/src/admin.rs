@@ -11,7 +11,6 @@ use nvme_spec::Status;
 
 use crate::config::ADMIN_IN_CAPSULE_BYTES;
 use crate::fabrics::NVME_VERSION;
-use crate::namespace::LBADS;
 use crate::queue::Connection;
 use crate::request::{Outcome, RequestState};
 use crate::subsystem::{Controller, ERROR_LOG_ENTRIES};
@@ -82,7 +81,7 @@ fn identify(conn: &mut Connection, slot: usize, ctrl: &Controller) -> Outcome {
                 nmic: 1,
                 dlfeat: 0x09,
                 nguid: ns.nguid,
-                lbads: LBADS,
+                lbads: ns.lbads(),
             }
             .encode()
         }

@@ -233,7 +233,14 @@ pub struct NamespaceConfig {
     /// devices; RAM namespaces ignore it).
     #[serde(default)]
     pub buffered: bool,
+    /// Logical block (LBA data) size in bytes: a power of two from 512 to
+    /// 4096. Default: a block device's logical block size, else 512.
+    #[serde(default)]
+    pub block_size: Option<u32>,
 }
+
+/// LBA data size of file and RAM namespaces unless `block_size` says.
+pub const DEFAULT_BLOCK_SIZE_BYTES: u32 = 512;
 
 impl NamespaceConfig {
     /// A namespace on `backing` with default options.
@@ -241,27 +248,51 @@ impl NamespaceConfig {
         Self {
             backing: backing.to_string(),
             buffered: false,
+            block_size: None,
         }
     }
 
     /// Parses a `--ns` value: `mem:SIZE` or `PATH`, then options separated
-    /// by commas: `buffered` (page cache instead of `O_DIRECT`).
+    /// by commas: `buffered` (page cache instead of `O_DIRECT`) and
+    /// `block=BYTES` (logical block size, 512 to 4096).
     pub fn from_spec(spec: &str) -> Result<Self, ConfigError> {
         let mut parts = spec.split(',');
         let mut ns = Self::new(parts.next().unwrap_or_default());
+        let bad = |reason: String| ConfigError::Namespace {
+            spec: spec.to_string(),
+            reason,
+        };
         for opt in parts {
-            match opt.trim() {
-                "buffered" => ns.buffered = true,
-                other => {
-                    return Err(ConfigError::Namespace {
-                        spec: spec.to_string(),
-                        reason: format!("unknown option {other:?}; options are: buffered"),
-                    })
+            match opt.trim().split_once('=') {
+                None if opt.trim() == "buffered" => ns.buffered = true,
+                Some(("block", v)) => {
+                    let n = parse_size(v).filter(|&n| n <= u32::MAX as u64);
+                    let n = n.ok_or_else(|| bad(format!("block={v} is not a size in bytes")))?;
+                    ns.block_size = Some(n as u32);
+                }
+                _ => {
+                    return Err(bad(format!(
+                        "unknown option {opt:?}; options are: buffered, block=512|1024|2048|4096"
+                    )))
                 }
             }
         }
-        Backing::parse(&ns.backing)?;
+        ns.validate()?;
         Ok(ns)
+    }
+
+    /// Checks the backing spec and the block size.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        Backing::parse(&self.backing)?;
+        if let Some(b) = self.block_size {
+            if !(512..=4096).contains(&b) || !b.is_power_of_two() {
+                return Err(ConfigError::Namespace {
+                    spec: self.backing.clone(),
+                    reason: format!("block size {b} is not usable: use 512, 1024, 2048 or 4096"),
+                });
+            }
+        }
+        Ok(())
     }
 }
 
@@ -410,7 +441,7 @@ impl TargetConfig {
                 )));
             }
             for n in &s.namespaces {
-                Backing::parse(&n.backing)?;
+                n.validate()?;
             }
         }
         Ok(())
@@ -488,5 +519,46 @@ mod tests {
             .to_string()
             .contains("max_transfer_bytes"));
         assert_eq!(Limits::default().mdts(), 8);
+    }
+
+    #[test]
+    fn namespace_specs_and_options() {
+        let n = NamespaceConfig::from_spec("/dev/nvme0n1").unwrap();
+        assert_eq!((n.buffered, n.block_size), (false, None));
+        let n = NamespaceConfig::from_spec("/srv/ns.img,block=4096,buffered").unwrap();
+        assert_eq!(n.backing, "/srv/ns.img");
+        assert_eq!((n.buffered, n.block_size), (true, Some(4096)));
+        let n = NamespaceConfig::from_spec("mem:16M,block=4K").unwrap();
+        assert_eq!(n.block_size, Some(4096));
+        for bad in [
+            "mem:16M,block=3000",
+            "mem:16M,block=8192",
+            "mem:16M,block=x",
+            "f,fast",
+        ] {
+            assert!(NamespaceConfig::from_spec(bad).is_err(), "{bad}");
+        }
+        let c = TargetConfig::from_toml(
+            r#"
+            [[subsystem]]
+            nqn = "nqn.2026-01.io.numio:a"
+            allow_any_host = true
+            [[subsystem.namespace]]
+            backing = "mem:16M"
+            block_size = 4096
+            buffered = true
+            "#,
+            "t.toml",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.subsystems[0].namespaces[0].block_size, Some(4096));
+        let mut bad = c.clone();
+        bad.subsystems[0].namespaces[0].block_size = Some(100);
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("512, 1024"));
     }
 }

@@ -60,12 +60,24 @@ pub enum TargetError {
         source: std::io::Error,
     },
     /// A backing whose size is unusable.
-    #[error("namespace backing {path} is {size_bytes} bytes: it must be a non-zero multiple of 512 bytes")]
+    #[error("namespace backing {path} is {size_bytes} bytes: it must be a non-zero multiple of its {block_bytes}-byte logical block")]
     BackingSize {
         /// Path.
         path: String,
         /// Size found.
         size_bytes: u64,
+        /// The namespace's logical block size.
+        block_bytes: u64,
+    },
+    /// A logical block size the backing cannot serve.
+    #[error("namespace backing {path}: block size {block_bytes} is smaller than the device's logical block size {device_bytes} (use block={device_bytes} or larger)")]
+    BlockSize {
+        /// Path.
+        path: String,
+        /// Asked for.
+        block_bytes: u32,
+        /// The device's.
+        device_bytes: u32,
     },
     /// Binding a listener failed.
     #[error("cannot listen on {addr}: {source} (is another target using the port? pick another with --listen)")]

@@ -15,13 +15,8 @@ use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 
 use crate::buf::AlignedBuf;
-use crate::config::{Backing, NamespaceConfig};
+use crate::config::{Backing, NamespaceConfig, DEFAULT_BLOCK_SIZE_BYTES};
 use crate::error::TargetError;
-
-/// Logical block size served (512 bytes; LBADS 9).
-pub const BLOCK_SIZE_BYTES: u64 = 512;
-/// log2 of [`BLOCK_SIZE_BYTES`].
-pub const LBADS: u8 = 9;
 
 /// How a namespace's blocks are reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +48,7 @@ pub struct Namespace {
     /// Direct, buffered or RAM.
     pub access: Access,
     block_device: bool,
+    lba_bytes: u64,
 }
 
 fn fnv128(parts: &[&[u8]], salt: u8) -> [u8; 16] {
@@ -90,31 +86,49 @@ fn open_rw(path: &std::path::Path, direct: bool) -> std::io::Result<File> {
     o.open(path)
 }
 
-/// Opens `path` with `O_DIRECT` and checks that a one-block aligned read is
-/// accepted; else opens it buffered and says why.
-fn open_path(path: &std::path::Path, buffered: bool) -> std::io::Result<(File, Access)> {
-    if buffered {
+/// Opens `path` with `O_DIRECT` (unless `buffered`); also says whether it
+/// is a block device and, if so, its logical block size.
+fn open_path(
+    path: &std::path::Path,
+    buffered: bool,
+) -> std::io::Result<(File, Access, Option<u32>)> {
+    let (f, access) = if buffered {
         let why = "the buffered option".to_string();
-        return Ok((open_rw(path, false)?, Access::Buffered { why }));
-    }
-    let refused = |e: &std::io::Error| e.raw_os_error() == Some(libc::EINVAL);
-    match open_rw(path, true) {
-        Ok(f) => {
-            let mut probe = AlignedBuf::new();
-            probe.set_len_zeroed(BLOCK_SIZE_BYTES as usize);
-            match f.read_at(&mut probe, 0) {
-                Err(e) if refused(&e) => {
-                    let why = format!("O_DIRECT {BLOCK_SIZE_BYTES}-byte reads refused ({e})");
-                    Ok((open_rw(path, false)?, Access::Buffered { why }))
-                }
-                _ => Ok((f, Access::Direct)),
+        (open_rw(path, false)?, Access::Buffered { why })
+    } else {
+        match open_rw(path, true) {
+            Ok(f) => (f, Access::Direct),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                let why = format!("the filesystem refuses O_DIRECT ({e})");
+                (open_rw(path, false)?, Access::Buffered { why })
             }
+            Err(e) => Err(e)?,
         }
-        Err(e) if refused(&e) => {
-            let why = format!("the filesystem refuses O_DIRECT ({e})");
+    };
+    let device_lbs = if f.metadata()?.file_type().is_block_device() {
+        Some(logical_block_size(&f)?)
+    } else {
+        None
+    };
+    Ok((f, access, device_lbs))
+}
+
+/// Checks that an `O_DIRECT` read of one `lba_bytes` block is accepted (a
+/// device or filesystem with a coarser alignment refuses it); else reopens
+/// `path` buffered and says why.
+fn check_direct(
+    path: &std::path::Path,
+    f: File,
+    lba_bytes: u64,
+) -> std::io::Result<(File, Access)> {
+    let mut probe = AlignedBuf::new();
+    probe.set_len_zeroed(lba_bytes as usize);
+    match f.read_at(&mut probe, 0) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            let why = format!("O_DIRECT {lba_bytes}-byte reads refused ({e})");
             Ok((open_rw(path, false)?, Access::Buffered { why }))
         }
-        Err(e) => Err(e),
+        _ => Ok((f, Access::Direct)),
     }
 }
 
@@ -126,29 +140,46 @@ impl Namespace {
             path: spec.to_string(),
             source,
         };
-        let (file, size_bytes, access, block_device) = match Backing::parse(spec)? {
+        let asked = cfg.block_size.map(u64::from);
+        let (file, size_bytes, access, block_device, lba_bytes) = match Backing::parse(spec)? {
             Backing::Memory { size_bytes } => (
                 memory_file(size_bytes).map_err(berr)?,
                 size_bytes,
                 Access::Memory,
                 false,
+                asked.unwrap_or(DEFAULT_BLOCK_SIZE_BYTES as u64),
             ),
             Backing::Path(p) => {
-                let (f, access) = open_path(&p, cfg.buffered).map_err(berr)?;
-                let meta = f.metadata().map_err(berr)?;
-                let block = meta.file_type().is_block_device();
-                let size = if block {
+                let (f, access, device_lbs) = open_path(&p, cfg.buffered).map_err(berr)?;
+                let lba_bytes = match (asked, device_lbs) {
+                    (Some(b), Some(d)) if b < d as u64 => {
+                        return Err(TargetError::BlockSize {
+                            path: spec.to_string(),
+                            block_bytes: b as u32,
+                            device_bytes: d,
+                        })
+                    }
+                    (Some(b), _) => b,
+                    (None, Some(d)) => d as u64,
+                    (None, None) => DEFAULT_BLOCK_SIZE_BYTES as u64,
+                };
+                let (f, access) = match access {
+                    Access::Direct => check_direct(&p, f, lba_bytes).map_err(berr)?,
+                    other => (f, other),
+                };
+                let size = if device_lbs.is_some() {
                     block_device_size(&f).map_err(berr)?
                 } else {
-                    meta.len()
+                    f.metadata().map_err(berr)?.len()
                 };
-                (f, size, access, block)
+                (f, size, access, device_lbs.is_some(), lba_bytes)
             }
         };
-        if size_bytes == 0 || size_bytes % BLOCK_SIZE_BYTES != 0 {
+        if size_bytes == 0 || size_bytes % lba_bytes != 0 {
             return Err(TargetError::BackingSize {
                 path: spec.to_string(),
                 size_bytes,
+                block_bytes: lba_bytes,
             });
         }
         let nsid_b = nsid.to_le_bytes();
@@ -165,6 +196,7 @@ impl Namespace {
             uuid,
             access,
             block_device,
+            lba_bytes,
         })
     }
 
@@ -175,7 +207,12 @@ impl Namespace {
 
     /// Bytes per logical block.
     pub fn lba_bytes(&self) -> u64 {
-        BLOCK_SIZE_BYTES
+        self.lba_bytes
+    }
+
+    /// log2 of the logical block size (LBADS of Identify Namespace).
+    pub fn lbads(&self) -> u8 {
+        self.lba_bytes.trailing_zeros() as u8
     }
 
     /// Size in logical blocks.
@@ -270,6 +307,18 @@ impl Namespace {
     }
 }
 
+fn logical_block_size(f: &File) -> std::io::Result<u32> {
+    const BLKSSZGET: libc::c_ulong = 0x1268;
+    let mut lbs: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes one int through the pointer, which points at
+    // a live local for the duration of the call.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut lbs as *mut libc::c_int) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(lbs as u32)
+}
+
 fn block_device_size(f: &File) -> std::io::Result<u64> {
     const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
     let mut size: u64 = 0;
@@ -308,6 +357,35 @@ mod tests {
     }
 
     #[test]
+    fn block_size_option_sets_the_lba_size() {
+        let mut cfg = NamespaceConfig::new("mem:1M");
+        cfg.block_size = Some(4096);
+        let ns = Namespace::open("nqn.t", 1, &cfg).unwrap();
+        assert_eq!((ns.lba_bytes(), ns.lbads(), ns.blocks()), (4096, 12, 256));
+        assert!(ns.in_range(255, 1) && !ns.in_range(256, 1));
+        ns.write(1, &[0x44; 4096]).unwrap();
+        let mut b = vec![0u8; 8192];
+        ns.read(0, &mut b).unwrap();
+        assert_eq!(
+            (&b[..4096], &b[4096..]),
+            (&[0u8; 4096][..], &[0x44u8; 4096][..])
+        );
+        ns.zero(1, 1).unwrap();
+        ns.read(1, &mut b[..4096]).unwrap();
+        assert_eq!(&b[..4096], &[0u8; 4096]);
+        let path = std::env::temp_dir().join(format!("numio-ns4k-{}", std::process::id()));
+        std::fs::write(&path, vec![0u8; 4096 * 3 + 512]).unwrap();
+        let mut cfg = NamespaceConfig::new(path.to_str().unwrap());
+        cfg.block_size = Some(4096);
+        let e = Namespace::open("nqn.t", 1, &cfg).unwrap_err();
+        assert!(e.to_string().contains("multiple of its 4096-byte"), "{e}");
+        std::fs::write(&path, vec![0u8; 4096 * 3]).unwrap();
+        let ns = Namespace::open("nqn.t", 1, &cfg).unwrap();
+        assert_eq!((ns.blocks(), ns.lbads()), (3, 12));
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
     fn file_namespace_direct_buffered_and_errors() {
         let path = std::env::temp_dir().join(format!("numio-ns-{}", std::process::id()));
         std::fs::write(&path, vec![0u8; 8192]).unwrap();
@@ -341,7 +419,7 @@ mod tests {
         );
         std::fs::write(&path, vec![0u8; 100]).unwrap();
         let e = Namespace::open("nqn.t", 1, &NamespaceConfig::new(&spec)).unwrap_err();
-        assert!(e.to_string().contains("multiple of 512"), "{e}");
+        assert!(e.to_string().contains("multiple of its 512-byte"), "{e}");
         std::fs::remove_file(&path).unwrap();
         let e = Namespace::open("nqn.t", 1, &NamespaceConfig::new(&spec)).unwrap_err();
         assert!(e.to_string().contains("numio-ns"), "{e}");

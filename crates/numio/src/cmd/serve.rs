@@ -13,9 +13,12 @@ Limits (defaults; set with the flags above or [limits] in --config):
   I/O queue depth 128 | admin queue depth 32 | in-capsule data: admin 8 KiB, I/O 16 KiB |
   MAXH2CDATA 128 KiB | max transfer (MDTS) 1 MiB | C2HData PDU 128 KiB |
   R2Ts of at most MAXH2CDATA, up to the host's MAXR2T+1 (at most 16) outstanding per command
-Namespaces use 512-byte blocks. Without --allow-host or --allow-any-host, any host is
-admitted (and a warning says so). SIGINT/SIGTERM: stop accepting, let in-flight writes
-finish (5 s at most), close, fdatasync every namespace.
+Namespaces: files and block devices use O_DIRECT on the reactors' io_uring (the page
+cache where the filesystem refuses it, or with ,buffered); logical blocks are 512 bytes
+(a block device's own size) unless ,block=4096 or block_size in the TOML says otherwise.
+Without --allow-host or --allow-any-host, any host is admitted (and a warning says so).
+SIGINT/SIGTERM: stop accepting, let in-flight writes finish (5 s at most), close,
+fdatasync every namespace.
 
 Example:
   numio serve --ns mem:1G --allow-host \"$(cat /etc/nvme/hostnqn)\"
@@ -27,8 +30,8 @@ Example:
 #[command(after_long_help = LIMITS_HELP, after_help = "Run with --help for limits and an example.")]
 pub struct Args {
     /// Namespace: `mem:SIZE` (RAM, e.g. mem:1G) or a file / block device path (O_DIRECT), then
-    /// `,buffered` to use the page cache instead; repeat for more.
-    #[arg(long = "ns", value_name = "mem:SIZE|PATH[,buffered]")]
+    /// options: `,block=4096` (logical block size, 512 to 4096), `,buffered` (page cache); repeat.
+    #[arg(long = "ns", value_name = "mem:SIZE|PATH[,block=N][,buffered]")]
     pub namespaces: Vec<String>,
     /// Subsystem NQN of the --ns namespaces.
     #[arg(long, default_value = DEFAULT_NQN)]
@@ -284,6 +287,13 @@ mod tests {
             build_config(&parse(&["--ns", "mem:16M", "--allow-host", "nqn.h"])).unwrap();
         assert!(!open && !cfg.subsystems[0].allow_any_host);
         assert_eq!(cfg.subsystems[0].allowed_hosts, vec!["nqn.h".to_string()]);
+        let (cfg, _) = build_config(&parse(&["--ns", "mem:16M,block=4096,buffered"])).unwrap();
+        let ns = &cfg.subsystems[0].namespaces[0];
+        assert_eq!(
+            (ns.backing.as_str(), ns.block_size, ns.buffered),
+            ("mem:16M", Some(4096), true)
+        );
+        assert!(build_config(&parse(&["--ns", "mem:16M,block=12"])).is_err());
         let e = build_config(&parse(&[])).unwrap_err().to_string();
         assert!(e.contains("--ns mem:1G"), "{e}");
         let e = build_config(&parse(&["--ns", "mem:16M", "--max-transfer", "5000"]))
