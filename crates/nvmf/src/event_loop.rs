@@ -430,3 +430,65 @@ fn storage_entry(op: &StorageOp, buf: *mut u8) -> squeue::Entry {
             .build(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TargetConfig;
+    use crate::initiator::{Initiator, InitiatorOptions};
+    use std::net::TcpListener;
+    use std::time::Duration;
+
+    /// The fallback for kernels without IORING_FEAT_EXT_ARG (before 5.11):
+    /// the tick is an IORING_OP_TIMEOUT, so a reactor with nothing to do
+    /// still sees shutdown, with no wake-up poke.
+    #[test]
+    fn tick_by_timeout_op_without_ext_arg() {
+        let cfg = TargetConfig::from_toml(
+            r#"
+            [[subsystem]]
+            nqn = "nqn.2026-01.io.numio:tick"
+            allow_any_host = true
+            [[subsystem.namespace]]
+            backing = "mem:1M"
+            "#,
+            "test",
+        )
+        .unwrap();
+        let target = Target::new(&cfg).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let wake = Arc::new(crate::reactor::eventfd().unwrap());
+        let (t, w) = (target.clone(), wake.clone());
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut ring = Ring::new(true).unwrap();
+            ring.ext_arg = false;
+            Reactor::new(t, rx, w, ring).run();
+            done_tx.send(()).unwrap();
+        });
+        let client = std::thread::spawn(move || {
+            let o = InitiatorOptions::default();
+            let mut a = Initiator::connect_admin(addr, "nqn.2026-01.io.numio:tick", &o)?;
+            a.enable()?;
+            std::thread::sleep(Duration::from_millis(250));
+            a.keep_alive()
+        });
+        let (s, _) = listener.accept().unwrap();
+        target.connections.fetch_add(1, Ordering::AcqRel);
+        tx.send(s).unwrap();
+        crate::reactor::poke(wake.as_raw_fd());
+        client.join().unwrap().unwrap();
+        let t = target.clone();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while t.connections.load(Ordering::Acquire) > 0 {
+            assert!(Instant::now() < deadline, "connection released");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        target.shutting_down.store(true, Ordering::Release);
+        done_rx
+            .recv_timeout(Duration::from_secs(5))
+            .expect("the reactor saw shutdown through its timeout tick");
+    }
+}

@@ -136,7 +136,7 @@ fn pin_to(cpu: usize) {
     }
 }
 
-fn eventfd() -> Result<OwnedFd, TargetError> {
+pub(crate) fn eventfd() -> Result<OwnedFd, TargetError> {
     // SAFETY: eventfd returns a new descriptor or -1; a valid one is owned
     // by exactly one OwnedFd.
     let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
@@ -150,7 +150,7 @@ fn eventfd() -> Result<OwnedFd, TargetError> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn poke(fd: RawFd) {
+pub(crate) fn poke(fd: RawFd) {
     let one: u64 = 1;
     // SAFETY: writes 8 bytes from a live local to an eventfd.
     unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
