@@ -108,6 +108,9 @@ vm_load_topology() {
   QEMU_ARGS=()
   _topo_chassis=1
   _topo_drive=0
+  # Poll queues of the guest's nvme driver (IOPOLL, fio --hipri); a topology
+  # file may set another count, 0 for none.
+  TOPO_NVME_POLL_QUEUES=2
   # shellcheck source=/dev/null
   . "$file"
   topology
