@@ -70,7 +70,7 @@ pub enum EngineError {
         reason: String,
     },
     /// An unknown backend name.
-    #[error("unknown backend `{0}` (this engine runs: uring, sync, null, nop)")]
+    #[error("unknown backend `{0}` (this engine runs: uring, sync, null, nop, passthru)")]
     UnknownBackend(String),
     /// Another worker failed to start, so this one did not run.
     #[error("the run was aborted because a worker failed to start")]

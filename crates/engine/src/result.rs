@@ -84,7 +84,8 @@ pub struct IoStats {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrnoCount {
     /// The errno (positive), e.g. 5 for EIO. [`VERIFY_ERRNO`] marks data that
-    /// did not match the written pattern.
+    /// did not match the written pattern; codes from [`NVME_STATUS_BASE`] up
+    /// are NVMe completion statuses (passthru backend).
     pub errno: i32,
     /// Its name, e.g. `EIO`.
     pub name: String,
@@ -94,6 +95,12 @@ pub struct ErrnoCount {
 
 /// The errno used for verify mismatches (EILSEQ).
 pub const VERIFY_ERRNO: i32 = 84;
+
+/// Codes from this one up (to `+ 0x7ff`) are NVMe completion statuses of the
+/// passthru backend, not errnos: `errno - NVME_STATUS_BASE` is the status
+/// code type and status code, `SCT << 8 | SC` (e.g. `0x10281`: media error,
+/// unrecovered read error). Far above every errno (< 4096).
+pub const NVME_STATUS_BASE: i32 = 0x1_0000;
 
 /// CPU time and scheduling of one worker thread (or a sum of them).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]

@@ -9,7 +9,11 @@ use std::sync::{Arc, Barrier};
 use planner::{MemPolicy, Placement, TargetPlacement};
 use topology::CpuId;
 
-use crate::backend::{Backend, BackendKind, NullBackend, SyncBackend, UringBackend, UringOptions};
+use crate::backend::{
+    Backend, BackendKind, NullBackend, NvmeNamespace, PassthruBackend, SyncBackend, UringBackend,
+    UringOptions,
+};
+use crate::env;
 use crate::error::EngineError;
 use crate::gen::{IoGen, Rng};
 use crate::progress::{snapshot, ProgressSnapshot, WorkerProgress};
@@ -20,7 +24,6 @@ use crate::stats::{Dir, WorkerStats};
 use crate::sys::{self, NodeBuffer};
 use crate::target::{self, Region, TargetInfo};
 use crate::worker::{LoopLimits, LoopOutput, WorkerLoop};
-use crate::{env, safety};
 
 /// Percentiles reported when none are asked for.
 pub const DEFAULT_PERCENTILES: [f64; 7] = [1.0, 10.0, 50.0, 90.0, 99.0, 99.9, 99.99];
@@ -91,6 +94,8 @@ struct JobSpec {
     kind: BackendKind,
     verify: bool,
     limits: LoopLimits,
+    /// Namespace of an NVMe generic device target (passthru).
+    nvme: Option<NvmeNamespace>,
 }
 
 /// What a worker hands back.
@@ -268,12 +273,13 @@ fn check_targets(
                 reason: "no jobs were placed on this target; use --jobs 1 or more".into(),
             });
         }
-        let touches = match &t.backend {
-            Some(name) => name.parse::<BackendKind>()?.touches_data(),
-            None => opts.backend.touches_data(),
+        let kind = match &t.backend {
+            Some(name) => name.parse::<BackendKind>()?,
+            None => opts.backend,
         };
-        if t.workload.rw.writes() && touches && info.block_device && !opts.force_write {
-            safety::check_writable(&info)?;
+        target::check_backend(&info, kind)?;
+        if t.workload.rw.writes() && kind.touches_data() && !opts.force_write {
+            target::check_write_safety(&info)?;
         }
         out.push((info, region));
     }
@@ -322,6 +328,7 @@ fn job_specs(
                 kind,
                 verify: opts.verify,
                 limits,
+                nvme: info.nvme_namespace(),
             });
         }
     }
@@ -544,6 +551,24 @@ fn worker_setup_and_run(
                 what: "io_uring set-up".into(),
                 source,
             })?;
+            let features = b.features.clone();
+            notes.extend(b.notes.iter().cloned());
+            (run_generic(b, &res, &mut gate)?, features)
+        }
+        BackendKind::Passthru => {
+            let region = (buf.as_ptr(), buf.len_bytes());
+            let ns = spec.nvme.ok_or_else(|| EngineError::Workload {
+                path: spec.path.clone(),
+                reason: "not an NVMe generic device; use /dev/ngXnY".into(),
+            })?;
+            let b = PassthruBackend::start(file.as_raw_fd(), ns, depth as u32, region, &spec.uring)
+                .map_err(|source| EngineError::Backend {
+                    backend: spec.kind.name(),
+                    path: spec.path.clone(),
+                    what: "NVMe passthrough set-up (io_uring SQE128+CQE32, one read of LBA 0)"
+                        .into(),
+                    source,
+                })?;
             let features = b.features.clone();
             notes.extend(b.notes.iter().cloned());
             (run_generic(b, &res, &mut gate)?, features)

@@ -4,7 +4,9 @@
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
-use crate::result::{ErrnoCount, IoStats, Latencies, LatencySummary, Percentile, RawHistograms};
+use crate::result::{
+    ErrnoCount, IoStats, Latencies, LatencySummary, Percentile, RawHistograms, NVME_STATUS_BASE,
+};
 
 /// Largest latency a histogram tracks exactly (60 s); larger values saturate.
 pub const HIST_MAX_NS: u64 = 60_000_000_000;
@@ -12,6 +14,8 @@ pub const HIST_MAX_NS: u64 = 60_000_000_000;
 const HIST_SIGFIG: u8 = 3;
 /// Highest errno counted individually; larger ones share the last bucket.
 pub const ERRNO_SLOTS: usize = 256;
+/// NVMe statuses counted individually: every `SCT << 8 | SC` (11 bits).
+pub const NVME_STATUS_SLOTS: usize = 0x800;
 
 /// I/O direction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +78,8 @@ pub struct WorkerStats {
     pub hist: [DirHistograms; 2],
     /// Errors by errno (index = errno, last slot = anything larger).
     pub errors: Box<[u64; ERRNO_SLOTS]>,
+    /// Errors by NVMe status (index = `SCT << 8 | SC`; passthru backend).
+    pub nvme_status: Box<[u64; NVME_STATUS_SLOTS]>,
 }
 
 impl Default for WorkerStats {
@@ -90,6 +96,7 @@ impl WorkerStats {
             bytes: [0; 2],
             hist: [DirHistograms::new(), DirHistograms::new()],
             errors: Box::new([0; ERRNO_SLOTS]),
+            nvme_status: Box::new([0; NVME_STATUS_SLOTS]),
         }
     }
 
@@ -100,18 +107,25 @@ impl WorkerStats {
         self.hist[0].reset();
         self.hist[1].reset();
         self.errors.fill(0);
+        self.nvme_status.fill(0);
     }
 
-    /// Counts one failed I/O.
+    /// Counts one failed I/O: an errno, or an NVMe status as
+    /// [`NVME_STATUS_BASE`] + `SCT << 8 | SC`.
     #[inline]
     pub fn record_error(&mut self, errno: i32) {
+        let nvme = errno.wrapping_sub(NVME_STATUS_BASE) as u32 as usize;
+        if nvme < NVME_STATUS_SLOTS {
+            self.nvme_status[nvme] += 1;
+            return;
+        }
         let i = (errno.max(0) as usize).min(ERRNO_SLOTS - 1);
         self.errors[i] += 1;
     }
 
     /// Total failed I/Os.
     pub fn error_count(&self) -> u64 {
-        self.errors.iter().sum()
+        self.errors.iter().sum::<u64>() + self.nvme_status.iter().sum::<u64>()
     }
 
     /// Adds another worker's numbers.
@@ -122,6 +136,9 @@ impl WorkerStats {
             self.hist[d].add(&other.hist[d]);
         }
         for (a, b) in self.errors.iter_mut().zip(other.errors.iter()) {
+            *a += *b;
+        }
+        for (a, b) in self.nvme_status.iter_mut().zip(other.nvme_status.iter()) {
             *a += *b;
         }
     }
@@ -173,6 +190,17 @@ impl WorkerStats {
                 name: errno_name(e as i32),
                 count: *c,
             })
+            .chain(
+                self.nvme_status
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| **c > 0)
+                    .map(|(s, c)| ErrnoCount {
+                        errno: NVME_STATUS_BASE + s as i32,
+                        name: nvme_status_name(s as u16),
+                        count: *c,
+                    }),
+            )
             .collect();
         v.sort_by(|a, b| b.count.cmp(&a.count).then(a.errno.cmp(&b.errno)));
         v
@@ -254,6 +282,14 @@ pub fn decode_histogram(hex: &str) -> Option<Histogram<u64>> {
         .ok()
 }
 
+/// `NVMe status sct=MediaError sc=0x81` for `SCT << 8 | SC`.
+pub fn nvme_status_name(sct_sc: u16) -> String {
+    format!(
+        "NVMe status {}",
+        nvme_spec::Status::from_field(sct_sc & 0x7ff)
+    )
+}
+
 /// The symbolic name of an errno (`EIO`), or `errno N`.
 pub fn errno_name(errno: i32) -> String {
     let name = match errno {
@@ -323,6 +359,29 @@ mod tests {
         assert_eq!(e[0].count, 2);
         assert_eq!(e[1].errno, 255);
         assert_eq!(a.hist[1].lat.len(), 1);
+    }
+
+    #[test]
+    fn nvme_statuses_count_apart_from_errnos() {
+        let mut a = WorkerStats::new();
+        let mut b = WorkerStats::new();
+        b.record_error(NVME_STATUS_BASE + 0x281);
+        b.record_error(NVME_STATUS_BASE + 0x281);
+        b.record_error(NVME_STATUS_BASE + 0x80);
+        b.record_error(5);
+        a.merge(&b);
+        assert_eq!(a.error_count(), 4);
+        let e = a.errno_counts();
+        assert_eq!(e[0].errno, NVME_STATUS_BASE + 0x281);
+        assert_eq!(e[0].name, "NVMe status sct=MediaError sc=0x81");
+        assert_eq!(e[0].count, 2);
+        assert!(e.iter().any(|x| x.errno == 5 && x.count == 1));
+        assert!(e
+            .iter()
+            .any(|x| x.errno == NVME_STATUS_BASE + 0x80
+                && x.name == "NVMe status sct=Generic sc=0x80"));
+        a.reset();
+        assert_eq!(a.error_count(), 0);
     }
 
     #[test]

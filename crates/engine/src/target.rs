@@ -1,18 +1,29 @@
-//! Targets: what a path is (block device or file), its size and logical
-//! block size, and whether a workload fits it.
+//! Targets: what a path is (block device, file, or NVMe generic character
+//! device `/dev/ngXnY`), its size and logical block size, whether a
+//! workload fits it, and whether a backend can drive it.
+//!
+//! A generic device is described by its namespace's block device in sysfs
+//! (the sibling under the same controller or subsystem whose `nsid` is the
+//! one `NVME_IOCTL_ID` returns): size, LBA size and largest transfer come
+//! from there, and so does write safety.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use planner::{Distribution, Workload};
 
+use crate::backend::{BackendKind, NvmeNamespace};
 use crate::error::EngineError;
 use crate::result::TargetEnvironment;
 
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
 const BLKSSZGET: libc::c_ulong = 0x1268;
+/// `_IO('N', 0x40)`: the namespace id of an NVMe block or generic device.
+const NVME_IOCTL_ID: libc::c_ulong = 0x4e40;
+/// Most logical blocks one NVMe read or write moves (NLB is 16 bits, 0's based).
+pub const NVME_MAX_BLOCKS_PER_COMMAND: u64 = 1 << 16;
 /// Most I/Os a job may have in flight.
 pub const MAX_IODEPTH: u32 = 4096;
 /// Largest block size.
@@ -37,6 +48,20 @@ pub struct TargetInfo {
     pub scheduler: Option<String>,
     /// `queue/io_poll`.
     pub io_poll: Option<bool>,
+    /// Set for an NVMe generic character device (`/dev/ngXnY`).
+    pub nvme_generic: Option<NvmeGeneric>,
+}
+
+/// What the engine knows about an NVMe generic character device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmeGeneric {
+    /// Namespace id (`NVME_IOCTL_ID`).
+    pub nsid: u32,
+    /// The namespace's block device, e.g. `/dev/nvme0n1` (writes through the
+    /// generic device change its data, so write safety looks there).
+    pub block_device: String,
+    /// Largest transfer of one command (`queue/max_hw_sectors_kb`).
+    pub max_transfer_bytes: u64,
 }
 
 impl TargetInfo {
@@ -46,6 +71,8 @@ impl TargetInfo {
             path: self.path.clone(),
             kind: if self.block_device {
                 "block_device"
+            } else if self.nvme_generic.is_some() {
+                "nvme_generic"
             } else {
                 "file"
             }
@@ -55,8 +82,17 @@ impl TargetInfo {
             node,
             scheduler: self.scheduler.clone(),
             io_poll: self.io_poll,
-            direct,
+            // Passthrough commands never touch the page cache.
+            direct: direct || self.nvme_generic.is_some(),
         }
+    }
+
+    /// The namespace a passthru backend sends its commands to.
+    pub fn nvme_namespace(&self) -> Option<NvmeNamespace> {
+        self.nvme_generic.as_ref().map(|g| NvmeNamespace {
+            nsid: g.nsid,
+            lba_bytes: self.logical_block_size_bytes,
+        })
     }
 }
 
@@ -78,7 +114,10 @@ pub fn inspect(path: &str) -> Result<TargetInfo, EngineError> {
             sysfs_dir: None,
             scheduler: None,
             io_poll: None,
+            nvme_generic: None,
         })
+    } else if meta.file_type().is_char_device() {
+        inspect_nvme_generic(path, meta.rdev())
     } else {
         Err(EngineError::Workload {
             path: path.to_string(),
@@ -87,6 +126,180 @@ pub fn inspect(path: &str) -> Result<TargetInfo, EngineError> {
                     .into(),
         })
     }
+}
+
+/// Namespace id, block device and geometry of an NVMe generic device.
+fn inspect_nvme_generic(path: &str, rdev: u64) -> Result<TargetInfo, EngineError> {
+    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+    let sys = std::fs::canonicalize(format!("/sys/dev/char/{major}:{minor}")).ok();
+    let class = sys
+        .as_ref()
+        .and_then(|d| std::fs::canonicalize(d.join("subsystem")).ok());
+    let (Some(sys), true) = (
+        sys,
+        class.is_some_and(|c| c.file_name().is_some_and(|n| n == "nvme-generic")),
+    ) else {
+        return Err(EngineError::Workload {
+            path: path.to_string(),
+            reason: "a character device that is not an NVMe generic device; give a block device, a file, or /dev/ngXnY with --backend passthru".into(),
+        });
+    };
+    let inspect_err = |source| EngineError::Inspect {
+        path: path.to_string(),
+        source,
+    };
+    let f = File::open(path).map_err(|source| EngineError::Open {
+        path: path.to_string(),
+        source,
+    })?;
+    // SAFETY: NVME_IOCTL_ID takes no argument and returns the namespace id.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), NVME_IOCTL_ID as _) };
+    if rc <= 0 {
+        return Err(inspect_err(std::io::Error::last_os_error()));
+    }
+    let nsid = rc as u32;
+    let parent = sys.parent().unwrap_or(&sys);
+    let Some((block_name, bdir)) = namespace_block_device(parent, nsid) else {
+        return Err(EngineError::Workload {
+            path: path.to_string(),
+            reason: format!(
+                "no block device of namespace {nsid} under {}; numio reads the namespace's size and LBA size there",
+                parent.display()
+            ),
+        });
+    };
+    let read = |rel: &str| {
+        std::fs::read_to_string(bdir.join(rel))
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let num = |rel: &str| read(rel).and_then(|s| s.parse::<u64>().ok());
+    let (Some(sectors), Some(lbs)) = (num("size"), num("queue/logical_block_size")) else {
+        return Err(inspect_err(std::io::Error::other(format!(
+            "cannot read size and queue/logical_block_size of {}",
+            bdir.display()
+        ))));
+    };
+    Ok(TargetInfo {
+        path: path.to_string(),
+        block_device: false,
+        size_bytes: sectors * 512,
+        logical_block_size_bytes: lbs.max(512) as u32,
+        rdev,
+        sysfs_dir: Some(sys),
+        scheduler: read("queue/scheduler").map(|s| parse_scheduler(&s)),
+        io_poll: read("queue/io_poll").map(|s| s == "1"),
+        nvme_generic: Some(NvmeGeneric {
+            nsid,
+            block_device: format!("/dev/{block_name}"),
+            max_transfer_bytes: num("queue/max_hw_sectors_kb").map_or(u64::MAX, |kb| kb << 10),
+        }),
+    })
+}
+
+/// The block device of namespace `nsid` among the entries of `dir` (the
+/// controller or subsystem directory of a generic device): (name, sysfs dir).
+/// A hidden multipath path device (`nvme0c1n1`) gives way to its head
+/// (`nvme0n1`), the device that has a node under /dev.
+fn namespace_block_device(dir: &Path, nsid: u32) -> Option<(String, PathBuf)> {
+    let mut found: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let p = e.path();
+            let id = std::fs::read_to_string(p.join("nsid")).ok()?;
+            (name.starts_with("nvme") && id.trim().parse::<u32>().ok()? == nsid)
+                .then_some((name, p))
+        })
+        .collect();
+    found.sort();
+    let (name, p) = found.into_iter().next()?;
+    match multipath_head_name(&name) {
+        Some(head) => {
+            let hp = PathBuf::from("/sys/block").join(&head);
+            Some((head, if hp.is_dir() { hp } else { p }))
+        }
+        None => Some((name, p)),
+    }
+}
+
+/// `nvme0n1` for a multipath path device `nvme0c1n1`; `None` for other names.
+pub fn multipath_head_name(name: &str) -> Option<String> {
+    let rest = name.strip_prefix("nvme")?;
+    let (subsys, rest) = rest.split_once('c')?;
+    let (ctrl, ns) = rest.split_once('n')?;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    (digits(subsys) && digits(ctrl) && digits(ns)).then(|| format!("nvme{subsys}n{ns}"))
+}
+
+/// `/dev/ng0n1` for `/dev/nvme0n1`, when that generic device exists.
+fn generic_device_of(block_path: &str) -> Option<String> {
+    let name = Path::new(block_path).file_name()?.to_str()?;
+    let rest = name.strip_prefix("nvme")?;
+    let ng = format!("/dev/ng{rest}");
+    std::fs::metadata(&ng)
+        .is_ok_and(|m| m.file_type().is_char_device())
+        .then_some(ng)
+}
+
+/// Refuses a backend that cannot drive the target: passthru needs an NVMe
+/// generic device, and the other data backends cannot use one. Each error
+/// names the fix.
+pub fn check_backend(info: &TargetInfo, kind: BackendKind) -> Result<(), EngineError> {
+    let bad = |reason: String| EngineError::Workload {
+        path: info.path.clone(),
+        reason,
+    };
+    match (&info.nvme_generic, kind.needs_nvme_generic()) {
+        (None, true) => {
+            let what = if info.block_device {
+                "a block device"
+            } else {
+                "a regular file"
+            };
+            Err(bad(match generic_device_of(&info.path) {
+                Some(ng) => format!(
+                    "{what}: the passthru backend sends NVMe commands to the namespace's generic character device; use {ng} (or --backend uring for {})",
+                    info.path
+                ),
+                None => format!(
+                    "{what}: the passthru backend needs an NVMe generic character device /dev/ngXnY (`ls /dev/ng*`; Linux ≥ 5.13); use --backend uring for this target"
+                ),
+            }))
+        }
+        (Some(ng), false) if kind.touches_data() => Err(bad(format!(
+            "an NVMe generic character device, which only the passthru backend drives; use --backend passthru, or the block device {} with --backend {}",
+            ng.block_device,
+            kind.name()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a write to a target whose device holds a partition table,
+/// filesystem, mount or holder (see [`crate::safety`]). An NVMe generic
+/// device is judged by its namespace's block device; files always pass.
+pub fn check_write_safety(info: &TargetInfo) -> Result<(), EngineError> {
+    if info.block_device {
+        return crate::safety::check_writable(info);
+    }
+    let Some(ng) = &info.nvme_generic else {
+        return Ok(());
+    };
+    let dev = std::fs::metadata(&ng.block_device)
+        .map_err(|source| EngineError::Inspect {
+            path: ng.block_device.clone(),
+            source,
+        })
+        .and_then(|m| inspect_block(&ng.block_device, m.rdev()))?;
+    crate::safety::check_writable(&dev).map_err(|e| match e {
+        EngineError::Unsafe { what, .. } => EngineError::Unsafe {
+            path: info.path.clone(),
+            what: format!("{what} (seen on its block device {})", ng.block_device),
+        },
+        other => other,
+    })
 }
 
 /// Size, block size and queue settings of a block device.
@@ -140,6 +353,7 @@ fn inspect_block(path: &str, rdev: u64) -> Result<TargetInfo, EngineError> {
         sysfs_dir,
         scheduler: read("scheduler").map(|s| parse_scheduler(&s)),
         io_poll: read("io_poll").map(|s| s.trim() == "1"),
+        nvme_generic: None,
     })
 }
 
@@ -151,11 +365,14 @@ pub fn parse_scheduler(s: &str) -> String {
         .to_string()
 }
 
-/// Opens a target for one worker.
+/// Opens a target for one worker. O_DIRECT applies to block devices and
+/// files only: a character device refuses it (EINVAL), and passthrough
+/// commands bypass the page cache anyway.
 pub fn open(path: &str, write: bool, direct: bool) -> Result<File, EngineError> {
     let mut o = std::fs::OpenOptions::new();
     o.read(true).write(write);
-    if direct {
+    let char_device = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device());
+    if direct && !char_device {
         o.custom_flags(libc::O_DIRECT);
     }
     o.open(path).map_err(|source| EngineError::Open {
@@ -184,7 +401,9 @@ pub fn validate(w: &Workload, t: &TargetInfo) -> Result<Region, EngineError> {
     };
     check_basic(w).map_err(bad)?;
     let lbs = u64::from(t.logical_block_size_bytes);
-    if w.direct {
+    if let Some(ng) = &t.nvme_generic {
+        check_nvme_command_size(w, lbs, ng).map_err(bad)?;
+    } else if w.direct {
         for (name, v) in [
             ("bs", w.bs_min_bytes),
             ("bs (max)", w.bs_max_bytes),
@@ -223,8 +442,36 @@ pub fn validate(w: &Workload, t: &TargetInfo) -> Result<Region, EngineError> {
     Ok(Region {
         start_bytes: w.offset_bytes,
         len_bytes: len,
-        align_bytes: if w.direct { lbs } else { 1 },
+        align_bytes: if w.direct || t.nvme_generic.is_some() {
+            lbs
+        } else {
+            1
+        },
     })
+}
+
+/// NVMe commands move whole logical blocks, at most 65536 of them and no
+/// more than the controller's largest transfer.
+fn check_nvme_command_size(w: &Workload, lbs: u64, ng: &NvmeGeneric) -> Result<(), String> {
+    for (name, v) in [
+        ("bs", w.bs_min_bytes),
+        ("bs (max)", w.bs_max_bytes),
+        ("offset", w.offset_bytes),
+    ] {
+        if v % lbs != 0 {
+            return Err(format!(
+                "{name}={v} is not a multiple of the namespace's LBA size {lbs} (NVMe commands move whole logical blocks); use a multiple of {lbs}"
+            ));
+        }
+    }
+    let max = ng.max_transfer_bytes.min(lbs * NVME_MAX_BLOCKS_PER_COMMAND);
+    if w.bs_max_bytes > max {
+        return Err(format!(
+            "bs={} is larger than one NVMe command can move here ({max} bytes: queue/max_hw_sectors_kb of {} and the 16-bit block count); use --bs {max} or less",
+            w.bs_max_bytes, ng.block_device
+        ));
+    }
+    Ok(())
 }
 
 fn check_basic(w: &Workload) -> Result<(), String> {
@@ -282,7 +529,102 @@ mod tests {
             sysfs_dir: None,
             scheduler: None,
             io_poll: None,
+            nvme_generic: None,
         }
+    }
+
+    fn generic_target(lbs: u32, max_transfer_bytes: u64) -> TargetInfo {
+        TargetInfo {
+            path: "/dev/ng0n1".into(),
+            logical_block_size_bytes: lbs,
+            nvme_generic: Some(NvmeGeneric {
+                nsid: 1,
+                block_device: "/dev/nvme0n1".into(),
+                max_transfer_bytes,
+            }),
+            ..file_target(1 << 30)
+        }
+    }
+
+    #[test]
+    fn generic_device_needs_whole_blocks_even_buffered() {
+        let t = generic_target(4096, 512 << 10);
+        let w = |bs: u64, direct: bool| Workload {
+            bs_min_bytes: bs,
+            bs_max_bytes: bs,
+            direct,
+            ..Workload::default()
+        };
+        let e = validate(&w(512, false), &t).unwrap_err().to_string();
+        assert!(
+            e.contains("bs=512 is not a multiple of the namespace's LBA size 4096"),
+            "{e}"
+        );
+        let e = validate(&w(1 << 20, true), &t).unwrap_err().to_string();
+        assert!(e.contains("bs=1048576") && e.contains("--bs 524288"), "{e}");
+        let r = validate(&w(8192, false), &t).unwrap();
+        assert_eq!(
+            r.align_bytes, 4096,
+            "buffered passthru still aligns to LBAs"
+        );
+        assert_eq!(t.environment(None, false).kind, "nvme_generic");
+        assert_eq!(
+            t.nvme_namespace(),
+            Some(NvmeNamespace {
+                nsid: 1,
+                lba_bytes: 4096
+            })
+        );
+    }
+
+    #[test]
+    fn backends_are_matched_to_targets() {
+        let file = file_target(1 << 20);
+        let e = check_backend(&file, BackendKind::Passthru)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("a regular file") && e.contains("/dev/ngXnY"),
+            "{e}"
+        );
+        let ng = generic_target(512, u64::MAX);
+        for k in [BackendKind::Uring, BackendKind::Sync] {
+            let e = check_backend(&ng, k).unwrap_err().to_string();
+            assert!(
+                e.contains("use --backend passthru, or the block device /dev/nvme0n1"),
+                "{e}"
+            );
+        }
+        for k in [BackendKind::Null, BackendKind::Nop, BackendKind::Passthru] {
+            assert!(check_backend(&ng, k).is_ok(), "{k:?}");
+        }
+        for k in [BackendKind::Uring, BackendKind::Sync, BackendKind::Null] {
+            assert!(check_backend(&file, k).is_ok(), "{k:?}");
+        }
+        assert!(check_write_safety(&file).is_ok(), "files are not checked");
+    }
+
+    #[test]
+    fn multipath_path_names_map_to_their_head() {
+        assert_eq!(multipath_head_name("nvme1c4n1").as_deref(), Some("nvme1n1"));
+        assert_eq!(multipath_head_name("nvme0n1"), None);
+        assert_eq!(multipath_head_name("nvme0c1"), None);
+        assert_eq!(multipath_head_name("nvmexcyn1"), None);
+    }
+
+    #[test]
+    fn namespace_block_device_matches_the_nsid() {
+        let dir = std::env::temp_dir().join(format!("numio-ng-sysfs-{}", std::process::id()));
+        for (name, nsid) in [("nvme0n1", 1), ("nvme0n2", 2), ("ng0n2", 0)] {
+            std::fs::create_dir_all(dir.join(name)).unwrap();
+            if nsid > 0 {
+                std::fs::write(dir.join(name).join("nsid"), format!("{nsid}\n")).unwrap();
+            }
+        }
+        let got = namespace_block_device(&dir, 2).map(|(n, _)| n);
+        assert_eq!(got.as_deref(), Some("nvme0n2"));
+        assert_eq!(namespace_block_device(&dir, 3), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -2,6 +2,13 @@
 //! temp file; the data backends write a verifiable pattern and read it back
 //! (each checking what the other wrote); the no-data backends must leave the
 //! file untouched. Tests skip, not fail, where the kernel lacks io_uring.
+//!
+//! `passthru` cannot use a file: it sends NVMe commands to a namespace's
+//! generic character device. Its part of the suite runs the same checks on
+//! the device named by `NUMIO_TEST_NVME_GENERIC=/dev/ngXnY` (a scratch
+//! namespace: it is overwritten), reading back through the block device with
+//! `uring` and the other way round; without one it skips, saying so. The VM
+//! lab check `tests/vm/tests/all/32-passthru.sh` runs it on real NVMe.
 
 mod common;
 
@@ -23,6 +30,7 @@ fn uring_available() -> bool {
     io_uring::IoUring::new(4).is_ok()
 }
 
+/// Every backend that runs on a file (all but passthru, see the crate doc).
 fn backends() -> Vec<BackendKind> {
     let mut v = vec![BackendKind::Sync, BackendKind::Null];
     if uring_available() {
@@ -31,6 +39,114 @@ fn backends() -> Vec<BackendKind> {
         eprintln!("skipping uring and nop: io_uring_setup is not available on this kernel");
     }
     v
+}
+
+#[test]
+fn the_suite_names_every_backend() {
+    // A new backend must be added to the file suite or to the device suite.
+    for b in BackendKind::ALL {
+        assert!(
+            b == BackendKind::Passthru
+                || [
+                    BackendKind::Sync,
+                    BackendKind::Null,
+                    BackendKind::Uring,
+                    BackendKind::Nop
+                ]
+                .contains(&b),
+            "{b:?} is not covered by the conformance suite"
+        );
+    }
+}
+
+/// The NVMe generic device passthru runs on, when one is given.
+fn passthru_device() -> Option<String> {
+    match std::env::var("NUMIO_TEST_NVME_GENERIC") {
+        Ok(p) if !p.is_empty() => Some(p),
+        _ => {
+            eprintln!(
+                "skipping passthru: it needs an NVMe generic device (/dev/ngXnY), which this host lacks; \
+                 set NUMIO_TEST_NVME_GENERIC=/dev/ngXnY (a scratch namespace: it is overwritten) to run it; \
+                 the VM lab check tests/vm/tests/all/32-passthru.sh covers it"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn passthru_completes_exactly_number_ios() {
+    let Some(ng) = passthru_device() else { return };
+    let mut w = bounded(RwMode::RandRead, 4096, 16);
+    w.number_ios = Some(3000);
+    w.time_based = true;
+    w.runtime_ns = Some(60_000_000_000);
+    w.size_bytes = Some(FILE_BYTES as u64);
+    let r = run(&placement(&ng, w, 2), &opts(BackendKind::Passthru, false));
+    assert_eq!(r.total.ops, 6000, "2 jobs × number_ios 3000");
+    assert_eq!(r.total.bytes, 6000 * 4096);
+    assert_eq!(r.total.latency.clat.samples, 6000);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.environment.targets[0].kind, "nvme_generic");
+    assert!(
+        r.environment
+            .uring_features
+            .iter()
+            .any(|f| f == "SQE128+CQE32"),
+        "{:?}",
+        r.environment.uring_features
+    );
+}
+
+#[test]
+fn passthru_and_uring_read_back_what_the_other_wrote() {
+    let Some(ng) = passthru_device() else { return };
+    let info = engine::target::inspect(&ng).unwrap_or_else(|e| panic!("{e}"));
+    let block = info
+        .nvme_generic
+        .expect("NUMIO_TEST_NVME_GENERIC names an NVMe generic device")
+        .block_device;
+    if !uring_available() {
+        eprintln!("skipping: io_uring_setup is not available on this kernel");
+        return;
+    }
+    let cases = [
+        (BackendKind::Passthru, &ng, BackendKind::Uring, &block),
+        (BackendKind::Uring, &block, BackendKind::Passthru, &ng),
+    ];
+    for (wb, wpath, rb, rpath) in cases {
+        let mut w = bounded(RwMode::Write, 64 << 10, 8);
+        w.size_bytes = Some(FILE_BYTES as u64);
+        let r = run(&placement(wpath, w, 1), &opts(wb, true));
+        assert_eq!(r.total.bytes, FILE_BYTES as u64, "{wb:?} wrote the region");
+        assert!(r.errors.is_empty(), "{wb:?} write: {:?}", r.errors);
+        let mut rd = bounded(RwMode::RandRead, 4096, 32);
+        rd.size_bytes = Some(FILE_BYTES as u64);
+        let res = run(&placement(rpath, rd, 1), &opts(rb, true));
+        assert_eq!(res.total.ops, (FILE_BYTES / 4096) as u64, "{rb:?}");
+        assert!(
+            res.errors.is_empty(),
+            "written by {wb:?}, read by {rb:?}: {:?}",
+            res.errors
+        );
+    }
+}
+
+#[test]
+fn passthru_refuses_files_and_names_the_fix() {
+    let f = TempFile::new("passthru", FILE_BYTES, 0);
+    let w = bounded(RwMode::Read, 4096, 4);
+    let e = engine::run(
+        &placement(&f.path_str(), w, 1),
+        &opts(BackendKind::Passthru, false),
+        &mut |_| {},
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("a regular file") && e.contains("/dev/ngXnY") && e.contains("--backend uring"),
+        "{e}"
+    );
 }
 
 fn data_backends() -> Vec<BackendKind> {

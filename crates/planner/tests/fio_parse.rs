@@ -469,3 +469,36 @@ fn zipf_jobs_have_no_random_map_like_fio() {
     .to_string();
     assert!(e.contains("zipf:1.2:0.5") && e.contains("centre"), "{e}");
 }
+
+#[test]
+fn io_uring_cmd_on_a_generic_device_places_a_passthru_target() {
+    // fio's cmd_type defaults to nvme: the job reads the same with or without it.
+    let topo = common::flat(4);
+    for cmd_type in ["", "cmd_type=nvme\n"] {
+        let text = format!(
+            "[pt]\nioengine=io_uring_cmd\n{cmd_type}filename=/dev/ng1n1\nrw=randread\nbs=4k\niodepth=32\n"
+        );
+        let jf = parse_job_text(&text, Path::new("pt.fio"), &ParseOptions::default()).unwrap();
+        assert!(jf.warnings.is_empty(), "{:?}", jf.warnings);
+        let p = jf.to_placement(&topo, true).unwrap();
+        let t = &p.targets[0];
+        assert_eq!(t.path, "/dev/ng1n1");
+        assert_eq!(t.backend.as_deref(), Some("passthru"), "{cmd_type:?}");
+        assert_eq!(
+            t.node,
+            Some(NodeId(0)),
+            "the generic device resolves to its node"
+        );
+        assert!(
+            t.options.ioengine.is_none(),
+            "io_uring_cmd is passthru's own engine"
+        );
+        assert!(
+            to_job_file(&p).contains("ioengine=io_uring_cmd"),
+            "written back as fio's engine"
+        );
+    }
+    let text = "[pt]\nioengine=io_uring_cmd\ncmd_type=generic\nfilename=/dev/ng1n1\n";
+    let e = parse_job_text(text, Path::new("pt.fio"), &ParseOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("cmd_type=nvme"), "{e}");
+}

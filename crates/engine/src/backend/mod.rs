@@ -5,16 +5,21 @@
 //! [`Backend::submit`], and [`Backend::reap`]s completions in batches into a
 //! fixed array. `user_data` is always the worker's slot index. The worker loop
 //! is generic over the backend type, so the hot path has no dynamic dispatch.
+//!
+//! `uring`, `nop` and `passthru` are io_uring backends; `sync` is the
+//! pread/pwrite reference; `null` does nothing and measures numio.
 
 use std::io;
 
 use crate::stats::Dir;
 
 pub mod null;
+pub mod passthru;
 pub mod sync;
 pub mod uring;
 
 pub use null::NullBackend;
+pub use passthru::{NvmeNamespace, PassthruBackend};
 pub use sync::SyncBackend;
 pub use uring::{UringBackend, UringOptions, UringSetup};
 
@@ -39,7 +44,8 @@ pub struct IoRequest {
 pub struct Completion {
     /// Slot index of the I/O.
     pub slot: u32,
-    /// Bytes transferred (≥ 0) or a negated errno.
+    /// Bytes transferred (≥ 0), a negated errno, or (passthru) a negated
+    /// [`NVME_STATUS_BASE`](crate::result::NVME_STATUS_BASE) + NVMe status.
     pub result: i32,
 }
 
@@ -67,15 +73,19 @@ pub enum BackendKind {
     Null,
     /// io_uring NOPs: measures the kernel round trip.
     Nop,
+    /// NVMe commands through io_uring passthrough (`IORING_OP_URING_CMD`)
+    /// on the namespace's generic character device `/dev/ngXnY`.
+    Passthru,
 }
 
 impl BackendKind {
     /// Every backend.
-    pub const ALL: [BackendKind; 4] = [
+    pub const ALL: [BackendKind; 5] = [
         BackendKind::Uring,
         BackendKind::Sync,
         BackendKind::Null,
         BackendKind::Nop,
+        BackendKind::Passthru,
     ];
     /// The name used on the command line and in results.
     pub fn name(self) -> &'static str {
@@ -84,11 +94,20 @@ impl BackendKind {
             BackendKind::Sync => "sync",
             BackendKind::Null => "null",
             BackendKind::Nop => "nop",
+            BackendKind::Passthru => "passthru",
         }
     }
     /// Whether the backend reads or writes the target at all.
     pub fn touches_data(self) -> bool {
-        matches!(self, BackendKind::Uring | BackendKind::Sync)
+        matches!(
+            self,
+            BackendKind::Uring | BackendKind::Sync | BackendKind::Passthru
+        )
+    }
+    /// Whether the backend drives an NVMe generic character device
+    /// (`/dev/ngXnY`) rather than a block device or file.
+    pub fn needs_nvme_generic(self) -> bool {
+        self == BackendKind::Passthru
     }
 }
 

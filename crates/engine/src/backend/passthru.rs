@@ -1,0 +1,775 @@
+//! The `passthru` backend: NVMe Read and Write commands sent through io_uring
+//! passthrough (`IORING_OP_URING_CMD`, `cmd_op` = `NVME_URING_CMD_IO`) on a
+//! namespace's generic character device `/dev/ngXnY`. The driver turns our
+//! command into an NVMe SQE as it is: no bio splitting, merging or I/O
+//! scheduler on the way.
+//!
+//! The kernel requires a ring of 128-byte SQEs and 32-byte CQEs
+//! (`IORING_SETUP_SQE128 | IORING_SETUP_CQE32`). The 72-byte
+//! `struct nvme_uring_cmd` (`include/uapi/linux/nvme_ioctl.h`) lies in the
+//! SQE's 80-byte command area, which starts at byte 48. A completion's `res`
+//! is 0 on success, the NVMe status (`SCT << 8 | SC`, with CRD, More and DNR
+//! above) when positive, a negated errno when negative.
+//!
+//! Set-up mirrors `uring`: SINGLE_ISSUER + DEFER_TASKRUN where granted, else
+//! COOP_TASKRUN, else plain; the target registered as a fixed file; each
+//! slot's buffer registered as its own fixed buffer (index = slot) and used
+//! with `IORING_URING_CMD_FIXED` (Linux ≥ 6.1); the ring fd registered.
+//! One buffer per slot, not one for the region as `uring` does: Linux 6.1
+//! maps a command's fixed buffer with every page of the registered buffer
+//! as a segment, and fails (EINVAL) past the device's `max_segments`.
+//! [`PassthruBackend::start`] sends one read of LBA 0 before the run, which
+//! proves the command path and permissions, and falls back to plain buffers
+//! where the kernel refuses fixed ones for commands (EINVAL before 6.1).
+//! SQPOLL and IOPOLL are not used (a note says so when asked).
+//!
+//! Hot path: like `uring`, one prepared SQE per slot patched from a per
+//! direction template as whole 64-bit words, copied into the ring at submit.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+use super::uring::{UringOptions, UringSetup};
+use super::{Backend, Completion, IoRequest};
+use crate::result::NVME_STATUS_BASE;
+use crate::stats::Dir;
+
+const IORING_ENTER_GETEVENTS: u32 = 1;
+const IORING_ENTER_REGISTERED_RING: u32 = 1 << 4;
+const IORING_REGISTER_RING_FDS: u32 = 20;
+/// The kernel refuses registered buffers larger than this.
+const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
+
+/// NVMe I/O command set opcodes.
+const NVME_CMD_WRITE: u8 = 0x01;
+const NVME_CMD_READ: u8 = 0x02;
+
+/// `struct nvme_uring_cmd` of `include/uapi/linux/nvme_ioctl.h`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct NvmeUringCmd {
+    opcode: u8,
+    flags: u8,
+    rsvd1: u16,
+    nsid: u32,
+    cdw2: u32,
+    cdw3: u32,
+    metadata: u64,
+    addr: u64,
+    metadata_len: u32,
+    data_len: u32,
+    /// Starting LBA, low 32 bits.
+    cdw10: u32,
+    /// Starting LBA, high 32 bits.
+    cdw11: u32,
+    /// Number of logical blocks, 0's based, in bits 15:0.
+    cdw12: u32,
+    cdw13: u32,
+    cdw14: u32,
+    cdw15: u32,
+    timeout_ms: u32,
+    rsvd2: u32,
+}
+
+// The kernel ABI, field by field.
+const _: () = assert!(std::mem::size_of::<NvmeUringCmd>() == 72);
+const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, nsid) == 4);
+const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, metadata) == 16);
+const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, addr) == 24);
+const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, data_len) == 36);
+const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, cdw10) == 40);
+const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, cdw12) == 48);
+const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, timeout_ms) == 64);
+// 128-byte SQEs as 16 words; the word patching below assumes little endian.
+const _: () = assert!(std::mem::size_of::<squeue::Entry128>() == 128);
+const _: () = assert!(std::mem::align_of::<squeue::Entry128>() >= 8);
+const _: () = assert!(cfg!(target_endian = "little"));
+
+/// `_IOWR('N', 0x80, struct nvme_uring_cmd)`.
+const NVME_URING_CMD_IO: u32 =
+    (3 << 30) | ((std::mem::size_of::<NvmeUringCmd>() as u32) << 16) | ((b'N' as u32) << 8) | 0x80;
+
+/// SQE words holding per-I/O fields: the command area starts at byte 48
+/// (word 6), so `addr` is word 9, `data_len` the high half of word 10,
+/// `cdw10`/`cdw11` (the starting LBA) word 11 and `cdw12` the low half of
+/// word 12. Word 4 is `user_data`.
+const W_USER_DATA: usize = 4;
+/// `buf_index` is the low 16 bits of word 5.
+const W_BUF_INDEX: usize = 5;
+const W_ADDR: usize = 9;
+const W_DATA_LEN: usize = 10;
+const W_SLBA: usize = 11;
+const W_NLB: usize = 12;
+
+impl NvmeUringCmd {
+    /// Little-endian bytes as the SQE's 80-byte command area holds them.
+    fn to_cmd_area(self) -> [u8; 80] {
+        let mut b = [0u8; 80];
+        b[0] = self.opcode;
+        b[1] = self.flags;
+        b[2..4].copy_from_slice(&self.rsvd1.to_le_bytes());
+        let words32 = [
+            (4, self.nsid),
+            (8, self.cdw2),
+            (12, self.cdw3),
+            (32, self.metadata_len),
+            (36, self.data_len),
+            (40, self.cdw10),
+            (44, self.cdw11),
+            (48, self.cdw12),
+            (52, self.cdw13),
+            (56, self.cdw14),
+            (60, self.cdw15),
+            (64, self.timeout_ms),
+            (68, self.rsvd2),
+        ];
+        for (at, v) in words32 {
+            b[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        b[16..24].copy_from_slice(&self.metadata.to_le_bytes());
+        b[24..32].copy_from_slice(&self.addr.to_le_bytes());
+        b
+    }
+}
+
+/// The namespace commands go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NvmeNamespace {
+    /// Namespace id.
+    pub nsid: u32,
+    /// LBA size in bytes (a power of two, ≥ 512).
+    pub lba_bytes: u32,
+}
+
+/// One io_uring of 128-byte SQEs owned by one worker, sending NVMe commands.
+pub struct PassthruBackend {
+    ring: IoUring<squeue::Entry128, cqueue::Entry32>,
+    fd: RawFd,
+    ns: NvmeNamespace,
+    lba_shift: u32,
+    region: (*mut u8, usize),
+    fixed_file: bool,
+    fixed_buffers: bool,
+    /// Bits of word 5 that take the slot index (`buf_index`): all 16 with
+    /// fixed buffers, none without.
+    buf_index_mask: u64,
+    enter_fd: i32,
+    enter_flags: u32,
+    /// One prepared SQE per slot, copied into the ring by `submit`.
+    sqes: Vec<squeue::Entry128>,
+    /// Slots queued since the last submit, in order.
+    queued: Vec<u32>,
+    /// Read and write SQEs with user_data, addr, data_len, SLBA and NLB zero.
+    templates: [[u64; 16]; 2],
+    unsubmitted: u32,
+    /// Bytes of the I/O in each slot (a successful command reports 0).
+    slot_len: Vec<u32>,
+    /// Features granted, e.g. `DEFER_TASKRUN`, `fixed buffers`.
+    pub features: Vec<String>,
+    /// Fallbacks taken, in words.
+    pub notes: Vec<String>,
+}
+
+impl std::fmt::Debug for PassthruBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PassthruBackend")
+            .field("ns", &self.ns)
+            .field("features", &self.features)
+            .finish_non_exhaustive()
+    }
+}
+
+type PassthruRing = IoUring<squeue::Entry128, cqueue::Entry32>;
+
+/// The ring, the task-run flags granted, and the fallbacks taken.
+fn build_ring(
+    depth: u32,
+    setup: UringSetup,
+) -> io::Result<(PassthruRing, Vec<String>, Vec<String>)> {
+    type Apply = fn(&mut io_uring::Builder<squeue::Entry128, cqueue::Entry32>);
+    let attempts: [(&[&str], Apply); 3] = [
+        (&["SINGLE_ISSUER", "DEFER_TASKRUN"], |b| {
+            b.setup_single_issuer().setup_defer_taskrun();
+        }),
+        (&["COOP_TASKRUN", "TASKRUN_FLAG"], |b| {
+            b.setup_coop_taskrun().setup_taskrun_flag();
+        }),
+        (&[], |_| {}),
+    ];
+    let first = match setup {
+        UringSetup::Auto | UringSetup::DeferTaskrun => 0,
+        UringSetup::CoopTaskrun => 1,
+        UringSetup::Plain => 2,
+    };
+    let mut notes = Vec::new();
+    let mut last_err = None;
+    for (names, apply) in &attempts[first..] {
+        let mut b = PassthruRing::builder();
+        apply(&mut b);
+        match b.build(depth.max(1)) {
+            Ok(ring) => {
+                let mut features = vec!["SQE128+CQE32".to_string()];
+                features.extend(names.iter().map(|s| s.to_string()));
+                return Ok((ring, features, notes));
+            }
+            Err(e) => {
+                let what = if names.is_empty() {
+                    "no flags".to_string()
+                } else {
+                    names.join("+")
+                };
+                notes.push(format!(
+                    "io_uring set-up (SQE128+CQE32) with {what} refused ({e}); falling back"
+                ));
+                last_err = Some(e);
+            }
+        }
+    }
+    Err(last_err.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EINVAL)))
+}
+
+impl PassthruBackend {
+    /// A ring of `depth` 128-byte entries sending commands for namespace `ns`
+    /// to `fd` (an open `/dev/ngXnY`, owned by the caller for the whole run).
+    /// `region` is the worker's buffer region of `depth` equal slots; each
+    /// slot is registered as fixed buffer `slot` when asked. Issues no I/O;
+    /// [`start`](Self::start) also probes.
+    pub fn new(
+        fd: RawFd,
+        ns: NvmeNamespace,
+        depth: u32,
+        region: (*mut u8, usize),
+        opts: &UringOptions,
+    ) -> io::Result<PassthruBackend> {
+        if !ns.lba_bytes.is_power_of_two() || ns.lba_bytes < 512 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("LBA size {} is not a power of two ≥ 512", ns.lba_bytes),
+            ));
+        }
+        let (ring, mut features, mut notes) = build_ring(depth, opts.setup)?;
+        if opts.sqpoll_idle_ms.is_some() {
+            notes.push("SQPOLL is not used by the passthru backend".into());
+        }
+        if opts.iopoll {
+            notes.push(
+                "IOPOLL is not used by the passthru backend: completions are interrupt-driven"
+                    .into(),
+            );
+        }
+        let mut fixed_file = false;
+        if opts.registered_files {
+            match ring.submitter().register_files(&[fd]) {
+                Ok(()) => {
+                    fixed_file = true;
+                    features.push("registered files".into());
+                }
+                Err(e) => notes.push(format!("register_files failed ({e}); using the plain fd")),
+            }
+        }
+        let slots = depth.max(1) as usize;
+        let slot_bytes = region.1 / slots;
+        let mut fixed_buffers = false;
+        if opts.fixed_buffers {
+            if slot_bytes > MAX_FIXED_BUFFER_BYTES || slot_bytes == 0 || slots > 1 << 16 {
+                notes.push(format!(
+                    "{slots} slots of {slot_bytes} bytes cannot be fixed buffers: plain buffers"
+                ));
+            } else {
+                let iovs: Vec<libc::iovec> = (0..slots)
+                    .map(|i| libc::iovec {
+                        iov_base: region.0.wrapping_add(i * slot_bytes).cast(),
+                        iov_len: slot_bytes,
+                    })
+                    .collect();
+                // SAFETY: every iovec lies inside the worker's own mapping,
+                // which outlives the ring (the worker drops the backend before
+                // its buffers); each slot is handed to the kernel only by
+                // `queue`, until its completion is reaped.
+                match unsafe { ring.submitter().register_buffers(&iovs) } {
+                    Ok(()) => fixed_buffers = true,
+                    Err(e) => notes.push(format!(
+                        "register_buffers failed ({e}); using plain buffers"
+                    )),
+                }
+            }
+        }
+        let (enter_fd, enter_flags) = register_ring_fd(&ring, &mut features, &mut notes);
+        let blank = opcode::UringCmd80::new(types::Fd(fd), NVME_URING_CMD_IO).build();
+        let mut b = PassthruBackend {
+            ring,
+            fd,
+            ns,
+            lba_shift: ns.lba_bytes.trailing_zeros(),
+            region,
+            fixed_file,
+            fixed_buffers,
+            buf_index_mask: 0,
+            enter_fd,
+            enter_flags,
+            sqes: vec![blank; slots],
+            queued: Vec::with_capacity(slots),
+            templates: [[0; 16]; 2],
+            unsubmitted: 0,
+            slot_len: vec![0; slots],
+            features,
+            notes,
+        };
+        b.build_templates();
+        Ok(b)
+    }
+
+    /// [`new`](Self::new), then one read of LBA 0 into the start of `region`
+    /// (its bytes are restored after): fails with the cause and the fix when
+    /// the kernel, driver or permissions refuse NVMe commands, and turns
+    /// fixed buffers off where the kernel refuses them for commands.
+    pub fn start(
+        fd: RawFd,
+        ns: NvmeNamespace,
+        depth: u32,
+        region: (*mut u8, usize),
+        opts: &UringOptions,
+    ) -> io::Result<PassthruBackend> {
+        let mut b = PassthruBackend::new(fd, ns, depth, region, opts)?;
+        b.probe()?;
+        Ok(b)
+    }
+
+    fn build_templates(&mut self) {
+        self.buf_index_mask = if self.fixed_buffers { 0xffff } else { 0 };
+        for dir in [Dir::Read, Dir::Write] {
+            let blank = IoRequest {
+                slot: 0,
+                dir,
+                offset_bytes: 0,
+                len_bytes: 0,
+                buf: std::ptr::null_mut(),
+            };
+            let mut e = self.entry(&blank);
+            self.templates[dir as usize] = *sqe_words_mut(&mut e);
+        }
+    }
+
+    /// The SQE for `io`, built by the io-uring crate (start-up and tests;
+    /// the hot path patches a template made from it, see [`patch_sqe`]).
+    fn entry(&self, io: &IoRequest) -> squeue::Entry128 {
+        let cmd = NvmeUringCmd {
+            opcode: match io.dir {
+                Dir::Read => NVME_CMD_READ,
+                Dir::Write => NVME_CMD_WRITE,
+            },
+            nsid: self.ns.nsid,
+            addr: io.buf as u64,
+            data_len: io.len_bytes,
+            cdw10: (io.offset_bytes >> self.lba_shift) as u32,
+            cdw11: ((io.offset_bytes >> self.lba_shift) >> 32) as u32,
+            cdw12: (io.len_bytes >> self.lba_shift).saturating_sub(1),
+            ..NvmeUringCmd::default()
+        };
+        let buf_index = self.fixed_buffers.then_some(io.slot as u16);
+        let e = if self.fixed_file {
+            opcode::UringCmd80::new(types::Fixed(0), NVME_URING_CMD_IO)
+                .cmd(cmd.to_cmd_area())
+                .buf_index(buf_index)
+                .build()
+        } else {
+            opcode::UringCmd80::new(types::Fd(self.fd), NVME_URING_CMD_IO)
+                .cmd(cmd.to_cmd_area())
+                .buf_index(buf_index)
+                .build()
+        };
+        e.user_data(u64::from(io.slot))
+    }
+
+    /// One read of LBA 0 into the start of the region, waited for.
+    fn probe(&mut self) -> io::Result<()> {
+        let len = self.ns.lba_bytes;
+        if self.region.1 < len as usize {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "buffer region smaller than one logical block",
+            ));
+        }
+        // SAFETY: the region is the worker's, at least `len` bytes long (checked
+        // above), and no I/O is in flight: the worker has not started.
+        let saved = unsafe { std::slice::from_raw_parts(self.region.0, len as usize) }.to_vec();
+        let mut result = self.probe_once(len);
+        if self.fixed_buffers && result == Err(libc::EINVAL) {
+            self.fixed_buffers = false;
+            self.build_templates();
+            result = self.probe_once(len);
+            if result.is_ok() {
+                self.notes.push(
+                    "NVMe commands on fixed buffers were refused (EINVAL: IORING_URING_CMD_FIXED needs Linux ≥ 6.1, and 6.1 takes at most the device's max_segments pages per buffer): plain buffers".into(),
+                );
+            }
+        }
+        // SAFETY: the probe's completion was reaped, so the kernel is done
+        // with the region; we restore the bytes the read replaced.
+        unsafe { std::ptr::copy_nonoverlapping(saved.as_ptr(), self.region.0, saved.len()) };
+        if self.fixed_buffers {
+            self.features
+                .push("fixed buffers (IORING_URING_CMD_FIXED)".into());
+        }
+        result.map_err(probe_error)
+    }
+
+    /// Sends one read of `len` bytes at LBA 0; `Err(errno)` or `Err` of an
+    /// NVMe status code (≥ [`NVME_STATUS_BASE`]) when it fails.
+    fn probe_once(&mut self, len: u32) -> Result<(), i32> {
+        self.queue(IoRequest {
+            slot: 0,
+            dir: Dir::Read,
+            offset_bytes: 0,
+            len_bytes: len,
+            buf: self.region.0,
+        });
+        self.submit()
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        let mut out = [Completion::default()];
+        self.reap(&mut out, 1)
+            .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
+        match out[0].result {
+            r if r == len as i32 => Ok(()),
+            r if r < 0 => Err(-r),
+            _ => Err(libc::EIO),
+        }
+    }
+
+    fn enter(&self, to_submit: u32, min_complete: u32) -> io::Result<u32> {
+        loop {
+            // SAFETY: plain io_uring_enter on our own ring with no argument
+            // struct; the SQEs it consumes point at buffers owned by this
+            // worker until their completions are reaped.
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_io_uring_enter,
+                    self.enter_fd,
+                    to_submit,
+                    min_complete,
+                    IORING_ENTER_GETEVENTS | self.enter_flags,
+                    std::ptr::null::<libc::c_void>(),
+                    0usize,
+                )
+            };
+            if rc >= 0 {
+                return Ok(rc as u32);
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // Completions must be reaped first; the caller reaps next.
+                Some(libc::EAGAIN) | Some(libc::EBUSY) => return Ok(0),
+                _ => return Err(e),
+            }
+        }
+    }
+
+    fn drain(&mut self, out: &mut [Completion]) -> usize {
+        let mut cq = self.ring.completion();
+        let mut n = 0;
+        while n < out.len() {
+            let Some(cqe) = cq.next() else { break };
+            let slot = cqe.user_data() as u32;
+            out[n] = Completion {
+                slot,
+                result: completion_result(cqe.result(), self.slot_len[slot as usize]),
+            };
+            n += 1;
+        }
+        n
+    }
+}
+
+/// The engine's completion result for a command's `res`: its length on
+/// success, the negated errno, or the negated NVMe status code.
+#[inline]
+fn completion_result(res: i32, len_bytes: u32) -> i32 {
+    match res {
+        0 => len_bytes as i32,
+        r if r < 0 => r,
+        status => -(NVME_STATUS_BASE + (status & 0x7ff)),
+    }
+}
+
+/// The probe's failure, with the cause and the fix in words.
+fn probe_error(code: i32) -> io::Error {
+    let hint = match code {
+        libc::EACCES | libc::EPERM => {
+            "NVMe passthrough needs CAP_SYS_ADMIN (run as root; Linux ≥ 6.2 also lets the device's owner read)"
+        }
+        libc::EOPNOTSUPP | libc::ENOTTY => {
+            "the device does not take io_uring NVMe commands (Linux ≥ 5.19 and an NVMe generic device /dev/ngXnY needed)"
+        }
+        libc::EINVAL => "the kernel refused the command (is this an NVMe I/O command set namespace?)",
+        _ => "",
+    };
+    if code >= NVME_STATUS_BASE {
+        let status = crate::stats::nvme_status_name((code - NVME_STATUS_BASE) as u16);
+        return io::Error::other(format!("a read of LBA 0 failed with {status}"));
+    }
+    let e = io::Error::from_raw_os_error(code);
+    if hint.is_empty() {
+        e
+    } else {
+        io::Error::new(e.kind(), format!("{e}: {hint}"))
+    }
+}
+
+/// The 64-bit words of a 128-byte SQE.
+fn sqe_words_mut(e: &mut squeue::Entry128) -> &mut [u64; 16] {
+    // SAFETY: `squeue::Entry128` is a repr(C) pair of the kernel's 64-byte
+    // `io_uring_sqe` and 64 command bytes: 128 bytes (asserted above),
+    // aligned to 8, made only of integers and unions of integers, so every
+    // bit pattern is valid.
+    unsafe { &mut *(e as *mut squeue::Entry128).cast::<[u64; 16]>() }
+}
+
+/// `template` with the per-I/O fields of `io` written as whole words (see
+/// the `W_*` constants): user_data, fixed buffer index (the bits of
+/// `buf_index_mask`), buffer address, data length, starting LBA and the 0's
+/// based block count.
+#[inline(always)]
+fn patch_sqe(
+    template: &[u64; 16],
+    io: &IoRequest,
+    lba_shift: u32,
+    buf_index_mask: u64,
+) -> [u64; 16] {
+    let mut w = *template;
+    w[W_USER_DATA] = u64::from(io.slot);
+    w[W_BUF_INDEX] |= u64::from(io.slot) & buf_index_mask;
+    w[W_ADDR] = io.buf as u64;
+    w[W_DATA_LEN] = u64::from(io.len_bytes) << 32;
+    w[W_SLBA] = io.offset_bytes >> lba_shift;
+    w[W_NLB] = u64::from((io.len_bytes >> lba_shift).wrapping_sub(1) & 0xffff);
+    w
+}
+
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+fn register_ring_fd(
+    ring: &PassthruRing,
+    features: &mut Vec<String>,
+    notes: &mut Vec<String>,
+) -> (i32, u32) {
+    use std::os::fd::AsRawFd;
+    let mut up = RsrcUpdate {
+        offset: u32::MAX,
+        resv: 0,
+        data: ring.as_raw_fd() as u64,
+    };
+    // SAFETY: IORING_REGISTER_RING_FDS reads and writes the one update
+    // struct, which lives on our stack for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            ring.as_raw_fd(),
+            IORING_REGISTER_RING_FDS,
+            &mut up as *mut RsrcUpdate,
+            1u32,
+        )
+    };
+    if rc >= 0 {
+        features.push("registered ring fd".into());
+        (up.offset as i32, IORING_ENTER_REGISTERED_RING)
+    } else {
+        notes.push(format!(
+            "registering the ring fd failed ({}); plain io_uring_enter",
+            io::Error::last_os_error()
+        ));
+        (ring.as_raw_fd(), 0)
+    }
+}
+
+impl Backend for PassthruBackend {
+    #[inline]
+    fn queue(&mut self, io: IoRequest) {
+        debug_assert!(io.len_bytes >> self.lba_shift >= 1);
+        debug_assert!(io.len_bytes >> self.lba_shift <= 1 << 16);
+        self.slot_len[io.slot as usize] = io.len_bytes;
+        let t = &self.templates[io.dir as usize];
+        *sqe_words_mut(&mut self.sqes[io.slot as usize]) =
+            patch_sqe(t, &io, self.lba_shift, self.buf_index_mask);
+        debug_assert!(self.queued.len() < self.queued.capacity());
+        self.queued.push(io.slot);
+    }
+
+    fn submit(&mut self) -> io::Result<()> {
+        let n = self.queued.len() as u32;
+        if n > 0 {
+            // SAFETY: only this worker's thread touches this ring, so no other
+            // SubmissionQueue exists.
+            let mut sq = unsafe { self.ring.submission_shared() };
+            for &slot in &self.queued {
+                // SAFETY: each command points at its slot's buffer in this
+                // worker's region (registered or not); the worker does not
+                // touch or free that slot until the completion carrying its
+                // index is reaped, and the region outlives the ring. The ring
+                // has at least `depth` entries and no more than `depth` I/Os
+                // are ever in flight, so the push cannot fail.
+                let pushed = unsafe { sq.push(&self.sqes[slot as usize]) };
+                debug_assert!(pushed.is_ok(), "more I/Os queued than the ring holds");
+            }
+            drop(sq);
+            self.queued.clear();
+        }
+        let want = self.unsubmitted + n;
+        if want > 0 {
+            let done = self.enter(want, 0)?;
+            self.unsubmitted = want - done.min(want);
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, out: &mut [Completion], min: usize) -> io::Result<usize> {
+        let mut n = self.drain(out);
+        while n < min {
+            let done = self.enter(self.unsubmitted, (min - n) as u32)?;
+            self.unsubmitted -= done.min(self.unsubmitted);
+            n += self.drain(&mut out[n..]);
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(e: squeue::Entry128) -> [u64; 16] {
+        let mut e = e;
+        *sqe_words_mut(&mut e)
+    }
+
+    #[test]
+    fn ioctl_number_matches_the_kernel_header() {
+        // _IOWR('N', 0x80, struct nvme_uring_cmd) as printed by a C compiler.
+        assert_eq!(NVME_URING_CMD_IO, 0xc048_4e80);
+    }
+
+    #[test]
+    fn command_bytes_follow_the_uapi_layout() {
+        let cmd = NvmeUringCmd {
+            opcode: NVME_CMD_READ,
+            nsid: 0x0102_0304,
+            addr: 0x1122_3344_5566_7788,
+            data_len: 8192,
+            cdw10: 0xaabb_ccdd,
+            cdw11: 0x12,
+            cdw12: 1,
+            ..NvmeUringCmd::default()
+        };
+        let b = cmd.to_cmd_area();
+        assert_eq!(b[0], 0x02);
+        assert_eq!(&b[4..8], &[4, 3, 2, 1]);
+        assert_eq!(&b[24..32], &0x1122_3344_5566_7788u64.to_le_bytes());
+        assert_eq!(&b[36..40], &8192u32.to_le_bytes());
+        assert_eq!(&b[40..48], &0x12_aabb_ccddu64.to_le_bytes());
+        assert_eq!(&b[48..52], &1u32.to_le_bytes());
+        assert!(b[72..].iter().all(|&x| x == 0));
+    }
+
+    // Pins the SQE word layout `patch_sqe` relies on against the crate's
+    // builder fed with the full command.
+    #[test]
+    fn patched_template_equals_built_entry() {
+        let buf = 0x7f12_3456_7000usize as *mut u8;
+        let lba_shift = 12;
+        for fixed in [false, true] {
+            for (dir, op) in [(Dir::Read, NVME_CMD_READ), (Dir::Write, NVME_CMD_WRITE)] {
+                let build = |cmd: NvmeUringCmd, slot: u16| {
+                    opcode::UringCmd80::new(types::Fixed(0), NVME_URING_CMD_IO)
+                        .cmd(cmd.to_cmd_area())
+                        .buf_index(fixed.then_some(slot))
+                        .build()
+                };
+                let blank = NvmeUringCmd {
+                    opcode: op,
+                    nsid: 7,
+                    ..NvmeUringCmd::default()
+                };
+                let offset_bytes = 0x1234_5678_9000u64;
+                let full = NvmeUringCmd {
+                    addr: buf as u64,
+                    data_len: 12_288,
+                    cdw10: (offset_bytes >> 12) as u32,
+                    cdw11: (offset_bytes >> 44) as u32,
+                    cdw12: 2,
+                    ..blank
+                };
+                let io = IoRequest {
+                    slot: 77,
+                    dir,
+                    offset_bytes,
+                    len_bytes: 12_288,
+                    buf,
+                };
+                let mask = if fixed { 0xffff } else { 0 };
+                let got = patch_sqe(&words(build(blank, 0)), &io, lba_shift, mask);
+                assert_eq!(
+                    got,
+                    words(build(full, 77).user_data(77)),
+                    "{dir:?} fixed={fixed}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn completions_map_status_and_errno() {
+        assert_eq!(completion_result(0, 4096), 4096);
+        assert_eq!(completion_result(-libc::EINVAL, 4096), -libc::EINVAL);
+        // Media error, unrecovered read error, with DNR set (bit 14).
+        assert_eq!(completion_result(0x4281, 4096), -(NVME_STATUS_BASE + 0x281));
+        let mut s = crate::stats::WorkerStats::new();
+        s.record_error(-completion_result(0x4281, 4096));
+        assert_eq!(
+            s.errno_counts()[0].name,
+            "NVMe status sct=MediaError sc=0x81"
+        );
+        assert!(probe_error(libc::EACCES)
+            .to_string()
+            .contains("CAP_SYS_ADMIN"));
+        assert!(probe_error(NVME_STATUS_BASE + 0x80)
+            .to_string()
+            .contains("sc=0x80"));
+    }
+
+    // On a regular file the kernel refuses the command (no uring_cmd
+    // handler): the set-up works and the completion carries the errno.
+    #[test]
+    fn commands_to_a_regular_file_complete_with_an_errno() {
+        use std::os::fd::AsRawFd;
+        let path = std::env::temp_dir().join(format!("numio-passthru-{}", std::process::id()));
+        std::fs::write(&path, vec![0u8; 1 << 16]).unwrap();
+        let f = std::fs::File::open(&path).unwrap();
+        let (buf, _) = crate::sys::NodeBuffer::new(4 * 4096, None).unwrap();
+        let ns = NvmeNamespace {
+            nsid: 1,
+            lba_bytes: 4096,
+        };
+        let region = (buf.as_ptr(), buf.len_bytes());
+        let b = PassthruBackend::new(f.as_raw_fd(), ns, 4, region, &UringOptions::default());
+        let Ok(mut b) = b else {
+            eprintln!("skipping: io_uring with SQE128+CQE32 is not available here");
+            let _ = std::fs::remove_file(&path);
+            return;
+        };
+        assert!(b.features.iter().any(|f| f == "SQE128+CQE32"));
+        let e = b.probe().unwrap_err().to_string();
+        assert!(
+            e.contains("not supported") && e.contains("/dev/ngXnY"),
+            "{e}"
+        );
+        drop(b);
+        let _ = std::fs::remove_file(&path);
+    }
+}
