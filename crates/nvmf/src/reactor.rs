@@ -74,6 +74,8 @@ pub struct Server {
     pub cpus: Vec<usize>,
     /// The backing devices' NUMA node, when the CPUs were chosen from it.
     pub numa_node: Option<u32>,
+    /// io_uring set-up of the reactors' rings, in words.
+    pub ring_setup: String,
     /// io_uring fallbacks the reactors took, in words.
     pub ring_notes: Vec<String>,
     threads: Vec<JoinHandle<()>>,
@@ -193,7 +195,7 @@ impl Server {
         } else {
             (cfg.cpus.clone(), None)
         };
-        let (mut threads, inboxes, ring_notes) = spawn_reactors(&target, &cpus)?;
+        let (mut threads, inboxes, ring_setup, ring_notes) = spawn_reactors(&target, &cpus)?;
         let t = target.clone();
         let acceptor = std::thread::Builder::new()
             .name("numio-acceptor".into())
@@ -209,6 +211,7 @@ impl Server {
             discovery_addrs,
             cpus,
             numa_node,
+            ring_setup,
             ring_notes,
             threads,
         })
@@ -251,13 +254,15 @@ impl Server {
 /// bytes into whatever socket reused the number, corrupting a host's stream.)
 type Inbox = (Sender<TcpStream>, Arc<OwnedFd>);
 
-/// Reactor threads, their inboxes and the io_uring fallback notes.
-type Reactors = (Vec<JoinHandle<()>>, Vec<Inbox>, Vec<String>);
+/// Reactor threads, their inboxes, the io_uring set-up and fallback notes.
+type Reactors = (Vec<JoinHandle<()>>, Vec<Inbox>, String, Vec<String>);
+/// What a reactor reports once its ring is up: set-up and notes, or why not.
+type Ready = Result<(String, Vec<String>), String>;
 
 fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, TargetError> {
     let mut threads = Vec::new();
     let mut inboxes = Vec::new();
-    let (ready_tx, ready_rx) = channel::<Result<Vec<String>, String>>();
+    let (ready_tx, ready_rx) = channel::<Ready>();
     for &cpu in cpus {
         let (tx, rx) = channel::<TcpStream>();
         let wake = Arc::new(eventfd()?);
@@ -272,7 +277,7 @@ fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, Targ
                 // thread that creates it.
                 match Ring::new(true) {
                     Ok(ring) => {
-                        let _ = ready.send(Ok(ring.notes.clone()));
+                        let _ = ready.send(Ok((ring.features.join("+"), ring.notes.clone())));
                         Reactor::new(t, rx, reactor_wake, ring).run();
                     }
                     Err(e) => {
@@ -288,10 +293,14 @@ fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, Targ
         inboxes.push((tx, wake));
     }
     let mut notes = Vec::new();
+    let mut setup = String::new();
     let mut failed = None;
     for _ in cpus {
         match ready_rx.recv() {
-            Ok(Ok(n)) => notes.extend(n),
+            Ok(Ok((f, n))) => {
+                setup = f;
+                notes.extend(n);
+            }
             Ok(Err(e)) => failed = Some(e),
             Err(_) => failed = Some("a reactor thread exited during set-up".into()),
         }
@@ -311,7 +320,7 @@ fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, Targ
     }
     notes.sort();
     notes.dedup();
-    Ok((threads, inboxes, notes))
+    Ok((threads, inboxes, setup, notes))
 }
 
 fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<Inbox>) {

@@ -205,6 +205,10 @@ fn print_startup(server: &Server, open_by_default: bool) {
         ),
         None => println!("numio serve: reactors on CPUs {:?}", server.cpus),
     }
+    println!(
+        "numio serve: one io_uring per reactor ({}): socket receives and sends, wake-ups, storage",
+        server.ring_setup
+    );
     for n in &server.ring_notes {
         eprintln!("numio serve: note: {n}");
     }
