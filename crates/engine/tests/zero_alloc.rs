@@ -71,8 +71,13 @@ const DEPTH: usize = 32;
 const STEADY_IOS: u64 = 50_000;
 
 /// Runs STEADY_IOS random reads (and a mix with writes) through `backend`
-/// and returns the allocations made during the loop.
-fn allocations_during_loop<B: Backend>(backend: B, buf: &NodeBuffer, mixed: bool) -> (u64, u64) {
+/// and returns the allocations made during the loop, the I/Os completed
+/// (failed ones included) and the failed ones.
+fn allocations_during_loop<B: Backend>(
+    backend: B,
+    buf: &NodeBuffer,
+    mixed: bool,
+) -> (u64, u64, u64) {
     let mut w = bounded(
         if mixed {
             RwMode::RandRw
@@ -108,8 +113,8 @@ fn allocations_during_loop<B: Backend>(backend: B, buf: &NodeBuffer, mixed: bool
     );
     let (out, allocs) = tracked(|| wl.run());
     let out = out.expect("loop runs");
-    let ops = out.stats.ops[0] + out.stats.ops[1] + out.stats.error_count();
-    (allocs, ops)
+    let errors = out.stats.error_count();
+    (allocs, out.stats.ops[0] + out.stats.ops[1] + errors, errors)
 }
 
 #[test]
@@ -123,13 +128,13 @@ fn no_allocation_in_steady_state_on_any_backend() {
     let fd = file.as_raw_fd();
     let (buf, _) = NodeBuffer::new(DEPTH * 4096, None).unwrap();
     for mixed in [false, true] {
-        let (a, ops) = allocations_during_loop(NullBackend::new(DEPTH), &buf, mixed);
+        let (a, ops, _) = allocations_during_loop(NullBackend::new(DEPTH), &buf, mixed);
         assert_eq!(ops, STEADY_IOS);
         assert_eq!(
             a, 0,
             "null backend allocated {a} times over {ops} I/Os (mixed={mixed})"
         );
-        let (a, ops) = allocations_during_loop(SyncBackend::new(fd, DEPTH), &buf, mixed);
+        let (a, ops, _) = allocations_during_loop(SyncBackend::new(fd, DEPTH), &buf, mixed);
         assert_eq!(ops, STEADY_IOS);
         assert_eq!(
             a, 0,
@@ -142,7 +147,7 @@ fn no_allocation_in_steady_state_on_any_backend() {
                 eprintln!("skipping io_uring: set-up failed on this kernel");
                 continue;
             };
-            let (a, ops) = allocations_during_loop(b, &buf, mixed);
+            let (a, ops, _) = allocations_during_loop(b, &buf, mixed);
             assert_eq!(ops, STEADY_IOS);
             assert_eq!(
                 a, 0,
@@ -157,7 +162,7 @@ fn no_allocation_in_steady_state_on_any_backend() {
         };
         match PassthruBackend::new(fd, ns, DEPTH as u32, region, &UringOptions::default()) {
             Ok(b) => {
-                let (a, ops) = allocations_during_loop(b, &buf, mixed);
+                let (a, ops, _) = allocations_during_loop(b, &buf, mixed);
                 assert_eq!(ops, STEADY_IOS);
                 assert_eq!(
                     a, 0,
@@ -166,6 +171,54 @@ fn no_allocation_in_steady_state_on_any_backend() {
             }
             Err(e) => eprintln!("skipping passthru: SQE128+CQE32 set-up failed ({e})"),
         }
+    }
+}
+
+/// passthru on a real NVMe generic device (`NUMIO_TEST_NVME_GENERIC`, a
+/// scratch namespace: the mixed pass writes), where commands succeed; the VM
+/// lab has one. Skips, saying so, without it.
+#[test]
+fn no_allocation_in_steady_state_on_an_nvme_generic_device() {
+    let Some(ng) = std::env::var("NUMIO_TEST_NVME_GENERIC")
+        .ok()
+        .filter(|p| !p.is_empty())
+    else {
+        eprintln!("skipping: set NUMIO_TEST_NVME_GENERIC=/dev/ngXnY (a scratch namespace) to run passthru on a device");
+        return;
+    };
+    let info = engine::target::inspect(&ng).unwrap_or_else(|e| panic!("{e}"));
+    let ns = info
+        .nvme_namespace()
+        .expect("NUMIO_TEST_NVME_GENERIC names an NVMe generic device");
+    assert!(
+        info.size_bytes >= 8 << 20,
+        "the namespace holds the 8 MiB region"
+    );
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&ng)
+        .unwrap();
+    let (buf, _) = NodeBuffer::new(DEPTH * 4096, None).unwrap();
+    let region = (buf.as_ptr(), buf.len_bytes());
+    for mixed in [false, true] {
+        let b = PassthruBackend::start(
+            file.as_raw_fd(),
+            ns,
+            DEPTH as u32,
+            region,
+            &UringOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (a, ops, errors) = allocations_during_loop(b, &buf, mixed);
+        assert_eq!(ops, STEADY_IOS);
+        if !mixed {
+            assert_eq!(errors, 0, "passthru reads on {ng} failed");
+        }
+        assert_eq!(
+            a, 0,
+            "passthru on {ng} allocated {a} times over {ops} I/Os (mixed={mixed})"
+        );
     }
 }
 
