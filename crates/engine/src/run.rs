@@ -699,7 +699,12 @@ fn merge(
     started_unix_s: u64,
 ) -> RunResult {
     let pcts = &opts.percentiles;
-    let mut environment = env::capture(opts.backend);
+    // Job files name each target's backend: one shared by all is the run's.
+    let backend = match specs.first() {
+        Some(s) if specs.iter().all(|t| t.kind == s.kind) => s.kind,
+        _ => opts.backend,
+    };
+    let mut environment = env::capture(backend);
     environment.started_unix_s = started_unix_s;
     let mut all = WorkerStats::new();
     let mut targets = Vec::new();

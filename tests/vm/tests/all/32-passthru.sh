@@ -66,8 +66,8 @@ EOF
 run_numio bench "$CHECK_OUT/pt.fio" --json --no-progress
 expect_eq "job file with ioengine=io_uring_cmd: exit status" 0 "$NUMIO_RC"
 [ "$NUMIO_RC" -eq 0 ] || note "numio said: $(tail -n 5 <<<"$NUMIO_ERR")"
-expect_eq "job file: ran on the generic device with passthrough commands" "nvme_generic true" \
-  "$(jq -r '"\(.environment.targets[0].kind) \(.environment.uring_features | index("SQE128+CQE32") != null)"' <<<"$NUMIO_OUT" 2>/dev/null)"
+expect_eq "job file: backend, target kind, passthrough ring" "passthru nvme_generic true" \
+  "$(jq -r '"\(.environment.backend) \(.environment.targets[0].kind) \(.environment.uring_features | index("SQE128+CQE32") != null)"' <<<"$NUMIO_OUT" 2>/dev/null)"
 
 # The data path needs a namespace that keeps what is written.
 ddev=""
