@@ -270,32 +270,8 @@ impl PassthruBackend {
             }
         }
         let slots = depth.max(1) as usize;
-        let slot_bytes = region.1 / slots;
-        let mut fixed_buffers = false;
-        if opts.fixed_buffers {
-            if slot_bytes > MAX_FIXED_BUFFER_BYTES || slot_bytes == 0 || slots > 1 << 16 {
-                notes.push(format!(
-                    "{slots} slots of {slot_bytes} bytes cannot be fixed buffers: plain buffers"
-                ));
-            } else {
-                let iovs: Vec<libc::iovec> = (0..slots)
-                    .map(|i| libc::iovec {
-                        iov_base: region.0.wrapping_add(i * slot_bytes).cast(),
-                        iov_len: slot_bytes,
-                    })
-                    .collect();
-                // SAFETY: every iovec lies inside the worker's own mapping,
-                // which outlives the ring (the worker drops the backend before
-                // its buffers); each slot is handed to the kernel only by
-                // `queue`, until its completion is reaped.
-                match unsafe { ring.submitter().register_buffers(&iovs) } {
-                    Ok(()) => fixed_buffers = true,
-                    Err(e) => notes.push(format!(
-                        "register_buffers failed ({e}); using plain buffers"
-                    )),
-                }
-            }
-        }
+        let fixed_buffers =
+            opts.fixed_buffers && register_slot_buffers(&ring, region, slots, &mut notes);
         let (enter_fd, enter_flags) = register_ring_fd(&ring, &mut features, &mut notes);
         let blank = opcode::UringCmd80::new(types::Fd(fd), NVME_URING_CMD_IO).build();
         let mut b = PassthruBackend {
@@ -546,6 +522,42 @@ fn patch_sqe(
     w[W_SLBA] = io.offset_bytes >> lba_shift;
     w[W_NLB] = u64::from((io.len_bytes >> lba_shift).wrapping_sub(1) & 0xffff);
     w
+}
+
+/// Registers each of the `slots` equal slots of `region` as its own fixed
+/// buffer (index = slot); `false`, with a note, when that cannot be done.
+fn register_slot_buffers(
+    ring: &PassthruRing,
+    region: (*mut u8, usize),
+    slots: usize,
+    notes: &mut Vec<String>,
+) -> bool {
+    let slot_bytes = region.1 / slots.max(1);
+    if slot_bytes > MAX_FIXED_BUFFER_BYTES || slot_bytes == 0 || slots > 1 << 16 {
+        notes.push(format!(
+            "{slots} slots of {slot_bytes} bytes cannot be fixed buffers: plain buffers"
+        ));
+        return false;
+    }
+    let iovs: Vec<libc::iovec> = (0..slots)
+        .map(|i| libc::iovec {
+            iov_base: region.0.wrapping_add(i * slot_bytes).cast(),
+            iov_len: slot_bytes,
+        })
+        .collect();
+    // SAFETY: every iovec lies inside the worker's own mapping, which
+    // outlives the ring (the worker drops the backend before its buffers);
+    // each slot is handed to the kernel only by `queue`, until its
+    // completion is reaped.
+    match unsafe { ring.submitter().register_buffers(&iovs) } {
+        Ok(()) => true,
+        Err(e) => {
+            notes.push(format!(
+                "register_buffers failed ({e}); using plain buffers"
+            ));
+            false
+        }
+    }
 }
 
 #[repr(C)]
