@@ -258,9 +258,7 @@ impl Reactor {
     /// Pushes an SQE; the caller has established its safety contract.
     fn push(&mut self, e: &squeue::Entry) {
         // SAFETY: see the caller; Ring::push only copies the entry.
-        if let Err(err) = unsafe { self.ring.push(e) } {
-            eprintln!("numio serve: io_uring submission failed: {err}");
-        }
+        unsafe { self.ring.push(e) };
     }
 
     fn arm_wake_and_tick(&mut self) {
@@ -287,12 +285,15 @@ impl Reactor {
 
     /// Submits what is queued and waits for one completion or a tick.
     fn wait(&mut self) {
+        // With entries still in the backlog, reap without blocking and come
+        // back to push them.
+        let want = if self.ring.flush_backlog() { 0 } else { 1 };
         let submitter = self.ring.ring.submitter();
         let r = if self.ring.ext_arg {
             let args = types::SubmitArgs::new().timespec(&self.tick_ts);
-            submitter.submit_with_args(1, &args)
+            submitter.submit_with_args(want, &args)
         } else {
-            submitter.submit_and_wait(1)
+            submitter.submit_and_wait(want)
         };
         match r {
             Ok(_) => {}

@@ -78,6 +78,10 @@ pub struct Ring {
     pub notes: Vec<String>,
     /// IORING_FEAT_EXT_ARG: waits carry their own timeout.
     pub ext_arg: bool,
+    /// Entries that found the submission queue full and could not be
+    /// submitted at once (the kernel refused with EBUSY while completions
+    /// were pending); pushed again before each wait, so none is lost.
+    backlog: std::collections::VecDeque<squeue::Entry>,
 }
 
 impl std::fmt::Debug for Ring {
@@ -117,6 +121,7 @@ impl Ring {
                 Ok(ring) => {
                     let mut me = Self {
                         ext_arg: ring.params().is_feature_ext_arg(),
+                        backlog: std::collections::VecDeque::new(),
                         ring,
                         features: vec![name.to_string()],
                         notes,
@@ -177,20 +182,42 @@ impl Ring {
         Ok(())
     }
 
-    /// Queues one SQE, submitting first when the submission queue is full.
+    /// Queues one SQE. When the submission queue is full it submits, and
+    /// when the kernel cannot take more yet (completions waiting to be
+    /// reaped) the entry waits in a backlog for [`Ring::flush_backlog`].
     ///
     /// # Safety
     /// Every buffer and descriptor `e` names must stay valid, and buffers
     /// untouched by anyone else, until the completion with `e`'s
     /// `user_data` has been reaped.
-    pub unsafe fn push(&mut self, e: &squeue::Entry) -> std::io::Result<()> {
-        loop {
+    pub unsafe fn push(&mut self, e: &squeue::Entry) {
+        if self.backlog.is_empty() {
             // SAFETY: the caller's contract covers what `e` points at.
             if unsafe { self.ring.submission().push(e) }.is_ok() {
-                return Ok(());
+                return;
             }
-            self.ring.submit()?;
+            if self.ring.submit().is_ok() {
+                // SAFETY: as above.
+                if unsafe { self.ring.submission().push(e) }.is_ok() {
+                    return;
+                }
+            }
         }
+        self.backlog.push_back(e.clone());
+    }
+
+    /// Moves backlogged entries into the submission queue while there is
+    /// room; true when some are still waiting.
+    pub fn flush_backlog(&mut self) -> bool {
+        while let Some(e) = self.backlog.front() {
+            // SAFETY: the entry was pushed under Ring::push's contract, which
+            // holds until its completion, and it has not been submitted yet.
+            if unsafe { self.ring.submission().push(e) }.is_err() {
+                break;
+            }
+            self.backlog.pop_front();
+        }
+        !self.backlog.is_empty()
     }
 }
 
@@ -215,5 +242,34 @@ mod tests {
         }
         assert_eq!(Tag::decode(0), None);
         assert_eq!(Tag::decode(u64::MAX), None);
+    }
+
+    /// More entries than the submission and completion queues hold, pushed
+    /// without reaping: none is lost (full queue, EBUSY, backlog).
+    #[test]
+    fn no_entry_is_lost_when_the_queues_fill() {
+        let mut r = Ring::new(true).unwrap();
+        let n = 3 * CQ_ENTRIES as u64;
+        for i in 0..n {
+            let e = opcode::Nop::new().build().user_data(i);
+            // SAFETY: a NOP names no memory.
+            unsafe { r.push(&e) };
+        }
+        let mut seen = vec![false; n as usize];
+        let mut reaped = 0u64;
+        while reaped < n {
+            let want = if r.flush_backlog() { 0 } else { 1 };
+            match r.ring.submit_and_wait(want) {
+                Ok(_) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(e) => panic!("{e}"),
+            }
+            for c in r.ring.completion() {
+                assert!(!seen[c.user_data() as usize], "completed once");
+                seen[c.user_data() as usize] = true;
+                reaped += 1;
+            }
+        }
+        assert!(seen.iter().all(|&s| s));
     }
 }
