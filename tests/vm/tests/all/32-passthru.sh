@@ -15,7 +15,8 @@
 # zeroed, a passthru read-verify must flag every block (the data comes from
 # the device); uring writes the pattern and passthru reads it back. Write
 # safety is judged on the block device: with an ext4 magic there, a
-# passthru write is refused naming it.
+# passthru write is refused naming it. Where the driver has poll queues,
+# passthru also runs with IOPOLL (and the last read-back uses it).
 # vm-lab: timeout=240
 . "$(dirname "$0")/../lib.sh"
 
@@ -50,6 +51,18 @@ else
   not_ok "no host_read_commands in nvme smart-log /dev/$ctrl"
 fi
 note "block layer stat reads delta: $(($(reads_completed "$dev") - before_stat)) (Linux 6.1 does not count passthrough)"
+
+# Polled completions where the driver has poll queues (nvme.poll_queues).
+poll=off
+if [ "$(cat "/sys/block/$dev/queue/io_poll" 2>/dev/null)" = 1 ]; then
+  poll=on
+  run_numio bench "/dev/$ng" --backend passthru --iopoll on --runtime 1 --json --no-progress
+  expect_eq "passthru --iopoll on: exit, IOPOLL granted, errors" "0 true []" \
+    "$NUMIO_RC $(jq -r '"\(.environment.uring_features | index("IOPOLL") != null) \(.errors | tostring)"' <<<"$NUMIO_OUT" 2>/dev/null)"
+  note "passthru IOPOLL: $(jq '.total.iops | floor' <<<"$NUMIO_OUT" 2>/dev/null) IOPS, notes: $(jq -c '.environment.notes' <<<"$NUMIO_OUT" 2>/dev/null)"
+else
+  note "$dev has no poll queues: no IOPOLL run"
+fi
 
 # fio's ioengine=io_uring_cmd (cmd_type=nvme) runs on the passthru backend.
 cat >"$CHECK_OUT/pt.fio" <<EOF
@@ -106,8 +119,9 @@ expect_eq "passthru read-verify of a zeroed region flags every block (exit, EILS
 run_numio bench "/dev/$ddev" --backend uring --rw write --bs 64k --iodepth 8 "${common[@]}"
 expect_eq "uring write+verify pattern: exit status, bytes, errors" "0 16777216 []" \
   "$NUMIO_RC $(jq -r '"\(.write.bytes) \(.errors | tostring)"' <<<"$NUMIO_OUT" 2>/dev/null)"
-run_numio bench "/dev/$dng" --backend passthru --rw randread --randommap --bs 4k --iodepth 16 "${common[@]}"
-expect_eq "passthru reads back what uring wrote: exit, ops, errors" "0 4096 []" \
+run_numio bench "/dev/$dng" --backend passthru --rw randread --randommap --bs 4k --iodepth 16 \
+  --iopoll "$poll" "${common[@]}"
+expect_eq "passthru (iopoll $poll) reads back what uring wrote: exit, ops, errors" "0 4096 []" \
   "$NUMIO_RC $(jq -r '"\(.read.ops) \(.errors | tostring)"' <<<"$NUMIO_OUT" 2>/dev/null)"
 printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/verify-read.json"
 finish
