@@ -79,6 +79,61 @@ impl Slot {
     fn idle_in_ring(&self) -> bool {
         !self.recv_armed && !self.send_armed && self.conn.executing() == 0
     }
+
+    /// A receive when none is armed and the connection is open: the rest
+    /// of a partly received PDU in one completion (MSG_WAITALL), else
+    /// whatever is there.
+    fn recv_entry(&mut self, conn: u32) -> Option<squeue::Entry> {
+        if self.recv_armed || self.closing() || self.shut {
+            return None;
+        }
+        self.recv_armed = true;
+        let (len, flags) = match self.conn.rx_missing().min(self.rbuf.len()) {
+            0 => (self.rbuf.len(), 0),
+            n => (n, libc::MSG_WAITALL),
+        };
+        let fd = types::Fd(self.stream.as_raw_fd());
+        let e = opcode::Recv::new(fd, self.rbuf.as_mut_ptr(), len as u32).flags(flags);
+        Some(e.build().user_data(Tag::Recv { conn }.encode()))
+    }
+
+    /// A send of what remains of the output, or of the connection's next
+    /// output, when none is armed.
+    fn send_entry(&mut self, conn: u32) -> Option<squeue::Entry> {
+        if self.send_armed || self.dead || self.shut {
+            return None;
+        }
+        if self.out_pos >= self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+            if self.conn.tx_pending() > 0 {
+                self.conn.swap_tx(&mut self.out);
+            }
+        }
+        if self.out_pos >= self.out.len() {
+            return None;
+        }
+        self.send_armed = true;
+        let rest = &self.out[self.out_pos..];
+        let fd = types::Fd(self.stream.as_raw_fd());
+        let e = opcode::Send::new(fd, rest.as_ptr(), rest.len() as u32).flags(libc::MSG_NOSIGNAL);
+        Some(e.build().user_data(Tag::Send { conn }.encode()))
+    }
+
+    /// A closing connection shuts its socket down once its output is out
+    /// (or it is dead, or [`DRAIN_GRACE`] has passed): that completes an
+    /// outstanding receive or send, and the slot is freed once both
+    /// completions and all storage are back.
+    fn shut_when_done(&mut self) {
+        if !self.closing() || self.shut {
+            return;
+        }
+        let since = *self.closing_since.get_or_insert_with(Instant::now);
+        if self.dead || self.output_drained() || since.elapsed() >= DRAIN_GRACE {
+            let _ = self.stream.shutdown(std::net::Shutdown::Both);
+            self.shut = true;
+        }
+    }
 }
 
 /// One reactor: its ring, its connections and its inbox.
@@ -171,94 +226,29 @@ impl Reactor {
             return;
         };
         let conn = i as u32;
-        let mut entries: [Option<squeue::Entry>; 2] = [None, None];
-        if !s.recv_armed && !s.closing() && !s.shut {
-            s.recv_armed = true;
-            // The rest of a partly received PDU in one completion, or
-            // whatever is there.
-            let missing = s.conn.rx_missing().min(s.rbuf.len());
-            let (len, flags) = match missing {
-                0 => (s.rbuf.len(), 0),
-                n => (n, libc::MSG_WAITALL),
-            };
-            entries[0] = Some(
-                opcode::Recv::new(
-                    types::Fd(s.stream.as_raw_fd()),
-                    s.rbuf.as_mut_ptr(),
-                    len as u32,
-                )
-                .flags(flags)
-                .build()
-                .user_data(Tag::Recv { conn }.encode()),
-            );
-        }
-        if !s.send_armed && !s.dead && !s.shut {
-            if s.out_pos >= s.out.len() {
-                s.out.clear();
-                s.out_pos = 0;
-                if s.conn.tx_pending() > 0 {
-                    s.conn.swap_tx(&mut s.out);
-                }
-            }
-            if s.out_pos < s.out.len() {
-                s.send_armed = true;
-                let rest = &s.out[s.out_pos..];
-                entries[1] = Some(
-                    opcode::Send::new(
-                        types::Fd(s.stream.as_raw_fd()),
-                        rest.as_ptr(),
-                        rest.len() as u32,
-                    )
-                    .flags(libc::MSG_NOSIGNAL)
-                    .build()
-                    .user_data(Tag::Send { conn }.encode()),
-                );
-            }
-        }
-        if s.closing() && !s.shut {
-            let since = *s.closing_since.get_or_insert_with(Instant::now);
-            if s.dead || s.output_drained() || since.elapsed() >= DRAIN_GRACE {
-                // Completes an outstanding receive or send; the slot is
-                // freed once both completions and all storage are back.
-                let _ = s.stream.shutdown(std::net::Shutdown::Both);
-                s.shut = true;
-            }
-        }
+        let entries = [s.recv_entry(conn), s.send_entry(conn)];
+        s.shut_when_done();
         for e in entries.iter().flatten() {
             // SAFETY: the receive buffer (rbuf) and the output (out) live in
             // the slot, which is not freed, nor are they reallocated or
             // touched, while recv_armed / send_armed is set; those flags are
             // cleared only when the matching completion is reaped. The
             // socket stays open for as long as the slot does.
-            self.push(e);
+            unsafe { self.ring.push(e) };
         }
-        loop {
-            let Some(s) = self.slots[i].as_mut() else {
-                return;
+        while let Some((op, buf)) = self.slots[i].as_mut().and_then(|s| s.conn.take_storage()) {
+            let tag = Tag::Storage {
+                conn,
+                slot: op.slot,
             };
-            let Some((op, buf)) = s.conn.take_storage() else {
-                break;
-            };
-            let e = storage_entry(&op, buf).user_data(
-                Tag::Storage {
-                    conn,
-                    slot: op.slot,
-                }
-                .encode(),
-            );
+            let e = storage_entry(&op, buf).user_data(tag.encode());
             // SAFETY: buf is the request slot's page-aligned buffer of at
             // least op.len bytes; the connection leaves it alone while the
             // request is Executing, and the slot (so the buffer) is freed
             // only when executing() is 0, i.e. after this completion. op.fd
             // belongs to a namespace the target keeps open.
-            self.push(&e);
+            unsafe { self.ring.push(&e) };
         }
-    }
-
-    /// Pushes an SQE; the caller has established its safety contract.
-    fn push(&mut self, e: &squeue::Entry) {
-        // SAFETY: see the caller; Ring::push only copies the entry.
-        unsafe { self.ring.push(e) };
     }
 
     fn arm_wake_and_tick(&mut self) {
@@ -270,7 +260,7 @@ impl Reactor {
             // SAFETY: a poll names no buffer; the eventfd is shared with
             // the acceptor through an Arc that this reactor holds until it
             // returns, after which the ring is dropped too.
-            self.push(&e);
+            unsafe { self.ring.push(&e) };
         }
         if !self.ring.ext_arg && !self.tick_armed {
             self.tick_armed = true;
@@ -279,7 +269,7 @@ impl Reactor {
                 .user_data(Tag::Tick.encode());
             // SAFETY: tick_ts lives in the reactor, which outlives the ring
             // operation (the ring is dropped with the reactor).
-            self.push(&e);
+            unsafe { self.ring.push(&e) };
         }
     }
 
