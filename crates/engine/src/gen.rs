@@ -252,6 +252,17 @@ impl IoGen {
         self.rw
     }
 
+    /// Direction and length of every I/O, when they never vary (one
+    /// direction, one block size): all a backend without offsets needs.
+    pub fn fixed_shape(&self) -> Option<(Dir, u32)> {
+        let dir = match self.read_percent {
+            100 => Dir::Read,
+            0 => Dir::Write,
+            _ => return None,
+        };
+        (self.bs_span == 0).then_some((dir, self.bs_min_bytes as u32))
+    }
+
     /// The next I/O.
     #[inline(always)]
     pub fn next_io(&mut self) -> NextIo {

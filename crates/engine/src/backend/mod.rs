@@ -26,7 +26,8 @@ pub use uring::{UringBackend, UringOptions, UringSetup};
 /// One I/O handed to a backend.
 #[derive(Debug, Clone, Copy)]
 pub struct IoRequest {
-    /// Slot index (returned in the completion).
+    /// Slot index, returned in the completion (a backend that does not
+    /// move data returns it as an opaque tag; see [`Backend::moves_data`]).
     pub slot: u32,
     /// Direction.
     pub dir: Dir,
@@ -44,7 +45,8 @@ pub struct IoRequest {
 pub struct Completion {
     /// Slot index of the I/O.
     pub slot: u32,
-    /// Bytes transferred (≥ 0), a negated errno, or (passthru) a negated
+    /// Bytes transferred (≥ 0; 0 from a backend that moves no data), a
+    /// negated errno, or (passthru) a negated
     /// [`NVME_STATUS_BASE`](crate::result::NVME_STATUS_BASE) + NVMe status.
     pub result: i32,
 }
@@ -59,6 +61,27 @@ pub trait Backend {
     /// Moves completions into `out` and returns how many; waits until at least
     /// `min` (≤ in flight) are available.
     fn reap(&mut self, out: &mut [Completion], min: usize) -> io::Result<usize>;
+    /// [`Backend::reap`], handing each completion to `f` as well; a backend
+    /// may override it to call `f` straight from its completion queue,
+    /// leaving `out` untouched.
+    #[inline]
+    fn reap_each<F: FnMut(Completion)>(
+        &mut self,
+        out: &mut [Completion],
+        min: usize,
+        mut f: F,
+    ) -> io::Result<usize> {
+        let n = self.reap(out, min)?;
+        out[..n].iter().for_each(|&c| f(c));
+        Ok(n)
+    }
+    /// Whether the backend moves data. One that does not (io_uring NOPs)
+    /// ignores `IoRequest::offset_bytes` and `buf`, returns `slot` as a tag
+    /// the worker chose (not necessarily a slot index), and completes with
+    /// result 0 on success; the worker then counts the requested bytes.
+    fn moves_data(&self) -> bool {
+        true
+    }
 }
 
 /// Which backend a run uses.

@@ -84,17 +84,15 @@ pub struct UringBackend {
     nop: bool,
     enter_fd: i32,
     enter_flags: u32,
-    /// One prepared SQE per slot, built by `queue` and copied into the ring
-    /// by `submit`: building in place and copying a finished line avoids
-    /// store-forwarding stalls of building straight into the ring.
+    /// The SQEs queued since the last submit, in order, built by `queue`
+    /// from a template and copied into the ring by `submit` in one go.
     sqes: Vec<squeue::Entry>,
-    /// Slots queued since the last submit, in order.
-    queued: Vec<u32>,
+    /// How many of `sqes` are queued.
+    staged: usize,
     /// The read and write SQEs of this ring with offset, address, length
     /// and user_data zero, as 64-bit words.
     templates: [[u64; 8]; 2],
     unsubmitted: u32,
-    slot_len: Vec<u32>,
     /// Features granted, e.g. `DEFER_TASKRUN`, `fixed buffers`.
     pub features: Vec<String>,
     /// Fallbacks taken, in words.
@@ -234,10 +232,9 @@ impl UringBackend {
             enter_fd,
             enter_flags,
             sqes: vec![opcode::Nop::new().build(); depth.max(1) as usize],
-            queued: Vec::with_capacity(depth.max(1) as usize),
+            staged: 0,
             templates: [[0; 8]; 2],
             unsubmitted: 0,
-            slot_len: vec![0; depth.max(1) as usize],
             features,
             notes,
         };
@@ -315,17 +312,17 @@ impl UringBackend {
         e.user_data(io.slot as u64)
     }
 
-    fn drain(&mut self, out: &mut [Completion]) -> usize {
+    /// Hands up to `max` completions from the CQ to `f`; returns how many.
+    #[inline(always)]
+    fn drain_each<F: FnMut(Completion)>(&mut self, max: usize, f: &mut F) -> usize {
         let mut cq = self.ring.completion();
         let mut n = 0;
-        while n < out.len() {
+        while n < max {
             let Some(cqe) = cq.next() else { break };
-            let slot = cqe.user_data() as u32;
-            let mut result = cqe.result();
-            if self.nop && result >= 0 {
-                result = self.slot_len[slot as usize] as i32;
-            }
-            out[n] = Completion { slot, result };
+            f(Completion {
+                slot: cqe.user_data() as u32,
+                result: cqe.result(),
+            });
             n += 1;
         }
         n
@@ -400,40 +397,45 @@ fn register_ring_fd(
 impl Backend for UringBackend {
     #[inline]
     fn queue(&mut self, io: IoRequest) {
-        if self.nop {
-            self.slot_len[io.slot as usize] = io.len_bytes;
-        }
         let t = &self.templates[io.dir as usize];
-        let words = sqe_words_mut(&mut self.sqes[io.slot as usize]);
+        debug_assert!(
+            self.staged < self.sqes.len(),
+            "more I/Os queued than the depth"
+        );
+        let words = sqe_words_mut(&mut self.sqes[self.staged]);
         if self.nop {
-            *words = *t;
+            // Every staged entry of a NOP ring already is the NOP template
+            // (set at construction, never overwritten otherwise).
+            debug_assert_eq!(words[..4], t[..4]);
             words[4] = u64::from(io.slot);
         } else {
             *words = patch_sqe(t, &io);
         }
-        debug_assert!(self.queued.len() < self.queued.capacity());
-        self.queued.push(io.slot);
+        self.staged += 1;
+    }
+
+    #[inline]
+    fn moves_data(&self) -> bool {
+        !self.nop
     }
 
     fn submit(&mut self) -> io::Result<()> {
-        let n = self.queued.len() as u32;
+        let n = std::mem::take(&mut self.staged);
         if n > 0 {
             // SAFETY: only this worker's thread touches this ring, so no other
             // SubmissionQueue exists.
             let mut sq = unsafe { self.ring.submission_shared() };
-            for &slot in &self.queued {
-                // SAFETY: each entry points at its slot's buffer in this
-                // worker's region (registered or not); the worker does not
-                // touch or free that slot until the completion carrying its
-                // index is reaped, and the region outlives the ring. The ring
-                // has at least `depth` entries and no more than `depth` I/Os
-                // are ever in flight, so the push cannot fail.
-                let pushed = unsafe { sq.push(&self.sqes[slot as usize]) };
-                debug_assert!(pushed.is_ok(), "more I/Os queued than the ring holds");
-            }
+            // SAFETY: each entry points at its slot's buffer in this worker's
+            // region (registered or not); the worker does not touch or free
+            // that slot until the completion carrying its index is reaped, and
+            // the region outlives the ring. The ring has at least `depth`
+            // entries and no more than `depth` I/Os are ever in flight, so
+            // the push cannot fail.
+            let pushed = unsafe { sq.push_multiple(&self.sqes[..n]) };
+            debug_assert!(pushed.is_ok(), "more I/Os queued than the ring holds");
             drop(sq);
-            self.queued.clear();
         }
+        let n = n as u32;
         if self.sqpoll {
             self.ring.submit()?;
             return Ok(());
@@ -447,7 +449,35 @@ impl Backend for UringBackend {
     }
 
     fn reap(&mut self, out: &mut [Completion], min: usize) -> io::Result<usize> {
-        let mut n = self.drain(out);
+        let mut n = 0;
+        self.reap_upto(out.len(), min, |c| {
+            out[n] = c;
+            n += 1;
+        })
+    }
+
+    #[inline]
+    fn reap_each<F: FnMut(Completion)>(
+        &mut self,
+        out: &mut [Completion],
+        min: usize,
+        f: F,
+    ) -> io::Result<usize> {
+        self.reap_upto(out.len(), min, f)
+    }
+}
+
+impl UringBackend {
+    /// Hands at least `min` and at most `max` completions to `f`, waiting
+    /// for the first `min`; returns how many.
+    #[inline(always)]
+    fn reap_upto<F: FnMut(Completion)>(
+        &mut self,
+        max: usize,
+        min: usize,
+        mut f: F,
+    ) -> io::Result<usize> {
+        let mut n = self.drain_each(max, &mut f);
         while n < min {
             if self.sqpoll {
                 self.ring.submit_and_wait(min - n)?;
@@ -455,7 +485,7 @@ impl Backend for UringBackend {
                 let done = self.enter(self.unsubmitted, (min - n) as u32)?;
                 self.unsubmitted -= done.min(self.unsubmitted);
             }
-            n += self.drain(&mut out[n..]);
+            n += self.drain_each(max - n, &mut f);
         }
         Ok(n)
     }
