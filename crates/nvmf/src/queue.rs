@@ -1,10 +1,14 @@
-//! One NVMe/TCP connection (one queue), without I/O: bytes in, bytes out.
+//! One NVMe/TCP connection (one queue), without I/O: bytes in, bytes out,
+//! storage operations out, their completions in.
 //!
-//! The reactor feeds received bytes to [`Connection::on_bytes`] and writes
-//! out whatever [`Connection::take_tx`] holds. Framing, the ICReq exchange,
-//! Connect, the per-command state machine, R2T flow and TermReq on protocol
-//! violations all live here, so the same code runs under the reactor, in unit
-//! tests and in the fuzz target.
+//! The reactor feeds received bytes to [`Connection::on_bytes`], writes out
+//! whatever [`Connection::swap_tx`] (or `take_tx`) hands it, submits what
+//! [`Connection::take_storage`] yields and reports each completion to
+//! [`Connection::complete_storage`]. Framing, the ICReq exchange, Connect,
+//! the per-command state machine, R2T flow (in `transfer.rs`) and TermReq on
+//! protocol violations all live here, so the same code runs under the
+//! reactor, in unit tests (with [`Connection::run_storage_blocking`]) and in
+//! the fuzz target.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
