@@ -2,7 +2,7 @@
 //!
 //! An acceptor thread takes new sockets (a `poll(2)` loop over the
 //! listeners) and hands each to one reactor, round robin, through that
-//! reactor's channel and wake-up eventfd. A reactor ([`crate::event_loop`])
+//! reactor's channel and wake-up eventfd. A reactor (`event_loop.rs`)
 //! runs everything on one io_uring: a receive per connection re-armed after
 //! each completion, a send per connection whose output buffer stays alive
 //! until its completion, the eventfd poll for new connections, and the
