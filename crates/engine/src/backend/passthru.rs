@@ -21,9 +21,10 @@
 //! [`PassthruBackend::start`] sends one read of LBA 0 before the run, which
 //! proves the command path and permissions, and falls back to plain buffers
 //! where the kernel refuses fixed ones for commands (EINVAL before 6.1).
-//! IOPOLL (polled completions, `nvme.poll_queues` > 0) where asked: if the
-//! probe fails on the polled ring, the backend starts again without it and
-//! says so. SQPOLL is not used (a note says so when asked).
+//! SQPOLL and IOPOLL are not used (a note says so when asked): polling
+//! passthrough commands crashed Debian's Linux 6.1 in the VM lab (general
+//! protection fault in `bio_poll` under `nvme_ns_chr_uring_cmd_iopoll`, two
+//! polled rings on one namespace).
 //!
 //! Hot path: like `uring`, one prepared SQE per slot patched from a per
 //! direction template as whole 64-bit words, copied into the ring at submit.
@@ -189,7 +190,6 @@ type PassthruRing = IoUring<squeue::Entry128, cqueue::Entry32>;
 fn build_ring(
     depth: u32,
     setup: UringSetup,
-    iopoll: bool,
 ) -> io::Result<(PassthruRing, Vec<String>, Vec<String>)> {
     type Apply = fn(&mut io_uring::Builder<squeue::Entry128, cqueue::Entry32>);
     let attempts: [(&[&str], Apply); 3] = [
@@ -211,16 +211,10 @@ fn build_ring(
     for (names, apply) in &attempts[first..] {
         let mut b = PassthruRing::builder();
         apply(&mut b);
-        if iopoll {
-            b.setup_iopoll();
-        }
         match b.build(depth.max(1)) {
             Ok(ring) => {
                 let mut features = vec!["SQE128+CQE32".to_string()];
                 features.extend(names.iter().map(|s| s.to_string()));
-                if iopoll {
-                    features.push("IOPOLL".into());
-                }
                 return Ok((ring, features, notes));
             }
             Err(e) => {
@@ -258,9 +252,15 @@ impl PassthruBackend {
                 format!("LBA size {} is not a power of two ≥ 512", ns.lba_bytes),
             ));
         }
-        let (ring, mut features, mut notes) = build_ring(depth, opts.setup, opts.iopoll)?;
+        let (ring, mut features, mut notes) = build_ring(depth, opts.setup)?;
         if opts.sqpoll_idle_ms.is_some() {
             notes.push("SQPOLL is not used by the passthru backend".into());
+        }
+        if opts.iopoll {
+            notes.push(
+                "IOPOLL is not used by the passthru backend (polled passthrough crashed Linux 6.1 in numio's lab): completions are interrupt-driven"
+                    .into(),
+            );
         }
         let mut fixed_file = false;
         if opts.registered_files {
@@ -302,9 +302,8 @@ impl PassthruBackend {
 
     /// [`new`](Self::new), then one read of LBA 0 into the start of `region`
     /// (its bytes are restored after): fails with the cause and the fix when
-    /// the kernel, driver or permissions refuse NVMe commands, turns fixed
-    /// buffers off where the kernel refuses them for commands, and starts
-    /// again without IOPOLL where polled commands fail.
+    /// the kernel, driver or permissions refuse NVMe commands, and turns
+    /// fixed buffers off where the kernel refuses them for commands.
     pub fn start(
         fd: RawFd,
         ns: NvmeNamespace,
@@ -313,23 +312,8 @@ impl PassthruBackend {
         opts: &UringOptions,
     ) -> io::Result<PassthruBackend> {
         let mut b = PassthruBackend::new(fd, ns, depth, region, opts)?;
-        match b.probe() {
-            Ok(()) => Ok(b),
-            Err(e) if opts.iopoll => {
-                drop(b);
-                let plain = UringOptions {
-                    iopoll: false,
-                    ..opts.clone()
-                };
-                let mut b = PassthruBackend::new(fd, ns, depth, region, &plain)?;
-                b.notes.push(format!(
-                    "IOPOLL refused for NVMe commands ({e}); interrupt-driven completions"
-                ));
-                b.probe()?;
-                Ok(b)
-            }
-            Err(e) => Err(e),
-        }
+        b.probe()?;
+        Ok(b)
     }
 
     fn build_templates(&mut self) {
