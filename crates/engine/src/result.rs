@@ -220,7 +220,7 @@ impl TargetResult {
 pub struct TargetEnvironment {
     /// Path.
     pub path: String,
-    /// `block_device` or `file`.
+    /// `block_device`, `file` or `nvme_generic` (`/dev/ngXnY`, passthru).
     pub kind: String,
     /// Size in bytes.
     pub size_bytes: u64,
@@ -251,7 +251,7 @@ pub struct Environment {
     pub online_cpus: u32,
     /// `nvme.poll_queues` module parameter, when readable.
     pub nvme_poll_queues: Option<u32>,
-    /// Backend name (`uring`, `sync`, `null`, `nop`).
+    /// Backend name (`uring`, `sync`, `null`, `nop`, `passthru`).
     pub backend: String,
     /// io_uring setup actually used (flags that were granted), empty otherwise.
     pub uring_features: Vec<String>,
