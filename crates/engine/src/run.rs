@@ -9,9 +9,10 @@ use std::sync::{Arc, Barrier};
 use planner::{MemPolicy, Placement, TargetPlacement};
 use topology::CpuId;
 
+use crate::backend::tcp::NvmeTcp;
 use crate::backend::{
-    Backend, BackendKind, NullBackend, NvmeNamespace, PassthruBackend, SyncBackend, UringBackend,
-    UringOptions,
+    Backend, BackendKind, NullBackend, NvmeNamespace, PassthruBackend, SyncBackend, TcpBackend,
+    TcpOptions, UringBackend, UringOptions,
 };
 use crate::env;
 use crate::error::EngineError;
@@ -63,6 +64,8 @@ pub struct RunOptions {
     pub batch_complete_min: Option<usize>,
     /// Labels shown for some targets, by path (e.g. the default target).
     pub labels: BTreeMap<String, String>,
+    /// NVMe/TCP connection options (tcp backend).
+    pub tcp: TcpOptions,
 }
 
 impl Default for RunOptions {
@@ -76,6 +79,7 @@ impl Default for RunOptions {
             force_write: false,
             batch_complete_min: None,
             labels: BTreeMap::new(),
+            tcp: TcpOptions::default(),
         }
     }
 }
@@ -96,6 +100,8 @@ struct JobSpec {
     limits: LoopLimits,
     /// Namespace of an NVMe generic device target (passthru).
     nvme: Option<NvmeNamespace>,
+    /// NVMe/TCP namespace, its LBA size and the connection options (tcp).
+    tcp: Option<(NvmeTcp, u32, TcpOptions)>,
 }
 
 /// What a worker hands back.
@@ -265,7 +271,11 @@ fn check_targets(
     }
     let mut out = Vec::new();
     for t in &placement.targets {
-        let info = target::inspect(&t.path)?;
+        let info = if crate::backend::tcp::is_tcp_target(&t.path) {
+            target::inspect_tcp(&t.path, &opts.tcp)?
+        } else {
+            target::inspect(&t.path)?
+        };
         let region = target::validate(&t.workload, &info)?;
         if t.jobs.is_empty() {
             return Err(EngineError::Workload {
@@ -329,6 +339,10 @@ fn job_specs(
                 verify: opts.verify,
                 limits,
                 nvme: info.nvme_namespace(),
+                tcp: info
+                    .nvme_tcp
+                    .clone()
+                    .map(|t| (t, info.logical_block_size_bytes, opts.tcp.clone())),
             });
         }
     }
@@ -508,7 +522,12 @@ fn worker_setup_and_run(
         }
     }
     let w = &spec.workload;
-    let file = target::open(&spec.path, w.rw.writes(), w.direct)?;
+    // An NVMe/TCP target is a connection, not a file.
+    let file = match spec.kind {
+        BackendKind::Tcp => None,
+        _ => Some(target::open(&spec.path, w.rw.writes(), w.direct)?),
+    };
+    let fd = file.as_ref().map_or(-1, |f| f.as_raw_fd());
     let slot_bytes = (w.bs_max_bytes as usize).div_ceil(4096) * 4096;
     let depth = w.iodepth as usize;
     let (buf, note) =
@@ -533,13 +552,13 @@ fn worker_setup_and_run(
             Vec::new(),
         ),
         BackendKind::Sync => (
-            run_generic(SyncBackend::new(file.as_raw_fd(), depth), &res, &mut gate)?,
+            run_generic(SyncBackend::new(fd, depth), &res, &mut gate)?,
             Vec::new(),
         ),
         BackendKind::Uring | BackendKind::Nop => {
             let region = (buf.as_ptr(), buf.len_bytes());
             let b = UringBackend::new(
-                file.as_raw_fd(),
+                fd,
                 depth as u32,
                 region,
                 &spec.uring,
@@ -561,17 +580,32 @@ fn worker_setup_and_run(
                 path: spec.path.clone(),
                 reason: "not an NVMe generic device; use /dev/ngXnY".into(),
             })?;
-            let b = PassthruBackend::start(file.as_raw_fd(), ns, depth as u32, region, &spec.uring)
-                .map_err(|source| EngineError::Backend {
+            let b = PassthruBackend::start(fd, ns, depth as u32, region, &spec.uring).map_err(
+                |source| EngineError::Backend {
                     backend: spec.kind.name(),
                     path: spec.path.clone(),
                     what: "NVMe passthrough set-up (io_uring SQE128+CQE32, one read of LBA 0)"
                         .into(),
                     source,
-                })?;
+                },
+            )?;
             let features = b.features.clone();
             notes.extend(b.notes.iter().cloned());
             (run_generic(b, &res, &mut gate)?, features)
+        }
+        BackendKind::Tcp => {
+            let (t, lba_bytes, o) = spec.tcp.as_ref().ok_or_else(|| EngineError::Workload {
+                path: spec.path.clone(),
+                reason: "not an NVMe/TCP target; give nvme-tcp://HOST[:PORT]/SUBNQN[/NSID]".into(),
+            })?;
+            let b = TcpBackend::connect(t, *lba_bytes, depth, slot_bytes, o).map_err(|reason| {
+                EngineError::Workload {
+                    path: spec.path.clone(),
+                    reason: format!("tcp backend set-up: {reason}"),
+                }
+            })?;
+            notes.push(b.note.clone());
+            (run_generic(b, &res, &mut gate)?, Vec::new())
         }
     };
     // The backend (and its ring) is gone; now the file and buffers may go.

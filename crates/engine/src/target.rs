@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use planner::{Distribution, Workload};
 
+use crate::backend::tcp::{self, NvmeTcp, TcpOptions};
 use crate::backend::{BackendKind, NvmeNamespace};
 use crate::error::EngineError;
 use crate::result::TargetEnvironment;
@@ -50,6 +51,8 @@ pub struct TargetInfo {
     pub io_poll: Option<bool>,
     /// Set for an NVMe generic character device (`/dev/ngXnY`).
     pub nvme_generic: Option<NvmeGeneric>,
+    /// Set for an NVMe/TCP namespace (`nvme-tcp://...`, the tcp backend).
+    pub nvme_tcp: Option<NvmeTcp>,
 }
 
 /// What the engine knows about an NVMe generic character device.
@@ -73,6 +76,8 @@ impl TargetInfo {
                 "block_device"
             } else if self.nvme_generic.is_some() {
                 "nvme_generic"
+            } else if self.nvme_tcp.is_some() {
+                "nvme_tcp"
             } else {
                 "file"
             }
@@ -82,8 +87,8 @@ impl TargetInfo {
             node,
             scheduler: self.scheduler.clone(),
             io_poll: self.io_poll,
-            // Passthrough commands never touch the page cache.
-            direct: direct || self.nvme_generic.is_some(),
+            // Passthrough and NVMe/TCP commands never touch the page cache.
+            direct: direct || self.nvme_generic.is_some() || self.nvme_tcp.is_some(),
         }
     }
 
@@ -96,8 +101,12 @@ impl TargetInfo {
     }
 }
 
-/// Stats and measures a target (opens it read-only for block devices).
+/// Stats and measures a target (opens it read-only for block devices;
+/// connects to an `nvme-tcp://` one with the default host NQN).
 pub fn inspect(path: &str) -> Result<TargetInfo, EngineError> {
+    if tcp::is_tcp_target(path) {
+        return inspect_tcp(path, &TcpOptions::default());
+    }
     let meta = std::fs::metadata(path).map_err(|source| EngineError::Open {
         path: path.to_string(),
         source,
@@ -115,6 +124,7 @@ pub fn inspect(path: &str) -> Result<TargetInfo, EngineError> {
             scheduler: None,
             io_poll: None,
             nvme_generic: None,
+            nvme_tcp: None,
         })
     } else if meta.file_type().is_char_device() {
         inspect_nvme_generic(path, meta.rdev())
@@ -126,6 +136,28 @@ pub fn inspect(path: &str) -> Result<TargetInfo, EngineError> {
                     .into(),
         })
     }
+}
+
+/// Connects to an NVMe/TCP target (`nvme-tcp://HOST[:PORT]/SUBNQN[/NSID]`)
+/// and reads its namespace's size and LBA size and the controller's limits.
+pub fn inspect_tcp(path: &str, opts: &TcpOptions) -> Result<TargetInfo, EngineError> {
+    let (t, size_bytes, lba_bytes) =
+        tcp::inspect(path, opts).map_err(|reason| EngineError::Workload {
+            path: path.to_string(),
+            reason,
+        })?;
+    Ok(TargetInfo {
+        path: path.to_string(),
+        block_device: false,
+        size_bytes,
+        logical_block_size_bytes: lba_bytes,
+        rdev: 0,
+        sysfs_dir: None,
+        scheduler: None,
+        io_poll: None,
+        nvme_generic: None,
+        nvme_tcp: Some(t),
+    })
 }
 
 /// Namespace id, block device and geometry of an NVMe generic device.
@@ -194,6 +226,7 @@ fn inspect_nvme_generic(path: &str, rdev: u64) -> Result<TargetInfo, EngineError
             block_device: format!("/dev/{block_name}"),
             max_transfer_bytes: num("queue/max_hw_sectors_kb").map_or(u64::MAX, |kb| kb << 10),
         }),
+        nvme_tcp: None,
     })
 }
 
@@ -251,6 +284,20 @@ pub fn check_backend(info: &TargetInfo, kind: BackendKind) -> Result<(), EngineE
         path: info.path.clone(),
         reason,
     };
+    match (info.nvme_tcp.is_some(), kind == BackendKind::Tcp) {
+        (true, false) => {
+            return Err(bad(format!(
+                "an NVMe/TCP target, which only the tcp backend drives; use --backend tcp (not {})",
+                kind.name()
+            )))
+        }
+        (false, true) => {
+            return Err(bad(
+                "the tcp backend drives NVMe/TCP namespaces; give nvme-tcp://HOST[:PORT]/SUBNQN[/NSID], or use --backend uring for this path".into(),
+            ))
+        }
+        _ => {}
+    }
     match (&info.nvme_generic, kind.needs_nvme_generic()) {
         (None, true) => {
             let what = if info.block_device {
@@ -281,6 +328,13 @@ pub fn check_backend(info: &TargetInfo, kind: BackendKind) -> Result<(), EngineE
 /// filesystem, mount or holder (see [`crate::safety`]). An NVMe generic
 /// device is judged by its namespace's block device; files always pass.
 pub fn check_write_safety(info: &TargetInfo) -> Result<(), EngineError> {
+    if info.nvme_tcp.is_some() {
+        // Nothing tells from here whether a remote namespace holds data.
+        return Err(EngineError::Unsafe {
+            path: info.path.clone(),
+            what: "data numio cannot rule out (an NVMe/TCP namespace is not visible from here, so every write to one needs --force-write, even a scratch or mem: namespace)".into(),
+        });
+    }
     if info.block_device {
         return crate::safety::check_writable(info);
     }
@@ -354,6 +408,7 @@ fn inspect_block(path: &str, rdev: u64) -> Result<TargetInfo, EngineError> {
         scheduler: read("scheduler").map(|s| parse_scheduler(&s)),
         io_poll: read("io_poll").map(|s| s.trim() == "1"),
         nvme_generic: None,
+        nvme_tcp: None,
     })
 }
 
@@ -403,6 +458,8 @@ pub fn validate(w: &Workload, t: &TargetInfo) -> Result<Region, EngineError> {
     let lbs = u64::from(t.logical_block_size_bytes);
     if let Some(ng) = &t.nvme_generic {
         check_nvme_command_size(w, lbs, ng).map_err(bad)?;
+    } else if let Some(nt) = &t.nvme_tcp {
+        check_tcp_command_size(w, lbs, nt).map_err(bad)?;
     } else if w.direct {
         for (name, v) in [
             ("bs", w.bs_min_bytes),
@@ -442,7 +499,7 @@ pub fn validate(w: &Workload, t: &TargetInfo) -> Result<Region, EngineError> {
     Ok(Region {
         start_bytes: w.offset_bytes,
         len_bytes: len,
-        align_bytes: if w.direct || t.nvme_generic.is_some() {
+        align_bytes: if w.direct || t.nvme_generic.is_some() || t.nvme_tcp.is_some() {
             lbs
         } else {
             1
@@ -469,6 +526,31 @@ fn check_nvme_command_size(w: &Workload, lbs: u64, ng: &NvmeGeneric) -> Result<(
         return Err(format!(
             "bs={} is larger than one NVMe command can move here ({max} bytes: queue/max_hw_sectors_kb of {} and the 16-bit block count); use --bs {max} or less",
             w.bs_max_bytes, ng.block_device
+        ));
+    }
+    Ok(())
+}
+
+/// [`check_nvme_command_size`] for an NVMe/TCP namespace: whole logical
+/// blocks (from Identify Namespace), within the controller's MDTS.
+fn check_tcp_command_size(w: &Workload, lbs: u64, t: &NvmeTcp) -> Result<(), String> {
+    for (name, v) in [
+        ("bs", w.bs_min_bytes),
+        ("bs (max)", w.bs_max_bytes),
+        ("offset", w.offset_bytes),
+    ] {
+        if v % lbs != 0 {
+            return Err(format!(
+                "{name}={v} is not a multiple of namespace {}'s LBA size {lbs} (Identify Namespace; NVMe commands move whole logical blocks); use a multiple of {lbs}",
+                t.url.nsid
+            ));
+        }
+    }
+    let max = t.max_transfer_bytes.min(lbs * NVME_MAX_BLOCKS_PER_COMMAND);
+    if w.bs_max_bytes > max {
+        return Err(format!(
+            "bs={} is larger than one NVMe command can move here ({max} bytes: the controller's MDTS and the 16-bit block count); use --bs {max} or less",
+            w.bs_max_bytes
         ));
     }
     Ok(())
@@ -530,6 +612,7 @@ mod tests {
             scheduler: None,
             io_poll: None,
             nvme_generic: None,
+            nvme_tcp: None,
         }
     }
 

@@ -9,6 +9,10 @@
 //! namespace: it is overwritten), reading back through the block device with
 //! `uring` and the other way round; without one it skips, saying so. The VM
 //! lab check `tests/vm/tests/all/32-passthru.sh` runs it on real NVMe.
+//!
+//! `tcp` cannot use a file either: it speaks NVMe/TCP. Its part starts an
+//! in-process `nvmf::Server` whose namespace is the suite's temp file, so tcp
+//! and the file backends check each other's writes byte for byte.
 
 mod common;
 
@@ -47,6 +51,7 @@ fn the_suite_names_every_backend() {
     for b in BackendKind::ALL {
         assert!(
             b == BackendKind::Passthru
+                || b == BackendKind::Tcp
                 || [
                     BackendKind::Sync,
                     BackendKind::Null,
@@ -147,6 +152,127 @@ fn passthru_refuses_files_and_names_the_fix() {
         e.contains("a regular file") && e.contains("/dev/ngXnY") && e.contains("--backend uring"),
         "{e}"
     );
+}
+
+/// An in-process NVMe/TCP target whose namespace 1 is `f` (page cache, so
+/// tmpfs works), and the URL of that namespace.
+fn tcp_target(f: &TempFile) -> (nvmf::Server, String) {
+    const NQN: &str = "nqn.2026-11.io.numio:conformance";
+    let mut ns = nvmf::config::NamespaceConfig::new(&f.path_str());
+    ns.buffered = true;
+    let mut c = nvmf::TargetConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        discovery_port: 0,
+        cpus: vec![0],
+        ..Default::default()
+    };
+    c.subsystems.push(nvmf::config::SubsystemConfig {
+        nqn: NQN.into(),
+        serial: "CONFORM".into(),
+        model: "numio conformance".into(),
+        allowed_hosts: vec![],
+        allow_any_host: true,
+        namespaces: vec![ns],
+    });
+    let s = nvmf::Server::start(&c).expect("in-process NVMe/TCP target starts");
+    let url = format!("nvme-tcp://{}/{NQN}/1", s.listen_addrs[0]);
+    (s, url)
+}
+
+fn tcp_opts(verify: bool) -> RunOptions {
+    RunOptions {
+        force_write: true,
+        ..opts(BackendKind::Tcp, verify)
+    }
+}
+
+#[test]
+fn tcp_completes_exactly_number_ios() {
+    let f = TempFile::new("tcp-count", FILE_BYTES, 0);
+    let (_s, url) = tcp_target(&f);
+    let mut w = bounded(RwMode::RandRead, 4096, 16);
+    w.number_ios = Some(3000);
+    w.time_based = true;
+    w.runtime_ns = Some(60_000_000_000);
+    let r = run(&placement(&url, w, 2), &tcp_opts(false));
+    assert_eq!(r.total.ops, 6000, "2 jobs × number_ios 3000");
+    assert_eq!(r.total.bytes, 6000 * 4096);
+    assert_eq!(r.total.latency.clat.samples, 6000);
+    assert_eq!(r.total.latency.slat.samples, 6000);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.environment.targets[0].kind, "nvme_tcp");
+    assert_eq!(r.environment.targets[0].size_bytes, FILE_BYTES as u64);
+}
+
+#[test]
+fn tcp_and_file_backends_read_back_what_the_other_wrote() {
+    let others: Vec<BackendKind> = data_backends();
+    for other in others {
+        for tcp_writes in [true, false] {
+            let f = TempFile::new("tcp-verify", FILE_BYTES, 0);
+            let (_s, url) = tcp_target(&f);
+            let file = f.path_str();
+            let (wb, wpath, rb, rpath) = if tcp_writes {
+                (BackendKind::Tcp, &url, other, &file)
+            } else {
+                (other, &file, BackendKind::Tcp, &url)
+            };
+            let w = bounded(RwMode::Write, 64 << 10, 8);
+            let mut o = opts(wb, true);
+            o.force_write = true;
+            let r = run(&placement(wpath, w, 1), &o);
+            assert_eq!(r.total.bytes, FILE_BYTES as u64, "{wb:?} wrote the region");
+            assert!(r.errors.is_empty(), "{wb:?} write: {:?}", r.errors);
+            let rd = bounded(RwMode::RandRead, 4096, 32);
+            let res = run(&placement(rpath, rd, 1), &opts(rb, true));
+            assert_eq!(res.total.ops, (FILE_BYTES / 4096) as u64, "{rb:?}");
+            assert!(
+                res.errors.is_empty(),
+                "written by {wb:?}, read by {rb:?}: {:?}",
+                res.errors
+            );
+        }
+    }
+}
+
+#[test]
+fn tcp_verify_catches_corruption_and_randrw_keeps_the_pattern() {
+    let f = TempFile::new("tcp-corrupt", FILE_BYTES, 0);
+    let (_s, url) = tcp_target(&f);
+    fill_with_pattern(&f, BackendKind::Sync);
+    let mut bytes = f.bytes();
+    bytes[12_345] ^= 0xff;
+    std::fs::write(&f.path, &bytes).unwrap();
+    let res = run(
+        &placement(&url, bounded(RwMode::Read, 4096, 4), 1),
+        &tcp_opts(true),
+    );
+    let bad: u64 = res
+        .errors
+        .iter()
+        .filter(|e| e.errno == 84)
+        .map(|e| e.count)
+        .sum();
+    assert_eq!(bad, 1, "tcp must flag exactly the one corrupted block");
+    assert_eq!(res.total.ops, (FILE_BYTES / 4096) as u64 - 1);
+
+    fill_with_pattern(&f, BackendKind::Sync);
+    let mut w = bounded(RwMode::RandRw, 4096, 16);
+    w.rwmixread = 60;
+    w.bs_max_bytes = 16384;
+    w.number_ios = Some(4000);
+    w.norandommap = true;
+    w.random_distribution = Distribution::Zipf(1.1);
+    w.time_based = true;
+    w.runtime_ns = Some(60_000_000_000);
+    let r = run(&placement(&url, w, 1), &tcp_opts(true));
+    assert!(r.errors.is_empty(), "tcp randrw: {:?}", r.errors);
+    assert_eq!(r.read.ops + r.write.ops, 4000);
+    let v = run(
+        &placement(&f.path_str(), bounded(RwMode::Read, 65536, 4), 1),
+        &opts(BackendKind::Sync, true),
+    );
+    assert!(v.errors.is_empty(), "after tcp randrw: {:?}", v.errors);
 }
 
 fn data_backends() -> Vec<BackendKind> {

@@ -404,6 +404,21 @@ impl Initiator {
         Ok(buf)
     }
 
+    /// Hands over the connected socket, the negotiated framing and the
+    /// controller's MAXH2CDATA, for a caller that runs its own pipelined,
+    /// allocation-free data path on the queue (the engine's `tcp` backend:
+    /// this type allocates per command). Refused while commands are in
+    /// flight, since their replies would reach the new owner unannounced.
+    pub fn into_stream(self) -> Result<(TcpStream, Framing, u32), InitiatorError> {
+        if !self.inflight.is_empty() {
+            return Err(InitiatorError::Unexpected(format!(
+                "into_stream needs an idle queue; {} commands are in flight",
+                self.inflight.len()
+            )));
+        }
+        Ok((self.stream, self.framing, self.maxh2cdata))
+    }
+
     /// The negotiated framing.
     pub fn framing(&self) -> Framing {
         self.framing

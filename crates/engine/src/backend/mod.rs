@@ -7,7 +7,8 @@
 //! is generic over the backend type, so the hot path has no dynamic dispatch.
 //!
 //! `uring`, `nop` and `passthru` are io_uring backends; `sync` is the
-//! pread/pwrite reference; `null` does nothing and measures numio.
+//! pread/pwrite reference; `null` does nothing and measures numio; `tcp`
+//! speaks NVMe/TCP to a remote namespace from user space.
 
 use std::io;
 
@@ -16,11 +17,13 @@ use crate::stats::Dir;
 pub mod null;
 pub mod passthru;
 pub mod sync;
+pub mod tcp;
 pub mod uring;
 
 pub use null::NullBackend;
 pub use passthru::{NvmeNamespace, PassthruBackend};
 pub use sync::SyncBackend;
+pub use tcp::{TcpBackend, TcpOptions};
 pub use uring::{UringBackend, UringOptions, UringSetup};
 
 /// One I/O handed to a backend.
@@ -99,16 +102,20 @@ pub enum BackendKind {
     /// NVMe commands through io_uring passthrough (`IORING_OP_URING_CMD`)
     /// on the namespace's generic character device `/dev/ngXnY`.
     Passthru,
+    /// NVMe/TCP from user space: one I/O queue (TCP connection) per worker
+    /// to `nvme-tcp://HOST[:PORT]/SUBNQN[/NSID]`.
+    Tcp,
 }
 
 impl BackendKind {
     /// Every backend.
-    pub const ALL: [BackendKind; 5] = [
+    pub const ALL: [BackendKind; 6] = [
         BackendKind::Uring,
         BackendKind::Sync,
         BackendKind::Null,
         BackendKind::Nop,
         BackendKind::Passthru,
+        BackendKind::Tcp,
     ];
     /// The name used on the command line and in results.
     pub fn name(self) -> &'static str {
@@ -118,13 +125,14 @@ impl BackendKind {
             BackendKind::Null => "null",
             BackendKind::Nop => "nop",
             BackendKind::Passthru => "passthru",
+            BackendKind::Tcp => "tcp",
         }
     }
     /// Whether the backend reads or writes the target at all.
     pub fn touches_data(self) -> bool {
         matches!(
             self,
-            BackendKind::Uring | BackendKind::Sync | BackendKind::Passthru
+            BackendKind::Uring | BackendKind::Sync | BackendKind::Passthru | BackendKind::Tcp
         )
     }
     /// Whether the backend drives an NVMe generic character device

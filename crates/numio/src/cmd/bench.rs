@@ -52,10 +52,20 @@ pub struct Args {
     pub fio_args: Vec<String>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
-    /// Engine backend: uring, sync, null (no I/O), nop (io_uring NOPs) or
-    /// passthru (NVMe commands via io_uring on /dev/ngXnY).
+    /// Engine backend: uring, sync, null (no I/O), nop (io_uring NOPs),
+    /// passthru (NVMe commands via io_uring on /dev/ngXnY) or tcp (NVMe/TCP
+    /// from user space to nvme-tcp://HOST[:PORT]/SUBNQN[/NSID]).
     #[arg(long, default_value = "uring")]
     pub backend: String,
+    /// tcp backend: host NQN sent in Connect (default: the initiator's).
+    #[arg(long, value_name = "NQN")]
+    pub tcp_hostnqn: Option<String>,
+    /// tcp backend: ask for header digests (CRC32C of every PDU header).
+    #[arg(long)]
+    pub tcp_hdgst: bool,
+    /// tcp backend: ask for data digests (CRC32C of every PDU's data).
+    #[arg(long)]
+    pub tcp_ddgst: bool,
     /// Pin the jobs of every target to these CPUs, one job per CPU in order
     /// (e.g. 0-3,8).
     #[arg(long)]
@@ -75,7 +85,8 @@ pub struct Args {
     /// Print the result as JSON (schema in the README) instead of a report.
     #[arg(long)]
     pub json: bool,
-    /// Allow writes to block devices holding partitions, filesystems or mounts.
+    /// Allow writes to block devices holding partitions, filesystems or
+    /// mounts, and to NVMe/TCP namespaces (which numio cannot look into).
     #[arg(long)]
     pub force_write: bool,
     /// Write a checkable pattern and verify it on every read.
@@ -257,6 +268,11 @@ fn run_options(args: &Args) -> anyhow::Result<RunOptions> {
             force_write: args.force_write,
             batch_complete_min: args.batch_complete,
             labels: BTreeMap::new(),
+            tcp: engine::backend::TcpOptions {
+                hostnqn: args.tcp_hostnqn.clone(),
+                header_digest: args.tcp_hdgst,
+                data_digest: args.tcp_ddgst,
+            },
         },
         progress: !args.json && !args.no_progress && std::io::stderr().is_terminal(),
     })

@@ -1,0 +1,156 @@
+//! The tcp backend's hot path allocates nothing: a counting allocator counts
+//! the worker thread's allocations while `WorkerLoop::run` drives N
+//! steady-state I/Os over loopback to an in-process `nvmf::Server` (whose
+//! own threads are not counted). Reads, in-capsule 4 KiB writes and 64 KiB
+//! writes sent through R2T/H2CData. (Kept apart from `zero_alloc.rs`, whose
+//! allocator is per test binary, so this file owns its own.)
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::AtomicBool;
+
+use engine::backend::{TcpBackend, TcpOptions};
+use engine::gen::IoGen;
+use engine::progress::WorkerProgress;
+use engine::sys::NodeBuffer;
+use engine::worker::{LoopLimits, WorkerLoop};
+use nvmf::config::{NamespaceConfig, SubsystemConfig};
+use nvmf::{Server, TargetConfig};
+use planner::{RwMode, Workload};
+
+struct Counting;
+
+thread_local! {
+    static TRACK: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn note_alloc() {
+    if TRACK.with(|t| t.get()) {
+        ALLOCS.with(|a| a.set(a.get() + 1));
+    }
+}
+
+fn tracked<T>(f: impl FnOnce() -> T) -> (T, u64) {
+    ALLOCS.with(|a| a.set(0));
+    TRACK.with(|t| t.set(true));
+    let r = f();
+    TRACK.with(|t| t.set(false));
+    (r, ALLOCS.with(|a| a.get()))
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        note_alloc();
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        note_alloc();
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        note_alloc();
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const NQN: &str = "nqn.2026-11.io.numio:engine-tcp-alloc";
+const DEPTH: usize = 32;
+const STEADY_IOS: u64 = 20_000;
+const REGION_BYTES: u64 = 8 << 20;
+
+#[test]
+fn no_allocation_in_steady_state_on_tcp() {
+    let mut c = TargetConfig {
+        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        discovery_port: 0,
+        cpus: vec![0],
+        ..Default::default()
+    };
+    c.subsystems.push(SubsystemConfig {
+        nqn: NQN.into(),
+        serial: "TCPALLOC".into(),
+        model: "numio engine tcp alloc".into(),
+        allowed_hosts: vec![],
+        allow_any_host: true,
+        namespaces: vec![NamespaceConfig::new("mem:8M")],
+    });
+    let server = Server::start(&c).expect("target starts");
+    let url = format!("nvme-tcp://{}/{NQN}/1", server.listen_addrs[0]);
+    let o = TcpOptions::default();
+    let info = engine::target::inspect_tcp(&url, &o).unwrap_or_else(|e| panic!("{e}"));
+    let t = info.nvme_tcp.clone().expect("an NVMe/TCP target");
+    for (rw, bs, verify) in [
+        (RwMode::RandRead, 4096usize, false),
+        (RwMode::RandWrite, 4096, false),
+        (RwMode::RandRw, 4096, true),
+        (RwMode::RandWrite, 64 << 10, false),
+    ] {
+        let (buf, _) = NodeBuffer::new(DEPTH * bs, None).unwrap();
+        let b = TcpBackend::connect(&t, info.logical_block_size_bytes, DEPTH, bs, &o)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let w = Workload {
+            rw,
+            bs_min_bytes: bs as u64,
+            bs_max_bytes: bs as u64,
+            iodepth: DEPTH as u32,
+            norandommap: true,
+            ..Workload::default()
+        };
+        let gen = IoGen::new(&w, 0, REGION_BYTES, 512, 0);
+        let stop = AtomicBool::new(false);
+        let progress = WorkerProgress::default();
+        let limits = LoopLimits {
+            ramp_ns: 0,
+            runtime_ns: None,
+            max_ios: STEADY_IOS,
+            max_bytes: u64::MAX,
+            rate_iops: None,
+            batch_complete_min: 4,
+        };
+        let wl = WorkerLoop::new(
+            b,
+            gen,
+            DEPTH,
+            buf.as_ptr(),
+            bs,
+            verify.then_some(7),
+            limits,
+            &stop,
+            &progress,
+        );
+        let (out, allocs) = tracked(|| wl.run());
+        let out = out.expect("loop runs");
+        let ops = out.stats.ops[0] + out.stats.ops[1];
+        let errors = out.stats.error_count();
+        assert_eq!(ops + errors, STEADY_IOS, "{rw:?} bs {bs}");
+        // The mixed verify run reads blocks no write has reached yet: those
+        // count as verify errors; every other run must have none.
+        if !verify {
+            assert_eq!(errors, 0, "{rw:?} bs {bs}");
+        }
+        assert_eq!(
+            allocs, 0,
+            "tcp allocated {allocs} times over {STEADY_IOS} I/Os ({rw:?} bs {bs})"
+        );
+    }
+}
+
+#[test]
+fn the_counter_does_count() {
+    // Guards the guard: an allocation on a tracked thread must be seen.
+    let (v, allocs) = tracked(|| Vec::<u8>::with_capacity(10));
+    drop(v);
+    assert_eq!(allocs, 1);
+}
