@@ -13,7 +13,7 @@ use crate::config::ADMIN_IN_CAPSULE_BYTES;
 use crate::fabrics::NVME_VERSION;
 use crate::queue::Connection;
 use crate::request::{Outcome, RequestState};
-use crate::subsystem::{Controller, ERROR_LOG_ENTRIES};
+use crate::subsystem::{Controller, AEC_NS_ATTRIBUTE, ERROR_LOG_ENTRIES};
 
 /// Outstanding AERs per controller (AERL + 1).
 pub const AER_LIMIT: usize = 4;
@@ -122,7 +122,8 @@ fn identify_controller(conn: &Connection, ctrl: &Controller) -> IdentifyControll
         mdts: limits.mdts(),
         cntlid: ctrl.cntlid,
         ver: NVME_VERSION,
-        oaes: 0,
+        // Namespace Attribute Notices (a resized file or device namespace).
+        oaes: if disc { 0 } else { AEC_NS_ATTRIBUTE },
         cntrltype: if disc {
             identify::CNTRLTYPE_DISCOVERY
         } else {
@@ -187,7 +188,7 @@ fn get_log_page(conn: &mut Connection, slot: usize, ctrl: &Controller) -> Outcom
             nvme_spec::bytes::put_ascii_padded(&mut b, 8, 8, env!("CARGO_PKG_VERSION"));
             b
         }
-        (lid::CHANGED_NS, false) => vec![0u8; 4096],
+        (lid::CHANGED_NS, false) => ctrl.changed_ns_log(g.rae),
         _ => return Outcome::err(Status::INVALID_LOG_PAGE),
     };
     if g.offset_bytes % 4 != 0 || (g.offset_bytes > 0 && g.offset_bytes >= page.len() as u64) {

@@ -13,6 +13,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::buf::AlignedBuf;
 use crate::config::{Backing, NamespaceConfig, DEFAULT_BLOCK_SIZE_BYTES};
@@ -40,7 +41,9 @@ pub struct Namespace {
     /// What backs it, as the user wrote it.
     pub spec: String,
     file: File,
-    size_bytes: u64,
+    /// Size in bytes; changes when the backing file or device is resized
+    /// (see [`Namespace::refresh_size`]).
+    size_bytes: AtomicU64,
     /// NGUID.
     pub nguid: [u8; 16],
     /// UUID (version 8, derived from the subsystem NQN and nsid).
@@ -191,7 +194,7 @@ impl Namespace {
             nsid,
             spec: spec.to_string(),
             file,
-            size_bytes,
+            size_bytes: AtomicU64::new(size_bytes),
             nguid,
             uuid,
             access,
@@ -202,7 +205,24 @@ impl Namespace {
 
     /// Size in bytes.
     pub fn size_bytes(&self) -> u64 {
-        self.size_bytes
+        self.size_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Re-reads the size of a file or block device backing; returns the new
+    /// size when it changed. A size that is not a whole number of blocks is
+    /// rounded down; RAM namespaces never change.
+    pub fn refresh_size(&self) -> std::io::Result<Option<u64>> {
+        if self.is_memory() {
+            return Ok(None);
+        }
+        let now = if self.block_device {
+            block_device_size(&self.file)?
+        } else {
+            self.file.metadata()?.len()
+        };
+        let now = now / self.lba_bytes * self.lba_bytes;
+        let before = self.size_bytes.swap(now, Ordering::Relaxed);
+        Ok((before != now).then_some(now))
     }
 
     /// Bytes per logical block.
@@ -217,7 +237,7 @@ impl Namespace {
 
     /// Size in logical blocks.
     pub fn blocks(&self) -> u64 {
-        self.size_bytes / self.lba_bytes()
+        self.size_bytes() / self.lba_bytes()
     }
 
     /// True when `nlb` blocks from `slba` lie inside the namespace.

@@ -637,6 +637,8 @@ impl Connection {
             if !b.ctrl.is_alive() {
                 self.close("controller torn down".into());
             } else if b.qid == 0 {
+                self.deliver_events();
+                let b = self.binding.as_ref().expect("bound above");
                 let kato = b.ctrl.kato_ms.load(Relaxed);
                 if kato > 0
                     && now.duration_since(self.last_keepalive) > Duration::from_millis(kato as u64)
@@ -646,6 +648,29 @@ impl Connection {
             }
         }
         self.phase != Phase::Closing
+    }
+
+    /// Completes outstanding Asynchronous Event Requests with the
+    /// controller's pending events, one each (admin queue only).
+    fn deliver_events(&mut self) {
+        let Some(ctrl) = self.binding.as_ref().map(|b| b.ctrl.clone()) else {
+            return;
+        };
+        while let Some(slot) = self
+            .reqs
+            .iter()
+            .position(|r| r.state == RequestState::AwaitingEvent)
+        {
+            let Some(event) = ctrl.take_event() else {
+                return;
+            };
+            let r = &mut self.reqs[slot];
+            r.status = Status::SUCCESS;
+            r.result = u64::from(event);
+            r.out_len = 0;
+            r.state = RequestState::Completed;
+            self.advance(slot);
+        }
     }
 
     /// Releases the queue's claim on its controller; the admin queue takes

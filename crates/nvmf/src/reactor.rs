@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::config::TargetConfig;
 use crate::error::TargetError;
@@ -28,6 +28,8 @@ use crate::subsystem::Target;
 
 /// How long in-flight writes get to finish after SIGINT/SIGTERM.
 pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
+/// How often the acceptor looks for resized namespaces.
+const SIZE_CHECK: Duration = Duration::from_secs(1);
 /// Longest a reactor waits before checking keep-alive and shutdown.
 pub const TICK: Duration = Duration::from_millis(100);
 
@@ -333,8 +335,13 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<In
             revents: 0,
         })
         .collect();
+    let mut next_size_check = Instant::now() + SIZE_CHECK;
     while !target.shutting_down.load(Ordering::Acquire) {
         let n = poll_fds(&mut fds);
+        if Instant::now() >= next_size_check {
+            next_size_check = Instant::now() + SIZE_CHECK;
+            report_resizes(&target);
+        }
         if n <= 0 {
             continue;
         }
@@ -362,6 +369,21 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<In
     }
     for (_, wake) in &inboxes {
         poke(wake.as_raw_fd());
+    }
+}
+
+/// Looks for resized file and device namespaces (the acceptor does it,
+/// off the I/O path) and says what it told the hosts.
+fn report_resizes(target: &Target) {
+    let (changes, errors) = target.check_namespace_sizes();
+    for (nqn, nsid, size, ctrls) in changes {
+        eprintln!(
+            "numio serve: {nqn} namespace {nsid} is now {size} bytes; \
+             Namespace Attribute Changed notice sent to {ctrls} controller(s)"
+        );
+    }
+    for e in errors {
+        eprintln!("numio serve: cannot read a namespace's size: {e}");
     }
 }
 

@@ -3,7 +3,7 @@
 //! reactors. Only Connect, admin commands and teardown take these locks; the
 //! I/O path reads one atomic flag (`Controller::alive`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -74,7 +74,23 @@ pub struct ControllerRegs {
     pub errors: Vec<ErrorEntry>,
     /// Errors ever logged.
     pub error_count: u64,
+    /// Asynchronous events not yet reported (AER completion dword 0s).
+    pub events: VecDeque<u32>,
+    /// Namespaces changed since the host last read the Changed Namespace
+    /// List log (at most [`CHANGED_NS_MAX`]; `[0xFFFF_FFFF]` once more did).
+    pub changed_ns: Vec<u32>,
+    /// A Namespace Attribute Changed notice was sent and its log page not
+    /// yet read: further ones wait (the spec's event masking).
+    pub ns_notice_masked: bool,
 }
+
+/// Entries the Changed Namespace List log holds before it overflows.
+pub const CHANGED_NS_MAX: usize = 1024;
+/// Asynchronous Event Configuration bit: Namespace Attribute Notices.
+pub const AEC_NS_ATTRIBUTE: u32 = 1 << 8;
+/// AER completion dword 0 of a Namespace Attribute Changed notice: type 2
+/// (notice), information 0, log page 04h (Changed Namespace List).
+pub const AEN_NS_ATTRIBUTE_CHANGED: u32 = 0x0004_0002;
 
 /// Largest error log kept per controller.
 pub const ERROR_LOG_ENTRIES: usize = 16;
@@ -112,6 +128,50 @@ impl Controller {
             r.errors.remove(0);
         }
         r.errors.push(e);
+    }
+
+    /// Namespace `nsid` changed (size): lists it in the Changed Namespace
+    /// List log and, if the host enabled those notices and none is pending,
+    /// queues a Namespace Attribute Changed event; returns whether it did.
+    pub fn namespace_changed(&self, nsid: u32) -> bool {
+        let mut r = self.regs.lock().expect("controller lock");
+        if r.changed_ns.first() != Some(&0xFFFF_FFFF) && !r.changed_ns.contains(&nsid) {
+            if r.changed_ns.len() == CHANGED_NS_MAX {
+                r.changed_ns = vec![0xFFFF_FFFF];
+            } else {
+                r.changed_ns.push(nsid);
+            }
+        }
+        if r.aec & AEC_NS_ATTRIBUTE != 0 && !r.ns_notice_masked {
+            r.ns_notice_masked = true;
+            r.events.push_back(AEN_NS_ATTRIBUTE_CHANGED);
+            return true;
+        }
+        false
+    }
+
+    /// The next event to report, if any.
+    pub fn take_event(&self) -> Option<u32> {
+        self.regs
+            .lock()
+            .expect("controller lock")
+            .events
+            .pop_front()
+    }
+
+    /// The Changed Namespace List log page (4 KiB); unless `retain`, the
+    /// list is cleared and notices are unmasked.
+    pub fn changed_ns_log(&self, retain: bool) -> Vec<u8> {
+        let mut r = self.regs.lock().expect("controller lock");
+        let mut page = vec![0u8; 4096];
+        for (i, id) in r.changed_ns.iter().enumerate() {
+            page[4 * i..4 * i + 4].copy_from_slice(&id.to_le_bytes());
+        }
+        if !retain {
+            r.changed_ns.clear();
+            r.ns_notice_masked = false;
+        }
+        page
     }
 
     /// True while the controller is usable.
@@ -313,6 +373,39 @@ impl Target {
         if let Some(c) = removed {
             c.alive.store(false, Ordering::Release);
         }
+    }
+
+    /// Re-reads the size of every file or device namespace; each one that
+    /// changed is reported to every controller of its subsystem (see
+    /// [`Controller::namespace_changed`]). Returns (subsystem NQN, nsid, new
+    /// size in bytes, controllers sent a notice) per change; a namespace whose size
+    /// cannot be read is skipped and named in the error list.
+    pub fn check_namespace_sizes(&self) -> (Vec<(String, u32, u64, usize)>, Vec<String>) {
+        let (mut changes, mut errors) = (Vec::new(), Vec::new());
+        for sub in &self.subsystems {
+            for ns in &sub.namespaces {
+                match ns.refresh_size() {
+                    Ok(Some(size)) => {
+                        let ctrls: Vec<Arc<Controller>> = {
+                            let reg = self.controllers.lock().expect("registry lock");
+                            reg.by_id
+                                .values()
+                                .filter(|c| Arc::ptr_eq(&c.subsys, sub))
+                                .cloned()
+                                .collect()
+                        };
+                        let told = ctrls
+                            .iter()
+                            .filter(|c| c.namespace_changed(ns.nsid))
+                            .count();
+                        changes.push((sub.nqn.clone(), ns.nsid, size, told));
+                    }
+                    Ok(None) => {}
+                    Err(e) => errors.push(format!("{} nsid {}: {e}", sub.nqn, ns.nsid)),
+                }
+            }
+        }
+        (changes, errors)
     }
 
     /// Live controllers (for tests and status).
