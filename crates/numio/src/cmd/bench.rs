@@ -33,9 +33,10 @@ pub const DEFAULT_TARGET_NAME: &str = "numio-default-target-1GiB.bin";
 /// Flags of `numio bench`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Block devices or files, or one fio job file (JOB.fio). None: every
-    /// NVMe namespace (read-only randread 4k QD 64); without NVMe, a 1 GiB
-    /// file under $TMPDIR.
+    /// Block devices or files, NVMe/TCP namespaces
+    /// (nvme-tcp://HOST[:PORT]/SUBNQN[/NSID] with --backend tcp), or one fio
+    /// job file (JOB.fio). None: every NVMe namespace (read-only randread 4k
+    /// QD 64); without NVMe, a 1 GiB file under $TMPDIR.
     pub targets: Vec<String>,
     /// Run a saved plan (`numio plan --format numio`) unchanged.
     #[arg(long, value_name = "FILE")]
