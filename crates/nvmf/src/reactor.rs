@@ -376,10 +376,11 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<In
 /// off the I/O path) and says what it told the hosts.
 fn report_resizes(target: &Target) {
     let (changes, errors) = target.check_namespace_sizes();
-    for (nqn, nsid, size, ctrls) in changes {
+    for c in changes {
         eprintln!(
-            "numio serve: {nqn} namespace {nsid} is now {size} bytes; \
-             Namespace Attribute Changed notice sent to {ctrls} controller(s)"
+            "numio serve: {} namespace {} is now {} bytes; \
+             Namespace Attribute Changed notice sent to {} controller(s)",
+            c.nqn, c.nsid, c.size_bytes, c.notified
         );
     }
     for e in errors {

@@ -84,6 +84,19 @@ pub struct ControllerRegs {
     pub ns_notice_masked: bool,
 }
 
+/// A namespace found resized by [`Target::check_namespace_sizes`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceResize {
+    /// Its subsystem.
+    pub nqn: String,
+    /// Its id.
+    pub nsid: u32,
+    /// The new size.
+    pub size_bytes: u64,
+    /// Controllers sent a Namespace Attribute Changed notice.
+    pub notified: usize,
+}
+
 /// Entries the Changed Namespace List log holds before it overflows.
 pub const CHANGED_NS_MAX: usize = 1024;
 /// Asynchronous Event Configuration bit: Namespace Attribute Notices.
@@ -377,10 +390,9 @@ impl Target {
 
     /// Re-reads the size of every file or device namespace; each one that
     /// changed is reported to every controller of its subsystem (see
-    /// [`Controller::namespace_changed`]). Returns (subsystem NQN, nsid, new
-    /// size in bytes, controllers sent a notice) per change; a namespace whose size
-    /// cannot be read is skipped and named in the error list.
-    pub fn check_namespace_sizes(&self) -> (Vec<(String, u32, u64, usize)>, Vec<String>) {
+    /// [`Controller::namespace_changed`]). Returns the changes, and the
+    /// namespaces whose size could not be read (skipped), in words.
+    pub fn check_namespace_sizes(&self) -> (Vec<NamespaceResize>, Vec<String>) {
         let (mut changes, mut errors) = (Vec::new(), Vec::new());
         for sub in &self.subsystems {
             for ns in &sub.namespaces {
@@ -398,7 +410,12 @@ impl Target {
                             .iter()
                             .filter(|c| c.namespace_changed(ns.nsid))
                             .count();
-                        changes.push((sub.nqn.clone(), ns.nsid, size, told));
+                        changes.push(NamespaceResize {
+                            nqn: sub.nqn.clone(),
+                            nsid: ns.nsid,
+                            size_bytes: size,
+                            notified: told,
+                        });
                     }
                     Ok(None) => {}
                     Err(e) => errors.push(format!("{} nsid {}: {e}", sub.nqn, ns.nsid)),
