@@ -327,11 +327,6 @@ pub struct TcpBackend {
     pub note: String,
 }
 
-// SAFETY: the raw slot pointers point into the worker's buffer region, which
-// the worker that owns this backend keeps alive and only ever touches from
-// its own thread; the backend is moved to that thread before the first I/O.
-unsafe impl Send for TcpBackend {}
-
 impl TcpBackend {
     /// Connects one admin and one I/O queue (`depth + 1` entries) to `t`,
     /// for I/Os of up to `max_io_bytes`.
@@ -434,6 +429,9 @@ impl TcpBackend {
             self.rx_len -= self.rx_head;
             self.rx_head = 0;
         }
+        // Room is always left: a PDU is at most rx.len() bytes (checked on
+        // its header), and whole ones are handled before the next read.
+        debug_assert!(self.rx_len < self.rx.len());
         let n = loop {
             match self.stream.read(&mut self.rx[self.rx_len..]) {
                 Ok(0) => return Err(closed()),
