@@ -14,6 +14,7 @@ use std::io;
 
 use crate::stats::Dir;
 
+mod enter;
 pub mod null;
 pub mod passthru;
 pub mod sync;

@@ -30,18 +30,16 @@
 //! direction template as whole 64-bit words, copied into the ring at submit.
 
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
+use super::enter::Enter;
 use super::uring::{UringOptions, UringSetup};
 use super::{Backend, Completion, IoRequest};
 use crate::result::NVME_STATUS_BASE;
 use crate::stats::Dir;
 
-const IORING_ENTER_GETEVENTS: u32 = 1;
-const IORING_ENTER_REGISTERED_RING: u32 = 1 << 4;
-const IORING_REGISTER_RING_FDS: u32 = 20;
 /// The kernel refuses registered buffers larger than this.
 const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
 
@@ -158,8 +156,7 @@ pub struct PassthruBackend {
     /// Bits of word 5 that take the slot index (`buf_index`): all 16 with
     /// fixed buffers, none without.
     buf_index_mask: u64,
-    enter_fd: i32,
-    enter_flags: u32,
+    enter: Enter,
     /// One prepared SQE per slot, copied into the ring by `submit`.
     sqes: Vec<squeue::Entry128>,
     /// Slots queued since the last submit, in order.
@@ -275,7 +272,7 @@ impl PassthruBackend {
         let slots = depth.max(1) as usize;
         let fixed_buffers =
             opts.fixed_buffers && register_slot_buffers(&ring, region, slots, &mut notes);
-        let (enter_fd, enter_flags) = register_ring_fd(&ring, &mut features, &mut notes);
+        let enter = Enter::register(ring.as_raw_fd(), &mut features, &mut notes);
         let blank = opcode::UringCmd80::new(types::Fd(fd), NVME_URING_CMD_IO).build();
         let mut b = PassthruBackend {
             ring,
@@ -286,8 +283,7 @@ impl PassthruBackend {
             fixed_file,
             fixed_buffers,
             buf_index_mask: 0,
-            enter_fd,
-            enter_flags,
+            enter,
             sqes: vec![blank; slots],
             queued: Vec::with_capacity(slots),
             templates: [[0; 16]; 2],
@@ -417,35 +413,6 @@ impl PassthruBackend {
         }
     }
 
-    fn enter(&self, to_submit: u32, min_complete: u32) -> io::Result<u32> {
-        loop {
-            // SAFETY: plain io_uring_enter on our own ring with no argument
-            // struct; the SQEs it consumes point at buffers owned by this
-            // worker until their completions are reaped.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_io_uring_enter,
-                    self.enter_fd,
-                    to_submit,
-                    min_complete,
-                    IORING_ENTER_GETEVENTS | self.enter_flags,
-                    std::ptr::null::<libc::c_void>(),
-                    0usize,
-                )
-            };
-            if rc >= 0 {
-                return Ok(rc as u32);
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                // Completions must be reaped first; the caller reaps next.
-                Some(libc::EAGAIN) | Some(libc::EBUSY) => return Ok(0),
-                _ => return Err(e),
-            }
-        }
-    }
-
     fn drain(&mut self, out: &mut [Completion]) -> usize {
         let mut cq = self.ring.completion();
         let mut n = 0;
@@ -563,47 +530,6 @@ fn register_slot_buffers(
     }
 }
 
-#[repr(C)]
-struct RsrcUpdate {
-    offset: u32,
-    resv: u32,
-    data: u64,
-}
-
-fn register_ring_fd(
-    ring: &PassthruRing,
-    features: &mut Vec<String>,
-    notes: &mut Vec<String>,
-) -> (i32, u32) {
-    use std::os::fd::AsRawFd;
-    let mut up = RsrcUpdate {
-        offset: u32::MAX,
-        resv: 0,
-        data: ring.as_raw_fd() as u64,
-    };
-    // SAFETY: IORING_REGISTER_RING_FDS reads and writes the one update
-    // struct, which lives on our stack for the call.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_register,
-            ring.as_raw_fd(),
-            IORING_REGISTER_RING_FDS,
-            &mut up as *mut RsrcUpdate,
-            1u32,
-        )
-    };
-    if rc >= 0 {
-        features.push("registered ring fd".into());
-        (up.offset as i32, IORING_ENTER_REGISTERED_RING)
-    } else {
-        notes.push(format!(
-            "registering the ring fd failed ({}); plain io_uring_enter",
-            io::Error::last_os_error()
-        ));
-        (ring.as_raw_fd(), 0)
-    }
-}
-
 impl Backend for PassthruBackend {
     #[inline]
     fn queue(&mut self, io: IoRequest) {
@@ -638,7 +564,7 @@ impl Backend for PassthruBackend {
         }
         let want = self.unsubmitted + n;
         if want > 0 {
-            let done = self.enter(want, 0)?;
+            let done = self.enter.enter(want, 0)?;
             self.unsubmitted = want - done.min(want);
         }
         Ok(())
@@ -647,7 +573,7 @@ impl Backend for PassthruBackend {
     fn reap(&mut self, out: &mut [Completion], min: usize) -> io::Result<usize> {
         let mut n = self.drain(out);
         while n < min {
-            let done = self.enter(self.unsubmitted, (min - n) as u32)?;
+            let done = self.enter.enter(self.unsubmitted, (min - n) as u32)?;
             self.unsubmitted -= done.min(self.unsubmitted);
             n += self.drain(&mut out[n..]);
         }

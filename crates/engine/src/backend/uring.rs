@@ -11,16 +11,14 @@
 //! only waits when fewer than `min` completions are there.
 
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
+use super::enter::Enter;
 use super::{Backend, Completion, IoRequest};
 use crate::stats::Dir;
 
-const IORING_ENTER_GETEVENTS: u32 = 1;
-const IORING_ENTER_REGISTERED_RING: u32 = 1 << 4;
-const IORING_REGISTER_RING_FDS: u32 = 20;
 /// The kernel refuses registered buffers larger than this.
 const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
 
@@ -67,13 +65,6 @@ impl Default for UringOptions {
     }
 }
 
-#[repr(C)]
-struct RsrcUpdate {
-    offset: u32,
-    resv: u32,
-    data: u64,
-}
-
 /// One io_uring owned by one worker.
 pub struct UringBackend {
     ring: IoUring,
@@ -82,8 +73,7 @@ pub struct UringBackend {
     fixed_buffers: bool,
     sqpoll: bool,
     nop: bool,
-    enter_fd: i32,
-    enter_flags: u32,
+    enter: Enter,
     /// The SQEs queued since the last submit, in order, built by `queue`
     /// from a template and copied into the ring by `submit` in one go.
     sqes: Vec<squeue::Entry>,
@@ -221,7 +211,7 @@ impl UringBackend {
                 }
             }
         }
-        let (enter_fd, enter_flags) = register_ring_fd(&ring, &mut features, &mut notes);
+        let enter = Enter::register(ring.as_raw_fd(), &mut features, &mut notes);
         let mut b = UringBackend {
             sqpoll: opts.sqpoll_idle_ms.is_some(),
             ring,
@@ -229,8 +219,7 @@ impl UringBackend {
             fixed_file,
             fixed_buffers,
             nop,
-            enter_fd,
-            enter_flags,
+            enter,
             sqes: vec![opcode::Nop::new().build(); depth.max(1) as usize],
             staged: 0,
             templates: [[0; 8]; 2],
@@ -250,35 +239,6 @@ impl UringBackend {
             b.templates[dir as usize] = *sqe_words_mut(&mut e);
         }
         Ok(b)
-    }
-
-    fn enter(&self, to_submit: u32, min_complete: u32) -> io::Result<u32> {
-        loop {
-            // SAFETY: plain io_uring_enter on our own ring with no argument
-            // struct; the SQEs it consumes point at buffers owned by this
-            // worker until their completions are reaped.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_io_uring_enter,
-                    self.enter_fd,
-                    to_submit,
-                    min_complete,
-                    IORING_ENTER_GETEVENTS | self.enter_flags,
-                    std::ptr::null::<libc::c_void>(),
-                    0usize,
-                )
-            };
-            if rc >= 0 {
-                return Ok(rc as u32);
-            }
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                // Completions must be reaped first; the caller reaps next.
-                Some(libc::EAGAIN) | Some(libc::EBUSY) => return Ok(0),
-                _ => return Err(e),
-            }
-        }
     }
 
     /// The SQE for `io`, built by the io-uring crate (start-up and tests;
@@ -360,40 +320,6 @@ fn patch_sqe(template: &[u64; 8], io: &IoRequest) -> [u64; 8] {
     ]
 }
 
-fn register_ring_fd(
-    ring: &IoUring,
-    features: &mut Vec<String>,
-    notes: &mut Vec<String>,
-) -> (i32, u32) {
-    use std::os::fd::AsRawFd;
-    let mut up = RsrcUpdate {
-        offset: u32::MAX,
-        resv: 0,
-        data: ring.as_raw_fd() as u64,
-    };
-    // SAFETY: IORING_REGISTER_RING_FDS reads and writes the one update
-    // struct, which lives on our stack for the call.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_register,
-            ring.as_raw_fd(),
-            IORING_REGISTER_RING_FDS,
-            &mut up as *mut RsrcUpdate,
-            1u32,
-        )
-    };
-    if rc >= 0 {
-        features.push("registered ring fd".into());
-        (up.offset as i32, IORING_ENTER_REGISTERED_RING)
-    } else {
-        notes.push(format!(
-            "registering the ring fd failed ({}); plain io_uring_enter",
-            io::Error::last_os_error()
-        ));
-        (ring.as_raw_fd(), 0)
-    }
-}
-
 impl Backend for UringBackend {
     #[inline]
     fn queue(&mut self, io: IoRequest) {
@@ -442,7 +368,7 @@ impl Backend for UringBackend {
         }
         let want = self.unsubmitted + n;
         if want > 0 {
-            let done = self.enter(want, 0)?;
+            let done = self.enter.enter(want, 0)?;
             self.unsubmitted = want - done.min(want);
         }
         Ok(())
@@ -482,7 +408,7 @@ impl UringBackend {
             if self.sqpoll {
                 self.ring.submit_and_wait(min - n)?;
             } else {
-                let done = self.enter(self.unsubmitted, (min - n) as u32)?;
+                let done = self.enter.enter(self.unsubmitted, (min - n) as u32)?;
                 self.unsubmitted -= done.min(self.unsubmitted);
             }
             n += self.drain_each(max - n, &mut f);

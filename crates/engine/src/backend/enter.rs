@@ -1,0 +1,105 @@
+//! `io_uring_enter` the way the engine's rings call it: through the ring's
+//! registered fd where the kernel allows (IORING_REGISTER_RING_FDS, 5.18+,
+//! which skips the fd lookup on every call), with GETEVENTS always set so a
+//! DEFER_TASKRUN ring posts its completions, EINTR retried and EAGAIN/EBUSY
+//! (completions to reap first) reported as nothing submitted. Shared by the
+//! `uring`, `nop` and `passthru` backends.
+
+use std::io;
+use std::os::fd::RawFd;
+
+const IORING_ENTER_GETEVENTS: u32 = 1;
+const IORING_ENTER_REGISTERED_RING: u32 = 1 << 4;
+const IORING_REGISTER_RING_FDS: u32 = 20;
+
+#[repr(C)]
+struct RsrcUpdate {
+    offset: u32,
+    resv: u32,
+    data: u64,
+}
+
+/// How one ring is entered: its registered index (or plain fd) and flags.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Enter {
+    fd: i32,
+    flags: u32,
+}
+
+impl Enter {
+    /// Registers the ring fd `ring_fd`; says in `features` or `notes`
+    /// whether that worked (a plain fd is used otherwise).
+    pub(crate) fn register(
+        ring_fd: RawFd,
+        features: &mut Vec<String>,
+        notes: &mut Vec<String>,
+    ) -> Enter {
+        let mut up = RsrcUpdate {
+            offset: u32::MAX,
+            resv: 0,
+            data: ring_fd as u64,
+        };
+        // SAFETY: IORING_REGISTER_RING_FDS reads and writes the one update
+        // struct, which lives on our stack for the call.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_register,
+                ring_fd,
+                IORING_REGISTER_RING_FDS,
+                &mut up as *mut RsrcUpdate,
+                1u32,
+            )
+        };
+        if rc >= 0 {
+            features.push("registered ring fd".into());
+            Enter {
+                fd: up.offset as i32,
+                flags: IORING_ENTER_REGISTERED_RING,
+            }
+        } else {
+            notes.push(format!(
+                "registering the ring fd failed ({}); plain io_uring_enter",
+                io::Error::last_os_error()
+            ));
+            Enter {
+                fd: ring_fd,
+                flags: 0,
+            }
+        }
+    }
+
+    /// Submits `to_submit` SQEs and waits for `min_complete` completions;
+    /// returns how many SQEs the kernel consumed.
+    ///
+    /// The caller must own the ring this was registered for, and every SQE
+    /// it submits must point at memory that stays valid until its
+    /// completion is reaped.
+    pub(crate) fn enter(self, to_submit: u32, min_complete: u32) -> io::Result<u32> {
+        loop {
+            // SAFETY: plain io_uring_enter on the caller's own ring with no
+            // argument struct; the SQEs it consumes point at buffers the
+            // caller keeps until their completions are reaped (see above).
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_io_uring_enter,
+                    self.fd,
+                    to_submit,
+                    min_complete,
+                    IORING_ENTER_GETEVENTS | self.flags,
+                    std::ptr::null::<libc::c_void>(),
+                    0usize,
+                )
+            };
+            if rc >= 0 {
+                return Ok(rc as u32);
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // Completions must be reaped first; the caller reaps next.
+                Some(libc::EAGAIN) | Some(libc::EBUSY) => return Ok(0),
+                _ => return Err(e),
+            }
+        }
+    }
+}
