@@ -8,7 +8,8 @@
 #   QD 128: targets >= 1.15x fio's IOPS and >= fio's IOPS per CPU-second.
 #   QD 1:   numio's clat p50 within 5 % of fio's.
 # The script creates and removes its own zram and loop devices (needs root).
-# Env: CPU (default 1), RUNTIME seconds (5), REPEATS (3), SIZE_MB (1024).
+# Env: CPU (default 1), RUNTIME seconds (5), REPEATS (3), SIZE_MB (1024),
+# DEVICES ("zram loop"), QDS ("128 1").
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "bench/randread.sh needs root (zram and loop set-up)" >&2; exit 2; }
 SIZE_MB="${SIZE_MB:-1024}"
@@ -67,10 +68,12 @@ compare() { # NAME DEV QD
   table "$1 ($2), 4k randread, QD $3, CPU $CPU, ${RUNTIME}s" "fio io_uring" "$RESULTS/fio.$tag.txt" "$RESULTS/numio.$tag.txt"
 }
 
+DEVICES="${DEVICES:-zram loop}"   # which devices to measure
+QDS="${QDS:-128 1}"               # which queue depths
 build_release
-setup_zram
-setup_loop
-for qd in 128 1; do
-  compare zram "$ZRAM" "$qd"
-  compare "loop over tmpfs" "$LOOP" "$qd"
+if [[ " $DEVICES " == *" zram "* ]]; then setup_zram; fi
+if [[ " $DEVICES " == *" loop "* ]]; then setup_loop; fi
+for qd in $QDS; do
+  if [ -n "$ZRAM" ]; then compare zram "$ZRAM" "$qd"; fi
+  if [ -n "$LOOP" ]; then compare "loop over tmpfs" "$LOOP" "$qd"; fi
 done
