@@ -7,16 +7,27 @@
 # (strace), numio's auto set-up SINGLE_ISSUER|DEFER_TASKRUN.
 #   QD 128: targets >= 1.15x fio's IOPS and >= fio's IOPS per CPU-second.
 #   QD 1:   numio's clat p50 within 5 % of fio's.
-# The script creates and removes its own zram and loop devices (needs root).
+# The script creates and removes its own zram and loop devices (needs root)
+# and confines the kernel's unbound workqueues to $CPU while it runs.
 # Env: CPU (default 1), RUNTIME seconds (5), REPEATS (3), SIZE_MB (1024),
 # DEVICES ("zram loop"), QDS ("128 1").
 source "$(dirname "$0")/lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "bench/randread.sh needs root (zram and loop set-up)" >&2; exit 2; }
 SIZE_MB="${SIZE_MB:-1024}"
 ZRAM=""; LOOP=""; MNT=""
+# "1 pinned core" holds for the kernel's helpers too: zram reads run on
+# io-wq workers, which inherit the benchmark's CPU; the loop device's
+# kworker is unbound and would otherwise land on either vCPU (an idle-CPU
+# wake-up in this VM costs tens of microseconds, so QD 1 latency swung
+# 4x between runs). PIN_KWORKERS=1 (default) confines unbound workqueues to
+# $CPU for the run, for both tools alike, and restores the mask after.
+PIN_KWORKERS="${PIN_KWORKERS:-1}"
+WQ_MASK_FILE=/sys/devices/virtual/workqueue/cpumask
+WQ_MASK_SAVED=""
 
 cleanup() {
   set +e
+  [ -n "$WQ_MASK_SAVED" ] && echo "$WQ_MASK_SAVED" > "$WQ_MASK_FILE"
   [ -n "$LOOP" ] && losetup -d "$LOOP"
   [ -n "$MNT" ] && { umount "$MNT"; rmdir "$MNT"; }
   if [ -n "$ZRAM" ]; then
@@ -70,7 +81,15 @@ compare() { # NAME DEV QD
 
 DEVICES="${DEVICES:-zram loop}"   # which devices to measure
 QDS="${QDS:-128 1}"               # which queue depths
+pin_kworkers() {
+  [ "$PIN_KWORKERS" = 1 ] && [ -w "$WQ_MASK_FILE" ] || { echo "bench: unbound kworkers not pinned" >&2; return 0; }
+  WQ_MASK_SAVED=$(cat "$WQ_MASK_FILE")
+  printf '%x\n' $((1 << CPU)) > "$WQ_MASK_FILE"
+  echo "bench: unbound workqueues confined to CPU $CPU (mask $(cat "$WQ_MASK_FILE"); was $WQ_MASK_SAVED)" >&2
+}
+
 build_release
+pin_kworkers
 if [[ " $DEVICES " == *" zram "* ]]; then setup_zram; fi
 if [[ " $DEVICES " == *" loop "* ]]; then setup_loop; fi
 for qd in $QDS; do
