@@ -103,3 +103,84 @@ impl Enter {
         }
     }
 }
+
+/// A ring, the set-up features it was granted and the fallbacks taken.
+pub(crate) type BuiltRing<S, C> = (io_uring::IoUring<S, C>, Vec<String>, Vec<String>);
+
+/// Builds a ring of `depth` entries with the best task-run set-up the kernel
+/// grants, starting the fallback chain at `setup` (SINGLE_ISSUER +
+/// DEFER_TASKRUN, then COOP_TASKRUN + TASKRUN_FLAG, then none), or with
+/// SQPOLL (+ SINGLE_ISSUER where granted) when `sqpoll_idle_ms` is given.
+/// `extra` adds flags every attempt needs (IOPOLL, say); `label` prefixes
+/// the notes (e.g. "SQE128+CQE32"). Each refusal is a note.
+pub(crate) fn build_ring<S, C>(
+    depth: u32,
+    setup: crate::backend::UringSetup,
+    sqpoll_idle_ms: Option<u32>,
+    label: &str,
+    extra: impl Fn(&mut io_uring::Builder<S, C>),
+) -> io::Result<BuiltRing<S, C>>
+where
+    S: io_uring::squeue::EntryMarker,
+    C: io_uring::cqueue::EntryMarker,
+{
+    use crate::backend::UringSetup;
+    type Attempt<S, C> = (&'static [&'static str], fn(&mut io_uring::Builder<S, C>));
+    let attempts: Vec<Attempt<S, C>> = if sqpoll_idle_ms.is_some() {
+        vec![
+            (&["SQPOLL", "SINGLE_ISSUER"], |b| {
+                b.setup_single_issuer();
+            }),
+            (&["SQPOLL"], |_| {}),
+        ]
+    } else {
+        vec![
+            (&["SINGLE_ISSUER", "DEFER_TASKRUN"], |b| {
+                b.setup_single_issuer().setup_defer_taskrun();
+            }),
+            (&["COOP_TASKRUN", "TASKRUN_FLAG"], |b| {
+                b.setup_coop_taskrun().setup_taskrun_flag();
+            }),
+            (&[], |_| {}),
+        ]
+    };
+    // Start the fallback chain at the set-up asked for.
+    let first = match (sqpoll_idle_ms, setup) {
+        (Some(_), _) | (None, UringSetup::Auto | UringSetup::DeferTaskrun) => 0,
+        (None, UringSetup::CoopTaskrun) => 1,
+        (None, UringSetup::Plain) => 2,
+    };
+    let mut notes = Vec::new();
+    let mut last_err = None;
+    for (names, apply) in &attempts[first..] {
+        let mut b = io_uring::IoUring::<S, C>::builder();
+        apply(&mut b);
+        if let Some(idle) = sqpoll_idle_ms {
+            b.setup_sqpoll(idle);
+        }
+        extra(&mut b);
+        match b.build(depth.max(1)) {
+            Ok(ring) => {
+                let features = names.iter().map(|s| s.to_string()).collect();
+                return Ok((ring, features, notes));
+            }
+            Err(e) => {
+                let what = if names.is_empty() {
+                    "no flags".to_string()
+                } else {
+                    names.join("+")
+                };
+                let label = if label.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({label})")
+                };
+                notes.push(format!(
+                    "io_uring set-up{label} with {what} refused ({e}); falling back"
+                ));
+                last_err = Some(e);
+            }
+        }
+    }
+    Err(last_err.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EINVAL)))
+}

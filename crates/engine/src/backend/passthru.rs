@@ -188,46 +188,11 @@ fn build_ring(
     depth: u32,
     setup: UringSetup,
 ) -> io::Result<(PassthruRing, Vec<String>, Vec<String>)> {
-    type Apply = fn(&mut io_uring::Builder<squeue::Entry128, cqueue::Entry32>);
-    let attempts: [(&[&str], Apply); 3] = [
-        (&["SINGLE_ISSUER", "DEFER_TASKRUN"], |b| {
-            b.setup_single_issuer().setup_defer_taskrun();
-        }),
-        (&["COOP_TASKRUN", "TASKRUN_FLAG"], |b| {
-            b.setup_coop_taskrun().setup_taskrun_flag();
-        }),
-        (&[], |_| {}),
-    ];
-    let first = match setup {
-        UringSetup::Auto | UringSetup::DeferTaskrun => 0,
-        UringSetup::CoopTaskrun => 1,
-        UringSetup::Plain => 2,
-    };
-    let mut notes = Vec::new();
-    let mut last_err = None;
-    for (names, apply) in &attempts[first..] {
-        let mut b = PassthruRing::builder();
-        apply(&mut b);
-        match b.build(depth.max(1)) {
-            Ok(ring) => {
-                let mut features = vec!["SQE128+CQE32".to_string()];
-                features.extend(names.iter().map(|s| s.to_string()));
-                return Ok((ring, features, notes));
-            }
-            Err(e) => {
-                let what = if names.is_empty() {
-                    "no flags".to_string()
-                } else {
-                    names.join("+")
-                };
-                notes.push(format!(
-                    "io_uring set-up (SQE128+CQE32) with {what} refused ({e}); falling back"
-                ));
-                last_err = Some(e);
-            }
-        }
-    }
-    Err(last_err.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EINVAL)))
+    let (ring, granted, notes) =
+        super::enter::build_ring(depth, setup, None, "SQE128+CQE32", |_| {})?;
+    let mut features = vec!["SQE128+CQE32".to_string()];
+    features.extend(granted);
+    Ok((ring, features, notes))
 }
 
 impl PassthruBackend {

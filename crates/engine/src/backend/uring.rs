@@ -102,68 +102,17 @@ fn build_ring(
     opts: &UringOptions,
     nop: bool,
 ) -> io::Result<(IoUring, Vec<String>, Vec<String>)> {
-    let mut notes = Vec::new();
-    type Attempt = (&'static [&'static str], fn(&mut io_uring::Builder));
-    let attempts: &[Attempt] = if opts.sqpoll_idle_ms.is_some() {
-        &[
-            (&["SQPOLL", "SINGLE_ISSUER"], |b| {
-                b.setup_single_issuer();
-            }),
-            (&["SQPOLL"], |_| {}),
-        ]
-    } else {
-        &[
-            (&["SINGLE_ISSUER", "DEFER_TASKRUN"], |b| {
-                b.setup_single_issuer().setup_defer_taskrun();
-            }),
-            (&["COOP_TASKRUN", "TASKRUN_FLAG"], |b| {
-                b.setup_coop_taskrun().setup_taskrun_flag();
-            }),
-            (&[], |_| {}),
-        ]
-    };
-    // Start the fallback chain at the set-up asked for.
-    let first = if opts.sqpoll_idle_ms.is_some() {
-        0
-    } else {
-        match opts.setup {
-            UringSetup::Auto | UringSetup::DeferTaskrun => 0,
-            UringSetup::CoopTaskrun => 1,
-            UringSetup::Plain => 2,
-        }
-    };
-    let mut last_err = None;
-    for (names, apply) in &attempts[first..] {
-        let mut b = IoUring::builder();
-        apply(&mut b);
-        if let Some(idle) = opts.sqpoll_idle_ms {
-            b.setup_sqpoll(idle);
-        }
-        if opts.iopoll && !nop {
-            b.setup_iopoll();
-        }
-        match b.build(depth.max(1)) {
-            Ok(ring) => {
-                let mut features: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-                if opts.iopoll && !nop {
-                    features.push("IOPOLL".into());
-                }
-                return Ok((ring, features, notes));
+    let iopoll = opts.iopoll && !nop;
+    let (ring, mut features, notes) =
+        super::enter::build_ring(depth, opts.setup, opts.sqpoll_idle_ms, "", |b| {
+            if iopoll {
+                b.setup_iopoll();
             }
-            Err(e) => {
-                notes.push(format!(
-                    "io_uring set-up with {} refused ({e}); falling back",
-                    if names.is_empty() {
-                        "no flags".into()
-                    } else {
-                        names.join("+")
-                    }
-                ));
-                last_err = Some(e);
-            }
-        }
+        })?;
+    if iopoll {
+        features.push("IOPOLL".into());
     }
-    Err(last_err.unwrap_or_else(|| io::Error::from_raw_os_error(libc::EINVAL)))
+    Ok((ring, features, notes))
 }
 
 impl UringBackend {
