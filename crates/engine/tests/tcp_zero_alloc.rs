@@ -2,11 +2,10 @@
 //! the worker thread's allocations while `WorkerLoop::run` drives N
 //! steady-state I/Os over loopback to an in-process `nvmf::Server` (whose
 //! own threads are not counted). Reads, in-capsule 4 KiB writes and 64 KiB
-//! writes sent through R2T/H2CData. (Kept apart from `zero_alloc.rs`, whose
-//! allocator is per test binary, so this file owns its own.)
+//! writes sent through R2T/H2CData. (A test binary of its own: the global
+//! allocator is per binary; the counting allocator is shared with
+//! `zero_alloc.rs` through `counting_alloc/`.)
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::atomic::AtomicBool;
 
 use engine::backend::{TcpBackend, TcpOptions};
@@ -18,49 +17,9 @@ use nvmf::config::{NamespaceConfig, SubsystemConfig};
 use nvmf::{Server, TargetConfig};
 use planner::{RwMode, Workload};
 
-struct Counting;
+mod counting_alloc;
 
-thread_local! {
-    static TRACK: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note_alloc() {
-    if TRACK.with(|t| t.get()) {
-        ALLOCS.with(|a| a.set(a.get() + 1));
-    }
-}
-
-fn tracked<T>(f: impl FnOnce() -> T) -> (T, u64) {
-    ALLOCS.with(|a| a.set(0));
-    TRACK.with(|t| t.set(true));
-    let r = f();
-    TRACK.with(|t| t.set(false));
-    (r, ALLOCS.with(|a| a.get()))
-}
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_alloc();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_alloc();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note_alloc();
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+use counting_alloc::{tracked, Counting};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

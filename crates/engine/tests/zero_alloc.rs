@@ -3,13 +3,13 @@
 //! N steady-state I/Os on each backend; the count must be zero.
 
 mod common;
+mod counting_alloc;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::AtomicBool;
 
 use common::{bounded, TempFile};
+use counting_alloc::{tracked, Counting};
 use engine::backend::{
     Backend, NullBackend, NvmeNamespace, PassthruBackend, SyncBackend, UringBackend, UringOptions,
 };
@@ -18,51 +18,6 @@ use engine::progress::WorkerProgress;
 use engine::sys::NodeBuffer;
 use engine::worker::{LoopLimits, WorkerLoop};
 use planner::RwMode;
-
-struct Counting;
-
-thread_local! {
-    // Per thread, so tests running in parallel cannot hide each other's counts.
-    static TRACK: Cell<bool> = const { Cell::new(false) };
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn note_alloc() {
-    if TRACK.with(|t| t.get()) {
-        ALLOCS.with(|a| a.set(a.get() + 1));
-    }
-}
-
-fn tracked<T>(f: impl FnOnce() -> T) -> (T, u64) {
-    ALLOCS.with(|a| a.set(0));
-    TRACK.with(|t| t.set(true));
-    let r = f();
-    TRACK.with(|t| t.set(false));
-    (r, ALLOCS.with(|a| a.get()))
-}
-
-// SAFETY: forwards every call to the system allocator unchanged; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        note_alloc();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        note_alloc();
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        note_alloc();
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
