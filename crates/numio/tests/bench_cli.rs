@@ -1,39 +1,9 @@
 //! `numio bench` end to end through the binary: JSON output, errors for
 //! bad input that name the value and the fix.
 
-use std::process::Command;
+mod common;
 
-fn numio(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
-        .args(args)
-        .output()
-        .expect("numio runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-struct Temp(std::path::PathBuf);
-
-impl Temp {
-    fn new(tag: &str, len: u64) -> Temp {
-        let p = std::env::temp_dir().join(format!("numio-cli-{tag}-{}", std::process::id()));
-        let f = std::fs::File::create(&p).unwrap();
-        f.set_len(len).unwrap();
-        Temp(p)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use common::{numio, Temp};
 
 #[test]
 fn json_result_has_the_documented_fields() {

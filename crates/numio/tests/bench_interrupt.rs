@@ -2,28 +2,11 @@
 //! into a 30 s run and must print a valid report of the time measured,
 //! marked interrupted, then exit 128 + the signal.
 
+mod common;
+
+use common::Temp;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-struct Temp(std::path::PathBuf);
-
-impl Temp {
-    fn new(tag: &str, len: u64) -> Temp {
-        let p = std::env::temp_dir().join(format!("numio-int-{tag}-{}", std::process::id()));
-        let f = std::fs::File::create(&p).unwrap();
-        f.set_len(len).unwrap();
-        Temp(p)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 /// Runs numio with `args`, sends `signal` after `after`, and returns the exit
 /// code, stdout, stderr and how long it took from the signal to the exit.

@@ -4,38 +4,9 @@
 //! SQPOLL / IOPOLL / fixed buffers per job instead of refusing jobs that
 //! disagree.
 
-use std::process::Command;
+mod common;
 
-fn numio(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
-        .args(args)
-        .output()
-        .expect("numio runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-struct Temp(std::path::PathBuf);
-
-impl Temp {
-    fn new(tag: &str, len: u64) -> Temp {
-        let p = std::env::temp_dir().join(format!("numio-poll-{tag}-{}", std::process::id()));
-        std::fs::write(&p, vec![0x33u8; len as usize]).unwrap();
-        Temp(p)
-    }
-    fn path(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
+use common::{numio, Temp};
 
 /// `queue/io_poll` of the disk under the temp dir (None: no block device).
 fn temp_dir_io_poll() -> Option<bool> {
@@ -66,7 +37,7 @@ fn iopoll_on_without_poll_queues_is_an_error_before_the_run() {
         eprintln!("skipped: the temp dir's disk has poll queues or none is known");
         return;
     }
-    let t = Temp::new("on", 8 << 20);
+    let t = Temp::filled("on", 8 << 20, 0x33);
     let (code, out, err) = numio(&[
         "bench",
         t.path(),
@@ -88,7 +59,10 @@ fn iopoll_on_without_poll_queues_is_an_error_before_the_run() {
 
 #[test]
 fn job_file_sets_ring_options_per_job() {
-    let (a, b) = (Temp::new("ja", 8 << 20), Temp::new("jb", 8 << 20));
+    let (a, b) = (
+        Temp::filled("ja", 8 << 20, 0x33),
+        Temp::filled("jb", 8 << 20, 0x33),
+    );
     let job = std::env::temp_dir().join(format!("numio-poll-{}.fio", std::process::id()));
     std::fs::write(
         &job,
