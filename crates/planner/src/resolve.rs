@@ -36,6 +36,12 @@ impl Resolution {
 
 /// Resolves `path` to its NVMe device and NUMA node in `topo`.
 pub fn resolve_target(topo: &Topology, path: &str) -> Resolution {
+    if path.starts_with("nvme-tcp://") {
+        return Resolution::unknown(format!(
+            "{path} is a remote NVMe/TCP namespace: its NUMA node is that of the \
+             network interface, which numio does not look up"
+        ));
+    }
     let name = match path.strip_prefix("/dev/") {
         Some(rest) if !rest.contains('/') => rest,
         Some(_) => return Resolution::unknown(format!("{path} is not an NVMe device name")),

@@ -122,6 +122,13 @@ fn resolves_every_target_spelling() {
         "{:?}",
         head.notes
     );
+    let remote = planner::resolve_target(&topo, "nvme-tcp://10.0.0.7/nqn.2014-08.org.example:a/1");
+    assert_eq!(remote.node, None);
+    assert!(
+        remote.notes[0].contains("remote NVMe/TCP namespace"),
+        "{:?}",
+        remote.notes
+    );
     let part = planner::resolve_target(&topo, "nvme1n1p3");
     assert!(
         part.notes[0].contains("partition of nvme1n1"),
