@@ -32,6 +32,9 @@ const RECV_BYTES: usize = 128 * 1024;
 /// One connection on this reactor.
 struct Slot {
     stream: TcpStream,
+    /// The host's address, kept from the start (a socket that failed or was
+    /// shut down no longer says).
+    peer: String,
     conn: Connection,
     /// Receive buffer; the kernel owns it while `recv_armed`.
     rbuf: Box<[u8]>,
@@ -53,8 +56,12 @@ impl Slot {
         // io_uring does not need O_NONBLOCK; without it a kernel lacking
         // FAST_POLL waits in an io-wq worker instead of spinning.
         let _ = stream.set_nonblocking(false);
+        let peer = stream
+            .peer_addr()
+            .map_or_else(|_| "an unknown peer".into(), |a| a.to_string());
         Self {
             stream,
+            peer,
             conn: Connection::new(target.clone()),
             rbuf: vec![0u8; RECV_BYTES].into_boxed_slice(),
             recv_armed: false,
@@ -368,12 +375,7 @@ impl Reactor {
                     .qid()
                     .map(|q| format!(" qid {q}"))
                     .unwrap_or_default();
-                let peer = s
-                    .stream
-                    .peer_addr()
-                    .map(|a| a.to_string())
-                    .unwrap_or_else(|_| "?".into());
-                eprintln!("numio serve: closing {peer}{q}: {why}");
+                eprintln!("numio serve: closing {}{q}: {why}", s.peer);
             }
             s.conn.release();
             self.target.connections.fetch_sub(1, Ordering::AcqRel);
