@@ -44,6 +44,20 @@ pub struct IoRequest {
     pub buf: *mut u8,
 }
 
+impl IoRequest {
+    /// A request of direction `dir` with every other field zero: what a
+    /// backend builds its per-direction SQE templates from.
+    pub fn blank(dir: Dir) -> IoRequest {
+        IoRequest {
+            slot: 0,
+            dir,
+            offset_bytes: 0,
+            len_bytes: 0,
+            buf: std::ptr::null_mut(),
+        }
+    }
+}
+
 /// One reaped completion.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Completion {

@@ -280,14 +280,7 @@ impl PassthruBackend {
     fn build_templates(&mut self) {
         self.buf_index_mask = if self.fixed_buffers { 0xffff } else { 0 };
         for dir in [Dir::Read, Dir::Write] {
-            let blank = IoRequest {
-                slot: 0,
-                dir,
-                offset_bytes: 0,
-                len_bytes: 0,
-                buf: std::ptr::null_mut(),
-            };
-            let mut e = self.entry(&blank);
+            let mut e = self.entry(&IoRequest::blank(dir));
             self.templates[dir as usize] = *sqe_words_mut(&mut e);
         }
     }

@@ -177,14 +177,7 @@ impl UringBackend {
             notes,
         };
         for dir in [Dir::Read, Dir::Write] {
-            let blank = IoRequest {
-                slot: 0,
-                dir,
-                offset_bytes: 0,
-                len_bytes: 0,
-                buf: std::ptr::null_mut(),
-            };
-            let mut e = b.entry(&blank);
+            let mut e = b.entry(&IoRequest::blank(dir));
             b.templates[dir as usize] = *sqe_words_mut(&mut e);
         }
         Ok(b)
