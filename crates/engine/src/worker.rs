@@ -1,10 +1,11 @@
 //! The worker loop: one thread, one backend, one slab of slots.
 //!
-//! Per batch: queue new I/Os into free slots, submit, stamp, reap a batch of
-//! completions into a fixed array, stamp once more, record. Three clock reads
-//! per batch, three histogram records per run of equal latencies, one relaxed
-//! load of the stop flag. Everything it touches was allocated before the
-//! first I/O.
+//! Per batch: queue new I/Os into free slots (stamped with the time the
+//! previous reap ended), submit, stamp, reap a batch of completions, stamp
+//! once more, record. Two clock reads per batch, one slat record per batch
+//! and direction, a clat and a lat record per run of completions of one
+//! batch, one relaxed load of the stop flag. Everything it touches was
+//! allocated before the first I/O.
 //!
 //! Per I/O the loop does as little as it can: pop a free slot, ask the
 //! generator (not even that when the backend ignores offsets and every I/O
