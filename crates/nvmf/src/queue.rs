@@ -664,11 +664,8 @@ impl Connection {
             let Some(event) = ctrl.take_event() else {
                 return;
             };
-            let r = &mut self.reqs[slot];
-            r.status = Status::SUCCESS;
-            r.result = u64::from(event);
-            r.out_len = 0;
-            r.state = RequestState::Completed;
+            let next = self.apply(slot, Outcome::ok(u64::from(event)));
+            self.reqs[slot].state = next;
             self.advance(slot);
         }
     }
