@@ -170,11 +170,7 @@ impl Namespace {
                     Access::Direct => check_direct(&p, f, lba_bytes).map_err(berr)?,
                     other => (f, other),
                 };
-                let size = if device_lbs.is_some() {
-                    block_device_size(&f).map_err(berr)?
-                } else {
-                    f.metadata().map_err(berr)?.len()
-                };
+                let size = backing_size(&f, device_lbs.is_some()).map_err(berr)?;
                 (f, size, access, device_lbs.is_some(), lba_bytes)
             }
         };
@@ -215,11 +211,7 @@ impl Namespace {
         if self.is_memory() {
             return Ok(None);
         }
-        let now = if self.block_device {
-            block_device_size(&self.file)?
-        } else {
-            self.file.metadata()?.len()
-        };
+        let now = backing_size(&self.file, self.block_device)?;
         let now = now / self.lba_bytes * self.lba_bytes;
         let before = self.size_bytes.swap(now, Ordering::Relaxed);
         Ok((before != now).then_some(now))
@@ -337,6 +329,16 @@ fn logical_block_size(f: &File) -> std::io::Result<u32> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(lbs as u32)
+}
+
+/// Size in bytes of a namespace's backing: a block device's capacity or a
+/// file's length.
+fn backing_size(f: &File, block_device: bool) -> std::io::Result<u64> {
+    if block_device {
+        block_device_size(f)
+    } else {
+        Ok(f.metadata()?.len())
+    }
 }
 
 fn block_device_size(f: &File) -> std::io::Result<u64> {
