@@ -19,11 +19,13 @@ struct RsrcUpdate {
     data: u64,
 }
 
-/// How one ring is entered: its registered index (or plain fd) and flags.
-#[derive(Debug, Clone, Copy)]
+/// How one ring is entered: its registered index (or plain fd) and flags,
+/// and the SQEs the kernel has not taken yet.
+#[derive(Debug)]
 pub(crate) struct Enter {
     fd: i32,
     flags: u32,
+    unsubmitted: u32,
 }
 
 impl Enter {
@@ -55,6 +57,7 @@ impl Enter {
             Enter {
                 fd: up.offset as i32,
                 flags: IORING_ENTER_REGISTERED_RING,
+                unsubmitted: 0,
             }
         } else {
             notes.push(format!(
@@ -64,17 +67,37 @@ impl Enter {
             Enter {
                 fd: ring_fd,
                 flags: 0,
+                unsubmitted: 0,
             }
         }
     }
 
-    /// Submits `to_submit` SQEs and waits for `min_complete` completions;
-    /// returns how many SQEs the kernel consumed.
+    /// Submits `queued` new SQEs, and any the kernel left last time,
+    /// without waiting.
     ///
     /// The caller must own the ring this was registered for, and every SQE
     /// it submits must point at memory that stays valid until its
-    /// completion is reaped.
-    pub(crate) fn enter(self, to_submit: u32, min_complete: u32) -> io::Result<u32> {
+    /// completion is reaped (as for [`Enter::wait`]).
+    pub(crate) fn submit(&mut self, queued: u32) -> io::Result<()> {
+        let want = self.unsubmitted + queued;
+        if want > 0 {
+            let done = self.enter(want, 0)?;
+            self.unsubmitted = want - done.min(want);
+        }
+        Ok(())
+    }
+
+    /// Waits for `min_complete` completions, submitting any SQEs the kernel
+    /// left.
+    pub(crate) fn wait(&mut self, min_complete: u32) -> io::Result<()> {
+        let done = self.enter(self.unsubmitted, min_complete)?;
+        self.unsubmitted -= done.min(self.unsubmitted);
+        Ok(())
+    }
+
+    /// Submits `to_submit` SQEs and waits for `min_complete` completions;
+    /// returns how many SQEs the kernel consumed.
+    fn enter(&self, to_submit: u32, min_complete: u32) -> io::Result<u32> {
         loop {
             // SAFETY: plain io_uring_enter on the caller's own ring with no
             // argument struct; the SQEs it consumes point at buffers the

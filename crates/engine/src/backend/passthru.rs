@@ -163,7 +163,6 @@ pub struct PassthruBackend {
     queued: Vec<u32>,
     /// Read and write SQEs with user_data, addr, data_len, SLBA and NLB zero.
     templates: [[u64; 16]; 2],
-    unsubmitted: u32,
     /// Bytes of the I/O in each slot (a successful command reports 0).
     slot_len: Vec<u32>,
     /// Features granted, e.g. `DEFER_TASKRUN`, `fixed buffers`.
@@ -252,7 +251,6 @@ impl PassthruBackend {
             sqes: vec![blank; slots],
             queued: Vec::with_capacity(slots),
             templates: [[0; 16]; 2],
-            unsubmitted: 0,
             slot_len: vec![0; slots],
             features,
             notes,
@@ -520,19 +518,13 @@ impl Backend for PassthruBackend {
             drop(sq);
             self.queued.clear();
         }
-        let want = self.unsubmitted + n;
-        if want > 0 {
-            let done = self.enter.enter(want, 0)?;
-            self.unsubmitted = want - done.min(want);
-        }
-        Ok(())
+        self.enter.submit(n)
     }
 
     fn reap(&mut self, out: &mut [Completion], min: usize) -> io::Result<usize> {
         let mut n = self.drain(out);
         while n < min {
-            let done = self.enter.enter(self.unsubmitted, (min - n) as u32)?;
-            self.unsubmitted -= done.min(self.unsubmitted);
+            self.enter.wait((min - n) as u32)?;
             n += self.drain(&mut out[n..]);
         }
         Ok(n)

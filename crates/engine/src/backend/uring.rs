@@ -82,7 +82,6 @@ pub struct UringBackend {
     /// The read and write SQEs of this ring with offset, address, length
     /// and user_data zero, as 64-bit words.
     templates: [[u64; 8]; 2],
-    unsubmitted: u32,
     /// Features granted, e.g. `DEFER_TASKRUN`, `fixed buffers`.
     pub features: Vec<String>,
     /// Fallbacks taken, in words.
@@ -172,7 +171,6 @@ impl UringBackend {
             sqes: vec![opcode::Nop::new().build(); depth.max(1) as usize],
             staged: 0,
             templates: [[0; 8]; 2],
-            unsubmitted: 0,
             features,
             notes,
         };
@@ -308,12 +306,7 @@ impl Backend for UringBackend {
             self.ring.submit()?;
             return Ok(());
         }
-        let want = self.unsubmitted + n;
-        if want > 0 {
-            let done = self.enter.enter(want, 0)?;
-            self.unsubmitted = want - done.min(want);
-        }
-        Ok(())
+        self.enter.submit(n)
     }
 
     fn reap(&mut self, out: &mut [Completion], min: usize) -> io::Result<usize> {
@@ -350,8 +343,7 @@ impl UringBackend {
             if self.sqpoll {
                 self.ring.submit_and_wait(min - n)?;
             } else {
-                let done = self.enter.enter(self.unsubmitted, (min - n) as u32)?;
-                self.unsubmitted -= done.min(self.unsubmitted);
+                self.enter.wait((min - n) as u32)?;
             }
             n += self.drain_each(max - n, &mut f);
         }
