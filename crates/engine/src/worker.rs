@@ -329,15 +329,16 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             dir: u32::from(write),
         }
         .pack();
-        for _ in 0..n {
-            self.backend.queue(IoRequest {
+        self.backend.queue_many(
+            IoRequest {
                 slot: code,
                 dir,
                 offset_bytes: 0,
                 len_bytes: len,
                 buf: std::ptr::null_mut(),
-            });
-        }
+            },
+            n,
+        );
         self.free_len -= n;
         self.inflight += n;
         self.issued_ios += n as u64;

@@ -17,6 +17,7 @@ use crate::stats::Dir;
 mod enter;
 pub mod null;
 pub mod passthru;
+mod sq;
 pub mod sync;
 pub mod tcp;
 pub mod uring;
@@ -74,6 +75,13 @@ pub trait Backend {
     /// Adds one I/O to the current batch. The caller never has more than the
     /// depth given at construction in flight, so this cannot run out of room.
     fn queue(&mut self, io: IoRequest);
+    /// Adds `n` copies of `io` to the current batch (a backend that does
+    /// not move data gets one tag for a whole batch; see
+    /// [`Backend::moves_data`]).
+    #[inline]
+    fn queue_many(&mut self, io: IoRequest, n: usize) {
+        (0..n).for_each(|_| self.queue(io));
+    }
     /// Submits the batch queued since the last call. Does not wait.
     fn submit(&mut self) -> io::Result<()>;
     /// Moves completions into `out` and returns how many; waits until at least

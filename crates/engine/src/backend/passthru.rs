@@ -35,6 +35,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use super::enter::Enter;
+use super::sq::DirectSq;
 use super::uring::{UringOptions, UringSetup};
 use super::{Backend, Completion, IoRequest};
 use crate::result::NVME_STATUS_BASE;
@@ -157,10 +158,13 @@ pub struct PassthruBackend {
     /// fixed buffers, none without.
     buf_index_mask: u64,
     enter: Enter,
-    /// One prepared SQE per slot, copied into the ring by `submit`.
-    sqes: Vec<squeue::Entry128>,
-    /// Slots queued since the last submit, in order.
-    queued: Vec<u32>,
+    /// The ring's submission queue, written in place: `queue` patches a
+    /// template into the next free SQE, `submit` publishes the batch.
+    sq: DirectSq<16>,
+    /// SQEs written since the last submit.
+    staged: u32,
+    /// The most SQEs one batch may stage (the depth).
+    depth: u32,
     /// Read and write SQEs with user_data, addr, data_len, SLBA and NLB zero.
     templates: [[u64; 16]; 2],
     /// Bytes of the I/O in each slot (a successful command reports 0).
@@ -237,7 +241,7 @@ impl PassthruBackend {
         let fixed_buffers =
             opts.fixed_buffers && register_slot_buffers(&ring, region, slots, &mut notes);
         let enter = Enter::register(ring.as_raw_fd(), &mut features, &mut notes);
-        let blank = opcode::UringCmd80::new(types::Fd(fd), NVME_URING_CMD_IO).build();
+        let sq = DirectSq::new(ring.as_raw_fd(), ring.params().sq_entries())?;
         let mut b = PassthruBackend {
             ring,
             fd,
@@ -248,8 +252,9 @@ impl PassthruBackend {
             fixed_buffers,
             buf_index_mask: 0,
             enter,
-            sqes: vec![blank; slots],
-            queued: Vec::with_capacity(slots),
+            sq,
+            staged: 0,
+            depth: slots as u32,
             templates: [[0; 16]; 2],
             slot_len: vec![0; slots],
             features,
@@ -492,32 +497,21 @@ impl Backend for PassthruBackend {
         debug_assert!(io.len_bytes >> self.lba_shift >= 1);
         debug_assert!(io.len_bytes >> self.lba_shift <= 1 << 16);
         self.slot_len[io.slot as usize] = io.len_bytes;
+        debug_assert!(self.staged < self.depth, "more I/Os queued than the depth");
         let t = &self.templates[io.dir as usize];
-        *sqe_words_mut(&mut self.sqes[io.slot as usize]) =
-            patch_sqe(t, &io, self.lba_shift, self.buf_index_mask);
-        debug_assert!(self.queued.len() < self.queued.capacity());
-        self.queued.push(io.slot);
+        *self.sq.entry(self.staged) = patch_sqe(t, &io, self.lba_shift, self.buf_index_mask);
+        self.staged += 1;
     }
 
     fn submit(&mut self) -> io::Result<()> {
-        let n = self.queued.len() as u32;
-        if n > 0 {
-            // SAFETY: only this worker's thread touches this ring, so no other
-            // SubmissionQueue exists.
-            let mut sq = unsafe { self.ring.submission_shared() };
-            for &slot in &self.queued {
-                // SAFETY: each command points at its slot's buffer in this
-                // worker's region (registered or not); the worker does not
-                // touch or free that slot until the completion carrying its
-                // index is reaped, and the region outlives the ring. The ring
-                // has at least `depth` entries and no more than `depth` I/Os
-                // are ever in flight, so the push cannot fail.
-                let pushed = unsafe { sq.push(&self.sqes[slot as usize]) };
-                debug_assert!(pushed.is_ok(), "more I/Os queued than the ring holds");
-            }
-            drop(sq);
-            self.queued.clear();
-        }
+        let n = std::mem::take(&mut self.staged);
+        // SAFETY (of what the kernel is handed): each published command
+        // points at its slot's buffer in this worker's region (registered or
+        // not); the worker does not touch or free that slot until the
+        // completion carrying its index is reaped, and the region outlives
+        // the ring. No more than `depth` ≤ ring entries I/Os are ever in
+        // flight, so no position is reused while the kernel may read it.
+        self.sq.publish(n);
         self.enter.submit(n)
     }
 

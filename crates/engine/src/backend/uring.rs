@@ -16,6 +16,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::enter::Enter;
+use super::sq::DirectSq;
 use super::{Backend, Completion, IoRequest};
 use crate::stats::Dir;
 
@@ -74,11 +75,13 @@ pub struct UringBackend {
     sqpoll: bool,
     nop: bool,
     enter: Enter,
-    /// The SQEs queued since the last submit, in order, built by `queue`
-    /// from a template and copied into the ring by `submit` in one go.
-    sqes: Vec<squeue::Entry>,
-    /// How many of `sqes` are queued.
-    staged: usize,
+    /// The ring's submission queue, written in place: `queue` patches a
+    /// template into the next free SQE, `submit` publishes the batch.
+    sq: DirectSq<8>,
+    /// SQEs written since the last submit.
+    staged: u32,
+    /// The most SQEs one batch may stage (the depth).
+    depth: u32,
     /// The read and write SQEs of this ring with offset, address, length
     /// and user_data zero, as 64-bit words.
     templates: [[u64; 8]; 2],
@@ -160,6 +163,7 @@ impl UringBackend {
             }
         }
         let enter = Enter::register(ring.as_raw_fd(), &mut features, &mut notes);
+        let sq = DirectSq::new(ring.as_raw_fd(), ring.params().sq_entries())?;
         let mut b = UringBackend {
             sqpoll: opts.sqpoll_idle_ms.is_some(),
             ring,
@@ -168,8 +172,9 @@ impl UringBackend {
             fixed_buffers,
             nop,
             enter,
-            sqes: vec![opcode::Nop::new().build(); depth.max(1) as usize],
+            sq,
             staged: 0,
+            depth: depth.max(1),
             templates: [[0; 8]; 2],
             features,
             notes,
@@ -177,6 +182,12 @@ impl UringBackend {
         for dir in [Dir::Read, Dir::Write] {
             let mut e = b.entry(&IoRequest::blank(dir));
             b.templates[dir as usize] = *sqe_words_mut(&mut e);
+        }
+        if nop {
+            // A NOP ring only ever carries NOPs: lay the template into every
+            // SQE once, so `queue` writes just the user_data.
+            let t = b.templates[Dir::Read as usize];
+            b.sq.all().iter_mut().for_each(|e| *e = t);
         }
         Ok(b)
     }
@@ -263,21 +274,30 @@ fn patch_sqe(template: &[u64; 8], io: &IoRequest) -> [u64; 8] {
 impl Backend for UringBackend {
     #[inline]
     fn queue(&mut self, io: IoRequest) {
-        let t = &self.templates[io.dir as usize];
-        debug_assert!(
-            self.staged < self.sqes.len(),
-            "more I/Os queued than the depth"
-        );
-        let words = sqe_words_mut(&mut self.sqes[self.staged]);
+        debug_assert!(self.staged < self.depth, "more I/Os queued than the depth");
+        let words = self.sq.entry(self.staged);
         if self.nop {
-            // Every staged entry of a NOP ring already is the NOP template
-            // (set at construction, never overwritten otherwise).
-            debug_assert_eq!(words[..4], t[..4]);
+            // Every SQE of a NOP ring already is the NOP template (laid
+            // down at construction, never overwritten otherwise).
             words[4] = u64::from(io.slot);
         } else {
-            *words = patch_sqe(t, &io);
+            *words = patch_sqe(&self.templates[io.dir as usize], &io);
         }
         self.staged += 1;
+    }
+
+    #[inline]
+    fn queue_many(&mut self, io: IoRequest, n: usize) {
+        if !self.nop {
+            (0..n).for_each(|_| self.queue(io));
+            return;
+        }
+        debug_assert!(self.staged as usize + n <= self.depth as usize);
+        let tag = u64::from(io.slot);
+        for i in 0..n as u32 {
+            self.sq.entry(self.staged + i)[4] = tag;
+        }
+        self.staged += n as u32;
     }
 
     #[inline]
@@ -287,21 +307,13 @@ impl Backend for UringBackend {
 
     fn submit(&mut self) -> io::Result<()> {
         let n = std::mem::take(&mut self.staged);
-        if n > 0 {
-            // SAFETY: only this worker's thread touches this ring, so no other
-            // SubmissionQueue exists.
-            let mut sq = unsafe { self.ring.submission_shared() };
-            // SAFETY: each entry points at its slot's buffer in this worker's
-            // region (registered or not); the worker does not touch or free
-            // that slot until the completion carrying its index is reaped, and
-            // the region outlives the ring. The ring has at least `depth`
-            // entries and no more than `depth` I/Os are ever in flight, so
-            // the push cannot fail.
-            let pushed = unsafe { sq.push_multiple(&self.sqes[..n]) };
-            debug_assert!(pushed.is_ok(), "more I/Os queued than the ring holds");
-            drop(sq);
-        }
-        let n = n as u32;
+        // SAFETY (of what the kernel is handed): each published SQE points
+        // at its slot's buffer in this worker's region (registered or not);
+        // the worker does not touch or free that slot until the completion
+        // carrying its index is reaped, and the region outlives the ring.
+        // No more than `depth` ≤ ring entries I/Os are ever in flight, so
+        // no position is reused while the kernel may read it.
+        self.sq.publish(n);
         if self.sqpoll {
             self.ring.submit()?;
             return Ok(());
