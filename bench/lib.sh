@@ -52,8 +52,25 @@ print(f'{iops:.0f} {per_cpu:.0f} {p50} {t["latency"]["lat"]["mean_ns"]:.0f}')
 PY
 }
 
+# cpu_ticks CPU -> "busy total": the CPU's jiffies from /proc/stat, to take
+# before and after a run. total is user through steal (guest time is already
+# in user); busy leaves out idle, iowait and steal (time the hypervisor gave
+# to someone else).
+cpu_ticks() {
+  awk -v c="cpu$1" '$1 == c { t = 0; for (i = 2; i <= 9; i++) t += $i; print t - $5 - $6 - $9, t }' /proc/stat
+}
+
+# busy_between "BUSY0 TOTAL0" "BUSY1 TOTAL1" -> the fraction of the CPU busy in between.
+busy_between() {
+  python3 -c 'import sys; b0, t0, b1, t1 = map(int, sys.argv[1:5]); print(f"{(b1 - b0) / max(t1 - t0, 1):.4f}")' $1 $2
+}
+
 # table TITLE REF_NAME REF_FILE NUMIO_FILE [NUMIO_NAME]: medians of the runs and ratios.
-# Each file holds one "iops per_cpu p50 lat_mean" line per run.
+# Each file holds one "iops per_cpu p50 lat_mean [core_busy]" line per run.
+# With core_busy (the benchmark CPU's busy fraction, from cpu_ticks), it also
+# splits each side's CPU time per I/O into its own thread and the rest of the
+# core (the kernel's I/O threads), and says what 1.15x the reference's IOPS
+# would leave the tool per I/O.
 table() {
   python3 - "$@" <<'PY'
 import sys, statistics as st
@@ -71,5 +88,23 @@ print(f"| {ref_name} | {ref[0]:,.0f} | {ref[1]:,.0f} | {ref[2]:,.0f} ns |")
 print(f"| {numio_name} | {num[0]:,.0f} | {num[1]:,.0f} | {num[2]:,.0f} ns |")
 r = lambda a, b: a / b if b else float("nan")
 print(f"| **{numio_name} / {ref_name}** | **{r(num[0], ref[0]):.2f}x** | **{r(num[1], ref[1]):.2f}x** | {r(num[2], ref[2]):.3f} |")
+if len(ref) > 4 and len(num) > 4 and ref[0] and num[0] and ref[1] and num[1]:
+    # Per I/O on the benchmark core: the tool's own thread (1 / IOPS per
+    # CPU-second) and everything else that ran there (busy / IOPS - own).
+    def split(side):
+        own_us = 1e6 / side[1]
+        rest_us = 1e6 * side[4] / side[0] - own_us
+        return own_us, rest_us
+    print()
+    print("| side | core busy | own thread µs per I/O | rest of the core µs per I/O |")
+    print("|---|---:|---:|---:|")
+    for name, side in ((ref_name, ref), (numio_name, num)):
+        own, rest = split(side)
+        print(f"| {name} | {100 * side[4]:.0f} % | {own:.3f} | {rest:.3f} |")
+    own_ref, rest_ref = split(ref)
+    budget = 1e6 / (1.15 * ref[0]) - rest_ref
+    print(f"\n1.15x {ref_name}'s IOPS on a saturated core, at {ref_name}'s rest-of-core cost, "
+          f"leaves the tool {budget:.3f} µs per I/O (its own thread: {split(num)[0]:.3f}; "
+          f"a tool that cost nothing would reach {1e6 / rest_ref / ref[0]:.2f}x).")
 PY
 }

@@ -71,10 +71,11 @@ numio_run() { # DEV QD OUT [EXTRA FLAGS...]
 compare() { # NAME DEV QD
   local tag="$1-qd$3"; tag="${tag// /_}"
   for i in $(seq "$REPEATS"); do
-    fio_run "$2" "$3" "$RESULTS/fio.$tag.$i.json"
-    fio_stats "$RESULTS/fio.$tag.$i.json" >> "$RESULTS/fio.$tag.txt"
-    numio_run "$2" "$3" "$RESULTS/numio.$tag.$i.json"
-    numio_stats "$RESULTS/numio.$tag.$i.json" >> "$RESULTS/numio.$tag.txt"
+    local t0 t1
+    t0=$(cpu_ticks "$CPU"); fio_run "$2" "$3" "$RESULTS/fio.$tag.$i.json"; t1=$(cpu_ticks "$CPU")
+    echo "$(fio_stats "$RESULTS/fio.$tag.$i.json") $(busy_between "$t0" "$t1")" >> "$RESULTS/fio.$tag.txt"
+    t0=$(cpu_ticks "$CPU"); numio_run "$2" "$3" "$RESULTS/numio.$tag.$i.json"; t1=$(cpu_ticks "$CPU")
+    echo "$(numio_stats "$RESULTS/numio.$tag.$i.json") $(busy_between "$t0" "$t1")" >> "$RESULTS/numio.$tag.txt"
   done
   table "$1 ($2), 4k randread, QD $3, CPU $CPU, ${RUNTIME}s" "fio io_uring" "$RESULTS/fio.$tag.txt" "$RESULTS/numio.$tag.txt"
 }
