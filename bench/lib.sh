@@ -78,14 +78,17 @@ title, ref_name, ref_file, numio_file = sys.argv[1:5]
 numio_name = sys.argv[5] if len(sys.argv) > 5 else "numio"
 def load(p):
     rows = [list(map(float, l.split())) for l in open(p) if l.strip()]
-    return [st.median(c) for c in zip(*rows)], len(rows)
-ref, n = load(ref_file)
-num, _ = load(numio_file)
-print(f"\n## {title}  (median of {n} alternating runs)")
+    return [st.median(c) for c in zip(*rows)], len(rows), rows
+ref, n, ref_rows = load(ref_file)
+num, _, num_rows = load(numio_file)
+span = lambda rows, i, f: f"{f(min(r[i] for r in rows))}–{f(max(r[i] for r in rows))}"
+k = lambda v: f"{v / 1000:,.0f}k"
+print(f"\n## {title}  (median of {n} alternating runs; the runs' range after it)")
 print(f"| side | IOPS | IOPS per CPU-second | clat p50 | ")
 print(f"|---|---:|---:|---:|")
-print(f"| {ref_name} | {ref[0]:,.0f} | {ref[1]:,.0f} | {ref[2]:,.0f} ns |")
-print(f"| {numio_name} | {num[0]:,.0f} | {num[1]:,.0f} | {num[2]:,.0f} ns |")
+for name, side, rows in ((ref_name, ref, ref_rows), (numio_name, num, num_rows)):
+    print(f"| {name} | {side[0]:,.0f} ({span(rows, 0, k)}) | {side[1]:,.0f} | "
+          f"{side[2]:,.0f} ns ({span(rows, 2, lambda v: f'{v:,.0f}')}) |")
 r = lambda a, b: a / b if b else float("nan")
 print(f"| **{numio_name} / {ref_name}** | **{r(num[0], ref[0]):.2f}x** | **{r(num[1], ref[1]):.2f}x** | {r(num[2], ref[2]):.3f} |")
 if len(ref) > 4 and len(num) > 4 and ref[0] and num[0] and ref[1] and num[1]:
