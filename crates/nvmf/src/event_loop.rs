@@ -421,6 +421,10 @@ fn storage_entry(op: &StorageOp, buf: *mut u8) -> squeue::Entry {
         StorageKind::Flush => opcode::Fsync::new(fd)
             .flags(types::FsyncFlags::DATASYNC)
             .build(),
+        StorageKind::Zero { mode } => opcode::Fallocate::new(fd, u64::from(op.len))
+            .offset(op.offset)
+            .mode(mode)
+            .build(),
     }
 }
 

@@ -2,11 +2,15 @@
 //!
 //! Runs on the reactor that owns the queue; the namespace is shared by fd.
 //! RAM namespaces are served here, synchronously. For file and block device
-//! namespaces, Read, Write and Flush become a [`StorageOp`] the connection
-//! queues for its reactor's io_uring (the request waits in `Executing`), and
-//! [`finish`] turns the completion into the command's status. Write Zeroes
-//! and Dataset Management run `fallocate` synchronously: they are rare, and
-//! the kernel answers them without moving data.
+//! namespaces, Read, Write, Flush and Write Zeroes become a [`StorageOp`]
+//! the connection queues for its reactor's io_uring (the request waits in
+//! `Executing`), and [`finish`] turns the completion into the command's
+//! status: a Write Zeroes over a large range of a block device can take the
+//! device a while, and the reactor keeps serving its other connections
+//! meanwhile. Where the zeroing `fallocate` is refused, the zeroes are
+//! written with blocking calls. Dataset Management (deallocate) and a flush
+//! of every namespace stay blocking: one command may name up to 256 ranges
+//! or every namespace, and hosts send them rarely.
 
 use std::os::fd::RawFd;
 
@@ -29,6 +33,12 @@ pub enum StorageKind {
     Write,
     /// `fdatasync` (IORING_OP_FSYNC with DATASYNC).
     Flush,
+    /// `fallocate(mode)` over `len` bytes at `offset` (IORING_OP_FALLOCATE):
+    /// Write Zeroes, with the namespace's zeroing mode.
+    Zero {
+        /// The `fallocate` mode ([`Namespace::zero_mode`]).
+        mode: i32,
+    },
 }
 
 /// One storage operation a connection hands to its reactor.
@@ -42,7 +52,8 @@ pub struct StorageOp {
     pub fd: RawFd,
     /// Byte offset.
     pub offset: u64,
-    /// Byte length (0 for Flush).
+    /// Byte length: of the data (Read, Write; the slot's buffer holds it),
+    /// of the range zeroed (Zero), 0 for Flush.
     pub len: u32,
 }
 
@@ -83,9 +94,28 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
             if !ns.in_range(sqe.slba(), nlb) {
                 return Outcome::err(Status::LBA_RANGE);
             }
-            // Blocking fallocate (see the module comment).
-            ns.zero(sqe.slba(), nlb)
-                .map_or_else(io_err, |_| Outcome::ok(0))
+            if ns.is_memory() {
+                return ns
+                    .zero(sqe.slba(), nlb)
+                    .map_or_else(io_err, |_| Outcome::ok(0));
+            }
+            // At most 65536 blocks of at most 64 KiB: fits a u32 when the
+            // block is 4 KiB or less, which every namespace here is.
+            let len = nlb * ns.lba_bytes();
+            let Ok(len) = u32::try_from(len) else {
+                return ns
+                    .zero(sqe.slba(), nlb)
+                    .map_or_else(io_err, |_| Outcome::ok(0));
+            };
+            conn.queue_storage(StorageOp {
+                slot: slot as u16,
+                kind: StorageKind::Zero {
+                    mode: ns.zero_mode(),
+                },
+                fd: ns.raw_fd(),
+                offset: sqe.slba() * ns.lba_bytes(),
+                len,
+            })
         }
         io::DSM => dataset_management(&conn.reqs[slot], ns),
         _ => Outcome::err(Status::INVALID_OPCODE),
@@ -144,11 +174,16 @@ fn read_write(conn: &mut Connection, slot: usize, ns: &Namespace) -> Outcome {
 /// queue. A short transfer is an error: O_DIRECT within the namespace's
 /// size moves everything or fails.
 pub fn finish(conn: &mut Connection, kind: StorageKind, len: u32, res: i32) -> Outcome {
-    if res < 0 || res as u32 != len {
+    // fsync and fallocate return 0; reads and writes the bytes moved.
+    let expected = match kind {
+        StorageKind::Flush | StorageKind::Zero { .. } => 0,
+        StorageKind::Read | StorageKind::Write => len,
+    };
+    if res < 0 || res as u32 != expected {
         return Outcome::err(Status::INTERNAL_ERROR);
     }
     match kind {
-        StorageKind::Flush => Outcome::ok(0),
+        StorageKind::Flush | StorageKind::Zero { .. } => Outcome::ok(0),
         StorageKind::Read => {
             conn.counters.reads += 1;
             conn.counters.read_bytes += len as u64;
@@ -159,6 +194,26 @@ pub fn finish(conn: &mut Connection, kind: StorageKind, len: u32, res: i32) -> O
             conn.counters.written_bytes += len as u64;
             Outcome::ok(0)
         }
+    }
+}
+
+/// Where the zeroing `fallocate` of a Write Zeroes failed with `res`, writes
+/// the zeroes with blocking calls and returns 0, or the write's negated
+/// errno; any other result is returned as it is.
+pub fn zero_fallback(conn: &Connection, op: &StorageOp, res: i32) -> i32 {
+    if res >= 0 || !matches!(op.kind, StorageKind::Zero { .. }) {
+        return res;
+    }
+    let Some(b) = conn.binding.as_ref() else {
+        return res;
+    };
+    let sqe = conn.reqs[op.slot as usize].sqe;
+    let Some(ns) = b.ctrl.subsys.namespace(sqe.nsid) else {
+        return res;
+    };
+    match ns.write_zeroes(op.offset, u64::from(op.len)) {
+        Ok(()) => 0,
+        Err(e) => -e.raw_os_error().unwrap_or(libc::EIO),
     }
 }
 

@@ -290,23 +290,41 @@ impl Namespace {
         self.file.sync_data()
     }
 
-    /// Zeroes `nlb` blocks at `slba`, blocking: hole punching on files and
-    /// RAM, a zero-range `fallocate` on block devices (blocks read back as
-    /// zero), else writes zeroes.
-    pub fn zero(&self, slba: u64, nlb: u64) -> std::io::Result<()> {
-        let off = slba * self.lba_bytes();
-        let len = nlb * self.lba_bytes();
-        let mode = if self.block_device {
+    /// The `fallocate` mode that zeroes a range of this namespace: hole
+    /// punching on files and RAM, a zero-range on block devices (blocks
+    /// read back as zero).
+    pub fn zero_mode(&self) -> i32 {
+        if self.block_device {
             libc::FALLOC_FL_ZERO_RANGE | libc::FALLOC_FL_KEEP_SIZE
         } else {
             libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE
-        };
+        }
+    }
+
+    /// Zeroes `nlb` blocks at `slba`, blocking: `fallocate` with
+    /// [`zero_mode`](Self::zero_mode), else writes zeroes.
+    pub fn zero(&self, slba: u64, nlb: u64) -> std::io::Result<()> {
+        let off = slba * self.lba_bytes();
+        let len = nlb * self.lba_bytes();
         // SAFETY: fallocate only reads its integer arguments; the fd is owned
         // by self.file for the duration of the call.
-        let rc = unsafe { libc::fallocate(self.file.as_raw_fd(), mode, off as i64, len as i64) };
+        let rc = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                self.zero_mode(),
+                off as i64,
+                len as i64,
+            )
+        };
         if rc == 0 {
             return Ok(());
         }
+        self.write_zeroes(off, len)
+    }
+
+    /// Writes `len` zero bytes at byte `off`, blocking: the fallback where
+    /// the filesystem or device refuses the zeroing `fallocate`.
+    pub fn write_zeroes(&self, off: u64, len: u64) -> std::io::Result<()> {
         let mut zeros = AlignedBuf::new();
         zeros.set_len_zeroed(len.min(1 << 20) as usize);
         let mut done = 0u64;

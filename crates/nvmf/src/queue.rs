@@ -176,13 +176,17 @@ impl Connection {
     }
 
     /// The next storage operation to submit and the start of its slot's
-    /// buffer (`len` bytes, page-aligned), which stays put and untouched by
-    /// the connection until [`Connection::complete_storage`] for that slot.
+    /// buffer (for a read or write, `len` bytes, page-aligned), which stays
+    /// put and untouched by the connection until
+    /// [`Connection::complete_storage`] for that slot.
     pub fn take_storage(&mut self) -> Option<(StorageOp, *mut u8)> {
         let op = self.storage.pop_front()?;
         let r = &mut self.reqs[op.slot as usize];
         debug_assert_eq!(r.state, RequestState::Executing);
-        debug_assert!(r.buf.len() >= op.len as usize);
+        debug_assert!(
+            !matches!(op.kind, StorageKind::Read | StorageKind::Write)
+                || r.buf.len() >= op.len as usize
+        );
         Some((op, r.buf.as_mut_ptr()))
     }
 
@@ -212,6 +216,7 @@ impl Connection {
             .storage
             .take()
             .expect("an executing request has its operation");
+        let res = crate::io::zero_fallback(self, &op, res);
         let outcome = crate::io::finish(self, op.kind, op.len, res);
         let next = self.apply(slot, outcome);
         self.reqs[slot].state = next;
@@ -235,6 +240,9 @@ impl Connection {
                         libc::pwrite(op.fd, buf as *const libc::c_void, len, op.offset as i64)
                     }
                     StorageKind::Flush => libc::fdatasync(op.fd) as isize,
+                    StorageKind::Zero { mode } => {
+                        libc::fallocate(op.fd, mode, op.offset as i64, len as i64) as isize
+                    }
                 }
             };
             let res = if res < 0 {

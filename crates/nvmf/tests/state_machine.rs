@@ -179,3 +179,68 @@ fn storage_command_executes_while_the_queue_serves_others() {
     assert_eq!(std::fs::read(&path).unwrap()[4096..8192], [0x5C; 4096]);
     std::fs::remove_file(&path).unwrap();
 }
+
+// Write Zeroes on a file namespace is a storage operation on the reactor
+// (fallocate), not a blocking call; where the kernel refuses the fallocate,
+// the completion writes the zeroes itself and the command still succeeds.
+#[test]
+fn write_zeroes_is_a_storage_operation_with_a_written_fallback() {
+    let path = std::env::temp_dir().join(format!("numio-sm-wz-{}", std::process::id()));
+    std::fs::write(&path, vec![0xAAu8; 1 << 20]).unwrap();
+    let mut cfg = TargetConfig::default();
+    cfg.subsystems.push(SubsystemConfig {
+        nqn: NQN.into(),
+        serial: "S".into(),
+        model: "M".into(),
+        allowed_hosts: vec![],
+        allow_any_host: true,
+        namespaces: vec![NamespaceConfig::new(path.to_str().unwrap())],
+    });
+    let target = Target::new(&cfg).unwrap();
+    let (mut admin, cntlid) = connect(&target, 0, CNTLID_DYNAMIC);
+    let (mut q, _) = connect(&target, 1, cntlid);
+
+    let mut wz = rw_sqe(io::WRITE_ZEROES, 1, 8, 8);
+    wz.cid = 20;
+    q.on_bytes(&capsule(wz, &[]));
+    assert_eq!(q.executing(), 1, "queued for the reactor");
+    assert!(
+        q.take_tx().is_empty(),
+        "no response before the storage completes"
+    );
+    let (op, _) = q.take_storage().expect("the Write Zeroes is queued");
+    assert_eq!(
+        (op.kind, op.offset, op.len),
+        (
+            StorageKind::Zero {
+                mode: libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE
+            },
+            8 * 512,
+            4096
+        )
+    );
+    // The kernel refused the fallocate: the zeroes are written instead.
+    q.complete_storage(op.slot, -libc::EOPNOTSUPP);
+    let out = pdus(&q.take_tx());
+    assert_eq!(out.len(), 1);
+    assert!(out[0].3.unwrap().status().is_success());
+    let on_disk = std::fs::read(&path).unwrap();
+    assert_eq!(on_disk[4096..8192], [0u8; 4096]);
+    assert_eq!(on_disk[4095], 0xAA, "nothing before the range");
+    assert_eq!(on_disk[8192], 0xAA, "nothing after the range");
+
+    // Through the blocking driver (the real fallocate): zeroes too.
+    let mut wz2 = rw_sqe(io::WRITE_ZEROES, 1, 32, 8);
+    wz2.cid = 21;
+    q.on_bytes(&capsule(wz2, &[]));
+    q.run_storage_blocking();
+    let out = pdus(&q.take_tx());
+    assert!(out[0].3.unwrap().status().is_success());
+    assert_eq!(
+        std::fs::read(&path).unwrap()[32 * 512..40 * 512],
+        [0u8; 4096]
+    );
+    q.release();
+    admin.release();
+    std::fs::remove_file(&path).unwrap();
+}
