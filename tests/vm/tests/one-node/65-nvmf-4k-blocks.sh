@@ -3,7 +3,9 @@
 # with 4 KiB sectors: its own logical block size, O_DIRECT on the reactors'
 # io_uring), a RAM namespace and a file namespace with block=4096. The
 # kernel's nvme-tcp host sees 4096-byte sectors (blockdev --getss), the size
-# the target announced, and fio verify=crc32c passes on each.
+# the target announced, and fio verify=crc32c passes on each. Then the host
+# zeroes the first MiB of each (blkdiscard -z: Write Zeroes commands, which
+# the target runs as IORING_OP_FALLOCATE) and reads zeroes back.
 . "$(dirname "$0")/nvmf-lib.bash"
 nvmf_setup
 vm-modprobe loop >"$CHECK_OUT/modprobe-loop.log" 2>&1 ||
@@ -35,4 +37,19 @@ expect_eq "first 8 MiB over TCP = the loop device's backing file" \
   "$(dd if=/tmp/ns4k-loop.img bs=1M count=8 status=none | md5sum | cut -d' ' -f1)" "$(nvmf_md5 "${devs[0]}" 8)"
 expect_eq "fio wrote something (not all zeroes)" no \
   "$([ "$(nvmf_md5 "${devs[0]}" 8)" = "$(head -c 8M /dev/zero | md5sum | cut -d' ' -f1)" ] && echo yes || echo no)"
+zero_mib=$(head -c 1M /dev/zero | md5sum | cut -d' ' -f1)
+for i in "${!devs[@]}"; do
+  d=${devs[$i]}
+  nsid=$((i + 1))
+  wz=$(cat "/sys/block/$d/queue/write_zeroes_max_bytes" 2>/dev/null || echo 0)
+  expect_eq "nsid $nsid: the host sends Write Zeroes (write_zeroes_max_bytes > 0)" yes \
+    "$([ "$wz" -gt 0 ] && echo yes || echo no)"
+  blkdiscard -z -o 0 -l 1M "/dev/$d" 2>"$CHECK_OUT/wz-$nsid.err" ||
+    not_ok "nsid $nsid: blkdiscard -z: $(cat "$CHECK_OUT/wz-$nsid.err")"
+  expect_eq "nsid $nsid: the zeroed MiB reads back as zeroes" "$zero_mib" "$(nvmf_md5 "$d" 1)"
+done
+expect_eq "the loop device's backing file holds the zeroes" "$zero_mib" \
+  "$(dd if=/tmp/ns4k-loop.img bs=1M count=1 status=none | md5sum | cut -d' ' -f1)"
+expect_eq "the MiB after it keeps fio's data" no \
+  "$([ "$(dd if=/tmp/ns4k-loop.img bs=1M skip=1 count=1 status=none | md5sum | cut -d' ' -f1)" = "$zero_mib" ] && echo yes || echo no)"
 finish
