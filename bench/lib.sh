@@ -84,13 +84,13 @@ num, _, num_rows = load(numio_file)
 span = lambda rows, i, f: f"{f(min(r[i] for r in rows))}–{f(max(r[i] for r in rows))}"
 k = lambda v: f"{v / 1000:,.0f}k"
 print(f"\n## {title}  (median of {n} alternating runs; the runs' range after it)")
-print(f"| side | IOPS | IOPS per CPU-second | clat p50 | ")
-print(f"|---|---:|---:|---:|")
+print(f"| side | IOPS | IOPS per CPU-second | clat p50 | lat mean |")
+print(f"|---|---:|---:|---:|---:|")
 for name, side, rows in ((ref_name, ref, ref_rows), (numio_name, num, num_rows)):
     print(f"| {name} | {side[0]:,.0f} ({span(rows, 0, k)}) | {side[1]:,.0f} | "
-          f"{side[2]:,.0f} ns ({span(rows, 2, lambda v: f'{v:,.0f}')}) |")
+          f"{side[2]:,.0f} ns ({span(rows, 2, lambda v: f'{v:,.0f}')}) | {side[3]:,.0f} ns |")
 r = lambda a, b: a / b if b else float("nan")
-print(f"| **{numio_name} / {ref_name}** | **{r(num[0], ref[0]):.2f}x** | **{r(num[1], ref[1]):.2f}x** | {r(num[2], ref[2]):.3f} |")
+print(f"| **{numio_name} / {ref_name}** | **{r(num[0], ref[0]):.2f}x** | **{r(num[1], ref[1]):.2f}x** | {r(num[2], ref[2]):.3f} | {r(num[3], ref[3]):.3f} |")
 if len(ref) > 4 and len(num) > 4 and ref[0] and num[0] and ref[1] and num[1]:
     # Per I/O on the benchmark core: the tool's own thread (1 / IOPS per
     # CPU-second) and everything else that ran there (busy / IOPS - own).
