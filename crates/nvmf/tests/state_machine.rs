@@ -2,16 +2,16 @@
 //! in `Executing` while the same queue serves others, and its completion
 //! resumes it.
 
+mod common;
+
 use nvme_spec::command::{io, SglDescriptor, SGL_IN_CAPSULE, SGL_TRANSPORT};
 use nvme_spec::fabrics::{ConnectCmd, ConnectData, CNTLID_DYNAMIC};
 use nvme_spec::tcp::{self, pdu_type, Direction, Framing, Pdu};
 use nvme_spec::{Cqe, Sqe};
-use nvmf::config::{NamespaceConfig, SubsystemConfig};
 use nvmf::initiator::rw_sqe;
 use nvmf::io::StorageKind;
 use nvmf::queue::Connection;
 use nvmf::subsystem::Target;
-use nvmf::TargetConfig;
 
 const NQN: &str = "nqn.2026-01.io.numio:sm";
 const HOST: &str = "nqn.2026-01.io.numio:host";
@@ -104,19 +104,7 @@ fn connect(target: &std::sync::Arc<Target>, qid: u16, cntlid: u16) -> (Connectio
 fn storage_command_executes_while_the_queue_serves_others() {
     let path = std::env::temp_dir().join(format!("numio-sm-{}", std::process::id()));
     std::fs::write(&path, vec![0u8; 1 << 20]).unwrap();
-    let mut cfg = TargetConfig::default();
-    cfg.subsystems.push(SubsystemConfig {
-        nqn: NQN.into(),
-        serial: "S".into(),
-        model: "M".into(),
-        allowed_hosts: vec![],
-        allow_any_host: true,
-        namespaces: vec![
-            NamespaceConfig::new(path.to_str().unwrap()),
-            NamespaceConfig::new("mem:1M"),
-        ],
-    });
-    let target = Target::new(&cfg).unwrap();
+    let target = common::one_subsystem(NQN, &[path.to_str().unwrap(), "mem:1M"]);
     let (mut admin, cntlid) = connect(&target, 0, CNTLID_DYNAMIC);
     let (mut q, _) = connect(&target, 1, cntlid);
 
@@ -187,16 +175,7 @@ fn storage_command_executes_while_the_queue_serves_others() {
 fn write_zeroes_is_a_storage_operation_with_a_written_fallback() {
     let path = std::env::temp_dir().join(format!("numio-sm-wz-{}", std::process::id()));
     std::fs::write(&path, vec![0xAAu8; 1 << 20]).unwrap();
-    let mut cfg = TargetConfig::default();
-    cfg.subsystems.push(SubsystemConfig {
-        nqn: NQN.into(),
-        serial: "S".into(),
-        model: "M".into(),
-        allowed_hosts: vec![],
-        allow_any_host: true,
-        namespaces: vec![NamespaceConfig::new(path.to_str().unwrap())],
-    });
-    let target = Target::new(&cfg).unwrap();
+    let target = common::one_subsystem(NQN, &[path.to_str().unwrap()]);
     let (mut admin, cntlid) = connect(&target, 0, CNTLID_DYNAMIC);
     let (mut q, _) = connect(&target, 1, cntlid);
 

@@ -2,14 +2,13 @@
 //! target's invariants, run deterministically on stable in `cargo test`):
 //! no panic, closing is final, release leaves no controller behind.
 
+mod common;
+
 use nvme_spec::command::SglDescriptor;
 use nvme_spec::fabrics::{ConnectCmd, ConnectData, CNTLID_DYNAMIC};
 use nvme_spec::tcp::{self, pdu_type, Framing};
 use nvme_spec::Sqe;
-use nvmf::config::{NamespaceConfig, SubsystemConfig};
 use nvmf::queue::{Connection, Phase};
-use nvmf::subsystem::Target;
-use nvmf::TargetConfig;
 
 const NQN: &str = "nqn.2026-01.io.numio:mut";
 
@@ -68,16 +67,7 @@ fn valid_stream() -> Vec<u8> {
 
 #[test]
 fn connection_survives_mutated_streams() {
-    let mut cfg = TargetConfig::default();
-    cfg.subsystems.push(SubsystemConfig {
-        nqn: NQN.into(),
-        serial: "S".into(),
-        model: "M".into(),
-        allowed_hosts: vec![],
-        allow_any_host: true,
-        namespaces: vec![NamespaceConfig::new("mem:1M")],
-    });
-    let target = Target::new(&cfg).unwrap();
+    let target = common::one_subsystem(NQN, &["mem:1M"]);
     let good = valid_stream();
     // The unmutated stream connects and gets Identify data back.
     let mut c = Connection::new(target.clone());

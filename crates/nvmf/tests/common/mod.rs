@@ -10,6 +10,21 @@ use nvmf::{Initiator, InitiatorOptions, Server, TargetConfig};
 pub const NQN: &str = "nqn.2026-01.io.numio:test";
 pub const HOST: &str = "nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555";
 
+/// A target of one subsystem `nqn` open to any host, serving `namespaces`
+/// (specs as `--ns` takes them), for driving connections without a reactor.
+pub fn one_subsystem(nqn: &str, namespaces: &[&str]) -> std::sync::Arc<nvmf::subsystem::Target> {
+    let mut cfg = TargetConfig::default();
+    cfg.subsystems.push(SubsystemConfig {
+        nqn: nqn.into(),
+        serial: "S".into(),
+        model: "M".into(),
+        allowed_hosts: vec![],
+        allow_any_host: true,
+        namespaces: namespaces.iter().map(|n| NamespaceConfig::new(n)).collect(),
+    });
+    nvmf::subsystem::Target::new(&cfg).unwrap()
+}
+
 pub fn config(allowed: Option<&str>) -> TargetConfig {
     let mut c = TargetConfig {
         listen: vec!["127.0.0.1:0".parse().unwrap()],
