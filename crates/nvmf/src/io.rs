@@ -8,9 +8,10 @@
 //! status: a Write Zeroes over a large range of a block device can take the
 //! device a while, and the reactor keeps serving its other connections
 //! meanwhile. Where the zeroing `fallocate` is refused, the zeroes are
-//! written with blocking calls. Dataset Management (deallocate) and a flush
-//! of every namespace stay blocking: one command may name up to 256 ranges
-//! or every namespace, and hosts send them rarely.
+//! written with blocking calls. A Dataset Management deallocate runs the
+//! same way, one range (or [`DSM_PIECE_BYTES`] of one) at a time: each
+//! completion queues the next piece until the ranges are done. A flush of
+//! every namespace stays blocking (rare: the Linux host names one).
 
 use std::os::fd::RawFd;
 
@@ -23,6 +24,9 @@ use crate::request::{Outcome, Request};
 
 /// Most ranges one DSM command may carry.
 pub const DSM_MAX_RANGES: usize = 256;
+
+/// Largest piece of a deallocate range given to one storage operation.
+pub const DSM_PIECE_BYTES: u64 = 1 << 30;
 
 /// What a storage operation does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -117,7 +121,7 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
                 len,
             })
         }
-        io::DSM => dataset_management(&conn.reqs[slot], ns),
+        io::DSM => dataset_management(conn, slot, ns),
         _ => Outcome::err(Status::INVALID_OPCODE),
     }
 }
@@ -217,7 +221,52 @@ pub fn zero_fallback(conn: &Connection, op: &StorageOp, res: i32) -> i32 {
     }
 }
 
-fn dataset_management(r: &Request, ns: &Namespace) -> Outcome {
+/// The deallocate ranges of a DSM command: its `nr` 16-byte range entries.
+fn dsm_ranges(r: &Request) -> impl Iterator<Item = DsmRange> + '_ {
+    let nr = (r.sqe.cdw10 & 0xFF) as usize + 1;
+    r.buf[..nr * io::DSM_RANGE_SIZE]
+        .chunks_exact(io::DSM_RANGE_SIZE)
+        .map(DsmRange::decode)
+}
+
+/// The piece of `ranges` (blocks of `lba_bytes`, in order, empty ones
+/// skipped) that starts after the first `done` bytes: its byte offset and
+/// length, at most [`DSM_PIECE_BYTES`]; `None` when all are done.
+pub fn dsm_piece(
+    ranges: impl Iterator<Item = DsmRange>,
+    lba_bytes: u64,
+    done: u64,
+) -> Option<(u64, u32)> {
+    let mut before = 0u64;
+    for d in ranges {
+        let len = u64::from(d.nlb) * lba_bytes;
+        if done < before + len {
+            let into = done - before;
+            let piece = (len - into).min(DSM_PIECE_BYTES);
+            return Some((d.slba * lba_bytes + into, piece as u32));
+        }
+        before += len;
+    }
+    None
+}
+
+/// After a piece of a multi-piece command finished with `res`: the next
+/// piece to queue, or `None` when the command is done (or failed).
+pub fn next_piece(conn: &mut Connection, op: &StorageOp, res: i32) -> Option<StorageOp> {
+    let r = &conn.reqs[op.slot as usize];
+    if res != 0 || r.sqe.opcode != io::DSM || !matches!(op.kind, StorageKind::Zero { .. }) {
+        return None;
+    }
+    let b = conn.binding.as_ref()?;
+    let ns = b.ctrl.subsys.namespace(r.sqe.nsid)?;
+    let done = r.storage_done_bytes + u64::from(op.len);
+    let (offset, len) = dsm_piece(dsm_ranges(r), ns.lba_bytes(), done)?;
+    conn.reqs[op.slot as usize].storage_done_bytes = done;
+    Some(StorageOp { offset, len, ..*op })
+}
+
+fn dataset_management(conn: &mut Connection, slot: usize, ns: &Namespace) -> Outcome {
+    let r = &conn.reqs[slot];
     let sqe = r.sqe;
     let nr = (sqe.cdw10 & 0xFF) as usize + 1;
     if nr > DSM_MAX_RANGES || r.buf.len() < nr * io::DSM_RANGE_SIZE {
@@ -226,18 +275,71 @@ fn dataset_management(r: &Request, ns: &Namespace) -> Outcome {
     if sqe.cdw11 & io::DSM_ATTR_DEALLOCATE == 0 {
         return Outcome::ok(0);
     }
-    let ranges: Vec<DsmRange> = r.buf[..nr * io::DSM_RANGE_SIZE]
-        .chunks_exact(io::DSM_RANGE_SIZE)
-        .map(DsmRange::decode)
-        .collect();
-    if ranges.iter().any(|d| !ns.in_range(d.slba, d.nlb as u64)) {
+    if dsm_ranges(r).any(|d| !ns.in_range(d.slba, d.nlb as u64)) {
         return Outcome::err(Status::LBA_RANGE);
     }
-    // Blocking fallocate (see the module comment).
-    for d in ranges.iter().filter(|d| d.nlb > 0) {
-        if let Err(e) = ns.zero(d.slba, d.nlb as u64) {
-            return io_err(e);
+    if ns.is_memory() {
+        for d in dsm_ranges(r).filter(|d| d.nlb > 0) {
+            if let Err(e) = ns.zero(d.slba, d.nlb as u64) {
+                return io_err(e);
+            }
+        }
+        return Outcome::ok(0);
+    }
+    match dsm_piece(dsm_ranges(r), ns.lba_bytes(), 0) {
+        None => Outcome::ok(0),
+        Some((offset, len)) => conn.queue_storage(StorageOp {
+            slot: slot as u16,
+            kind: StorageKind::Zero {
+                mode: ns.zero_mode(),
+            },
+            fd: ns.raw_fd(),
+            offset,
+            len,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn range(slba: u64, nlb: u32) -> DsmRange {
+        DsmRange {
+            cattr: 0,
+            nlb,
+            slba,
         }
     }
-    Outcome::ok(0)
+
+    // Pieces walk the ranges in order, skip empty ones and split a range
+    // larger than DSM_PIECE_BYTES.
+    #[test]
+    fn dsm_pieces_cover_every_range_in_order() {
+        let big_blocks = (DSM_PIECE_BYTES / 512 * 2 + 8) as u32;
+        let ranges = [
+            range(10, 4),
+            range(99, 0),
+            range(1 << 20, big_blocks),
+            range(0, 1),
+        ];
+        let mut done = 0u64;
+        let mut pieces = Vec::new();
+        while let Some((off, len)) = dsm_piece(ranges.iter().copied(), 512, done) {
+            pieces.push((off, len));
+            done += u64::from(len);
+        }
+        let big = (1u64 << 20) * 512;
+        assert_eq!(
+            pieces,
+            vec![
+                (10 * 512, 2048),
+                (big, DSM_PIECE_BYTES as u32),
+                (big + DSM_PIECE_BYTES, DSM_PIECE_BYTES as u32),
+                (big + 2 * DSM_PIECE_BYTES, 4096),
+                (0, 512),
+            ]
+        );
+        assert_eq!(dsm_piece([range(5, 0)].into_iter(), 512, 0), None);
+    }
 }

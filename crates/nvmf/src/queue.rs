@@ -217,6 +217,11 @@ impl Connection {
             .take()
             .expect("an executing request has its operation");
         let res = crate::io::zero_fallback(self, &op, res);
+        if let Some(next) = crate::io::next_piece(self, &op, res) {
+            // The command's next storage operation; it stays `Executing`.
+            self.queue_storage(next);
+            return;
+        }
         let outcome = crate::io::finish(self, op.kind, op.len, res);
         let next = self.apply(slot, outcome);
         self.reqs[slot].state = next;
@@ -421,6 +426,7 @@ impl Connection {
         r.result = 0;
         r.out_len = 0;
         r.storage = None;
+        r.storage_done_bytes = 0;
         r.buf.clear();
         if !data.is_empty() && data.len() <= sqe.dptr.length as usize {
             r.buf.assign(data);

@@ -101,6 +101,9 @@ pub struct Request {
     pub out_len: u32,
     /// The storage operation while `Executing`.
     pub storage: Option<StorageOp>,
+    /// Bytes already done of a command that runs as several storage
+    /// operations in turn (Dataset Management deallocate).
+    pub storage_done_bytes: u64,
 }
 
 impl Request {
@@ -120,6 +123,7 @@ impl Request {
             result: 0,
             out_len: 0,
             storage: None,
+            storage_done_bytes: 0,
         }
     }
 

@@ -4,7 +4,8 @@
 mod common;
 
 use common::*;
-use nvme_spec::command::io;
+use nvme_spec::command::{io, DsmRange};
+use nvme_spec::Sqe;
 use nvmf::config::NamespaceConfig;
 use nvmf::initiator::rw_sqe;
 use nvmf::namespace::Access;
@@ -90,6 +91,33 @@ fn exercise(buffered: bool) {
     let wz = q.submit(rw_sqe(io::WRITE_ZEROES, 1, 8, 8), &[], 0).unwrap();
     assert!(wz.cqe.status().is_success());
     assert_eq!(q.read(1, 8, 8).unwrap(), vec![0u8; 4096]);
+    // DSM deallocate of two ranges (one piece each on the ring) and an
+    // empty one: both ranges read back as zeroes, the block between keeps
+    // its data.
+    let before = q.read(1, 72, 1).unwrap();
+    assert_ne!(before, vec![0u8; 512], "written by the loop above");
+    let mut ranges = Vec::new();
+    for (slba, nlb) in [(64u64, 8u32), (900, 0), (73, 8)] {
+        ranges.extend_from_slice(
+            &DsmRange {
+                cattr: 0,
+                nlb,
+                slba,
+            }
+            .encode(),
+        );
+    }
+    let dsm = Sqe {
+        opcode: io::DSM,
+        nsid: 1,
+        cdw10: 2,
+        cdw11: io::DSM_ATTR_DEALLOCATE,
+        ..Default::default()
+    };
+    assert!(q.command(dsm, &ranges, 0).is_ok());
+    assert_eq!(q.read(1, 64, 8).unwrap(), vec![0u8; 4096]);
+    assert_eq!(q.read(1, 73, 8).unwrap(), vec![0u8; 4096]);
+    assert_eq!(q.read(1, 72, 1).unwrap(), before);
     srv.stop().unwrap();
     // The data is in the file itself.
     let on_disk = std::fs::read(&f.0).unwrap();

@@ -223,3 +223,51 @@ fn write_zeroes_is_a_storage_operation_with_a_written_fallback() {
     admin.release();
     std::fs::remove_file(&path).unwrap();
 }
+
+// A deallocate of several ranges runs as one storage operation per range,
+// in turn: each completion queues the next, and the response waits for the
+// last.
+#[test]
+fn dsm_deallocate_runs_its_ranges_in_turn() {
+    let path = std::env::temp_dir().join(format!("numio-sm-dsm-{}", std::process::id()));
+    std::fs::write(&path, vec![0xAAu8; 1 << 20]).unwrap();
+    let target = common::one_subsystem(NQN, &[path.to_str().unwrap()]);
+    let (mut admin, cntlid) = connect(&target, 0, CNTLID_DYNAMIC);
+    let (mut q, _) = connect(&target, 1, cntlid);
+    let mut ranges = Vec::new();
+    for (slba, nlb) in [(16u64, 2u32), (0, 0), (100, 4)] {
+        ranges.extend_from_slice(
+            &nvme_spec::command::DsmRange {
+                cattr: 0,
+                nlb,
+                slba,
+            }
+            .encode(),
+        );
+    }
+    let mut dsm = Sqe {
+        opcode: io::DSM,
+        nsid: 1,
+        cdw10: 2,
+        cdw11: io::DSM_ATTR_DEALLOCATE,
+        cid: 30,
+        ..Default::default()
+    };
+    sgl(&mut dsm, ranges.len() as u32, true);
+    q.on_bytes(&capsule(dsm, &ranges));
+    let mut seen = Vec::new();
+    while let Some((op, _)) = q.take_storage() {
+        assert!(q.take_tx().is_empty(), "no response while ranges remain");
+        assert!(matches!(op.kind, StorageKind::Zero { .. }));
+        seen.push((op.offset, op.len));
+        q.complete_storage(op.slot, 0);
+    }
+    assert_eq!(seen, vec![(16 * 512, 1024), (100 * 512, 2048)]);
+    let out = pdus(&q.take_tx());
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].1, 30);
+    assert!(out[0].3.unwrap().status().is_success());
+    q.release();
+    admin.release();
+    std::fs::remove_file(&path).unwrap();
+}

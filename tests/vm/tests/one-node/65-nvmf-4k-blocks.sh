@@ -5,7 +5,8 @@
 # kernel's nvme-tcp host sees 4096-byte sectors (blockdev --getss), the size
 # the target announced, and fio verify=crc32c passes on each. Then the host
 # zeroes the first MiB of each (blkdiscard -z: Write Zeroes commands, which
-# the target runs as IORING_OP_FALLOCATE) and reads zeroes back.
+# the target runs as IORING_OP_FALLOCATE) and deallocates the second
+# (blkdiscard: Dataset Management), and reads zeroes back from both.
 . "$(dirname "$0")/nvmf-lib.bash"
 nvmf_setup
 vm-modprobe loop >"$CHECK_OUT/modprobe-loop.log" 2>&1 ||
@@ -47,9 +48,15 @@ for i in "${!devs[@]}"; do
   blkdiscard -z -o 0 -l 1M "/dev/$d" 2>"$CHECK_OUT/wz-$nsid.err" ||
     not_ok "nsid $nsid: blkdiscard -z: $(cat "$CHECK_OUT/wz-$nsid.err")"
   expect_eq "nsid $nsid: the zeroed MiB reads back as zeroes" "$zero_mib" "$(nvmf_md5 "$d" 1)"
+  # Deallocate (DSM) of the next MiB: numio's target zeroes what it
+  # deallocates (hole punch or zero-range), so it reads back as zeroes.
+  blkdiscard -o 1M -l 1M "/dev/$d" 2>"$CHECK_OUT/dsm-$nsid.err" ||
+    not_ok "nsid $nsid: blkdiscard: $(cat "$CHECK_OUT/dsm-$nsid.err")"
+  expect_eq "nsid $nsid: the deallocated MiB reads back as zeroes" "$zero_mib" \
+    "$(dd if="/dev/$d" bs=1M skip=1 count=1 iflag=direct status=none | md5sum | cut -d' ' -f1)"
 done
 expect_eq "the loop device's backing file holds the zeroes" "$zero_mib" \
   "$(dd if=/tmp/ns4k-loop.img bs=1M count=1 status=none | md5sum | cut -d' ' -f1)"
-expect_eq "the MiB after it keeps fio's data" no \
-  "$([ "$(dd if=/tmp/ns4k-loop.img bs=1M skip=1 count=1 status=none | md5sum | cut -d' ' -f1)" = "$zero_mib" ] && echo yes || echo no)"
+expect_eq "the MiB after those keeps fio's data" no \
+  "$([ "$(dd if=/tmp/ns4k-loop.img bs=1M skip=2 count=1 status=none | md5sum | cut -d' ' -f1)" = "$zero_mib" ] && echo yes || echo no)"
 finish
