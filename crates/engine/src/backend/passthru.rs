@@ -26,8 +26,9 @@
 //! protection fault in `bio_poll` under `nvme_ns_chr_uring_cmd_iopoll`, two
 //! polled rings on one namespace).
 //!
-//! Hot path: like `uring`, one prepared SQE per slot patched from a per
-//! direction template as whole 64-bit words, copied into the ring at submit.
+//! Hot path: like `uring`, each command is patched from a per-direction
+//! template as whole 64-bit words straight into the ring's next SQE
+//! ([`DirectSq`]), and a batch is published with one tail store at submit.
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
