@@ -1,7 +1,7 @@
 //! The I/O engine.
 //!
 //! One worker per CPU, pinned, with NUMA-local buffers allocated at start-up;
-//! a small [`Backend`](backend::Backend) trait split like a hardware queue
+//! a small [`Backend`] trait split like a hardware queue
 //! (queue, submit, reap) and its backends (`uring`, `sync`, `null`, `nop`);
 //! workload generators named as fio names them; per-worker HdrHistograms
 //! merged at the end into the serializable [`result`] model.

@@ -6,7 +6,7 @@
 //! the worker's whole buffer region registered as one fixed buffer, and the
 //! ring fd registered so `io_uring_enter` skips the fd lookup.
 //!
-//! SQEs are written in place in the ring ([`DirectSq`]): `queue` patches a
+//! SQEs are written in place in the ring (`DirectSq`, `sq.rs`): `queue` patches a
 //! per-direction template into the next SQE, `submit` publishes the batch
 //! with one tail store. A NOP ring holds the NOP in every SQE from the start
 //! and writes only `user_data`.
