@@ -10,8 +10,10 @@
 //! meanwhile. Where the zeroing `fallocate` is refused, the zeroes are
 //! written with blocking calls. A Dataset Management deallocate runs the
 //! same way, one range (or [`DSM_PIECE_BYTES`] of one) at a time: each
-//! completion queues the next piece until the ranges are done. A flush of
-//! every namespace stays blocking (rare: the Linux host names one).
+//! completion queues the next piece until the ranges are done; a Flush of
+//! every namespace (NSID FFFFFFFFh) likewise syncs one namespace at a time.
+//! The reactor never blocks on storage except for RAM namespaces (memory
+//! copies) and the written-zeroes fallback.
 
 use std::os::fd::RawFd;
 
@@ -24,6 +26,9 @@ use crate::request::{Outcome, Request};
 
 /// Most ranges one DSM command may carry.
 pub const DSM_MAX_RANGES: usize = 256;
+
+/// The NSID of a Flush that covers every namespace.
+pub const FLUSH_ALL: u32 = 0xFFFF_FFFF;
 
 /// Largest piece of a deallocate range given to one storage operation.
 pub const DSM_PIECE_BYTES: u64 = 1 << 30;
@@ -70,15 +75,18 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
         .ctrl
         .clone();
     let sqe = conn.reqs[slot].sqe;
-    if sqe.opcode == io::FLUSH && sqe.nsid == 0xFFFF_FFFF {
-        // Flush of every namespace: rare (the Linux host names one), so
-        // blocking fdatasync calls rather than one operation per namespace.
-        for ns in &ctrl.subsys.namespaces {
-            if ns.flush().is_err() {
-                return Outcome::err(Status::INTERNAL_ERROR);
-            }
-        }
-        return Outcome::ok(0);
+    if sqe.opcode == io::FLUSH && sqe.nsid == FLUSH_ALL {
+        // One fdatasync per file or block device namespace, in turn.
+        return match flush_all_target(&ctrl.subsys.namespaces, 0) {
+            None => Outcome::ok(0),
+            Some(fd) => conn.queue_storage(StorageOp {
+                slot: slot as u16,
+                kind: StorageKind::Flush,
+                fd,
+                offset: 0,
+                len: 0,
+            }),
+        };
     }
     let Some(ns) = ctrl.subsys.namespace(sqe.nsid) else {
         return Outcome::err(Status::INVALID_NS);
@@ -250,18 +258,37 @@ pub fn dsm_piece(
     None
 }
 
+/// The descriptor of the `n`th namespace a Flush of every namespace must
+/// sync (files and block devices; RAM needs none), if there is one.
+fn flush_all_target(namespaces: &[std::sync::Arc<Namespace>], n: u64) -> Option<RawFd> {
+    namespaces
+        .iter()
+        .filter(|ns| !ns.is_memory())
+        .nth(n as usize)
+        .map(|ns| ns.raw_fd())
+}
+
 /// After a piece of a multi-piece command finished with `res`: the next
 /// piece to queue, or `None` when the command is done (or failed).
 pub fn next_piece(conn: &mut Connection, op: &StorageOp, res: i32) -> Option<StorageOp> {
     let r = &conn.reqs[op.slot as usize];
-    if res != 0 || r.sqe.opcode != io::DSM || !matches!(op.kind, StorageKind::Zero { .. }) {
+    if res != 0 {
         return None;
     }
     let b = conn.binding.as_ref()?;
+    if r.sqe.opcode == io::FLUSH && r.sqe.nsid == FLUSH_ALL {
+        let done = r.storage_progress + 1;
+        let fd = flush_all_target(&b.ctrl.subsys.namespaces, done)?;
+        conn.reqs[op.slot as usize].storage_progress = done;
+        return Some(StorageOp { fd, ..*op });
+    }
+    if r.sqe.opcode != io::DSM || !matches!(op.kind, StorageKind::Zero { .. }) {
+        return None;
+    }
     let ns = b.ctrl.subsys.namespace(r.sqe.nsid)?;
-    let done = r.storage_done_bytes + u64::from(op.len);
+    let done = r.storage_progress + u64::from(op.len);
     let (offset, len) = dsm_piece(dsm_ranges(r), ns.lba_bytes(), done)?;
-    conn.reqs[op.slot as usize].storage_done_bytes = done;
+    conn.reqs[op.slot as usize].storage_progress = done;
     Some(StorageOp { offset, len, ..*op })
 }
 

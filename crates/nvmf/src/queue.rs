@@ -426,7 +426,7 @@ impl Connection {
         r.result = 0;
         r.out_len = 0;
         r.storage = None;
-        r.storage_done_bytes = 0;
+        r.storage_progress = 0;
         r.buf.clear();
         if !data.is_empty() && data.len() <= sqe.dptr.length as usize {
             r.buf.assign(data);

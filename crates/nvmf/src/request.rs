@@ -101,9 +101,10 @@ pub struct Request {
     pub out_len: u32,
     /// The storage operation while `Executing`.
     pub storage: Option<StorageOp>,
-    /// Bytes already done of a command that runs as several storage
-    /// operations in turn (Dataset Management deallocate).
-    pub storage_done_bytes: u64,
+    /// How far a command that runs as several storage operations in turn
+    /// has got: bytes deallocated (Dataset Management), namespaces flushed
+    /// (a Flush of every namespace).
+    pub storage_progress: u64,
 }
 
 impl Request {
@@ -123,7 +124,7 @@ impl Request {
             result: 0,
             out_len: 0,
             storage: None,
-            storage_done_bytes: 0,
+            storage_progress: 0,
         }
     }
 

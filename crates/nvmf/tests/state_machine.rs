@@ -271,3 +271,58 @@ fn dsm_deallocate_runs_its_ranges_in_turn() {
     admin.release();
     std::fs::remove_file(&path).unwrap();
 }
+
+// A Flush of every namespace syncs each file or block device namespace in
+// turn on the reactor (RAM needs none) and answers after the last.
+#[test]
+fn flush_of_every_namespace_syncs_them_in_turn() {
+    let dir = std::env::temp_dir();
+    let paths: Vec<_> = (0..2)
+        .map(|i| dir.join(format!("numio-sm-fl{i}-{}", std::process::id())))
+        .collect();
+    for p in &paths {
+        std::fs::write(p, vec![0u8; 1 << 20]).unwrap();
+    }
+    let specs = [
+        paths[0].to_str().unwrap(),
+        "mem:1M",
+        paths[1].to_str().unwrap(),
+    ];
+    let target = common::one_subsystem(NQN, &specs);
+    let (mut admin, cntlid) = connect(&target, 0, CNTLID_DYNAMIC);
+    let (mut q, _) = connect(&target, 1, cntlid);
+    let flush = Sqe {
+        opcode: io::FLUSH,
+        nsid: 0xFFFF_FFFF,
+        cid: 40,
+        ..Default::default()
+    };
+    q.on_bytes(&capsule(flush, &[]));
+    let mut fds = Vec::new();
+    while let Some((op, _)) = q.take_storage() {
+        assert!(
+            q.take_tx().is_empty(),
+            "no response while namespaces remain"
+        );
+        assert_eq!(op.kind, StorageKind::Flush);
+        fds.push(op.fd);
+        q.complete_storage(op.slot, 0);
+    }
+    assert_eq!(fds.len(), 2, "the two file namespaces, not the RAM one");
+    assert_ne!(fds[0], fds[1]);
+    let out = pdus(&q.take_tx());
+    assert_eq!((out.len(), out[0].1), (1, 40));
+    assert!(out[0].3.unwrap().status().is_success());
+    // A failed sync fails the command without going on.
+    q.on_bytes(&capsule(flush, &[]));
+    let (op, _) = q.take_storage().unwrap();
+    q.complete_storage(op.slot, -libc::EIO);
+    assert!(q.take_storage().is_none());
+    let out = pdus(&q.take_tx());
+    assert!(!out[0].3.unwrap().status().is_success());
+    q.release();
+    admin.release();
+    for p in &paths {
+        std::fs::remove_file(p).unwrap();
+    }
+}
