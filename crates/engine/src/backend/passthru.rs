@@ -28,7 +28,8 @@
 //!
 //! Hot path: like `uring`, each command is patched from a per-direction
 //! template as whole 64-bit words straight into the ring's next SQE
-//! (`DirectSq`, `sq.rs`), and a batch is published with one tail store at submit.
+//! (`DirectSq`, `sq.rs`), and a batch is published with one tail store at
+//! submit.
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};

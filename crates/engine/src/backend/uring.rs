@@ -6,9 +6,9 @@
 //! the worker's whole buffer region registered as one fixed buffer, and the
 //! ring fd registered so `io_uring_enter` skips the fd lookup.
 //!
-//! SQEs are written in place in the ring (`DirectSq`, `sq.rs`): `queue` patches a
-//! per-direction template into the next SQE, `submit` publishes the batch
-//! with one tail store. A NOP ring holds the NOP in every SQE from the start
+//! SQEs are written in place in the ring (`DirectSq`, `sq.rs`): `queue`
+//! patches a per-direction template into the next SQE, `submit` publishes
+//! the batch with one tail store. A NOP ring holds the NOP in every SQE from the start
 //! and writes only `user_data`.
 //!
 //! Timing model (fio's): `submit` enters the kernel without waiting (with
@@ -284,6 +284,7 @@ impl Backend for UringBackend {
         if self.nop {
             // Every SQE of a NOP ring already is the NOP template (laid
             // down at construction, never overwritten otherwise).
+            debug_assert_eq!(words[..4], self.templates[Dir::Read as usize][..4]);
             words[4] = u64::from(io.slot);
         } else {
             *words = patch_sqe(&self.templates[io.dir as usize], &io);
@@ -300,7 +301,9 @@ impl Backend for UringBackend {
         debug_assert!(self.staged as usize + n <= self.depth as usize);
         let tag = u64::from(io.slot);
         for i in 0..n as u32 {
-            self.sq.entry(self.staged + i)[4] = tag;
+            let words = self.sq.entry(self.staged + i);
+            debug_assert_eq!(words[..4], self.templates[Dir::Read as usize][..4]);
+            words[4] = tag;
         }
         self.staged += n as u32;
     }
