@@ -106,28 +106,23 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
             if !ns.in_range(sqe.slba(), nlb) {
                 return Outcome::err(Status::LBA_RANGE);
             }
-            if ns.is_memory() {
-                return ns
+            // At most 65536 blocks: a u32 of bytes for blocks up to 4 KiB,
+            // which every namespace here has.
+            match u32::try_from(nlb * ns.lba_bytes()) {
+                Ok(len) if !ns.is_memory() => conn.queue_storage(StorageOp {
+                    slot: slot as u16,
+                    kind: StorageKind::Zero {
+                        mode: ns.zero_mode(),
+                    },
+                    fd: ns.raw_fd(),
+                    offset: sqe.slba() * ns.lba_bytes(),
+                    len,
+                }),
+                // RAM, or a range too long for one operation: zeroed at once.
+                _ => ns
                     .zero(sqe.slba(), nlb)
-                    .map_or_else(io_err, |_| Outcome::ok(0));
+                    .map_or_else(io_err, |_| Outcome::ok(0)),
             }
-            // At most 65536 blocks of at most 64 KiB: fits a u32 when the
-            // block is 4 KiB or less, which every namespace here is.
-            let len = nlb * ns.lba_bytes();
-            let Ok(len) = u32::try_from(len) else {
-                return ns
-                    .zero(sqe.slba(), nlb)
-                    .map_or_else(io_err, |_| Outcome::ok(0));
-            };
-            conn.queue_storage(StorageOp {
-                slot: slot as u16,
-                kind: StorageKind::Zero {
-                    mode: ns.zero_mode(),
-                },
-                fd: ns.raw_fd(),
-                offset: sqe.slba() * ns.lba_bytes(),
-                len,
-            })
         }
         io::DSM => dataset_management(conn, slot, ns),
         _ => Outcome::err(Status::INVALID_OPCODE),

@@ -163,10 +163,9 @@ pub struct PassthruBackend {
     /// The ring's submission queue, written in place: `queue` patches a
     /// template into the next free SQE, `submit` publishes the batch.
     sq: DirectSq<16>,
-    /// SQEs written since the last submit.
+    /// SQEs written since the last submit (at most the depth, which is
+    /// `slot_len.len()`).
     staged: u32,
-    /// The most SQEs one batch may stage (the depth).
-    depth: u32,
     /// Read and write SQEs with user_data, addr, data_len, SLBA and NLB zero.
     templates: [[u64; 16]; 2],
     /// Bytes of the I/O in each slot (a successful command reports 0).
@@ -256,7 +255,6 @@ impl PassthruBackend {
             enter,
             sq,
             staged: 0,
-            depth: slots as u32,
             templates: [[0; 16]; 2],
             slot_len: vec![0; slots],
             features,
@@ -499,7 +497,10 @@ impl Backend for PassthruBackend {
         debug_assert!(io.len_bytes >> self.lba_shift >= 1);
         debug_assert!(io.len_bytes >> self.lba_shift <= 1 << 16);
         self.slot_len[io.slot as usize] = io.len_bytes;
-        debug_assert!(self.staged < self.depth, "more I/Os queued than the depth");
+        debug_assert!(
+            (self.staged as usize) < self.slot_len.len(),
+            "more I/Os queued than the depth"
+        );
         let t = &self.templates[io.dir as usize];
         *self.sq.entry(self.staged) = patch_sqe(t, &io, self.lba_shift, self.buf_index_mask);
         self.staged += 1;
