@@ -52,6 +52,22 @@ print(f'{iops:.0f} {per_cpu:.0f} {p50} {t["latency"]["lat"]["mean_ns"]:.0f}')
 PY
 }
 
+# user_us FILE -> the tool's user-space CPU per I/O in µs (fio's usr_cpu,
+# numio's cpu_usage.user_ns), from fio's or numio's JSON.
+user_us() {
+  python3 - "$1" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+if "jobs" in j:
+    job = j["jobs"][0]
+    iops = job["read"]["iops"] + job["write"]["iops"]
+    print(f'{job["usr_cpu"] / 100.0 / iops * 1e6 if iops else 0:.4f}')
+else:
+    ops = j["total"]["ops"]
+    print(f'{j["cpu_usage"]["user_ns"] / 1e3 / ops if ops else 0:.4f}')
+PY
+}
+
 # cpu_ticks CPU -> "busy total": the CPU's jiffies from /proc/stat, to take
 # before and after a run. total is user through steal (guest time is already
 # in user); busy leaves out idle, iowait and steal (time the hypervisor gave
@@ -66,11 +82,15 @@ busy_between() {
 }
 
 # table TITLE REF_NAME REF_FILE NUMIO_FILE [NUMIO_NAME]: medians of the runs and ratios.
-# Each file holds one "iops per_cpu p50 lat_mean [core_busy]" line per run.
-# With core_busy (the benchmark CPU's busy fraction, from cpu_ticks), it also
-# splits each side's CPU time per I/O into its own thread and the rest of the
-# core (the kernel's I/O threads), and says what 1.15x the reference's IOPS
-# would leave the tool per I/O.
+# Each file holds one "iops per_cpu p50 lat_mean [core_busy [user_us]]" line
+# per run. With core_busy (the benchmark CPU's busy fraction, from cpu_ticks),
+# it also splits each side's CPU time per I/O into its own thread and the
+# rest of the core (the kernel's I/O threads), and says what 1.15x the
+# reference's IOPS would leave the tool per I/O. With user_us (user_us
+# above), it splits the own thread into user space and kernel, and gives
+# the bound that matters: the ratio a tool with no user-space cost at all
+# would reach, paying the kernel what numio's thread pays and what the
+# reference's kernel threads cost.
 table() {
   python3 - "$@" <<'PY'
 import sys, statistics as st
@@ -98,16 +118,27 @@ if len(ref) > 4 and len(num) > 4 and ref[0] and num[0] and ref[1] and num[1]:
         own_us = 1e6 / side[1]
         rest_us = 1e6 * side[4] / side[0] - own_us
         return own_us, rest_us
+    users = len(ref) > 5 and len(num) > 5
     print()
-    print("| side | core busy | own thread µs per I/O | rest of the core µs per I/O |")
-    print("|---|---:|---:|---:|")
+    if users:
+        print("| side | core busy | own thread µs per I/O | of which user space | rest of the core µs per I/O |")
+        print("|---|---:|---:|---:|---:|")
+    else:
+        print("| side | core busy | own thread µs per I/O | rest of the core µs per I/O |")
+        print("|---|---:|---:|---:|")
     for name, side in ((ref_name, ref), (numio_name, num)):
         own, rest = split(side)
-        print(f"| {name} | {100 * side[4]:.0f} % | {own:.3f} | {rest:.3f} |")
+        user = f" {side[5]:.3f} |" if users else ""
+        print(f"| {name} | {100 * side[4]:.0f} % | {own:.3f} |{user} {rest:.3f} |")
     own_ref, rest_ref = split(ref)
     budget = 1e6 / (1.15 * ref[0]) - rest_ref
     print(f"\n1.15x {ref_name}'s IOPS on a saturated core, at {ref_name}'s rest-of-core cost, "
-          f"leaves the tool {budget:.3f} µs per I/O (its own thread: {split(num)[0]:.3f}; "
-          f"a tool that cost nothing would reach {1e6 / rest_ref / ref[0]:.2f}x).")
+          f"leaves the tool {budget:.3f} µs per I/O (its own thread: {split(num)[0]:.3f}).")
+    if users:
+        kernel_own = split(num)[0] - num[5]
+        bound = (own_ref + rest_ref) / (kernel_own + rest_ref)
+        print(f"Bound: a tool with no user-space cost, whose thread pays the kernel what {numio_name}'s "
+              f"does ({kernel_own:.3f} µs per I/O), at {ref_name}'s rest-of-core cost, would reach "
+              f"{bound:.3f}x {ref_name}'s IOPS.")
 PY
 }

@@ -73,9 +73,9 @@ compare() { # NAME DEV QD
   for i in $(seq "$REPEATS"); do
     local t0 t1
     t0=$(cpu_ticks "$CPU"); fio_run "$2" "$3" "$RESULTS/fio.$tag.$i.json"; t1=$(cpu_ticks "$CPU")
-    echo "$(fio_stats "$RESULTS/fio.$tag.$i.json") $(busy_between "$t0" "$t1")" >> "$RESULTS/fio.$tag.txt"
+    echo "$(fio_stats "$RESULTS/fio.$tag.$i.json") $(busy_between "$t0" "$t1") $(user_us "$RESULTS/fio.$tag.$i.json")" >> "$RESULTS/fio.$tag.txt"
     t0=$(cpu_ticks "$CPU"); numio_run "$2" "$3" "$RESULTS/numio.$tag.$i.json"; t1=$(cpu_ticks "$CPU")
-    echo "$(numio_stats "$RESULTS/numio.$tag.$i.json") $(busy_between "$t0" "$t1")" >> "$RESULTS/numio.$tag.txt"
+    echo "$(numio_stats "$RESULTS/numio.$tag.$i.json") $(busy_between "$t0" "$t1") $(user_us "$RESULTS/numio.$tag.$i.json")" >> "$RESULTS/numio.$tag.txt"
   done
   table "$1 ($2), 4k randread, QD $3, CPU $CPU, ${RUNTIME}s" "fio io_uring" "$RESULTS/fio.$tag.txt" "$RESULTS/numio.$tag.txt"
 }

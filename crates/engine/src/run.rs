@@ -12,7 +12,7 @@ use topology::CpuId;
 use crate::backend::tcp::NvmeTcp;
 use crate::backend::{
     Backend, BackendKind, NullBackend, NvmeNamespace, PassthruBackend, SyncBackend, TcpBackend,
-    TcpOptions, UringBackend, UringOptions,
+    TcpOptions, UringBackend, UringOptions, UringSetup,
 };
 use crate::env;
 use crate::error::EngineError;
@@ -557,11 +557,17 @@ fn worker_setup_and_run(
         ),
         BackendKind::Uring | BackendKind::Nop => {
             let region = (buf.as_ptr(), buf.len_bytes());
+            let (uring, note) = if taskrun_trial_applies(spec) {
+                taskrun_trial(fd, region, &res)?
+            } else {
+                (spec.uring.clone(), None)
+            };
+            notes.extend(note);
             let b = UringBackend::new(
                 fd,
                 depth as u32,
                 region,
-                &spec.uring,
+                &uring,
                 spec.kind == BackendKind::Nop,
             )
             .map_err(|source| EngineError::Backend {
@@ -616,6 +622,129 @@ fn worker_setup_and_run(
         features,
         notes,
     })
+}
+
+/// Length of one slice of the task-run trial; the trial runs four.
+const TRIAL_SLICE_NS: u64 = 100_000_000;
+
+/// Whether an `auto` io_uring set-up is settled by a trial
+/// ([`taskrun_trial`]): I/O on a ring of our own (not NOP, SQPOLL or
+/// IOPOLL, where task work does not decide the rate), no verify pattern
+/// (the trial's writes would break it), no rate cap (the rates would tie),
+/// and only in a time-based run: a benchmark, where 0.4 s more of the
+/// same I/O is what the user asked for anyway (a run bounded by size or
+/// I/O count gets exactly those I/Os, and the usual fallback chain).
+fn taskrun_trial_applies(spec: &JobSpec) -> bool {
+    let w = &spec.workload;
+    spec.kind == BackendKind::Uring
+        && spec.uring.setup == UringSetup::Auto
+        && spec.uring.sqpoll_idle_ms.is_none()
+        && !spec.uring.iopoll
+        && !spec.verify
+        && spec.limits.rate_iops.is_none()
+        && w.time_based
+}
+
+/// Settles an `auto` task-run set-up by measuring. Which of DEFER_TASKRUN
+/// and COOP_TASKRUN serves a target faster depends on where its completions
+/// come from, not on the kernel alone: reads punted to io-wq (zram) want
+/// DEFER_TASKRUN, which wakes the waiter once per batch instead of once per
+/// completion, while completions from a helper thread on the same CPU
+/// (a loop device's kworker and ksoftirqd) ran up to a fifth faster with
+/// COOP_TASKRUN on this project's test machine. So the worker runs its own
+/// workload on each for four 100 ms slices (DEFER, COOP, COOP, DEFER, so a
+/// drift cancels), keeps the faster, and says so in a note. Where the kernel
+/// grants neither both, the usual fallback chain decides.
+fn taskrun_trial(
+    fd: i32,
+    region: (*mut u8, usize),
+    r: &Resources<'_>,
+) -> Result<(UringOptions, Option<String>), EngineError> {
+    let spec = r.spec;
+    let w = &spec.workload;
+    let order = [
+        UringSetup::DeferTaskrun,
+        UringSetup::CoopTaskrun,
+        UringSetup::CoopTaskrun,
+        UringSetup::DeferTaskrun,
+    ];
+    let mut ops = [0u64; 2];
+    let mut ns = [0u64; 2];
+    for setup in order {
+        let mut opts = spec.uring.clone();
+        opts.setup = setup;
+        let b = UringBackend::new(fd, w.iodepth, region, &opts, false).map_err(|source| {
+            EngineError::Backend {
+                backend: spec.kind.name(),
+                path: spec.path.clone(),
+                what: "io_uring set-up (task-run trial)".into(),
+                source,
+            }
+        })?;
+        let wanted = match setup {
+            UringSetup::DeferTaskrun => "DEFER_TASKRUN",
+            _ => "COOP_TASKRUN",
+        };
+        if !b.features.iter().any(|f| f == wanted) {
+            // The kernel refused one of the two: nothing to choose between.
+            return Ok((spec.uring.clone(), None));
+        }
+        let limits = LoopLimits {
+            ramp_ns: 0,
+            runtime_ns: Some(TRIAL_SLICE_NS),
+            max_ios: u64::MAX,
+            max_bytes: u64::MAX,
+            rate_iops: None,
+            batch_complete_min: spec.limits.batch_complete_min,
+        };
+        let progress = WorkerProgress::default();
+        let gen = IoGen::new(
+            w,
+            spec.region.start_bytes,
+            spec.region.len_bytes,
+            spec.region.align_bytes,
+            spec.job,
+        );
+        let wl = WorkerLoop::new(
+            b,
+            gen,
+            w.iodepth as usize,
+            r.buf.as_ptr(),
+            r.slot_bytes,
+            None,
+            limits,
+            &r.ctl.stop,
+            &progress,
+        );
+        let out = wl.run().map_err(|source| EngineError::Backend {
+            backend: spec.kind.name(),
+            path: spec.path.clone(),
+            what: "I/O loop (task-run trial)".into(),
+            source,
+        })?;
+        let i = usize::from(setup == UringSetup::CoopTaskrun);
+        ops[i] += out.stats.ops[0] + out.stats.ops[1];
+        ns[i] += out.runtime_ns;
+    }
+    let rate = |i: usize| ops[i] as f64 * 1e9 / ns[i].max(1) as f64;
+    let (defer, coop) = (rate(0), rate(1));
+    let (setup, name) = if coop > defer {
+        (UringSetup::CoopTaskrun, "COOP_TASKRUN")
+    } else {
+        (UringSetup::DeferTaskrun, "DEFER_TASKRUN")
+    };
+    let mut opts = spec.uring.clone();
+    opts.setup = setup;
+    let note = format!(
+        "job {} of {}: io_uring task-run mode {name}, chosen by a {} ms trial \
+         (DEFER_TASKRUN {:.0} IOPS, COOP_TASKRUN {:.0} IOPS); --uring-setup defer or coop fixes it",
+        spec.job,
+        spec.path,
+        order.len() as u64 * TRIAL_SLICE_NS / 1_000_000,
+        defer,
+        coop
+    );
+    Ok((opts, Some(note)))
 }
 
 /// Waits for every worker to be ready, then runs the loop on backend `b`.
