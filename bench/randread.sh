@@ -12,6 +12,7 @@
 # Env: CPU (default 1), RUNTIME seconds (5), REPEATS (3), SIZE_MB (1024),
 # DEVICES ("zram loop"), QDS ("128 1").
 source "$(dirname "$0")/lib.sh"
+[ "${RUNTIME:-5}" -ge 3 ] || { echo "bench/randread.sh needs RUNTIME >= 3 (it samples the core from 1 s in)" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "bench/randread.sh needs root (zram and loop set-up)" >&2; exit 2; }
 SIZE_MB="${SIZE_MB:-1024}"
 ZRAM=""; LOOP=""; MNT=""
@@ -68,14 +69,29 @@ numio_run() { # DEV QD OUT [EXTRA FLAGS...]
       --cpus "$CPU" --runtime "$RUNTIME" --json "$@" > "$out"
 }
 
+# sampled CMD...: runs CMD and prints the benchmark CPU's busy fraction over
+# the steady part of its run only, from 1 s after the start to 0.5 s before
+# the planned end (both tools are measuring by then: numio's 0.4 s task-run
+# trial and fio's start-up are over). Sampling the whole process lifetime
+# instead would count each tool's start-up and exit, which are not equally
+# busy, into the per-I/O split.
+sampled() {
+  local t0 t1 pid
+  "$@" & pid=$!
+  sleep 1; t0=$(cpu_ticks "$CPU")
+  sleep "$(python3 -c "print(max($RUNTIME - 1.5, 0.5))")"; t1=$(cpu_ticks "$CPU")
+  wait "$pid"
+  busy_between "$t0" "$t1"
+}
+
 compare() { # NAME DEV QD
   local tag="$1-qd$3"; tag="${tag// /_}"
   for i in $(seq "$REPEATS"); do
-    local t0 t1
-    t0=$(cpu_ticks "$CPU"); fio_run "$2" "$3" "$RESULTS/fio.$tag.$i.json"; t1=$(cpu_ticks "$CPU")
-    echo "$(fio_stats "$RESULTS/fio.$tag.$i.json") $(busy_between "$t0" "$t1") $(user_us "$RESULTS/fio.$tag.$i.json")" >> "$RESULTS/fio.$tag.txt"
-    t0=$(cpu_ticks "$CPU"); numio_run "$2" "$3" "$RESULTS/numio.$tag.$i.json"; t1=$(cpu_ticks "$CPU")
-    echo "$(numio_stats "$RESULTS/numio.$tag.$i.json") $(busy_between "$t0" "$t1") $(user_us "$RESULTS/numio.$tag.$i.json")" >> "$RESULTS/numio.$tag.txt"
+    local busy
+    busy=$(sampled fio_run "$2" "$3" "$RESULTS/fio.$tag.$i.json")
+    echo "$(fio_stats "$RESULTS/fio.$tag.$i.json") $busy $(user_us "$RESULTS/fio.$tag.$i.json")" >> "$RESULTS/fio.$tag.txt"
+    busy=$(sampled numio_run "$2" "$3" "$RESULTS/numio.$tag.$i.json")
+    echo "$(numio_stats "$RESULTS/numio.$tag.$i.json") $busy $(user_us "$RESULTS/numio.$tag.$i.json")" >> "$RESULTS/numio.$tag.txt"
   done
   table "$1 ($2), 4k randread, QD $3, CPU $CPU, ${RUNTIME}s" "fio io_uring" "$RESULTS/fio.$tag.txt" "$RESULTS/numio.$tag.txt"
 }

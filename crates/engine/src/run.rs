@@ -631,9 +631,11 @@ const TRIAL_SLICE_NS: u64 = 100_000_000;
 /// ([`taskrun_trial`]): I/O on a ring of our own (not NOP, SQPOLL or
 /// IOPOLL, where task work does not decide the rate), no verify pattern
 /// (the trial's writes would break it), no rate cap (the rates would tie),
-/// and only in a time-based run: a benchmark, where 0.4 s more of the
-/// same I/O is what the user asked for anyway (a run bounded by size or
-/// I/O count gets exactly those I/Os, and the usual fallback chain).
+/// only in a time-based run: a benchmark, where 0.4 s more of the same
+/// I/O is what the user asked for anyway (a run bounded by size or I/O
+/// count gets exactly those I/Os, and the usual fallback chain), and only
+/// with O_DIRECT (buffered, the trial would warm the page cache for the
+/// measured run).
 fn taskrun_trial_applies(spec: &JobSpec) -> bool {
     let w = &spec.workload;
     spec.kind == BackendKind::Uring
@@ -643,6 +645,7 @@ fn taskrun_trial_applies(spec: &JobSpec) -> bool {
         && !spec.verify
         && spec.limits.rate_iops.is_none()
         && w.time_based
+        && w.direct
 }
 
 /// Settles an `auto` task-run set-up by measuring. Which of DEFER_TASKRUN
@@ -670,7 +673,10 @@ fn taskrun_trial(
     ];
     let mut ops = [0u64; 2];
     let mut ns = [0u64; 2];
-    for setup in order {
+    for (slice, setup) in order.into_iter().enumerate() {
+        // Each slice draws its own offsets, none of them the measured run's.
+        let mut tw = w.clone();
+        tw.randseed = w.randseed ^ 0x7472_6961_6c00_0000 ^ (slice as u64 + 1);
         let mut opts = spec.uring.clone();
         opts.setup = setup;
         let b = UringBackend::new(fd, w.iodepth, region, &opts, false).map_err(|source| {
@@ -699,7 +705,7 @@ fn taskrun_trial(
         };
         let progress = WorkerProgress::default();
         let gen = IoGen::new(
-            w,
+            &tw,
             spec.region.start_bytes,
             spec.region.len_bytes,
             spec.region.align_bytes,

@@ -12,15 +12,29 @@ fn uring_available() -> bool {
     io_uring::IoUring::new(4).is_ok()
 }
 
-/// A time-based 4 KiB randread of `ms` milliseconds (buffered: the temp
-/// dir's filesystem may refuse O_DIRECT, and the trial does not care).
+/// A time-based O_DIRECT 4 KiB randread of `ms` milliseconds.
 fn timed(ms: u64) -> Workload {
     Workload {
         runtime_ns: Some(ms * 1_000_000),
         time_based: true,
-        direct: false,
+        direct: true,
         ..bounded(RwMode::RandRead, 4096, 16)
     }
+}
+
+/// Whether `f` can be opened with O_DIRECT (the trial needs it; tmpfs
+/// before Linux 6.6 refuses it).
+fn direct_ok(f: &TempFile) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let ok = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(f.path_str())
+        .is_ok();
+    if !ok {
+        eprintln!("skipping: the temp dir refuses O_DIRECT");
+    }
+    ok
 }
 
 fn opts(setup: UringSetup) -> RunOptions {
@@ -51,6 +65,9 @@ fn auto_runs_a_trial_per_job_and_keeps_the_faster_mode() {
         return;
     }
     let f = TempFile::new("trial", 8 << 20, 0x3c);
+    if !direct_ok(&f) {
+        return;
+    }
     let r = engine::run(
         &placement(&f.path_str(), timed(300), 2),
         &opts(UringSetup::Auto),
@@ -109,6 +126,9 @@ fn explicit_setups_and_bounded_runs_get_no_trial() {
         return;
     }
     let f = TempFile::new("notrial", 4 << 20, 0x3c);
+    if !direct_ok(&f) {
+        return;
+    }
     for setup in [
         UringSetup::DeferTaskrun,
         UringSetup::CoopTaskrun,
@@ -123,8 +143,7 @@ fn explicit_setups_and_bounded_runs_get_no_trial() {
         assert!(trial_notes(&r.environment.notes).is_empty(), "{setup:?}");
     }
     // Bounded by size: exactly the file's I/Os, no extra trial reads.
-    let mut w = bounded(RwMode::RandRead, 4096, 16);
-    w.direct = false;
+    let w = bounded(RwMode::RandRead, 4096, 16);
     let r = engine::run(
         &placement(&f.path_str(), w, 1),
         &opts(UringSetup::Auto),
@@ -136,6 +155,16 @@ fn explicit_setups_and_bounded_runs_get_no_trial() {
     // A rate cap would make both modes tie.
     let mut w = timed(100);
     w.rate_iops = Some(1000);
+    let r = engine::run(
+        &placement(&f.path_str(), w, 1),
+        &opts(UringSetup::Auto),
+        &mut |_| {},
+    )
+    .expect("run");
+    assert!(trial_notes(&r.environment.notes).is_empty());
+    // Buffered: the trial would warm the page cache for the measured run.
+    let mut w = timed(100);
+    w.direct = false;
     let r = engine::run(
         &placement(&f.path_str(), w, 1),
         &opts(UringSetup::Auto),
