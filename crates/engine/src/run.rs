@@ -506,6 +506,52 @@ struct Resources<'a> {
     progress: &'a WorkerProgress,
 }
 
+impl<'a> Resources<'a> {
+    /// This worker's loop over backend `b`, running workload `w` (the job's,
+    /// or a trial's) within `limits`, publishing to `progress`.
+    fn worker_loop<'p, B: Backend>(
+        &self,
+        b: B,
+        w: &planner::Workload,
+        verify_seed: Option<u64>,
+        limits: LoopLimits,
+        progress: &'p WorkerProgress,
+    ) -> WorkerLoop<'p, B>
+    where
+        'a: 'p,
+    {
+        let spec = self.spec;
+        let gen = IoGen::new(
+            w,
+            spec.region.start_bytes,
+            spec.region.len_bytes,
+            spec.region.align_bytes,
+            spec.job,
+        );
+        WorkerLoop::new(
+            b,
+            gen,
+            w.iodepth as usize,
+            self.buf.as_ptr(),
+            self.slot_bytes,
+            verify_seed,
+            limits,
+            &self.ctl.stop,
+            progress,
+        )
+    }
+
+    /// A failure of this worker's I/O loop (`what`: which loop).
+    fn loop_error(&self, what: &str, source: std::io::Error) -> EngineError {
+        EngineError::Backend {
+            backend: self.spec.kind.name(),
+            path: self.spec.path.clone(),
+            what: what.into(),
+            source,
+        }
+    }
+}
+
 fn worker_setup_and_run(
     spec: &JobSpec,
     ctl: &Control,
@@ -704,30 +750,10 @@ fn taskrun_trial(
             batch_complete_min: spec.limits.batch_complete_min,
         };
         let progress = WorkerProgress::default();
-        let gen = IoGen::new(
-            &tw,
-            spec.region.start_bytes,
-            spec.region.len_bytes,
-            spec.region.align_bytes,
-            spec.job,
-        );
-        let wl = WorkerLoop::new(
-            b,
-            gen,
-            w.iodepth as usize,
-            r.buf.as_ptr(),
-            r.slot_bytes,
-            None,
-            limits,
-            &r.ctl.stop,
-            &progress,
-        );
-        let out = wl.run().map_err(|source| EngineError::Backend {
-            backend: spec.kind.name(),
-            path: spec.path.clone(),
-            what: "I/O loop (task-run trial)".into(),
-            source,
-        })?;
+        let out = r
+            .worker_loop(b, &tw, None, limits, &progress)
+            .run()
+            .map_err(|e| r.loop_error("I/O loop (task-run trial)", e))?;
         let i = usize::from(setup == UringSetup::CoopTaskrun);
         ops[i] += out.stats.ops[0] + out.stats.ops[1];
         ns[i] += out.runtime_ns;
@@ -760,34 +786,17 @@ fn run_generic<B: Backend>(
     gate: &mut StartGate<'_>,
 ) -> Result<LoopOutput, EngineError> {
     let spec = r.spec;
-    let w = &spec.workload;
-    let gen = IoGen::new(
-        w,
-        spec.region.start_bytes,
-        spec.region.len_bytes,
-        spec.region.align_bytes,
-        spec.job,
-    );
-    let wl = WorkerLoop::new(
+    let wl = r.worker_loop(
         b,
-        gen,
-        w.iodepth as usize,
-        r.buf.as_ptr(),
-        r.slot_bytes,
+        &spec.workload,
         spec.verify.then_some(VERIFY_SEED),
         spec.limits,
-        &r.ctl.stop,
         r.progress,
     );
     if !gate.pass() {
         return Err(EngineError::Aborted);
     }
-    wl.run().map_err(|source| EngineError::Backend {
-        backend: spec.kind.name(),
-        path: spec.path.clone(),
-        what: "I/O loop".into(),
-        source,
-    })
+    wl.run().map_err(|e| r.loop_error("I/O loop", e))
 }
 
 /// Fills the buffers with incompressible bytes so written data is not all

@@ -5,12 +5,8 @@
 mod common;
 
 use common::{bounded, placement, TempFile};
-use engine::{BackendKind, RunOptions, UringOptions, UringSetup};
+use engine::{BackendKind, RunOptions, RunResult, UringOptions, UringSetup};
 use planner::{RwMode, Workload};
-
-fn uring_available() -> bool {
-    io_uring::IoUring::new(4).is_ok()
-}
 
 /// A time-based O_DIRECT 4 KiB randread of `ms` milliseconds.
 fn timed(ms: u64) -> Workload {
@@ -22,19 +18,35 @@ fn timed(ms: u64) -> Workload {
     }
 }
 
-/// Whether `f` can be opened with O_DIRECT (the trial needs it; tmpfs
-/// before Linux 6.6 refuses it).
-fn direct_ok(f: &TempFile) -> bool {
+/// A scratch file for the trial, or `None` (saying why) where io_uring or
+/// O_DIRECT is missing (tmpfs before Linux 6.6 refuses O_DIRECT).
+fn scratch(name: &str, bytes: usize) -> Option<TempFile> {
     use std::os::unix::fs::OpenOptionsExt;
-    let ok = std::fs::OpenOptions::new()
+    if io_uring::IoUring::new(4).is_err() {
+        eprintln!("skipping: io_uring is not available");
+        return None;
+    }
+    let f = TempFile::new(name, bytes, 0x3c);
+    let direct = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECT)
         .open(f.path_str())
         .is_ok();
-    if !ok {
+    if !direct {
         eprintln!("skipping: the temp dir refuses O_DIRECT");
+        return None;
     }
-    ok
+    Some(f)
+}
+
+/// Runs `w` on `f` with `jobs` jobs and task-run set-up `setup`.
+fn run(f: &TempFile, w: Workload, jobs: usize, setup: UringSetup) -> RunResult {
+    engine::run(
+        &placement(&f.path_str(), w, jobs),
+        &opts(setup),
+        &mut |_| {},
+    )
+    .expect("run")
 }
 
 fn opts(setup: UringSetup) -> RunOptions {
@@ -60,20 +72,10 @@ fn iops_after(note: &str, label: &str) -> f64 {
 
 #[test]
 fn auto_runs_a_trial_per_job_and_keeps_the_faster_mode() {
-    if !uring_available() {
-        eprintln!("skipping: io_uring is not available");
+    let Some(f) = scratch("trial", 8 << 20) else {
         return;
-    }
-    let f = TempFile::new("trial", 8 << 20, 0x3c);
-    if !direct_ok(&f) {
-        return;
-    }
-    let r = engine::run(
-        &placement(&f.path_str(), timed(300), 2),
-        &opts(UringSetup::Auto),
-        &mut |_| {},
-    )
-    .expect("run");
+    };
+    let r = run(&f, timed(300), 2, UringSetup::Auto);
     let env = &r.environment;
     let notes = trial_notes(&env.notes);
     if env
@@ -121,55 +123,33 @@ fn auto_runs_a_trial_per_job_and_keeps_the_faster_mode() {
 
 #[test]
 fn explicit_setups_and_bounded_runs_get_no_trial() {
-    if !uring_available() {
-        eprintln!("skipping: io_uring is not available");
+    let Some(f) = scratch("notrial", 4 << 20) else {
         return;
-    }
-    let f = TempFile::new("notrial", 4 << 20, 0x3c);
-    if !direct_ok(&f) {
-        return;
-    }
+    };
+    let no_trial = |r: &RunResult, what: &str| {
+        assert!(
+            trial_notes(&r.environment.notes).is_empty(),
+            "{what}: {:?}",
+            r.environment.notes
+        )
+    };
     for setup in [
         UringSetup::DeferTaskrun,
         UringSetup::CoopTaskrun,
         UringSetup::Plain,
     ] {
-        let r = engine::run(
-            &placement(&f.path_str(), timed(100), 1),
-            &opts(setup),
-            &mut |_| {},
-        )
-        .expect("run");
-        assert!(trial_notes(&r.environment.notes).is_empty(), "{setup:?}");
+        no_trial(&run(&f, timed(100), 1, setup), &format!("{setup:?}"));
     }
     // Bounded by size: exactly the file's I/Os, no extra trial reads.
-    let w = bounded(RwMode::RandRead, 4096, 16);
-    let r = engine::run(
-        &placement(&f.path_str(), w, 1),
-        &opts(UringSetup::Auto),
-        &mut |_| {},
-    )
-    .expect("run");
-    assert!(trial_notes(&r.environment.notes).is_empty());
+    let r = run(&f, bounded(RwMode::RandRead, 4096, 16), 1, UringSetup::Auto);
+    no_trial(&r, "bounded");
     assert_eq!(r.total.ops, (4 << 20) / 4096);
     // A rate cap would make both modes tie.
     let mut w = timed(100);
     w.rate_iops = Some(1000);
-    let r = engine::run(
-        &placement(&f.path_str(), w, 1),
-        &opts(UringSetup::Auto),
-        &mut |_| {},
-    )
-    .expect("run");
-    assert!(trial_notes(&r.environment.notes).is_empty());
+    no_trial(&run(&f, w, 1, UringSetup::Auto), "rate cap");
     // Buffered: the trial would warm the page cache for the measured run.
     let mut w = timed(100);
     w.direct = false;
-    let r = engine::run(
-        &placement(&f.path_str(), w, 1),
-        &opts(UringSetup::Auto),
-        &mut |_| {},
-    )
-    .expect("run");
-    assert!(trial_notes(&r.environment.notes).is_empty());
+    no_trial(&run(&f, w, 1, UringSetup::Auto), "buffered");
 }
