@@ -11,16 +11,40 @@ pub struct WorkerProgress {
     ops: AtomicU64,
     bytes: AtomicU64,
     lat_p99_ns: AtomicU64,
+    /// When the worker last published (its monotonic clock), 0 before.
+    at_ns: AtomicU64,
+    /// I/Os and bytes per second since the publish before (f64 bits).
+    iops: AtomicU64,
+    bytes_per_s: AtomicU64,
     measuring: AtomicBool,
     finished: AtomicBool,
 }
 
 impl WorkerProgress {
-    /// Publishes measured ops, bytes and p99 total latency so far.
-    pub fn publish(&self, ops: u64, bytes: u64, lat_p99_ns: u64, measuring: bool) {
+    /// Publishes measured ops, bytes and p99 total latency so far, at
+    /// `now_ns`, with the rates since the previous publish. The rates are
+    /// the worker's own, over its own interval, so a reader polling on
+    /// another rhythm never sees an interval without a publish as "0 IOPS".
+    /// When the counts went back (the ramp ended and the stats were reset),
+    /// the previous rates stand for one more interval.
+    pub fn publish(&self, ops: u64, bytes: u64, lat_p99_ns: u64, measuring: bool, now_ns: u64) {
+        // Only this worker stores these, so its own loads see its last stores.
+        let (ops0, bytes0) = (
+            self.ops.load(Ordering::Relaxed),
+            self.bytes.load(Ordering::Relaxed),
+        );
+        let at0 = self.at_ns.load(Ordering::Relaxed);
+        if at0 > 0 && now_ns > at0 && ops >= ops0 && bytes >= bytes0 {
+            let dt = (now_ns - at0) as f64 / 1e9;
+            let iops = (ops - ops0) as f64 / dt;
+            let bw = (bytes - bytes0) as f64 / dt;
+            self.iops.store(iops.to_bits(), Ordering::Relaxed);
+            self.bytes_per_s.store(bw.to_bits(), Ordering::Relaxed);
+        }
         self.ops.store(ops, Ordering::Relaxed);
         self.bytes.store(bytes, Ordering::Relaxed);
         self.lat_p99_ns.store(lat_p99_ns, Ordering::Relaxed);
+        self.at_ns.store(now_ns.max(1), Ordering::Relaxed);
         self.measuring.store(measuring, Ordering::Relaxed);
     }
     /// Marks the worker done.
@@ -48,6 +72,11 @@ pub struct ProgressSnapshot {
     pub bytes: u64,
     /// Largest p99 total latency over the workers, in nanoseconds.
     pub lat_p99_ns: u64,
+    /// I/Os per second of the running workers, each over its own last
+    /// publish interval (about 250 ms).
+    pub iops: f64,
+    /// Bytes per second, likewise.
+    pub bytes_per_s: f64,
     /// Workers still running.
     pub running_workers: usize,
 }
@@ -71,7 +100,45 @@ pub fn snapshot(
         s.measuring &= w.measuring.load(Ordering::Relaxed);
         if !w.is_finished() {
             s.running_workers += 1;
+            s.iops += f64::from_bits(w.iops.load(Ordering::Relaxed));
+            s.bytes_per_s += f64::from_bits(w.bytes_per_s.load(Ordering::Relaxed));
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    const MS: u64 = 1_000_000;
+
+    #[test]
+    fn rates_are_each_workers_own_and_survive_a_poll_between_publishes() {
+        let (a, b) = (
+            Arc::new(WorkerProgress::default()),
+            Arc::new(WorkerProgress::default()),
+        );
+        a.publish(0, 0, 0, true, 1000 * MS);
+        b.publish(0, 0, 0, true, 1100 * MS);
+        // Nothing to rate yet: one publish each.
+        assert_eq!(snapshot(&[a.clone(), b.clone()], 0, None).iops, 0.0);
+        a.publish(1000, 4_096_000, 7, true, 1250 * MS); // 4,000 IOPS
+        b.publish(500, 2_048_000, 9, true, 1350 * MS); // 2,000 IOPS
+        let s = snapshot(&[a.clone(), b.clone()], 0, None);
+        assert_eq!((s.iops, s.bytes_per_s), (6000.0, 6000.0 * 4096.0));
+        assert_eq!((s.ops, s.lat_p99_ns, s.running_workers), (1500, 9, 2));
+        // A poll with no publish in between sees the same rates, not zero.
+        assert_eq!(snapshot(&[a.clone(), b.clone()], 0, None).iops, 6000.0);
+        // The ramp ends: counts restart from zero; the last rate stands.
+        a.publish(10, 40_960, 7, true, 1500 * MS);
+        assert_eq!(snapshot(&[a.clone(), b.clone()], 0, None).iops, 6000.0);
+        a.publish(510, 2_088_960, 7, true, 1750 * MS); // 2,000 IOPS
+        assert_eq!(snapshot(&[a.clone(), b.clone()], 0, None).iops, 4000.0);
+        // A finished worker no longer counts.
+        b.finish();
+        let s = snapshot(&[a, b], 0, None);
+        assert_eq!((s.iops, s.running_workers), (2000.0, 1));
+    }
 }

@@ -550,7 +550,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             0
         };
         self.progress
-            .publish(ops, s.bytes[0] + s.bytes[1], p99, measuring);
+            .publish(ops, s.bytes[0] + s.bytes[1], p99, measuring, sys::now_ns());
     }
 }
 

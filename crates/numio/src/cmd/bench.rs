@@ -215,10 +215,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 /// (after [`bench_interrupt::install`]) stops it early: the result covers the
 /// time measured and has `interrupted` set.
 pub fn run_placement(placement: &Placement, opts: &RunOptions) -> anyhow::Result<RunResult> {
-    let mut line = bench_report::ProgressLine::default();
     let mut on_progress = |s: &engine::ProgressSnapshot| {
         if opts.progress {
-            let text = line.update(s);
+            let text = bench_report::progress_line(s);
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "\r\x1b[2K{text}");
             let _ = err.flush();

@@ -43,42 +43,26 @@ pub fn latency(ns: f64) -> String {
     }
 }
 
-/// Turns successive snapshots into one status line (rates over the last
-/// interval, so ramp and tail effects show).
-#[derive(Debug, Default)]
-pub struct ProgressLine {
-    last: Option<ProgressSnapshot>,
-}
-
-impl ProgressLine {
-    /// The line for snapshot `s`.
-    pub fn update(&mut self, s: &ProgressSnapshot) -> String {
-        let (iops, bw) = match self.last {
-            Some(l) if s.elapsed_ns > l.elapsed_ns && s.ops >= l.ops => {
-                let dt = (s.elapsed_ns - l.elapsed_ns) as f64 / 1e9;
-                ((s.ops - l.ops) as f64 / dt, (s.bytes - l.bytes) as f64 / dt)
-            }
-            _ => (0.0, 0.0),
-        };
-        self.last = Some(*s);
-        let elapsed = s.elapsed_ns as f64 / 1e9;
-        let time = match s.planned_ns {
-            Some(p) => format!(
-                "{elapsed:5.1}s / {:.1}s, {:.1}s left",
-                p as f64 / 1e9,
-                (p as f64 / 1e9 - elapsed).max(0.0)
-            ),
-            None => format!("{elapsed:5.1}s"),
-        };
-        let phase = if s.measuring { "" } else { " (ramp)" };
-        format!(
-            "[{time}]{phase} {} IOPS  {}  p99 {}  ({} running)",
-            si(iops),
-            bandwidth(bw),
-            latency(s.lat_p99_ns as f64),
-            s.running_workers
-        )
-    }
+/// The live status line for snapshot `s` (rates over each worker's last
+/// publish interval, so ramp and tail effects show).
+pub fn progress_line(s: &ProgressSnapshot) -> String {
+    let elapsed = s.elapsed_ns as f64 / 1e9;
+    let time = match s.planned_ns {
+        Some(p) => format!(
+            "{elapsed:5.1}s / {:.1}s, {:.1}s left",
+            p as f64 / 1e9,
+            (p as f64 / 1e9 - elapsed).max(0.0)
+        ),
+        None => format!("{elapsed:5.1}s"),
+    };
+    let phase = if s.measuring { "" } else { " (ramp)" };
+    format!(
+        "[{time}]{phase} {} IOPS  {}  p99 {}  ({} running)",
+        si(s.iops),
+        bandwidth(s.bytes_per_s),
+        latency(s.lat_p99_ns as f64),
+        s.running_workers
+    )
 }
 
 fn workload_line(t: &TargetResult) -> String {
@@ -266,26 +250,27 @@ mod tests {
     }
 
     #[test]
-    fn progress_rates_are_per_interval() {
-        let mut p = ProgressLine::default();
-        let s1 = ProgressSnapshot {
-            elapsed_ns: 1_000_000_000,
+    fn progress_line_shows_the_snapshot() {
+        let s = ProgressSnapshot {
+            elapsed_ns: 2_000_000_000,
             planned_ns: Some(10_000_000_000),
             measuring: true,
-            ops: 1000,
-            bytes: 4_096_000,
+            ops: 3000,
+            bytes: 12_288_000,
             lat_p99_ns: 5000,
+            iops: 2000.0,
+            bytes_per_s: 2000.0 * 4096.0,
             running_workers: 1,
         };
-        p.update(&s1);
-        let s2 = ProgressSnapshot {
-            elapsed_ns: 2_000_000_000,
-            ops: 3000,
-            ..s1
-        };
-        let line = p.update(&s2);
+        let line = progress_line(&s);
         assert!(line.contains("2.0k IOPS"), "{line}");
+        assert!(line.contains("7.8 MiB/s"), "{line}");
         assert!(line.contains("8.0s left"), "{line}");
         assert!(line.contains("p99 5.0µs"), "{line}");
+        let ramp = progress_line(&ProgressSnapshot {
+            measuring: false,
+            ..s
+        });
+        assert!(ramp.contains("(ramp)"), "{ramp}");
     }
 }
