@@ -28,5 +28,7 @@ pub mod worker;
 pub use backend::{Backend, BackendKind, UringOptions, UringSetup};
 pub use error::EngineError;
 pub use progress::ProgressSnapshot;
-pub use result::{CpuUsage, Environment, LatencySummary, RunResult, TargetResult};
+pub use result::{
+    CpuUsage, Environment, LatencySummary, RunResult, TargetResult, TaskrunTrial, WorkerResult,
+};
 pub use run::{run, run_until, IoPoll, RunOptions, DEFAULT_PERCENTILES};

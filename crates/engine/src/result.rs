@@ -163,6 +163,23 @@ pub struct WorkerResult {
     pub error_count: u64,
     /// CPU usage over the measured period.
     pub cpu_usage: CpuUsage,
+    /// The task-run trial that chose this job's io_uring set-up (`auto`
+    /// set-up, time-based O_DIRECT uring runs); `None` where none ran.
+    #[serde(default)]
+    pub taskrun_trial: Option<TaskrunTrial>,
+}
+
+/// What a task-run trial measured and kept (see `run::taskrun_trial`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskrunTrial {
+    /// The mode kept for the measured run: `DEFER_TASKRUN` or `COOP_TASKRUN`.
+    pub chosen: String,
+    /// I/Os per second the job's workload reached under each.
+    pub defer_taskrun_iops: f64,
+    /// Likewise under COOP_TASKRUN.
+    pub coop_taskrun_iops: f64,
+    /// Length of the whole trial (both modes), in nanoseconds.
+    pub trial_ns: u64,
 }
 
 /// Serialized raw histograms (HdrHistogram V2 + deflate, hex encoded), so that

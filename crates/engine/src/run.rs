@@ -19,7 +19,8 @@ use crate::error::EngineError;
 use crate::gen::{IoGen, Rng};
 use crate::progress::{snapshot, ProgressSnapshot, WorkerProgress};
 use crate::result::{
-    CpuUsage, Environment, RunResult, TargetResult, WorkerResult, RESULT_SCHEMA_VERSION,
+    CpuUsage, Environment, RunResult, TargetResult, TaskrunTrial, WorkerResult,
+    RESULT_SCHEMA_VERSION,
 };
 use crate::stats::{Dir, WorkerStats};
 use crate::sys::{self, NodeBuffer};
@@ -111,6 +112,8 @@ struct JobOutput {
     buffer_node: Option<u32>,
     features: Vec<String>,
     notes: Vec<String>,
+    /// The task-run trial of this job, when one ran.
+    trial: Option<TaskrunTrial>,
 }
 
 struct Control {
@@ -592,6 +595,7 @@ fn worker_setup_and_run(
         ctl,
         progress,
     };
+    let mut trial = None;
     let (out, features) = match spec.kind {
         BackendKind::Null => (
             run_generic(NullBackend::new(depth), &res, &mut gate)?,
@@ -603,12 +607,28 @@ fn worker_setup_and_run(
         ),
         BackendKind::Uring | BackendKind::Nop => {
             let region = (buf.as_ptr(), buf.len_bytes());
-            let (uring, note) = if taskrun_trial_applies(spec) {
-                taskrun_trial(fd, region, &res)?
-            } else {
-                (spec.uring.clone(), None)
-            };
-            notes.extend(note);
+            let mut uring = spec.uring.clone();
+            if taskrun_trial_applies(spec) {
+                if let Some(t) = taskrun_trial(fd, region, &res)? {
+                    uring.setup = if t.chosen == "COOP_TASKRUN" {
+                        UringSetup::CoopTaskrun
+                    } else {
+                        UringSetup::DeferTaskrun
+                    };
+                    notes.push(format!(
+                        "job {} of {}: io_uring task-run mode {}, chosen by a {} ms trial \
+                         (DEFER_TASKRUN {:.0} IOPS, COOP_TASKRUN {:.0} IOPS); \
+                         --uring-setup defer or coop fixes it",
+                        spec.job,
+                        spec.path,
+                        t.chosen,
+                        t.trial_ns / 1_000_000,
+                        t.defer_taskrun_iops,
+                        t.coop_taskrun_iops
+                    ));
+                    trial = Some(t);
+                }
+            }
             let b = UringBackend::new(
                 fd,
                 depth as u32,
@@ -667,6 +687,7 @@ fn worker_setup_and_run(
         buffer_node: buf.node(),
         features,
         notes,
+        trial,
     })
 }
 
@@ -708,7 +729,7 @@ fn taskrun_trial(
     fd: i32,
     region: (*mut u8, usize),
     r: &Resources<'_>,
-) -> Result<(UringOptions, Option<String>), EngineError> {
+) -> Result<Option<TaskrunTrial>, EngineError> {
     let spec = r.spec;
     let w = &spec.workload;
     let order = [
@@ -739,7 +760,7 @@ fn taskrun_trial(
         };
         if !b.features.iter().any(|f| f == wanted) {
             // The kernel refused one of the two: nothing to choose between.
-            return Ok((spec.uring.clone(), None));
+            return Ok(None);
         }
         let limits = LoopLimits {
             ramp_ns: 0,
@@ -760,23 +781,17 @@ fn taskrun_trial(
     }
     let rate = |i: usize| ops[i] as f64 * 1e9 / ns[i].max(1) as f64;
     let (defer, coop) = (rate(0), rate(1));
-    let (setup, name) = if coop > defer {
-        (UringSetup::CoopTaskrun, "COOP_TASKRUN")
-    } else {
-        (UringSetup::DeferTaskrun, "DEFER_TASKRUN")
-    };
-    let mut opts = spec.uring.clone();
-    opts.setup = setup;
-    let note = format!(
-        "job {} of {}: io_uring task-run mode {name}, chosen by a {} ms trial \
-         (DEFER_TASKRUN {:.0} IOPS, COOP_TASKRUN {:.0} IOPS); --uring-setup defer or coop fixes it",
-        spec.job,
-        spec.path,
-        order.len() as u64 * TRIAL_SLICE_NS / 1_000_000,
-        defer,
-        coop
-    );
-    Ok((opts, Some(note)))
+    Ok(Some(TaskrunTrial {
+        chosen: if coop > defer {
+            "COOP_TASKRUN"
+        } else {
+            "DEFER_TASKRUN"
+        }
+        .into(),
+        defer_taskrun_iops: defer,
+        coop_taskrun_iops: coop,
+        trial_ns: order.len() as u64 * TRIAL_SLICE_NS,
+    }))
 }
 
 /// Waits for every worker to be ready, then runs the loop on backend `b`.
@@ -838,6 +853,7 @@ fn merge_target(
             bytes: o.out.stats.bytes[0] + o.out.stats.bytes[1],
             error_count: o.out.stats.error_count(),
             cpu_usage: o.out.cpu_usage,
+            taskrun_trial: o.trial.clone(),
         });
         push_new(&mut env.notes, o.notes.iter().cloned());
         push_new(&mut env.uring_features, o.features.iter().cloned());

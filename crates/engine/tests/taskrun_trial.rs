@@ -113,6 +113,22 @@ fn auto_runs_a_trial_per_job_and_keeps_the_faster_mode() {
     }
     // The trial is not part of the measurement: the measured run still
     // lasts its runtime, and its I/O is all there is in the result.
+    // The same, structured, per worker in the JSON result.
+    for (job, w) in r.targets[0].workers.iter().enumerate() {
+        let t = w.taskrun_trial.as_ref().expect("a trial per job");
+        let note = notes[job];
+        assert!(
+            note.contains(&format!("task-run mode {},", t.chosen)),
+            "{t:?} / {note}"
+        );
+        let faster = if t.coop_taskrun_iops > t.defer_taskrun_iops {
+            "COOP_TASKRUN"
+        } else {
+            "DEFER_TASKRUN"
+        };
+        assert_eq!(t.chosen, faster);
+        assert_eq!(t.trial_ns, 400_000_000);
+    }
     let runtime_ns = r.targets[0].runtime_ns;
     assert!(
         (250_000_000..2_000_000_000).contains(&runtime_ns),
@@ -127,6 +143,13 @@ fn explicit_setups_and_bounded_runs_get_no_trial() {
         return;
     };
     let no_trial = |r: &RunResult, what: &str| {
+        assert!(
+            r.targets[0]
+                .workers
+                .iter()
+                .all(|w| w.taskrun_trial.is_none()),
+            "{what}"
+        );
         assert!(
             trial_notes(&r.environment.notes).is_empty(),
             "{what}: {:?}",

@@ -192,9 +192,17 @@ fn job_file_ring_options_apply_per_target() {
         features.iter().any(|f| f == "SQPOLL"),
         "target a: {features:?}"
     );
+    // Target b keeps the default `auto` ring: DEFER_TASKRUN, or whichever
+    // mode its task-run trial kept (a time-based O_DIRECT run has one);
+    // target a's SQPOLL ring has no trial.
+    assert!(r.targets[0].workers[0].taskrun_trial.is_none());
+    let b_mode = r.targets[1].workers[0]
+        .taskrun_trial
+        .as_ref()
+        .map_or("DEFER_TASKRUN", |t| t.chosen.as_str());
     assert!(
-        features.iter().any(|f| f == "DEFER_TASKRUN"),
-        "target b kept the default ring: {features:?}"
+        features.iter().any(|f| f == b_mode),
+        "target b kept the default ring ({b_mode}): {features:?}"
     );
     assert!(
         features.iter().any(|f| f == "fixed buffers"),

@@ -85,7 +85,15 @@ fn job_file_sets_ring_options_per_job() {
         .filter_map(|f| f.as_str())
         .collect();
     assert!(features.contains(&"SQPOLL"), "job a: {features:?}");
-    assert!(features.contains(&"DEFER_TASKRUN"), "job b: {features:?}");
+    // Job b keeps the default `auto` ring: the mode its task-run trial kept.
+    let b_mode = j["targets"][1]["workers"][0]["taskrun_trial"]["chosen"]
+        .as_str()
+        .unwrap_or("DEFER_TASKRUN");
+    assert!(features.contains(&b_mode), "job b ({b_mode}): {features:?}");
+    assert!(
+        j["targets"][0]["workers"][0]["taskrun_trial"].is_null(),
+        "job a (SQPOLL) has no trial"
+    );
     assert!(features.contains(&"fixed buffers"), "job b: {features:?}");
     assert!(
         !features.contains(&"IOPOLL"),
