@@ -172,8 +172,8 @@ pub struct WorkerResult {
 /// What a task-run trial measured and kept (see `run::taskrun_trial`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskrunTrial {
-    /// The mode kept for the measured run: `DEFER_TASKRUN` or `COOP_TASKRUN`.
-    pub chosen: String,
+    /// The mode kept for the measured run: `defer_taskrun` or `coop_taskrun`.
+    pub chosen: crate::backend::UringSetup,
     /// I/Os per second the job's workload reached under each.
     pub defer_taskrun_iops: f64,
     /// Likewise under COOP_TASKRUN.

@@ -610,18 +610,14 @@ fn worker_setup_and_run(
             let mut uring = spec.uring.clone();
             if taskrun_trial_applies(spec) {
                 if let Some(t) = taskrun_trial(fd, region, &res)? {
-                    uring.setup = if t.chosen == "COOP_TASKRUN" {
-                        UringSetup::CoopTaskrun
-                    } else {
-                        UringSetup::DeferTaskrun
-                    };
+                    uring.setup = t.chosen;
                     notes.push(format!(
                         "job {} of {}: io_uring task-run mode {}, chosen by a {} ms trial \
                          (DEFER_TASKRUN {:.0} IOPS, COOP_TASKRUN {:.0} IOPS); \
                          --uring-setup defer or coop fixes it",
                         spec.job,
                         spec.path,
-                        t.chosen,
+                        t.chosen.taskrun_flag().unwrap_or("?"),
                         t.trial_ns / 1_000_000,
                         t.defer_taskrun_iops,
                         t.coop_taskrun_iops
@@ -724,7 +720,8 @@ fn taskrun_trial_applies(spec: &JobSpec) -> bool {
 /// COOP_TASKRUN on this project's test machine. So the worker runs its own
 /// workload on each for four 100 ms slices (DEFER, COOP, COOP, DEFER, so a
 /// drift cancels), keeps the faster, and says so in a note. Where the kernel
-/// grants neither both, the usual fallback chain decides.
+/// does not grant both, there is nothing to choose: `None`, and the usual
+/// fallback chain decides.
 fn taskrun_trial(
     fd: i32,
     region: (*mut u8, usize),
@@ -754,11 +751,11 @@ fn taskrun_trial(
                 source,
             }
         })?;
-        let wanted = match setup {
-            UringSetup::DeferTaskrun => "DEFER_TASKRUN",
-            _ => "COOP_TASKRUN",
-        };
-        if !b.features.iter().any(|f| f == wanted) {
+        if !b
+            .features
+            .iter()
+            .any(|f| Some(f.as_str()) == setup.taskrun_flag())
+        {
             // The kernel refused one of the two: nothing to choose between.
             return Ok(None);
         }
@@ -783,11 +780,10 @@ fn taskrun_trial(
     let (defer, coop) = (rate(0), rate(1));
     Ok(Some(TaskrunTrial {
         chosen: if coop > defer {
-            "COOP_TASKRUN"
+            UringSetup::CoopTaskrun
         } else {
-            "DEFER_TASKRUN"
-        }
-        .into(),
+            UringSetup::DeferTaskrun
+        },
         defer_taskrun_iops: defer,
         coop_taskrun_iops: coop,
         trial_ns: order.len() as u64 * TRIAL_SLICE_NS,

@@ -111,24 +111,25 @@ fn auto_runs_a_trial_per_job_and_keeps_the_faster_mode() {
             env.uring_features
         );
     }
-    // The trial is not part of the measurement: the measured run still
-    // lasts its runtime, and its I/O is all there is in the result.
     // The same, structured, per worker in the JSON result.
     for (job, w) in r.targets[0].workers.iter().enumerate() {
         let t = w.taskrun_trial.as_ref().expect("a trial per job");
-        let note = notes[job];
+        let flag = t.chosen.taskrun_flag().expect("DEFER or COOP");
         assert!(
-            note.contains(&format!("task-run mode {},", t.chosen)),
-            "{t:?} / {note}"
+            notes[job].contains(&format!("task-run mode {flag},")),
+            "{t:?} / {}",
+            notes[job]
         );
         let faster = if t.coop_taskrun_iops > t.defer_taskrun_iops {
-            "COOP_TASKRUN"
+            UringSetup::CoopTaskrun
         } else {
-            "DEFER_TASKRUN"
+            UringSetup::DeferTaskrun
         };
         assert_eq!(t.chosen, faster);
         assert_eq!(t.trial_ns, 400_000_000);
     }
+    // The trial is not part of the measurement: the measured run still
+    // lasts its runtime, and its I/O is all there is in the result.
     let runtime_ns = r.targets[0].runtime_ns;
     assert!(
         (250_000_000..2_000_000_000).contains(&runtime_ns),

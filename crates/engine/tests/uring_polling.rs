@@ -199,7 +199,8 @@ fn job_file_ring_options_apply_per_target() {
     let b_mode = r.targets[1].workers[0]
         .taskrun_trial
         .as_ref()
-        .map_or("DEFER_TASKRUN", |t| t.chosen.as_str());
+        .map_or(Some("DEFER_TASKRUN"), |t| t.chosen.taskrun_flag())
+        .expect("a trial keeps DEFER_TASKRUN or COOP_TASKRUN");
     assert!(
         features.iter().any(|f| f == b_mode),
         "target b kept the default ring ({b_mode}): {features:?}"

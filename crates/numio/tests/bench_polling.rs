@@ -88,7 +88,9 @@ fn job_file_sets_ring_options_per_job() {
     // Job b keeps the default `auto` ring: the mode its task-run trial kept.
     let b_mode = j["targets"][1]["workers"][0]["taskrun_trial"]["chosen"]
         .as_str()
-        .unwrap_or("DEFER_TASKRUN");
+        .unwrap_or("defer_taskrun")
+        .to_ascii_uppercase();
+    let b_mode = b_mode.as_str();
     assert!(features.contains(&b_mode), "job b ({b_mode}): {features:?}");
     assert!(
         j["targets"][0]["workers"][0]["taskrun_trial"].is_null(),

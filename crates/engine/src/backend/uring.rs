@@ -48,7 +48,9 @@ pub struct UringOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum UringSetup {
-    /// The best the kernel grants: DEFER_TASKRUN, else COOP_TASKRUN, else plain.
+    /// The best the kernel grants: DEFER_TASKRUN, else COOP_TASKRUN, else
+    /// plain; in a time-based O_DIRECT run, the faster of the first two by
+    /// a trial (`run::taskrun_trial`).
     #[default]
     Auto,
     /// SINGLE_ISSUER + DEFER_TASKRUN (falls back like `Auto` when refused).
@@ -57,6 +59,18 @@ pub enum UringSetup {
     CoopTaskrun,
     /// No task-run flags: what tools without them (fio 3.33) get.
     Plain,
+}
+
+impl UringSetup {
+    /// The io_uring set-up flag that names this mode, as `uring_features`
+    /// lists it (`None` for `Auto` and `Plain`).
+    pub fn taskrun_flag(self) -> Option<&'static str> {
+        match self {
+            UringSetup::DeferTaskrun => Some("DEFER_TASKRUN"),
+            UringSetup::CoopTaskrun => Some("COOP_TASKRUN"),
+            UringSetup::Auto | UringSetup::Plain => None,
+        }
+    }
 }
 
 impl Default for UringOptions {
