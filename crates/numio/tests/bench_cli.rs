@@ -136,3 +136,76 @@ fn cpus_for_pins_each_target_and_job_files_run_in_stonewall_groups() {
         .collect();
     assert_eq!(paths, vec![a.path(), b.path()]);
 }
+
+/// `--repeat`: the first run's task-run trial settles the io_uring set-up
+/// for the later runs, so the mode cannot flip between repeats; it says so,
+/// and the saved runs show it. An explicit `--uring-setup` has no trial.
+#[test]
+fn repeats_keep_the_mode_the_first_trial_chose() {
+    use std::os::unix::fs::OpenOptionsExt;
+    let t = Temp::filled("settle", 16 << 20, 0x5a);
+    let direct = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(t.path())
+        .is_ok();
+    if !direct {
+        eprintln!("skipping: the trial needs O_DIRECT, which the temp dir refuses");
+        return;
+    }
+    let save_path = std::env::temp_dir()
+        .join(format!("numio-settle-{}.json", std::process::id()))
+        .to_string_lossy()
+        .into_owned();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "bench",
+            t.path(),
+            "--repeat",
+            "3",
+            "--runtime",
+            "300ms",
+            "--numa",
+            "none",
+            "--save",
+            &save_path,
+        ];
+        args.extend_from_slice(extra);
+        let (code, _, err) = numio(&args);
+        assert_eq!(code, 0, "{err}");
+        let saved: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&save_path).unwrap()).unwrap();
+        let _ = std::fs::remove_file(&save_path);
+        (err, saved["arms"][0]["runs"].as_array().unwrap().clone())
+    };
+
+    let (err, runs) = run(&[]);
+    let line = err
+        .lines()
+        .find(|l| l.contains("task-run trial kept"))
+        .unwrap_or_else(|| panic!("the settled mode is announced: {err}"));
+    assert!(
+        line.starts_with("numio: run 1's task-run trial kept "),
+        "{line}"
+    );
+    assert!(line.contains("runs 2-3 use it without a trial"), "{line}");
+    let trial = &runs[0]["raw"]["targets"][0]["workers"][0]["taskrun_trial"];
+    let chosen = trial["chosen"].as_str().expect("run 1 had a trial");
+    let flag = chosen.to_ascii_uppercase();
+    assert!(line.contains(&flag), "{line} / {chosen}");
+    assert_eq!(runs.len(), 3);
+    for r in &runs[1..] {
+        assert!(
+            r["raw"]["targets"][0]["workers"][0]["taskrun_trial"].is_null(),
+            "no trial after run 1: {r}"
+        );
+        let features = r["raw"]["environment"]["uring_features"].to_string();
+        assert!(features.contains(&flag), "{features} / {flag}");
+    }
+
+    let (err, runs) = run(&["--uring-setup", "coop"]);
+    assert!(!err.contains("task-run trial"), "{err}");
+    assert!(runs
+        .iter()
+        .all(|r| r["raw"]["targets"][0]["workers"][0]["taskrun_trial"].is_null()));
+}

@@ -173,8 +173,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             bail!("--repeat runs one group: the job file has {} stonewall groups (run them as separate job files)", groups.len());
         }
         let policy = placement.policy.clone();
+        let (mut opts, mut seq, runs) = (opts.clone(), 0, args.repeat.repeat);
         let code = super::report::bench_repeat(&args.repeat, args.json, &policy, || {
-            run_placement(&placement, &opts)
+            seq += 1;
+            let result = run_placement(&placement, &opts)?;
+            if seq < runs {
+                if let Some(mode) = settle_taskrun(&mut opts, &result) {
+                    eprintln!(
+                        "numio: run {seq}'s task-run trial kept {mode}; runs {}-{runs} use it \
+                         without a trial (--uring-setup defer or coop fixes the mode)",
+                        seq + 1
+                    );
+                }
+            }
+            Ok(result)
         })?;
         return Ok(bench_interrupt::exit_code().unwrap_or(code));
     }
@@ -208,6 +220,29 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let code = i32::from(results.iter().any(|r| !r.errors.is_empty()));
     Ok(bench_interrupt::exit_code().unwrap_or(code))
+}
+
+/// Settles an `auto` io_uring set-up for the runs after `result`: where
+/// every job's task-run trial kept the same mode, later runs of the same
+/// plan use it without a trial, so repeats and A/B arms neither flip modes
+/// from run to run nor pay the trial again. Returns the mode's flag name
+/// when it settled (nothing changes where a job had no trial or the jobs
+/// disagree).
+pub fn settle_taskrun(opts: &mut RunOptions, result: &RunResult) -> Option<&'static str> {
+    if opts.engine.uring.setup != UringSetup::Auto {
+        return None;
+    }
+    let mut kept = result
+        .targets
+        .iter()
+        .flat_map(|t| &t.workers)
+        .map(|w| w.taskrun_trial.as_ref().map(|t| t.chosen));
+    let first = kept.next()??;
+    if !kept.all(|c| c == Some(first)) {
+        return None;
+    }
+    opts.engine.uring.setup = first;
+    first.taskrun_flag()
 }
 
 /// Runs a placement on the engine, with a live progress line on stderr when

@@ -217,6 +217,21 @@ fn run_arms(
     // Completed runs, kept apart so that an interrupt can end the loop
     // (interleave's error path) without losing them.
     let mut done = Vec::with_capacity(total);
+    // An arm's first run's task-run trial settles the io_uring set-up for
+    // its later runs. Arms on the same targets share one settlement (the
+    // first run's), so they differ only in what they name, not in a mode
+    // two trials happened to pick apart.
+    let targets = |p: &Prepared| match p {
+        Prepared::Live(pl) => Some(
+            pl.targets
+                .iter()
+                .map(|t| t.path.clone())
+                .collect::<Vec<_>>(),
+        ),
+        Prepared::Loaded(_) => None,
+    };
+    let shared = targets(&prepared[0]) == targets(&prepared[1]);
+    let mut opts = [ctx.opts.clone(), ctx.opts.clone()];
     let outcome = interleave(&live, repeat, |arm, round, seq| {
         let Prepared::Live(placement) = &prepared[arm] else {
             unreachable!("only live arms are interleaved")
@@ -229,8 +244,22 @@ fn run_arms(
             specs[arm].label,
             round + 1
         );
-        let result = run_placement(placement, &ctx.opts)
+        let slot = if shared { 0 } else { arm };
+        let result = run_placement(placement, &opts[slot])
             .with_context(|| format!("run {seq} ({})", specs[arm].label))?;
+        if seq < total {
+            if let Some(mode) = super::bench::settle_taskrun(&mut opts[slot], &result) {
+                let whose = if shared {
+                    "both arms".to_string()
+                } else {
+                    format!("arm {}", specs[arm].label)
+                };
+                eprintln!(
+                    "numio: run {seq}'s task-run trial kept {mode}; the later runs of {whose} \
+                     use it without a trial (--uring-setup defer or coop fixes the mode)"
+                );
+            }
+        }
         if result.interrupted {
             eprintln!(
                 "numio: interrupted during run {seq} of {total}: it is left out; comparing the {} completed runs",
@@ -417,6 +446,23 @@ mod tests {
         for (_, run) in set.runs_in_order() {
             assert!(run.total.iops > 0.0, "every run did I/O: {run:?}");
             assert!(run.raw.is_some(), "the engine's result is kept");
+        }
+        // Run 1's task-run trial (the default target is an O_DIRECT file)
+        // settles the io_uring set-up for every later run of both arms.
+        let runs = set.runs_in_order();
+        let raw = |i: usize| runs[i].1.raw.as_ref().unwrap();
+        let trial = |i: usize| &raw(i)["targets"][0]["workers"][0]["taskrun_trial"];
+        if let Some(chosen) = trial(0)["chosen"].as_str() {
+            let flag = chosen.to_ascii_uppercase();
+            for i in 1..runs.len() {
+                assert!(trial(i).is_null(), "run {} had a trial", i + 1);
+                let features = raw(i)["environment"]["uring_features"].to_string();
+                assert!(
+                    features.contains(&flag),
+                    "run {}: {features} / {flag}",
+                    i + 1
+                );
+            }
         }
         let comparison = report::analyze(&set).comparison.expect("two arms compare");
         let verdict = &comparison.metrics[0].verdict;
