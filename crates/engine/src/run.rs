@@ -544,8 +544,8 @@ impl<'a> Resources<'a> {
         )
     }
 
-    /// A failure of this worker's I/O loop (`what`: which loop).
-    fn loop_error(&self, what: &str, source: std::io::Error) -> EngineError {
+    /// A failure of this worker's backend (`what`: its set-up or loop).
+    fn backend_error(&self, what: &str, source: std::io::Error) -> EngineError {
         EngineError::Backend {
             backend: self.spec.kind.name(),
             path: self.spec.path.clone(),
@@ -632,12 +632,7 @@ fn worker_setup_and_run(
                 &uring,
                 spec.kind == BackendKind::Nop,
             )
-            .map_err(|source| EngineError::Backend {
-                backend: spec.kind.name(),
-                path: spec.path.clone(),
-                what: "io_uring set-up".into(),
-                source,
-            })?;
+            .map_err(|e| res.backend_error("io_uring set-up", e))?;
             let features = b.features.clone();
             notes.extend(b.notes.iter().cloned());
             (run_generic(b, &res, &mut gate)?, features)
@@ -648,15 +643,13 @@ fn worker_setup_and_run(
                 path: spec.path.clone(),
                 reason: "not an NVMe generic device; use /dev/ngXnY".into(),
             })?;
-            let b = PassthruBackend::start(fd, ns, depth as u32, region, &spec.uring).map_err(
-                |source| EngineError::Backend {
-                    backend: spec.kind.name(),
-                    path: spec.path.clone(),
-                    what: "NVMe passthrough set-up (io_uring SQE128+CQE32, one read of LBA 0)"
-                        .into(),
-                    source,
-                },
-            )?;
+            let b =
+                PassthruBackend::start(fd, ns, depth as u32, region, &spec.uring).map_err(|e| {
+                    res.backend_error(
+                        "NVMe passthrough set-up (io_uring SQE128+CQE32, one read of LBA 0)",
+                        e,
+                    )
+                })?;
             let features = b.features.clone();
             notes.extend(b.notes.iter().cloned());
             (run_generic(b, &res, &mut gate)?, features)
@@ -743,14 +736,8 @@ fn taskrun_trial(
         tw.randseed = w.randseed ^ 0x7472_6961_6c00_0000 ^ (slice as u64 + 1);
         let mut opts = spec.uring.clone();
         opts.setup = setup;
-        let b = UringBackend::new(fd, w.iodepth, region, &opts, false).map_err(|source| {
-            EngineError::Backend {
-                backend: spec.kind.name(),
-                path: spec.path.clone(),
-                what: "io_uring set-up (task-run trial)".into(),
-                source,
-            }
-        })?;
+        let b = UringBackend::new(fd, w.iodepth, region, &opts, false)
+            .map_err(|e| r.backend_error("io_uring set-up (task-run trial)", e))?;
         if !b
             .features
             .iter()
@@ -771,7 +758,7 @@ fn taskrun_trial(
         let out = r
             .worker_loop(b, &tw, None, limits, &progress)
             .run()
-            .map_err(|e| r.loop_error("I/O loop (task-run trial)", e))?;
+            .map_err(|e| r.backend_error("I/O loop (task-run trial)", e))?;
         let i = usize::from(setup == UringSetup::CoopTaskrun);
         ops[i] += out.stats.ops[0] + out.stats.ops[1];
         ns[i] += out.runtime_ns;
@@ -807,7 +794,7 @@ fn run_generic<B: Backend>(
     if !gate.pass() {
         return Err(EngineError::Aborted);
     }
-    wl.run().map_err(|e| r.loop_error("I/O loop", e))
+    wl.run().map_err(|e| r.backend_error("I/O loop", e))
 }
 
 /// Fills the buffers with incompressible bytes so written data is not all

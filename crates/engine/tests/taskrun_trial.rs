@@ -21,18 +21,12 @@ fn timed(ms: u64) -> Workload {
 /// A scratch file for the trial, or `None` (saying why) where io_uring or
 /// O_DIRECT is missing (tmpfs before Linux 6.6 refuses O_DIRECT).
 fn scratch(name: &str, bytes: usize) -> Option<TempFile> {
-    use std::os::unix::fs::OpenOptionsExt;
     if io_uring::IoUring::new(4).is_err() {
         eprintln!("skipping: io_uring is not available");
         return None;
     }
     let f = TempFile::new(name, bytes, 0x3c);
-    let direct = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(f.path_str())
-        .is_ok();
-    if !direct {
+    if !common::opens_direct(&f.path_str()) {
         eprintln!("skipping: the temp dir refuses O_DIRECT");
         return None;
     }

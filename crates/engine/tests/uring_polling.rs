@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 
 use common::{placement, TempFile};
 use engine::{BackendKind, IoPoll, RunOptions, UringOptions};
@@ -15,11 +15,7 @@ use planner::{Placement, RwMode, Workload};
 /// A 1 s time-based randread, O_DIRECT where the temp dir's filesystem
 /// allows it.
 fn timed_read(path: &str) -> Workload {
-    let direct = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-        .is_ok();
+    let direct = common::opens_direct(path);
     Workload {
         rw: RwMode::RandRead,
         bs_min_bytes: 4096,

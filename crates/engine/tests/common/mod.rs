@@ -81,3 +81,13 @@ pub fn placement(path: &str, workload: Workload, jobs: usize) -> Placement {
 pub fn run(p: &Placement, opts: &engine::RunOptions) -> engine::RunResult {
     engine::run(p, opts, &mut |_| {}).unwrap_or_else(|e| panic!("run failed: {e}"))
 }
+
+/// Whether `path` opens with O_DIRECT (tmpfs before Linux 6.6 refuses it).
+pub fn opens_direct(path: &str) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .is_ok()
+}
