@@ -1,129 +1,60 @@
 //! CRC32C (Castagnoli), the NVMe/TCP header and data digest.
 //!
-//! Slicing-by-8 over tables built at compile time; no dependency and no
-//! allocation. `Crc32c` is incremental so a data digest can be accumulated
-//! across several PDUs' worth of buffers.
+//! A thin face over the [`crc32c`](::crc32c) crate, which uses the SSE 4.2
+//! (x86-64) or ARMv8 CRC instructions with three streams in flight for long
+//! buffers, and a table-driven fallback elsewhere. It replaced our own
+//! slicing-by-8 and one-stream SSE 4.2 code: 4 KiB data digests run about
+//! twice as fast; a 24- or 72-byte header digest costs about 5 ns more.
+//! The check values below stay as our tests.
 
-const POLY_REFLECTED: u32 = 0x82F6_3B78;
-
-const fn make_tables() -> [[u32; 256]; 8] {
-    let mut t = [[0u32; 256]; 8];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut k = 0;
-        while k < 8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ POLY_REFLECTED
-            } else {
-                c >> 1
-            };
-            k += 1;
-        }
-        t[0][i] = c;
-        i += 1;
-    }
-    let mut s = 1;
-    while s < 8 {
-        let mut i = 0;
-        while i < 256 {
-            let prev = t[s - 1][i];
-            t[s][i] = (prev >> 8) ^ t[0][(prev & 0xFF) as usize];
-            i += 1;
-        }
-        s += 1;
-    }
-    t
-}
-
-static TABLES: [[u32; 256]; 8] = make_tables();
-
-/// An incremental CRC32C.
-#[derive(Debug, Clone, Copy)]
+/// An incremental CRC32C, so a data digest can be accumulated across
+/// several buffers.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Crc32c {
-    state: u32,
-}
-
-impl Default for Crc32c {
-    fn default() -> Self {
-        Self::new()
-    }
+    /// CRC of everything fed so far (already finalized, as `crc32c` keeps it).
+    crc: u32,
 }
 
 impl Crc32c {
     /// A fresh digest.
     pub const fn new() -> Self {
-        Self { state: !0 }
+        Self { crc: 0 }
     }
 
-    /// Feeds `data`: the SSE4.2 `crc32` instruction where the CPU has it,
-    /// else slicing-by-8.
+    /// Feeds `data`.
+    #[inline]
     pub fn update(&mut self, data: &[u8]) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("sse4.2") {
-            // SAFETY: the CPU supports SSE4.2, checked just above.
-            self.state = unsafe { update_sse42(self.state, data) };
-            return;
-        }
-        self.update_portable(data);
-    }
-
-    /// Feeds `data` with the table-driven code only.
-    pub fn update_portable(&mut self, data: &[u8]) {
-        let t = &TABLES;
-        let mut crc = self.state;
-        let mut chunks = data.chunks_exact(8);
-        for c in &mut chunks {
-            let lo = u32::from_le_bytes([c[0], c[1], c[2], c[3]]) ^ crc;
-            let hi = u32::from_le_bytes([c[4], c[5], c[6], c[7]]);
-            crc = t[7][(lo & 0xFF) as usize]
-                ^ t[6][((lo >> 8) & 0xFF) as usize]
-                ^ t[5][((lo >> 16) & 0xFF) as usize]
-                ^ t[4][(lo >> 24) as usize]
-                ^ t[3][(hi & 0xFF) as usize]
-                ^ t[2][((hi >> 8) & 0xFF) as usize]
-                ^ t[1][((hi >> 16) & 0xFF) as usize]
-                ^ t[0][(hi >> 24) as usize];
-        }
-        for &b in chunks.remainder() {
-            crc = (crc >> 8) ^ t[0][((crc ^ b as u32) & 0xFF) as usize];
-        }
-        self.state = crc;
+        self.crc = ::crc32c::crc32c_append(self.crc, data);
     }
 
     /// The digest value of everything fed so far.
     pub const fn finish(&self) -> u32 {
-        !self.state
+        self.crc
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "sse4.2")]
-unsafe fn update_sse42(mut crc: u32, data: &[u8]) -> u32 {
-    use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
-    let mut chunks = data.chunks_exact(8);
-    let mut c64 = crc as u64;
-    for c in &mut chunks {
-        let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        c64 = _mm_crc32_u64(c64, v);
-    }
-    crc = c64 as u32;
-    for &b in chunks.remainder() {
-        crc = _mm_crc32_u8(crc, b);
-    }
-    crc
 }
 
 /// CRC32C of one buffer.
+#[inline]
 pub fn crc32c(data: &[u8]) -> u32 {
-    let mut c = Crc32c::new();
-    c.update(data);
-    c.finish()
+    ::crc32c::crc32c(data)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bit-at-a-time CRC32C straight from the reflected polynomial: the
+    /// reference the library's instruction paths are checked against.
+    fn reference(data: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in data {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = (crc >> 1) ^ (0x82F6_3B78 & (crc & 1).wrapping_neg());
+            }
+        }
+        !crc
+    }
 
     #[test]
     fn known_vectors() {
@@ -134,19 +65,21 @@ mod tests {
         let inc: Vec<u8> = (0u8..32).collect();
         assert_eq!(crc32c(&inc), 0x46DD_794E);
         assert_eq!(crc32c(b""), 0);
+        assert_eq!(reference(b"123456789"), 0xE306_9283);
     }
 
     #[test]
-    fn hardware_and_portable_paths_agree() {
-        let data: Vec<u8> = (0..4099u32)
+    fn matches_the_reference_at_every_length_and_alignment() {
+        // Lengths around the library's parallel blocks (3 × 256 and
+        // 3 × 8192 bytes), at each of the eight alignments of the start.
+        let data: Vec<u8> = (0..24_600u32)
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
             .collect();
-        for len in [0, 1, 7, 8, 9, 63, 64, 65, 4096, 4099] {
-            let mut hw = Crc32c::new();
-            hw.update(&data[..len]);
-            let mut sw = Crc32c::new();
-            sw.update_portable(&data[..len]);
-            assert_eq!(hw.finish(), sw.finish(), "len {len}");
+        for len in (0..100).chain([767, 768, 769, 4096, 4099, 24_575, 24_576, 24_583]) {
+            for start in 0..8 {
+                let slice = &data[start..start + len];
+                assert_eq!(crc32c(slice), reference(slice), "len {len} at +{start}");
+            }
         }
     }
 
@@ -160,6 +93,7 @@ mod tests {
             c.update(&data[split..]);
             assert_eq!(c.finish(), whole, "split at {split}");
         }
+        assert_eq!(Crc32c::new().finish(), 0);
         assert_ne!(crc32c(&data[1..]), whole);
     }
 }
