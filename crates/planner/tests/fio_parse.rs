@@ -10,6 +10,8 @@ use planner::fio::{
     load_job_file, parse_command_line, parse_job_text, to_job_file, FioError, ParseOptions,
 };
 use planner::{Distribution, MemPolicy, RwMode};
+use rand_xoshiro::rand_core::{RngCore, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
 use topology::{CpuId, NodeId};
 
 fn fixture(name: &str) -> PathBuf {
@@ -421,13 +423,8 @@ fn garbage_never_panics() {
         "time_based=maybe",
         "numa_cpu_nodes=0-1",
     ];
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        (state >> 33) as usize
-    };
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(0x9e37_79b9_7f4a_7c15);
+    let mut next = || (rng.next_u64() >> 33) as usize;
     let topo = common::flat(4);
     for _ in 0..3000 {
         let lines: Vec<&str> = (0..next() % 8)

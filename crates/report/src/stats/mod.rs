@@ -10,7 +10,7 @@ pub mod tdist;
 pub mod trend;
 pub mod welch;
 
-pub use bootstrap::{bootstrap, Bootstrap, SplitMix64};
+pub use bootstrap::{bootstrap, Bootstrap};
 pub use describe::{mad, median, modified_z_scores, outliers, summarize, Outlier, Summary};
 pub use tdist::{t_cdf, t_quantile};
 pub use trend::{trend, Trend};
