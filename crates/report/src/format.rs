@@ -1,6 +1,7 @@
-//! Number formatting shared by the text exporter, verdicts and charts.
+//! Number and count formatting shared by the text exporter, verdicts and
+//! charts.
 
-use crate::repeat::Metric;
+use crate::model::Metric;
 
 /// Integer part with thousands separators: `1234567.8` → `1,234,568`.
 pub fn grouped(value: f64) -> String {
@@ -56,6 +57,15 @@ pub fn cv(value: Option<f64>) -> String {
         None => "n/a".to_string(),
         Some(v) if v < 0.995 => format!("{v:.2} %"),
         Some(v) => format!("{v:.1} %"),
+    }
+}
+
+/// `1 run`, `5 runs`.
+pub fn runs(n: usize) -> String {
+    if n == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{n} runs")
     }
 }
 

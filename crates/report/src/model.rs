@@ -41,6 +41,46 @@ pub struct TargetMetrics {
     pub percentiles: Vec<LatencyPoint>,
 }
 
+/// A measured quantity of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    /// I/Os per second.
+    Iops,
+    /// Mean latency.
+    LatMean,
+    /// 99th percentile latency.
+    LatP99,
+}
+
+impl Metric {
+    /// All metrics, in report order.
+    pub const ALL: [Metric; 3] = [Metric::Iops, Metric::LatMean, Metric::LatP99];
+
+    /// Name in verdicts ("IOPS", "mean latency", "p99 latency").
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Iops => "IOPS",
+            Metric::LatMean => "mean latency",
+            Metric::LatP99 => "p99 latency",
+        }
+    }
+
+    /// Whether a larger value is better.
+    pub fn higher_is_better(self) -> bool {
+        matches!(self, Metric::Iops)
+    }
+
+    /// The value in a target's metrics (latencies in nanoseconds).
+    pub fn of(self, m: &TargetMetrics) -> f64 {
+        match self {
+            Metric::Iops => m.iops,
+            Metric::LatMean => m.lat_mean_ns,
+            Metric::LatP99 => m.lat_p99_ns,
+        }
+    }
+}
+
 /// One run: every target and the total.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::model::Metric;
 use crate::model::{Arm, RunRecord, TargetMetrics, TOTAL};
 use crate::stats::{self, Summary, Trend};
 
@@ -17,46 +18,6 @@ pub const DRIFT_P: f64 = 0.05;
 
 /// Run-to-run deviation of IOPS above which the user is warned, in percent.
 pub const HIGH_CV_PCT: f64 = 5.0;
-
-/// A measured quantity of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    /// I/Os per second.
-    Iops,
-    /// Mean latency.
-    LatMean,
-    /// 99th percentile latency.
-    LatP99,
-}
-
-impl Metric {
-    /// All metrics, in report order.
-    pub const ALL: [Metric; 3] = [Metric::Iops, Metric::LatMean, Metric::LatP99];
-
-    /// Name in verdicts ("IOPS", "mean latency", "p99 latency").
-    pub fn name(self) -> &'static str {
-        match self {
-            Metric::Iops => "IOPS",
-            Metric::LatMean => "mean latency",
-            Metric::LatP99 => "p99 latency",
-        }
-    }
-
-    /// Whether a larger value is better.
-    pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Iops)
-    }
-
-    /// The value in a target's metrics (latencies in nanoseconds).
-    pub fn of(self, m: &TargetMetrics) -> f64 {
-        match self {
-            Metric::Iops => m.iops,
-            Metric::LatMean => m.lat_mean_ns,
-            Metric::LatP99 => m.lat_p99_ns,
-        }
-    }
-}
 
 /// A run whose value stands out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -67,7 +67,7 @@ pub fn render_svg(set: &ResultSet, analysis: &Analysis) -> String {
         [a, b, ..] => format!("numio compare: {a} vs {b}"),
         [a] => format!(
             "numio: {a}, {}",
-            crate::export::runs_label(set.arms[0].runs.len())
+            crate::format::runs(set.arms[0].runs.len())
         ),
         [] => "numio: no runs".to_string(),
     };

@@ -12,9 +12,10 @@ mod json;
 mod table;
 mod text;
 
+pub use crate::format::runs as runs_label;
 pub use csv::CsvExporter;
 pub use json::JsonExporter;
-pub use text::{runs as runs_label, TextExporter};
+pub use text::TextExporter;
 
 /// Writes a result set in one format.
 pub trait Exporter {

@@ -9,7 +9,7 @@ use super::{io_error, Exporter};
 use crate::analysis::{analyze, Analysis};
 use crate::compare::Comparison;
 use crate::error::ReportError;
-use crate::format::{cv, grouped, metric_number, micros};
+use crate::format::{cv, grouped, metric_number, micros, runs};
 use crate::model::{ResultSet, SetKind, TOTAL};
 use crate::repeat::{ArmStats, Metric};
 
@@ -70,15 +70,6 @@ fn header(set: &ResultSet) -> String {
         }
     }
     out
-}
-
-/// `1 run`, `5 runs`.
-pub fn runs(n: usize) -> String {
-    if n == 1 {
-        "1 run".to_string()
-    } else {
-        format!("{n} runs")
-    }
 }
 
 fn verdicts(c: &Comparison) -> String {
