@@ -21,7 +21,6 @@ use crate::cpuset::{
     distance, format_cpu_list, has_memory, node_cores, node_cpus, nodes_by_distance, Core,
 };
 use crate::placement::{JobPlacement, MemPolicy, TargetPlacement};
-use crate::plan::node_label;
 
 /// Where a target's jobs run and where their memory lives.
 struct Home {
@@ -325,6 +324,11 @@ fn assign(t: &mut TargetPlacement, piece: &Piece, order: &[CpuId], cores: usize)
     t.cpus.extend(all);
     t.cpus.sort_unstable();
     t.cpus.dedup();
+}
+
+/// A node's display form for notes: `node 1`.
+fn node_label(n: NodeId) -> String {
+    format!("node {}", n.0)
 }
 
 #[cfg(test)]

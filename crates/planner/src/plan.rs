@@ -1,7 +1,7 @@
 //! [`plan`]: the policies `spread`, `none` and `explicit`, and the shared
 //! steps (validation, target resolution). `local` lives in [`crate::local`].
 
-use topology::{CpuId, NodeId, Topology};
+use topology::{CpuId, Topology};
 
 use crate::cpuset::{cpu_node, format_cpu_list, is_online, online_cpus};
 use crate::error::PlanError;
@@ -210,9 +210,4 @@ pub(crate) fn union(jobs: &[JobPlacement]) -> Vec<CpuId> {
     all.sort_unstable();
     all.dedup();
     all
-}
-
-/// A node's display form for notes: `node 1`.
-pub(crate) fn node_label(n: NodeId) -> String {
-    format!("node {}", n.0)
 }

@@ -63,7 +63,7 @@ impl Policy {
     }
 }
 
-/// Everything [`crate::plan`] needs besides the topology.
+/// Everything `planner::plan` needs besides the topology.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanRequest {
     /// Targets, in the order the plan lists them.
