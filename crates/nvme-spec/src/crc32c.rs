@@ -1,6 +1,6 @@
 //! CRC32C (Castagnoli), the NVMe/TCP header and data digest.
 //!
-//! A thin face over the [`crc32c`](::crc32c) crate, which uses the SSE 4.2
+//! A thin face over the `crc32c` crate, which uses the SSE 4.2
 //! (x86-64) or ARMv8 CRC instructions with three streams in flight for long
 //! buffers, and a table-driven fallback elsewhere. It replaced our own
 //! slicing-by-8 and one-stream SSE 4.2 code: 4 KiB data digests run about

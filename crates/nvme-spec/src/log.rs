@@ -1,5 +1,6 @@
 //! Get Log Page: identifiers, command fields and the pages a target returns
-//! (error information, SMART / health, changed namespace list, discovery).
+//! (error information, SMART / health, discovery). The changed namespace
+//! list is a list of namespace ids, built by the target.
 
 use crate::bytes::{
     get_str, get_u16, get_u64, put_ascii_padded, put_str_zero_padded, put_u16, put_u64,
