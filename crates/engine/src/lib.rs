@@ -1,15 +1,20 @@
 //! The I/O engine.
 //!
 //! One worker per CPU, pinned, with NUMA-local buffers allocated at start-up;
-//! a small [`Backend`] trait split like a hardware queue
-//! (queue, submit, reap) and its backends (`uring`, `sync`, `null`, `nop`);
-//! workload generators named as fio names them; per-worker HdrHistograms
-//! merged at the end into the serializable [`result`] model.
+//! a small [`Backend`] trait split like a hardware queue (queue, submit,
+//! reap) and its backends: `uring` (io_uring reads and writes), `passthru`
+//! (NVMe commands through io_uring passthrough on `/dev/ngXnY`), `tcp`
+//! (NVMe/TCP from user space), `sync` (pread/pwrite, the reference), `null`
+//! (no I/O: measures numio) and `nop` (io_uring NOPs: the kernel round trip);
+//! workload generators named as fio names them, on one seeded generator
+//! ([`gen`]); per-worker HdrHistograms merged at the end into the
+//! serializable [`result`] model.
 //!
 //! The shape follows the hot path: a worker owns its ring, buffers, slot slab
 //! and statistics; it shares nothing with other workers but a stop flag read
-//! once per batch, and allocates nothing after start-up (pinned by the
-//! `zero_alloc` integration test).
+//! once per batch and its own progress counters, stored a few times a second
+//! for the main thread to read ([`progress`]); it allocates nothing after
+//! start-up (pinned by the `zero_alloc` integration test).
 #![deny(missing_docs)]
 
 pub mod backend;

@@ -10,13 +10,14 @@
 //! * [`model`]: the result set saved as one JSON file: arms, every run, per
 //!   target and total (versioned schema);
 //! * [`stats`]: the methods, each named: summary (mean, median, sample stdev,
-//!   CV), outliers by modified z-score over the MAD, Student t, Welch's
-//!   t-test with Welch–Satterthwaite df, Fieller's ratio interval, seeded
-//!   percentile bootstrap;
+//!   CV), outliers by modified z-score over the MAD, Student t (from
+//!   `statrs`), Welch's t-test with Welch–Satterthwaite df, Fieller's ratio
+//!   interval, seeded percentile bootstrap, Mann–Kendall drift over run
+//!   order;
 //! * [`repeat`] (one arm over its runs) and [`compare`] (two arms, with a
 //!   plain verdict), gathered by [`analysis`];
 //! * [`export`]: one [`Exporter`] trait, four formats; [`chart`] draws the
-//!   SVG (and rasterizes it to PNG).
+//!   SVG (and rasterizes it to PNG); both write numbers through [`mod@format`].
 #![deny(missing_docs)]
 
 pub mod analysis;
