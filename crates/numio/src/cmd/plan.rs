@@ -56,7 +56,7 @@ pub struct Args {
     #[arg(long, value_name = "JOB.fio", conflicts_with = "targets")]
     pub fio: Option<PathBuf>,
     /// With --fio: `auto` places jobs that have no CPUs with the local policy.
-    #[arg(long, value_enum, default_value = "off")]
+    #[arg(long, value_enum, value_name = "MODE", default_value = "off")]
     pub numa: PlanNuma,
     /// With --fio: skip unsupported fio options with a warning.
     #[arg(long)]
