@@ -5,16 +5,17 @@ use crate::event::RunInfo;
 /// Why a session could not run or prepare.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
-    /// A run failed before or while running (the engine's reason).
+    /// A run failed before or while running (the engine's reason, or the
+    /// runner's).
     #[error("run {} of {} ({label})", .run.seq, .run.total)]
     Run {
         /// The run.
         run: RunInfo,
         /// Its arm's label.
         label: String,
-        /// The engine's error (boxed: it is large).
+        /// Why.
         #[source]
-        source: Box<engine::EngineError>,
+        source: crate::schedule::BoxError,
     },
     /// An arm's plan could not be made: `step` says what was being done.
     #[error("arm {arm}: {step}")]

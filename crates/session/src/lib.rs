@@ -24,7 +24,10 @@
 //! The way through: [`arms::prepare`] turns an arm as the user wrote it
 //! into a plan (or a saved arm) → [`Schedule::run`] runs the live arms,
 //! each run through [`run_once`] → [`Outcome`] → [`arms::assemble`] puts
-//! saved and live arms back in A, B order.
+//! saved and live arms back in A, B order. A sweep is a schedule with one
+//! arm per point; what must happen around each run (a controller feature
+//! set and restored, numio started on other hosts) is a [`Runner`] given
+//! to [`Schedule::run_with`].
 #![deny(missing_docs)]
 
 pub mod arms;
@@ -38,7 +41,7 @@ pub mod settle;
 pub use error::SessionError;
 pub use event::{Event, RunInfo};
 pub use once::run_once;
-pub use schedule::{Interruption, LiveArm, Outcome, Partial, Schedule};
+pub use schedule::{Interruption, LiveArm, LocalRunner, Outcome, Partial, Runner, Schedule};
 
 #[cfg(test)]
 mod testutil;

@@ -6,7 +6,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use engine::RunOptions;
+use engine::{RunOptions, RunResult};
 use planner::Placement;
 use report::{Arm, RunRecord};
 
@@ -79,6 +79,46 @@ impl Outcome {
     /// Completed runs over all arms.
     pub fn completed(&self) -> usize {
         self.arms.iter().map(|a| a.runs.len()).sum()
+    }
+}
+
+/// How one run of an arm is carried out: [`LocalRunner`] runs the plan on
+/// this machine's engine ([`run_once`]). A run that needs more around it
+/// wraps that (a coalescing sweep sets a controller feature before the run
+/// and restores it after); one that runs elsewhere replaces it (a fleet run
+/// starts numio on each host and merges the results). The schedule, its
+/// settlement and its interrupt handling stay the same.
+pub trait Runner {
+    /// Runs `arm`'s plan once with `opts` (the arm's options, settled),
+    /// telling `observer` as [`run_once`] does, until it ends or
+    /// `interrupt` is set.
+    fn run(
+        &mut self,
+        arm: &LiveArm,
+        opts: &RunOptions,
+        run: RunInfo,
+        interrupt: &AtomicBool,
+        observer: &mut dyn FnMut(&Event<'_>),
+    ) -> Result<RunResult, BoxError>;
+}
+
+/// Any error a [`Runner`] hands back.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Runs each plan on this machine's engine.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LocalRunner;
+
+impl Runner for LocalRunner {
+    fn run(
+        &mut self,
+        arm: &LiveArm,
+        opts: &RunOptions,
+        run: RunInfo,
+        interrupt: &AtomicBool,
+        observer: &mut dyn FnMut(&Event<'_>),
+    ) -> Result<RunResult, BoxError> {
+        Ok(run_once(&arm.placement, opts, run, interrupt, observer)?)
     }
 }
 
@@ -156,9 +196,20 @@ impl Schedule {
     /// counted, not fatal; a run that fails to run ends the schedule with
     /// that error. An interrupt (checked before each run, and by the engine
     /// during it) ends it early: the completed runs are kept and
-    /// [`Outcome::interrupted`] says where it stopped.
+    /// [`Outcome::interrupted`] says where it stopped. Each run goes
+    /// through [`LocalRunner`].
     pub fn run(
         &self,
+        interrupt: &AtomicBool,
+        observer: &mut dyn FnMut(&Event<'_>),
+    ) -> Result<Outcome, SessionError> {
+        self.run_with(&mut LocalRunner, interrupt, observer)
+    }
+
+    /// As [`Schedule::run`], each run through `runner`.
+    pub fn run_with(
+        &self,
+        runner: &mut dyn Runner,
         interrupt: &AtomicBool,
         observer: &mut dyn FnMut(&Event<'_>),
     ) -> Result<Outcome, SessionError> {
@@ -181,7 +232,7 @@ impl Schedule {
                 arm,
                 round,
             };
-            self.step(run, &mut state, interrupt, observer)
+            self.step(run, &mut state, runner, interrupt, observer)
         });
         if let Err(Stop::Failed(e)) = outcome {
             return Err(e);
@@ -214,6 +265,7 @@ impl Schedule {
         &self,
         run: RunInfo,
         state: &mut RunState,
+        runner: &mut dyn Runner,
         interrupt: &AtomicBool,
         observer: &mut dyn FnMut(&Event<'_>),
     ) -> Result<RunRecord, Stop> {
@@ -223,13 +275,15 @@ impl Schedule {
         }
         let a = &self.arms[run.arm];
         let opts = state.settlements.options(a.settle_group, &a.opts);
-        let result = run_once(&a.placement, &opts, run, interrupt, observer).map_err(|source| {
-            Stop::Failed(SessionError::Run {
-                run,
-                label: a.label.clone(),
-                source: Box::new(source),
-            })
-        })?;
+        let result = runner
+            .run(a, &opts, run, interrupt, observer)
+            .map_err(|source| {
+                Stop::Failed(SessionError::Run {
+                    run,
+                    label: a.label.clone(),
+                    source,
+                })
+            })?;
         let record = report::from_engine::record(run.seq, &result);
         let had_errors = !result.errors.is_empty();
         if result.interrupted {

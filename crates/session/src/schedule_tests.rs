@@ -242,3 +242,52 @@ fn the_first_trial_settles_the_mode_for_the_group() {
         );
     }
 }
+
+/// A runner that wraps the local one, as a coalescing sweep would (set a
+/// feature, run, restore): it sees every run in order with the arm's
+/// options, and its own failure ends the schedule naming the run.
+#[test]
+fn a_runner_wraps_each_run() {
+    struct Around {
+        seen: Vec<(usize, String)>,
+        fail_at: usize,
+    }
+    impl Runner for Around {
+        fn run(
+            &mut self,
+            arm: &LiveArm,
+            opts: &RunOptions,
+            run: RunInfo,
+            interrupt: &AtomicBool,
+            observer: &mut dyn FnMut(&Event<'_>),
+        ) -> Result<RunResult, BoxError> {
+            self.seen.push((run.seq, arm.label.clone()));
+            if run.seq == self.fail_at {
+                return Err("the controller refused feature 0x08".into());
+            }
+            LocalRunner.run(arm, opts, run, interrupt, observer)
+        }
+    }
+    let (a, b) = (TempFile::new("runner-a"), TempFile::new("runner-b"));
+    let s = Schedule {
+        arms: vec![arm("a", &a.path()), arm("b", &b.path())],
+        rounds: 2,
+    };
+    let mut around = Around {
+        seen: Vec::new(),
+        fail_at: 0,
+    };
+    let out = s
+        .run_with(&mut around, &AtomicBool::new(false), &mut |_| {})
+        .expect("null runs");
+    assert_eq!(seqs(&out), [vec![1, 3], vec![2, 4]]);
+    let order: Vec<(usize, &str)> = around.seen.iter().map(|(n, l)| (*n, l.as_str())).collect();
+    assert_eq!(order, [(1, "a"), (2, "b"), (3, "a"), (4, "b")]);
+    around.fail_at = 3;
+    let e = s
+        .run_with(&mut around, &AtomicBool::new(false), &mut |_| {})
+        .unwrap_err();
+    assert_eq!(e.to_string(), "run 3 of 4 (a)");
+    let cause = std::error::Error::source(&e).unwrap().to_string();
+    assert_eq!(cause, "the controller refused feature 0x08");
+}
