@@ -128,7 +128,9 @@ const WATCH_TICK: std::time::Duration = std::time::Duration::from_millis(50);
 const PROGRESS_EVERY_TICKS: u32 = 4;
 
 /// Checks every target of `placement` and runs it. `on_progress` is called
-/// about five times a second from the calling thread while workers run.
+/// from the calling thread: first once as every worker passes the start
+/// barrier (set-up and any task-run trial done, `elapsed_ns` 0; not when
+/// set-up failed), then about five times a second while workers run.
 pub fn run(
     placement: &Placement,
     opts: &RunOptions,
@@ -171,6 +173,11 @@ pub fn run_until(
     ctl.start.wait();
     let t0 = sys::now_ns();
     let process0 = sys::process_usage();
+    if !ctl.abort.load(Ordering::Relaxed) {
+        // Every worker passed the start barrier: set-up and any task-run
+        // trial are done. Callers wait for this call, not for a clock.
+        on_progress(&snapshot(&progress, 0, planned_ns));
+    }
     let mut interrupted = false;
     let mut interrupted_in_ramp = false;
     let ramp_ns = placement

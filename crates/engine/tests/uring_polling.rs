@@ -52,6 +52,9 @@ fn sqpoll_is_granted_and_completes_io() {
         },
         ..RunOptions::default()
     };
+    // The engine calls back first as the workers pass the start barrier,
+    // when every ring (and its SQPOLL thread) exists: no clock decides
+    // whether the thread is seen.
     let mut seen_threads = 0;
     let r = engine::run(&placement(&f.path_str(), w.clone(), 1), &opts, &mut |_| {
         seen_threads = seen_threads.max(sqpoll_threads());

@@ -5,10 +5,10 @@ use clap::{Parser, Subcommand};
 
 mod cmd;
 
-/// NUMA-aware NVMe performance system.
+/// NUMA-aware NVMe performance tool.
 #[derive(Debug, Parser)]
 #[command(name = "numio", version, about, long_about = None, propagate_version = true)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }

@@ -53,8 +53,23 @@ fn bad_values_are_named() {
             "bs=1000 is not a multiple of the logical block size 512",
         ),
         (&["--size", "2m"], "beyond the end"),
-        (&["--rw", "randomread"], "--rw=randomread"),
-        (&["--backend", "spdk"], "unknown backend `spdk`"),
+        (&["--bs", "4q"], "--bs=4q: unknown size suffix `q`"),
+        (
+            &["--rw", "randomread"],
+            "invalid value 'randomread' for '--rw <MODE>'",
+        ),
+        (
+            &["--rw", "randomread"],
+            "[possible values: read, write, randread",
+        ),
+        (
+            &["--backend", "spdk"],
+            "invalid value 'spdk' for '--backend <NAME>'",
+        ),
+        (
+            &["--backend", "spdk"],
+            "uring, sync, null, nop, passthru, tcp",
+        ),
     ];
     for (extra, needle) in cases {
         let mut args = vec!["bench", t.path()];

@@ -3,8 +3,9 @@
 //!
 //! The crate is pure: it takes runs as values (from the engine through
 //! [`from_engine`], or from a saved file through [`mod@file`]) and returns
-//! numbers, verdicts and bytes. Running the engine is the binary's job; the
-//! crate only fixes the order live arms run in ([`arm::interleave`]).
+//! numbers, verdicts and bytes. Running the engine is the `session` crate's
+//! job; this crate only fixes the order live arms run in
+//! ([`arm::interleave`], which the session follows).
 //!
 //! The way through:
 //! * [`model`]: the result set saved as one JSON file: arms, every run, per

@@ -1,34 +1,47 @@
 //! `numio bench`: flags → workload and targets → placement (planner) →
-//! engine run (with live progress on a terminal) → human report or JSON.
-//!
-//! [`run_placement`] is the reusable step for `numio compare` and repeats.
+//! a session run (`session::run_once`, or a repeat schedule) with its
+//! events shown on stderr → human report or JSON.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use engine::{BackendKind, IoPoll, RunResult, UringOptions, UringSetup};
 use planner::{
     JobPlacement, MemPolicy, Placement, PlanRequest, Policy, TargetPlacement, TargetSpec, Workload,
 };
+use session::interrupt;
 use topology::Topology;
 
-#[path = "bench_args.rs"]
-pub mod bench_args;
-#[path = "bench_interrupt.rs"]
-pub mod bench_interrupt;
 #[path = "bench_jobs.rs"]
 pub mod bench_jobs;
+#[path = "bench_repeat.rs"]
+pub mod bench_repeat;
 #[path = "bench_report.rs"]
 pub mod bench_report;
 
-use bench_args::{parse_percentiles, WorkloadArgs};
+use super::display::{Display, Runs};
+use super::engine_args::EngineArgs;
+use super::flags::WorkloadArgs;
 
 /// Size of the embedded default target.
 pub const DEFAULT_TARGET_BYTES: u64 = 1 << 30;
 /// File name of the embedded default target under `$TMPDIR`.
 pub const DEFAULT_TARGET_NAME: &str = "numio-default-target-1GiB.bin";
+
+/// Placement policies of `numio bench` (`--numa`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NumaArg {
+    /// CPUs of each target's NUMA node (the default).
+    Local,
+    /// Every CPU round-robin, ignoring locality.
+    Spread,
+    /// No pinning.
+    None,
+    /// fio job files: numio's local placement for jobs without
+    /// cpus_allowed / numa_cpu_nodes (with targets: local).
+    Auto,
+}
 
 /// Flags of `numio bench`.
 #[derive(Debug, clap::Args)]
@@ -51,152 +64,116 @@ pub struct Args {
     /// --rw=randread --name=b ...`); the job options come from there.
     #[arg(last = true, value_name = "FIO_OPTIONS")]
     pub fio_args: Vec<String>,
-    #[command(flatten)]
-    pub workload: WorkloadArgs,
-    /// Engine backend: uring, sync, null (no I/O), nop (io_uring NOPs),
-    /// passthru (NVMe commands via io_uring on /dev/ngXnY) or tcp (NVMe/TCP
-    /// from user space to nvme-tcp://HOST[:PORT]/SUBNQN[/NSID]).
-    #[arg(long, default_value = "uring")]
-    pub backend: String,
-    /// tcp backend: host NQN sent in Connect (default: the initiator's).
-    #[arg(long, value_name = "NQN")]
-    pub tcp_hostnqn: Option<String>,
-    /// tcp backend: ask for header digests (CRC32C of every PDU header).
-    #[arg(long)]
-    pub tcp_hdgst: bool,
-    /// tcp backend: ask for data digests (CRC32C of every PDU's data).
-    #[arg(long)]
-    pub tcp_ddgst: bool,
     /// Pin the jobs of every target to these CPUs, one job per CPU in order
     /// (e.g. 0-3,8).
-    #[arg(long)]
+    #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
     /// Explicit CPUs of one target, e.g. `nvme0n1=0-3,112-115` (repeatable;
     /// every target then needs one).
     #[arg(long, value_name = "TARGET=LIST")]
     pub cpus_for: Vec<String>,
-    /// Placement policy: local (CPUs of each target's node; the default),
-    /// spread or none. With a fio job file: auto gives numio's local
-    /// placement to jobs without cpus_allowed / numa_cpu_nodes.
-    #[arg(long)]
-    pub numa: Option<String>,
-    /// Latency percentiles to report (default 1,10,50,90,99,99.9,99.99).
-    #[arg(long)]
-    pub percentiles: Option<String>,
+    /// Placement policy [default: local].
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub numa: Option<NumaArg>,
     /// Print the result as JSON (schema in the README) instead of a report.
     #[arg(long)]
     pub json: bool,
-    /// Allow writes to block devices holding partitions, filesystems or
-    /// mounts, and to NVMe/TCP namespaces (which numio cannot look into).
-    #[arg(long)]
-    pub force_write: bool,
-    /// Write a checkable pattern and verify it on every read.
-    #[arg(long)]
-    pub verify: bool,
-    /// io_uring: kernel submission polling thread, with this idle time in ms.
-    #[arg(long, num_args = 0..=1, default_missing_value = "1000")]
-    pub sqpoll: Option<u32>,
-    /// io_uring IOPOLL (completion polling): auto (where the device has poll
-    /// queues and O_DIRECT; the default), on (an error where it has none),
-    /// off. fio job files: a job's hipri decides for its target; jobs
-    /// without it follow --iopoll, off when not given (as in fio).
-    #[arg(long, value_name = "auto|on|off")]
-    pub iopoll: Option<String>,
-    /// io_uring task-run set-up: auto (in a time-based uring run, a 400 ms
-    /// trial of DEFER_TASKRUN against COOP_TASKRUN on each job's own
-    /// workload keeps the faster; otherwise DEFER_TASKRUN, else
-    /// COOP_TASKRUN, else plain), defer, coop or plain.
-    #[arg(long, default_value = "auto")]
-    pub uring_setup: String,
-    /// io_uring: do not register the I/O buffers.
-    #[arg(long)]
-    pub no_fixed_buffers: bool,
-    /// io_uring: do not register the target files.
-    #[arg(long)]
-    pub no_registered_files: bool,
-    /// Completions to wait for per reap (default: iodepth/4, 1..=32).
-    #[arg(long)]
-    pub batch_complete: Option<usize>,
-    /// No live progress line even on a terminal.
-    #[arg(long)]
-    pub no_progress: bool,
     /// `--repeat N`, `--save`, `--csv`, `--chart` (owned by cmd/report.rs).
     #[command(flatten)]
     pub repeat: super::report::RepeatArgs,
-}
-
-/// How [`run_placement`] runs: the engine's options and the progress display.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct RunOptions {
-    /// Engine options (backend, percentiles, io_uring set-up, safety).
-    pub engine: engine::RunOptions,
-    /// Show a live progress line on stderr.
-    pub progress: bool,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// Runs `numio bench`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    bench_interrupt::install()?;
-    let src = bench_jobs::source(&args.targets, args.plan.as_deref(), &args.fio_args)?;
-    let mut opts = run_options(&args)?;
-    let topo = Topology::discover(Path::new("/"));
-    let placement = if src == bench_jobs::JobSource::Targets {
-        let workload = args.workload.workload()?;
-        let (targets, labels) = choose_targets(&args.targets, topo.as_ref().ok(), &workload)?;
-        opts.engine.labels = labels;
-        place(topo.as_ref(), &targets, &workload, &args)?
-    } else {
-        let topo = topo
-            .as_ref()
-            .map_err(|e| anyhow::anyhow!("{e}"))
-            .context("job files and plans are placed on this machine's topology")?;
-        let jf = bench_jobs::JobFileOptions {
-            ignore_unknown: args.ignore_unknown,
-            sections: args.sections.clone(),
-            numa_auto: match args.numa.as_deref() {
-                None | Some("none") => false,
-                Some("auto" | "local") => true,
-                Some(other) => bail!("--numa={other} with a job file: use auto or none"),
-            },
-        };
-        // A job file means what it means to fio: no IOPOLL without hipri.
-        // Each job's fixedbufs / registerfiles / sqthread_poll / hipri
-        // applies to its own target (the engine sets up one ring per job).
-        if args.iopoll.is_none() {
-            opts.engine.iopoll = IoPoll::Off;
-        }
-        bench_jobs::load(&src, topo, &jf)?
-    };
+    interrupt::install(super::display::on_signal)?;
+    let mut opts = args.engine.run_options()?;
+    let placement = bench_placement(&args, &mut opts)?;
     let groups = bench_jobs::groups(&placement);
+    let progress = args.engine.progress_mode(args.json);
     if args.repeat.wanted() {
         if groups.len() > 1 {
             bail!("--repeat runs one group: the job file has {} stonewall groups (run them as separate job files)", groups.len());
         }
-        let policy = placement.policy.clone();
-        let (mut opts, mut seq, runs) = (opts.clone(), 0, args.repeat.repeat);
-        let code = super::report::bench_repeat(&args.repeat, args.json, &policy, || {
-            seq += 1;
-            let result = run_placement(&placement, &opts)?;
-            if seq < runs {
-                if let Some(mode) = settle_taskrun(&mut opts, &result) {
-                    eprintln!(
-                        "numio: run {seq}'s task-run trial kept {mode}; runs {}-{runs} use it \
-                         without a trial (--uring-setup defer or coop fixes the mode)",
-                        seq + 1
-                    );
-                }
-            }
-            Ok(result)
-        })?;
-        return Ok(bench_interrupt::exit_code().unwrap_or(code));
+        let code = bench_repeat::run(&args.repeat, args.json, placement, opts, progress)?;
+        return Ok(interrupt::exit_code().unwrap_or(code));
     }
+    let results = run_groups(
+        &groups,
+        &opts,
+        Display::new(progress, Runs::Single),
+        args.json,
+    )?;
+    if args.json {
+        match results.as_slice() {
+            [one] => println!("{}", serde_json::to_string_pretty(one)?),
+            many => println!("{}", serde_json::to_string_pretty(many)?),
+        }
+    }
+    let code = i32::from(results.iter().any(|r| !r.errors.is_empty()));
+    Ok(interrupt::exit_code().unwrap_or(code))
+}
+
+/// The plan of a bench run: targets placed by the planner (with the
+/// targets' labels in `opts`), or a fio job file, fio's command-line form
+/// or a saved plan, checked against this machine.
+fn bench_placement(args: &Args, opts: &mut engine::RunOptions) -> anyhow::Result<Placement> {
+    let src = bench_jobs::source(&args.targets, args.plan.as_deref(), &args.fio_args)?;
+    let topo = Topology::discover(Path::new("/"));
+    if src == bench_jobs::JobSource::Targets {
+        let workload = args.workload.workload()?;
+        let (targets, labels) = choose_targets(&args.targets, topo.as_ref().ok(), &workload)?;
+        opts.labels = labels;
+        return place(topo.as_ref(), &targets, &workload, args);
+    }
+    let topo = topo
+        .as_ref()
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .context("job files and plans are placed on this machine's topology")?;
+    let jf = bench_jobs::JobFileOptions {
+        ignore_unknown: args.ignore_unknown,
+        sections: args.sections.clone(),
+        numa_auto: match args.numa {
+            None | Some(NumaArg::None) => false,
+            Some(NumaArg::Auto | NumaArg::Local) => true,
+            Some(NumaArg::Spread) => bail!("--numa=spread with a job file: use auto or none"),
+        },
+    };
+    // A job file means what it means to fio: no IOPOLL without hipri.
+    // Each job's fixedbufs / registerfiles / sqthread_poll / hipri
+    // applies to its own target (the engine sets up one ring per job).
+    if args.engine.iopoll.is_none() {
+        opts.iopoll = engine::IoPoll::Off;
+    }
+    bench_jobs::load(&src, topo, &jf)
+}
+
+/// Runs the stonewall groups one after another, each reported as it ends
+/// (unless `json`); an interrupt keeps the group it cut short and runs no
+/// later group.
+fn run_groups(
+    groups: &[Placement],
+    opts: &engine::RunOptions,
+    mut display: Display,
+    json: bool,
+) -> anyhow::Result<Vec<engine::RunResult>> {
     let mut results = Vec::with_capacity(groups.len());
     for (i, group) in groups.iter().enumerate() {
-        if groups.len() > 1 && !args.json {
+        if groups.len() > 1 && !json {
             println!("group {} of {} (stonewall)", i + 1, groups.len());
         }
-        let result = run_placement(group, &opts)?;
-        if !args.json {
+        let run = session::RunInfo {
+            seq: i + 1,
+            total: groups.len(),
+            ..session::RunInfo::SINGLE
+        };
+        let result = session::run_once(group, opts, run, interrupt::flag(), &mut |e| {
+            display.event(e)
+        })?;
+        if !json {
             print!("{}", bench_report::render(&result, group));
         }
         let interrupted = result.interrupted;
@@ -212,107 +189,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             break;
         }
     }
-    if args.json {
-        match results.as_slice() {
-            [one] => println!("{}", serde_json::to_string_pretty(one)?),
-            many => println!("{}", serde_json::to_string_pretty(many)?),
-        }
-    }
-    let code = i32::from(results.iter().any(|r| !r.errors.is_empty()));
-    Ok(bench_interrupt::exit_code().unwrap_or(code))
-}
-
-/// Settles an `auto` io_uring set-up for the runs after `result`: where
-/// every job's task-run trial kept the same mode, later runs of the same
-/// plan use it without a trial, so repeats and A/B arms neither flip modes
-/// from run to run nor pay the trial again. Returns the mode's flag name
-/// when it settled (nothing changes where a job had no trial or the jobs
-/// disagree).
-pub fn settle_taskrun(opts: &mut RunOptions, result: &RunResult) -> Option<&'static str> {
-    if opts.engine.uring.setup != UringSetup::Auto {
-        return None;
-    }
-    let mut kept = result
-        .targets
-        .iter()
-        .flat_map(|t| &t.workers)
-        .map(|w| w.taskrun_trial.as_ref().map(|t| t.chosen));
-    let first = kept.next()??;
-    if !kept.all(|c| c == Some(first)) {
-        return None;
-    }
-    opts.engine.uring.setup = first;
-    first.taskrun_flag()
-}
-
-/// Runs a placement on the engine, with a live progress line on stderr when
-/// asked. Reusable by `numio compare` and repeats. A first SIGINT / SIGTERM
-/// (after [`bench_interrupt::install`]) stops it early: the result covers the
-/// time measured and has `interrupted` set.
-pub fn run_placement(placement: &Placement, opts: &RunOptions) -> anyhow::Result<RunResult> {
-    let mut on_progress = |s: &engine::ProgressSnapshot| {
-        if opts.progress {
-            let text = bench_report::progress_line(s);
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r\x1b[2K{text}");
-            let _ = err.flush();
-        }
-    };
-    let result = engine::run_until(
-        placement,
-        &opts.engine,
-        bench_interrupt::flag(),
-        &mut on_progress,
-    );
-    if opts.progress {
-        eprint!("\r\x1b[2K");
-    }
-    Ok(result?)
-}
-
-fn run_options(args: &Args) -> anyhow::Result<RunOptions> {
-    let backend: BackendKind = args.backend.parse()?;
-    let iopoll = match args.iopoll.as_deref().unwrap_or("auto") {
-        "auto" => IoPoll::Auto,
-        "on" => IoPoll::On,
-        "off" => IoPoll::Off,
-        other => bail!("--iopoll={other}: use auto, on or off"),
-    };
-    let setup = match args.uring_setup.as_str() {
-        "auto" => UringSetup::Auto,
-        "defer" => UringSetup::DeferTaskrun,
-        "coop" => UringSetup::CoopTaskrun,
-        "plain" => UringSetup::Plain,
-        other => bail!("--uring-setup={other}: use auto, defer, coop or plain"),
-    };
-    let percentiles = match &args.percentiles {
-        Some(p) => parse_percentiles(p)?,
-        None => engine::DEFAULT_PERCENTILES.to_vec(),
-    };
-    Ok(RunOptions {
-        engine: engine::RunOptions {
-            backend,
-            uring: UringOptions {
-                sqpoll_idle_ms: args.sqpoll,
-                iopoll: false,
-                fixed_buffers: !args.no_fixed_buffers,
-                registered_files: !args.no_registered_files,
-                setup,
-            },
-            iopoll,
-            percentiles,
-            verify: args.verify,
-            force_write: args.force_write,
-            batch_complete_min: args.batch_complete,
-            labels: BTreeMap::new(),
-            tcp: engine::backend::TcpOptions {
-                hostnqn: args.tcp_hostnqn.clone(),
-                header_digest: args.tcp_hdgst,
-                data_digest: args.tcp_ddgst,
-            },
-        },
-        progress: !args.json && !args.no_progress && std::io::stderr().is_terminal(),
-    })
+    Ok(results)
 }
 
 /// The targets given, or the defaults: every NVMe namespace topology found
@@ -365,7 +242,14 @@ fn default_target() -> anyhow::Result<PathBuf> {
         "numio: creating the default target {} (1 GiB, once)",
         path.display()
     );
-    let tmp = dir.join(format!("{DEFAULT_TARGET_NAME}.{}.part", std::process::id()));
+    // One name per call: two threads of one process may fill at once (the
+    // unit tests do), and each renames its own complete file into place.
+    static FILLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let fill_no = FILLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = dir.join(format!(
+        "{DEFAULT_TARGET_NAME}.{}.{fill_no}.part",
+        std::process::id()
+    ));
     let fill = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
         let mut rng = engine::gen::Rng::new(0x006e_756d_696f);
@@ -399,7 +283,7 @@ fn place(
     if !args.cpus_for.is_empty() && (args.cpus.is_some() || args.numa.is_some()) {
         bail!("--cpus-for places targets explicitly: drop --cpus and --numa");
     }
-    let policy = match (&args.cpus, args.numa.as_deref().unwrap_or("local")) {
+    let policy = match (&args.cpus, args.numa.unwrap_or(NumaArg::Local)) {
         _ if !args.cpus_for.is_empty() => {
             Policy::Explicit(super::plan::parse_cpus_for(&args.cpus_for)?)
         }
@@ -408,10 +292,9 @@ fn place(
                 .map_err(|e| anyhow::anyhow!("--cpus={list}: {e}"))?;
             Policy::Explicit(targets.iter().map(|t| (t.clone(), cpus.clone())).collect())
         }
-        (None, "local" | "auto") => Policy::Local,
-        (None, "spread") => Policy::Spread,
-        (None, "none") => Policy::None,
-        (None, other) => bail!("--numa={other}: use local, spread or none (auto: job files)"),
+        (None, NumaArg::Local | NumaArg::Auto) => Policy::Local,
+        (None, NumaArg::Spread) => Policy::Spread,
+        (None, NumaArg::None) => Policy::None,
     };
     let topo = match topo {
         Ok(t) => t,

@@ -1,69 +1,13 @@
-//! The human side of `numio bench`: the live progress line and the final
-//! report per target and in total.
+//! The human side of `numio bench`: the final report per target and in
+//! total.
 
 use std::fmt::Write;
 
 use engine::result::{IoStats, LatencySummary, TargetResult};
-use engine::{ProgressSnapshot, RunResult};
+use engine::RunResult;
 use planner::Placement;
 
-/// `1.23M`, `512.3k`, `999`.
-pub fn si(x: f64) -> String {
-    if x >= 1e9 {
-        format!("{:.2}G", x / 1e9)
-    } else if x >= 1e6 {
-        format!("{:.2}M", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.1}k", x / 1e3)
-    } else {
-        format!("{x:.0}")
-    }
-}
-
-/// `2.00 GiB/s`, `512.0 MiB/s`.
-pub fn bandwidth(bytes_per_s: f64) -> String {
-    let g = 1024.0 * 1024.0 * 1024.0;
-    if bytes_per_s >= g {
-        format!("{:.2} GiB/s", bytes_per_s / g)
-    } else {
-        format!("{:.1} MiB/s", bytes_per_s / (1024.0 * 1024.0))
-    }
-}
-
-/// `850ns`, `12.3µs`, `4.56ms`, `1.20s`.
-pub fn latency(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.2}s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.2}ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1}µs", ns / 1e3)
-    } else {
-        format!("{ns:.0}ns")
-    }
-}
-
-/// The live status line for snapshot `s` (rates over each worker's last
-/// publish interval, so ramp and tail effects show).
-pub fn progress_line(s: &ProgressSnapshot) -> String {
-    let elapsed = s.elapsed_ns as f64 / 1e9;
-    let time = match s.planned_ns {
-        Some(p) => format!(
-            "{elapsed:5.1}s / {:.1}s, {:.1}s left",
-            p as f64 / 1e9,
-            (p as f64 / 1e9 - elapsed).max(0.0)
-        ),
-        None => format!("{elapsed:5.1}s"),
-    };
-    let phase = if s.measuring { "" } else { " (ramp)" };
-    format!(
-        "[{time}]{phase} {} IOPS  {}  p99 {}  ({} running)",
-        si(s.iops),
-        bandwidth(s.bytes_per_s),
-        latency(s.lat_p99_ns as f64),
-        s.running_workers
-    )
-}
+use super::super::human::{bandwidth, latency, si};
 
 fn workload_line(t: &TargetResult) -> String {
     let w = &t.workload;
@@ -234,43 +178,4 @@ pub fn render(r: &RunResult, placement: &Placement) -> String {
         errors_line(&mut out, &r.errors);
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn units() {
-        assert_eq!(si(512_300.0), "512.3k");
-        assert_eq!(si(1_234_567.0), "1.23M");
-        assert_eq!(bandwidth(2.0 * 1024.0 * 1024.0 * 1024.0), "2.00 GiB/s");
-        assert_eq!(latency(850.0), "850ns");
-        assert_eq!(latency(12_345.0), "12.3µs");
-    }
-
-    #[test]
-    fn progress_line_shows_the_snapshot() {
-        let s = ProgressSnapshot {
-            elapsed_ns: 2_000_000_000,
-            planned_ns: Some(10_000_000_000),
-            measuring: true,
-            ops: 3000,
-            bytes: 12_288_000,
-            lat_p99_ns: 5000,
-            iops: 2000.0,
-            bytes_per_s: 2000.0 * 4096.0,
-            running_workers: 1,
-        };
-        let line = progress_line(&s);
-        assert!(line.contains("2.0k IOPS"), "{line}");
-        assert!(line.contains("7.8 MiB/s"), "{line}");
-        assert!(line.contains("8.0s left"), "{line}");
-        assert!(line.contains("p99 5.0µs"), "{line}");
-        let ramp = progress_line(&ProgressSnapshot {
-            measuring: false,
-            ..s
-        });
-        assert!(ramp.contains("(ramp)"), "{ramp}");
-    }
 }

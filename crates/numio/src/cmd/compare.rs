@@ -1,19 +1,22 @@
-//! `numio compare`: runs two arms (placement policies, saved plans, fio job
-//! files) interleaved A B A B …, or takes them from saved result files, and
-//! says whether they differ (the statistics live in the `report` crate).
+//! `numio compare`: two arms (placement policies, saved plans, fio job
+//! files) run interleaved A B A B … by a session schedule, or taken from
+//! saved result files, and whether they differ (the statistics live in
+//! the `report` crate).
 
-use std::io::IsTerminal;
 use std::path::Path;
 
 use anyhow::Context;
-use planner::{Placement, PlanRequest, Policy, TargetSpec, Workload};
-use report::arm::{distinct_labels, interleave, ArmSource, ArmSpec};
-use report::{Arm, ResultSet, SetKind};
+use planner::Workload;
+use report::arm::{distinct_labels, ArmSource, ArmSpec};
+use report::{ResultSet, SetKind};
+use session::arms::{ArmContext, Prepared};
+use session::interrupt;
 use topology::Topology;
 
-use super::bench::bench_args::{parse_percentiles, WorkloadArgs};
-use super::bench::bench_interrupt;
-use super::bench::{choose_targets, run_placement, RunOptions};
+use super::bench::choose_targets;
+use super::display::{Display, Runs};
+use super::engine_args::EngineArgs;
+use super::flags::WorkloadArgs;
 use super::report::{command_line, finish, now_unix_s};
 
 /// Flags of `numio compare`.
@@ -32,14 +35,6 @@ pub struct Args {
     /// Targets of policy= arms. None: every NVMe namespace, or else the default
     /// 1 GiB file under $TMPDIR (as `numio bench`).
     pub targets: Vec<String>,
-    #[command(flatten)]
-    pub workload: WorkloadArgs,
-    /// Engine backend: uring, sync, null (no I/O) or nop (io_uring NOPs).
-    #[arg(long, default_value = "uring")]
-    pub backend: String,
-    /// Latency percentiles to record (default 1,10,50,90,99,99.9,99.99).
-    #[arg(long)]
-    pub percentiles: Option<String>,
     /// fio=FILE arms: place jobs without cpus_allowed/numa_cpu_nodes by the local policy.
     #[arg(long)]
     pub fio_numa_auto: bool,
@@ -49,12 +44,10 @@ pub struct Args {
     /// Print the result set and its analysis as JSON instead of text.
     #[arg(long)]
     pub json: bool,
-}
-
-/// An arm ready to run or already measured.
-enum Prepared {
-    Live(Box<Placement>),
-    Loaded(Arm),
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub engine: EngineArgs,
 }
 
 /// Runs `numio compare`.
@@ -64,10 +57,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         "--repeat {}: give 1 to 1000 runs per arm",
         args.repeat
     );
-    bench_interrupt::install()?;
+    interrupt::install(super::display::on_signal)?;
     let mut specs = [parse_arm("--a", &args.a)?, parse_arm("--b", &args.b)?];
-    let context = LiveContext::new(&args, &specs)?;
-    let prepared = [prepare(&specs[0], &context)?, prepare(&specs[1], &context)?];
+    let (prepared, opts) = prepare_arms(&args, &specs)?;
     for (spec, p) in specs.iter_mut().zip(&prepared) {
         if let (Prepared::Loaded(arm), false) = (p, spec.label_given) {
             spec.label = arm.label.clone();
@@ -75,8 +67,28 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let [sa, sb] = &mut specs;
     distinct_labels(&mut sa.label, &mut sb.label);
-    let arms = run_arms(&specs, prepared, args.repeat, &context)?;
-    if let Some(code) = bench_interrupt::exit_code() {
+    let schedule = session::arms::schedule(&specs, &prepared, &opts, args.repeat);
+    let live_runs = if schedule.arms.is_empty() {
+        Vec::new()
+    } else {
+        let labels = schedule.arms.iter().map(|a| a.label.clone()).collect();
+        let runs = Runs::Compare {
+            labels,
+            rounds: args.repeat,
+        };
+        let mut display = Display::new(args.engine.progress_mode(args.json), runs);
+        let outcome = schedule.run(interrupt::flag(), &mut |e| display.event(e))?;
+        if let Some(cut) = &outcome.interrupted {
+            let (seq, total, done) = (cut.run.seq, cut.run.total, outcome.completed());
+            match cut.partial {
+                Some(_) => eprintln!("numio: interrupted during run {seq} of {total}: it is left out; comparing the {done} completed runs"),
+                None => eprintln!("numio: interrupted before run {seq} of {total}: comparing the {done} completed runs"),
+            }
+        }
+        outcome.arms
+    };
+    let arms = session::arms::assemble(&specs, prepared, live_runs);
+    if let Some(code) = interrupt::exit_code() {
         if arms.iter().any(|a| a.runs.is_empty()) {
             eprintln!(
                 "numio: interrupted before both arms had a completed run: nothing to compare"
@@ -92,226 +104,74 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         args.export.chart.as_deref(),
         args.json,
     )?;
-    Ok(bench_interrupt::exit_code().unwrap_or(0))
+    Ok(interrupt::exit_code().unwrap_or(0))
 }
-
-/// Ends the interleaved runs early (a first SIGINT / SIGTERM).
-#[derive(Debug)]
-struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted")
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 fn parse_arm(flag: &str, text: &str) -> anyhow::Result<ArmSpec> {
     ArmSpec::parse(text).with_context(|| format!("{flag} {text}"))
 }
 
-/// What live arms share: workload, engine options, topology, targets.
-struct LiveContext {
-    workload: Workload,
-    opts: RunOptions,
-    topology: Option<Topology>,
-    targets: Vec<String>,
-    fio_numa_auto: bool,
-}
-
-impl LiveContext {
-    fn new(args: &Args, specs: &[ArmSpec; 2]) -> anyhow::Result<Self> {
-        let workload = args.workload.workload()?;
-        let percentiles = match &args.percentiles {
-            Some(p) => parse_percentiles(p)?,
-            None => engine::DEFAULT_PERCENTILES.to_vec(),
-        };
-        let mut opts = RunOptions {
-            engine: engine::RunOptions {
-                backend: args.backend.parse()?,
-                percentiles,
-                ..engine::RunOptions::default()
-            },
-            progress: !args.json && std::io::stderr().is_terminal(),
-        };
-        let topology = Topology::discover(Path::new("/"));
-        let needs_targets = specs
-            .iter()
-            .any(|s| matches!(s.source, ArmSource::Policy(_)));
-        let (targets, labels) = if needs_targets {
-            choose_targets(&args.targets, topology.as_ref().ok(), &workload)?
-        } else {
-            (args.targets.clone(), Default::default())
-        };
-        opts.engine.labels = labels;
-        Ok(LiveContext {
-            workload,
-            opts,
-            topology: topology.ok(),
-            targets,
-            fio_numa_auto: args.fio_numa_auto,
-        })
-    }
-
-    fn topology(&self, what: &str) -> anyhow::Result<&Topology> {
-        self.topology.as_ref().with_context(|| {
-            format!("{what} needs the machine's topology, and discovery under / failed; run `numio topo` to see why")
-        })
-    }
-}
-
-fn prepare(spec: &ArmSpec, ctx: &LiveContext) -> anyhow::Result<Prepared> {
-    let placement = match &spec.source {
-        ArmSource::Policy(name) => {
-            let policy = match name.as_str() {
-                "local" => Policy::Local,
-                "spread" => Policy::Spread,
-                _ => Policy::None,
-            };
-            let request = PlanRequest {
-                targets: ctx.targets.iter().map(TargetSpec::new).collect(),
-                workload: ctx.workload.clone(),
-                policy,
-            };
-            let topo = ctx.topology(&spec.text)?;
-            planner::plan(topo, &request).with_context(|| format!("planning arm {}", spec.text))?
-        }
-        ArmSource::Plan(path) => Placement::load(path)
-            .with_context(|| format!("arm {}: reading the plan {}", spec.text, path.display()))?,
-        ArmSource::Fio(path) => {
-            let jobs = planner::fio::load_job_file(path, &planner::fio::ParseOptions::default())
-                .with_context(|| {
-                    format!("arm {}: reading the job file {}", spec.text, path.display())
-                })?;
-            for w in &jobs.warnings {
-                eprintln!("numio: {}: {w}", path.display());
-            }
-            let topo = ctx.topology(&spec.text)?;
-            jobs.to_placement(topo, ctx.fio_numa_auto)
-                .with_context(|| format!("arm {}: placing {}", spec.text, path.display()))?
-        }
-        ArmSource::Result { path, arm } => {
-            let loaded = report::file::load_arm(path, arm.as_deref())
-                .with_context(|| format!("arm {}", spec.text))?;
-            return Ok(Prepared::Loaded(loaded));
-        }
-    };
-    for w in &placement.warnings {
-        eprintln!("numio: arm {}: {w}", spec.label);
-    }
-    Ok(Prepared::Live(Box::new(placement)))
-}
-
-/// Runs the live arms interleaved and assembles both arms in A, B order.
-fn run_arms(
+/// Both arms ready, and the engine options of the live ones. `result=`
+/// arms are read first, so a bad file fails before anything is planned
+/// (or the default target is created).
+fn prepare_arms(
+    args: &Args,
     specs: &[ArmSpec; 2],
-    prepared: [Prepared; 2],
-    repeat: usize,
-    ctx: &LiveContext,
-) -> anyhow::Result<Vec<Arm>> {
-    let live: Vec<usize> = (0..2)
-        .filter(|&i| matches!(prepared[i], Prepared::Live(_)))
-        .collect();
-    let total = live.len() * repeat;
-    // Completed runs, kept apart so that an interrupt can end the loop
-    // (interleave's error path) without losing them.
-    let mut done = Vec::with_capacity(total);
-    // An arm's first run's task-run trial settles the io_uring set-up for
-    // its later runs. Arms on the same targets share one settlement (the
-    // first run's), so they differ only in what they name, not in a mode
-    // two trials happened to pick apart.
-    let targets = |p: &Prepared| match p {
-        Prepared::Live(pl) => Some(
-            pl.targets
-                .iter()
-                .map(|t| t.path.clone())
-                .collect::<Vec<_>>(),
-        ),
-        Prepared::Loaded(_) => None,
+) -> anyhow::Result<(Vec<Prepared>, engine::RunOptions)> {
+    let workload = args.workload.workload()?;
+    let nothing = ArmContext {
+        workload: &workload,
+        targets: &[],
+        topology: None,
+        fio_numa_auto: false,
     };
-    let shared = targets(&prepared[0]) == targets(&prepared[1]);
-    let mut opts = [ctx.opts.clone(), ctx.opts.clone()];
-    let outcome = interleave(&live, repeat, |arm, round, seq| {
-        let Prepared::Live(placement) = &prepared[arm] else {
-            unreachable!("only live arms are interleaved")
-        };
-        if bench_interrupt::interrupted() {
-            return Err(anyhow::Error::new(Interrupted));
-        }
-        eprintln!(
-            "numio: run {seq} of {total}: {} (round {} of {repeat})",
-            specs[arm].label,
-            round + 1
-        );
-        let slot = if shared { 0 } else { arm };
-        let result = run_placement(placement, &opts[slot])
-            .with_context(|| format!("run {seq} ({})", specs[arm].label))?;
-        if seq < total {
-            if let Some(mode) = super::bench::settle_taskrun(&mut opts[slot], &result) {
-                let whose = if shared {
-                    "both arms".to_string()
-                } else {
-                    format!("arm {}", specs[arm].label)
-                };
-                eprintln!(
-                    "numio: run {seq}'s task-run trial kept {mode}; the later runs of {whose} \
-                     use it without a trial (--uring-setup defer or coop fixes the mode)"
-                );
-            }
-        }
-        if result.interrupted {
-            eprintln!(
-                "numio: interrupted during run {seq} of {total}: it is left out; comparing the {} completed runs",
-                done.len()
-            );
-            return Err(anyhow::Error::new(Interrupted));
-        }
-        let record = report::from_engine::record(seq, &result);
-        done.push((arm, record.clone()));
-        Ok::<_, anyhow::Error>(record)
-    });
-    let runs = match outcome {
-        Ok(runs) => runs,
-        Err(e) if e.is::<Interrupted>() => done,
-        Err(e) => return Err(e),
-    };
-    let mut arms: Vec<Arm> = Vec::with_capacity(2);
-    for (i, p) in prepared.into_iter().enumerate() {
-        let arm = match p {
-            Prepared::Loaded(mut arm) => {
-                arm.label = specs[i].label.clone();
-                arm
-            }
-            Prepared::Live(_) => Arm {
-                label: specs[i].label.clone(),
-                spec: specs[i].text.clone(),
-                runs: runs
-                    .iter()
-                    .filter(|(a, _)| *a == i)
-                    .map(|(_, r)| r.clone())
-                    .collect(),
-            },
-        };
-        arms.push(arm);
+    let mut loaded = Vec::new();
+    for spec in specs.iter().filter(|s| !s.is_live()) {
+        loaded.push(session::arms::prepare(spec, &nothing)?);
     }
-    renumber_collisions(&mut arms);
-    Ok(arms)
+    let mut opts = args.engine.run_options()?;
+    let topology = Topology::discover(Path::new("/")).ok();
+    let (targets, labels) = live_targets(args, specs, topology.as_ref(), &workload)?;
+    opts.labels = labels;
+    let ctx = ArmContext {
+        workload: &workload,
+        targets: &targets,
+        topology: topology.as_ref(),
+        fio_numa_auto: args.fio_numa_auto,
+    };
+    let mut loaded = loaded.into_iter();
+    let mut prepared = Vec::with_capacity(2);
+    for spec in specs {
+        let p = if spec.is_live() {
+            session::arms::prepare(spec, &ctx)?
+        } else {
+            loaded.next().context("a loaded arm per result= arm")?
+        };
+        if let Prepared::Live { warnings, .. } = &p {
+            for w in warnings {
+                eprintln!("numio: {w}");
+            }
+        }
+        prepared.push(p);
+    }
+    Ok((prepared, opts))
 }
 
-/// Arms from different files may both number their runs from 1: shift the
-/// second arm's `seq` past the first's so execution order stays unique.
-fn renumber_collisions(arms: &mut [Arm]) {
-    let [a, b] = arms else { return };
-    let collide = b
-        .runs
+/// The targets of `policy=` arms (as `numio bench` chooses them) and their
+/// labels; none when no arm is a `policy=` arm.
+fn live_targets(
+    args: &Args,
+    specs: &[ArmSpec; 2],
+    topology: Option<&Topology>,
+    workload: &Workload,
+) -> anyhow::Result<(Vec<String>, std::collections::BTreeMap<String, String>)> {
+    if specs
         .iter()
-        .any(|rb| a.runs.iter().any(|ra| ra.seq == rb.seq));
-    if collide {
-        let offset = a.runs.iter().map(|r| r.seq).max().unwrap_or(0);
-        for r in &mut b.runs {
-            r.seq += offset;
-        }
+        .any(|s| matches!(s.source, ArmSource::Policy(_)))
+    {
+        choose_targets(&args.targets, topology, workload)
+    } else {
+        Ok((args.targets.clone(), Default::default()))
     }
 }
 
@@ -330,42 +190,6 @@ mod tests {
         Cli::try_parse_from(std::iter::once("compare").chain(argv.iter().copied()))
             .expect("flags parse")
             .args
-    }
-
-    #[test]
-    fn renumbers_only_colliding_arms() {
-        let arm = |seqs: &[usize]| Arm {
-            label: "x".into(),
-            spec: "result=x".into(),
-            runs: seqs.iter().map(|&seq| record(seq)).collect(),
-        };
-        let mut arms = vec![arm(&[1, 3]), arm(&[2, 4])];
-        renumber_collisions(&mut arms);
-        assert_eq!(arms[1].runs[0].seq, 2);
-        let mut arms = vec![arm(&[1, 2]), arm(&[1, 2])];
-        renumber_collisions(&mut arms);
-        assert_eq!(
-            arms[1].runs.iter().map(|r| r.seq).collect::<Vec<_>>(),
-            [3, 4]
-        );
-    }
-
-    fn record(seq: usize) -> report::RunRecord {
-        let total = report::TargetMetrics {
-            target: "total".into(),
-            iops: 1.0,
-            bandwidth_bytes_per_s: 4096.0,
-            lat_mean_ns: 1.0,
-            lat_p99_ns: 1.0,
-            percentiles: vec![],
-        };
-        report::RunRecord {
-            seq,
-            started_unix_s: 0,
-            targets: vec![],
-            total,
-            raw: None,
-        }
     }
 
     #[test]

@@ -1,9 +1,15 @@
 //! One module per subcommand. Each has `Args` (clap) and
 //! `run(Args) -> anyhow::Result<i32>` returning the process exit status.
+//! Shared by several: the flag tables (`flags`, `engine_args`) and what a
+//! session shows on stderr (`display`).
 
 pub mod bench;
 pub mod compare;
+pub mod display;
 pub mod doctor;
+pub mod engine_args;
+pub mod flags;
+pub mod human;
 pub mod plan;
 pub mod report;
 pub mod serve;

@@ -4,10 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use planner::fio::units::{parse_size_bytes, parse_size_range, parse_time_ns};
 use planner::fio::{load_job_file, ParseOptions};
-use planner::{Distribution, Placement, PlanRequest, Policy, RwMode, TargetSpec, Workload};
+use planner::{Placement, PlanRequest, Policy, TargetSpec};
 use topology::Topology;
+
+use super::flags::{BackendArg, WorkloadArgs};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -35,6 +36,16 @@ pub enum PolicyArg {
     None,
 }
 
+/// `numio plan --numa` (with --fio).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanNuma {
+    /// Jobs without cpus_allowed / numa_cpu_nodes get the local policy.
+    Auto,
+    /// Jobs run where the job file says (unpinned where it says nothing).
+    #[value(alias = "none")]
+    Off,
+}
+
 /// Flags of `numio plan`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -45,8 +56,8 @@ pub struct Args {
     #[arg(long, value_name = "JOB.fio", conflicts_with = "targets")]
     pub fio: Option<PathBuf>,
     /// With --fio: `auto` places jobs that have no CPUs with the local policy.
-    #[arg(long, value_name = "auto|off", default_value = "off")]
-    pub numa: String,
+    #[arg(long, value_enum, value_name = "MODE", default_value = "off")]
+    pub numa: PlanNuma,
     /// With --fio: skip unsupported fio options with a warning.
     #[arg(long)]
     pub ignore_unknown: bool,
@@ -71,45 +82,11 @@ pub struct Args {
     /// Topology source: a sysfs/procfs root, a `.tar.gz` snapshot, or a `numio topo --json` file.
     #[arg(long, value_name = "DIR|FILE", default_value = "/")]
     pub root: PathBuf,
-    /// fio rw: read, write, randread, randwrite, rw, randrw.
-    #[arg(long, default_value = "randread")]
-    pub rw: String,
-    /// Block size or range (4k, 4k-64k).
-    #[arg(long, default_value = "4k")]
-    pub bs: String,
-    /// I/Os in flight per job.
-    #[arg(long, default_value_t = 64)]
-    pub iodepth: u32,
-    /// Jobs per target.
-    #[arg(long, default_value_t = 1)]
-    pub jobs: u32,
-    /// Measured run time (30s, 1h, 100ms; bare: seconds).
-    #[arg(long, default_value = "10s")]
-    pub runtime: String,
-    /// Warm-up time, not measured.
-    #[arg(long, default_value = "0")]
-    pub ramp_time: String,
-    /// Bytes per job (default: the whole target).
-    #[arg(long)]
-    pub size: Option<String>,
-    /// Start offset.
-    #[arg(long, default_value = "0")]
-    pub offset: String,
-    /// Read percentage of mixed modes.
-    #[arg(long, default_value_t = 50)]
-    pub rwmixread: u8,
-    /// IOPS cap per job.
-    #[arg(long)]
-    pub rate_iops: Option<u64>,
-    /// Zipf θ of random offsets (default: uniform).
-    #[arg(long)]
-    pub zipf: Option<f64>,
-    /// Buffered I/O instead of O_DIRECT.
-    #[arg(long)]
-    pub buffered: bool,
-    /// numio backend of every target: uring, passthru, sync, null.
-    #[arg(long)]
-    pub backend: Option<String>,
+    /// numio backend of every target [default: numio bench's --backend].
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub backend: Option<BackendArg>,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
 }
 
 /// Runs `numio plan`.
@@ -173,11 +150,7 @@ pub fn read_topology(root: &Path) -> anyhow::Result<Topology> {
 }
 
 fn from_fio(args: &Args, path: &Path, topo: &Topology) -> anyhow::Result<Placement> {
-    let numa_auto = match args.numa.as_str() {
-        "auto" => true,
-        "off" => false,
-        other => bail!("--numa {other}: use `auto` or `off`"),
-    };
+    let numa_auto = args.numa == PlanNuma::Auto;
     let opts = ParseOptions {
         ignore_unknown: args.ignore_unknown,
         sections: args.section.clone(),
@@ -236,12 +209,14 @@ fn request(args: &Args, topo: &Topology) -> anyhow::Result<PlanRequest> {
         targets: targets
             .iter()
             .map(|t| TargetSpec {
-                backend: args.backend.clone(),
+                backend: args
+                    .backend
+                    .map(|b| engine::BackendKind::from(b).name().to_string()),
                 device: link_target(&args.root, t),
                 ..TargetSpec::new(t.clone())
             })
             .collect(),
-        workload: workload(args)?,
+        workload: args.workload.workload()?,
         policy,
     })
 }
@@ -261,49 +236,6 @@ fn link_target(root: &Path, target: &str) -> Option<String> {
         .ok()
         .filter(|rest| rest.components().count() == 1)
         .map(|rest| rest.to_string_lossy().into_owned())
-}
-
-fn workload(a: &Args) -> anyhow::Result<Workload> {
-    let Some(rw) = RwMode::from_fio_name(&a.rw) else {
-        bail!(
-            "--rw {}: use read, write, randread, randwrite, rw or randrw",
-            a.rw
-        );
-    };
-    let (bs_min_bytes, bs_max_bytes) =
-        parse_size_range(&a.bs).map_err(|e| anyhow::anyhow!("--bs: {e}"))?;
-    let secs = 1_000_000_000;
-    let runtime_ns =
-        parse_time_ns(&a.runtime, secs).map_err(|e| anyhow::anyhow!("--runtime: {e}"))?;
-    let size_bytes = match &a.size {
-        Some(s) => Some(parse_size_bytes(s).map_err(|e| anyhow::anyhow!("--size: {e}"))?),
-        None => None,
-    };
-    if a.jobs == 0 || a.iodepth == 0 || a.rwmixread > 100 {
-        bail!("--jobs and --iodepth must be at least 1, --rwmixread at most 100");
-    }
-    let random_distribution = match a.zipf {
-        Some(t) if t > 0.0 && t != 1.0 && t.is_finite() => Distribution::Zipf(t),
-        Some(t) => bail!("--zipf {t}: θ must be > 0 and ≠ 1"),
-        None => Distribution::Uniform,
-    };
-    Ok(Workload {
-        rw,
-        rwmixread: a.rwmixread,
-        bs_min_bytes,
-        bs_max_bytes,
-        iodepth: a.iodepth,
-        numjobs: a.jobs,
-        size_bytes,
-        offset_bytes: parse_size_bytes(&a.offset).map_err(|e| anyhow::anyhow!("--offset: {e}"))?,
-        runtime_ns: (runtime_ns > 0).then_some(runtime_ns),
-        ramp_time_ns: parse_time_ns(&a.ramp_time, secs)
-            .map_err(|e| anyhow::anyhow!("--ramp-time: {e}"))?,
-        rate_iops: a.rate_iops,
-        random_distribution,
-        direct: !a.buffered,
-        ..Workload::default()
-    })
 }
 
 fn text_table(p: &Placement) -> String {
@@ -464,8 +396,11 @@ mod tests {
     fn bad_flags_say_what_to_write() {
         let root = repo("tests/fixtures/sysfs/one-node-1nvme");
         let err = |argv: &[&str]| plan_text(argv).unwrap_err().to_string();
+        let rw = err(&["--root", &root, "/dev/nvme0n1", "--rw", "bogus"]);
         assert!(
-            err(&["--root", &root, "/dev/nvme0n1", "--rw", "bogus"]).contains("use read, write")
+            rw.contains("'bogus' for '--rw <MODE>'")
+                && rw.contains("possible values: read, write, randread"),
+            "{rw}"
         );
         assert!(err(&["--root", &root, "/dev/nvme0n1", "--bs", "4q"]).contains("--bs"));
         let none = repo("tests/fixtures/sysfs/no-nvme");

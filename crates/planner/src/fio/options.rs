@@ -189,7 +189,7 @@ fn fio_size(e: &Entry) -> Result<Option<u64>, String> {
 }
 
 fn time_ns(e: &Entry) -> Result<u64, String> {
-    parse_time_ns(value(e)?, 1_000_000_000)
+    Ok(parse_time_ns(value(e)?, 1_000_000_000)?)
 }
 
 fn ioengine(job: &mut FioJob, e: &Entry, warn: &mut Vec<String>) -> Result<(), String> {

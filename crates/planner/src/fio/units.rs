@@ -1,17 +1,52 @@
 //! fio's value syntax: sizes (`4k`, `1m`, `1g`, `4KiB`, `1.5g`), times
 //! (`30s`, `1h`, `100ms`, plain numbers in the option's default unit),
 //! booleans and ranges (`4k-64k`). Sizes use fio's default `kb_base=1024`.
+//! One parser for job files and for numio's own flags (`--bs 1.5k`).
+
+/// A value that is not what its option takes: the text as given and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnitError {
+    /// The value as given.
+    pub text: String,
+    /// Why it was refused, with what would work (no repeat of the value).
+    pub reason: String,
+}
+
+impl UnitError {
+    fn new(text: &str, reason: impl Into<String>) -> UnitError {
+        UnitError {
+            text: text.to_string(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for UnitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`: {}", self.text, self.reason)
+    }
+}
+
+impl std::error::Error for UnitError {}
+
+/// The job file reader reports values as strings.
+impl From<UnitError> for String {
+    fn from(e: UnitError) -> String {
+        e.to_string()
+    }
+}
 
 /// Parses a size in bytes: a number with an optional fio suffix
-/// (`k`/`m`/`g`/`t`/`p`, optionally followed by `b` or `ib`, any case).
-pub fn parse_size_bytes(text: &str) -> Result<u64, String> {
+/// (`k`/`m`/`g`/`t`/`p`, optionally followed by `b` or `ib`, any case),
+/// with an optional fraction (`1.5k` is 1536; bytes below one are dropped).
+pub fn parse_size_bytes(text: &str) -> Result<u64, UnitError> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(t.len());
     let (num, suffix) = t.split_at(split);
-    if num.is_empty() {
-        return Err(format!("`{text}` is not a size (try 4k, 1m, 1g)"));
+    if num.is_empty() || num == "." {
+        return Err(UnitError::new(text, "not a size (try 4k, 1m, 1g)"));
     }
     let shift = match suffix.to_ascii_lowercase().as_str() {
         "" | "b" => 0,
@@ -21,33 +56,39 @@ pub fn parse_size_bytes(text: &str) -> Result<u64, String> {
         "t" | "tb" | "tib" => 40,
         "p" | "pb" | "pib" => 50,
         _ => {
-            return Err(format!(
-                "`{text}`: unknown size suffix `{suffix}` (use k, m, g, t or p)"
+            return Err(UnitError::new(
+                text,
+                format!("unknown size suffix `{suffix}` (use k, m, g, t or p)"),
             ))
         }
     };
     let unit = 1u64 << shift;
-    if let Some((whole, frac)) = num.split_once('.') {
-        let whole: u64 = whole.parse().unwrap_or(0);
-        let digits = frac.len().min(9) as u32;
-        let frac: u64 = frac[..digits as usize]
-            .parse()
-            .map_err(|_| format!("`{text}` is not a size"))?;
-        let scale = 10u64.pow(digits);
-        let bytes = whole
-            .checked_mul(unit)
-            .and_then(|w| {
-                w.checked_add(
-                    u64::try_from(u128::from(frac) * u128::from(unit) / u128::from(scale)).ok()?,
-                )
-            })
-            .ok_or_else(|| format!("`{text}` is too large"))?;
-        return Ok(bytes);
+    let too_large = || UnitError::new(text, "too large");
+    let not_a_size = || UnitError::new(text, "not a size (try 4k, 1m, 1g)");
+    let (whole, frac) = num.split_once('.').unwrap_or((num, ""));
+    let whole: u64 = match whole {
+        "" => 0,
+        w => w.parse().map_err(|_| {
+            if w.bytes().all(|b| b.is_ascii_digit()) {
+                too_large()
+            } else {
+                not_a_size()
+            }
+        })?,
+    };
+    let mut bytes = whole.checked_mul(unit).ok_or_else(too_large)?;
+    if !frac.is_empty() {
+        if !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(not_a_size());
+        }
+        // Up to 9 digits of fraction count; fio reads them as a double.
+        let digits = frac.len().min(9);
+        let frac: u64 = frac[..digits].parse().map_err(|_| not_a_size())?;
+        let part = u128::from(frac) * u128::from(unit) / 10u128.pow(digits as u32);
+        let part = u64::try_from(part).map_err(|_| too_large())?;
+        bytes = bytes.checked_add(part).ok_or_else(too_large)?;
     }
-    num.parse::<u64>()
-        .map_err(|_| format!("`{text}` is not a size"))?
-        .checked_mul(unit)
-        .ok_or_else(|| format!("`{text}` is too large"))
+    Ok(bytes)
 }
 
 /// Formats bytes in the largest binary unit that divides them: `4k`, `1m`.
@@ -64,12 +105,12 @@ pub fn format_size(bytes: u64) -> String {
 /// Parses a time in nanoseconds; a bare number is in `default_unit_ns`
 /// (seconds for fio's `runtime` and `ramp_time`). Suffixes: `ns`, `us`,
 /// `ms`, `s`, `m`, `h`, `d`.
-pub fn parse_time_ns(text: &str, default_unit_ns: u64) -> Result<u64, String> {
+pub fn parse_time_ns(text: &str, default_unit_ns: u64) -> Result<u64, UnitError> {
     let t = text.trim();
     let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let (num, suffix) = t.split_at(split);
     if num.is_empty() {
-        return Err(format!("`{text}` is not a time (try 30s, 100ms, 1h)"));
+        return Err(UnitError::new(text, "not a time (try 30s, 100ms, 1h)"));
     }
     let unit: u64 = match suffix.to_ascii_lowercase().as_str() {
         "" => default_unit_ns,
@@ -81,19 +122,21 @@ pub fn parse_time_ns(text: &str, default_unit_ns: u64) -> Result<u64, String> {
         "h" => 3_600_000_000_000,
         "d" => 86_400_000_000_000,
         _ => {
-            return Err(format!(
-                "`{text}`: unknown time suffix `{suffix}` (use us, ms, s, m or h)"
+            return Err(UnitError::new(
+                text,
+                format!("unknown time suffix `{suffix}` (use us, ms, s, m or h)"),
             ))
         }
     };
     num.parse::<u64>()
-        .map_err(|_| format!("`{text}` is not a time"))?
-        .checked_mul(unit)
-        .ok_or_else(|| format!("`{text}` is too long"))
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| UnitError::new(text, "too long"))
 }
 
 /// Formats nanoseconds in the largest fio unit that divides them: `30s`,
-/// `100ms`, `1500us` (fio keeps times in microseconds).
+/// `100ms`, `1500us` (fio keeps times in microseconds: nanoseconds below
+/// one microsecond round up).
 pub fn format_time(ns: u64) -> String {
     if ns == 0 {
         return "0".into();
@@ -113,25 +156,25 @@ pub fn format_time(ns: u64) -> String {
 
 /// Parses an fio boolean: a bare key, `1`/`0`, `true`/`false`, `yes`/`no`,
 /// `on`/`off`.
-pub fn parse_bool(value: Option<&str>) -> Result<bool, String> {
+pub fn parse_bool(value: Option<&str>) -> Result<bool, UnitError> {
     match value.map(|v| v.trim().to_ascii_lowercase()) {
         None => Ok(true),
         Some(v) => match v.as_str() {
             "" | "1" | "true" | "yes" | "on" => Ok(true),
             "0" | "false" | "no" | "off" => Ok(false),
-            _ => Err(format!("`{v}` is not a boolean (use 1 or 0)")),
+            _ => Err(UnitError::new(&v, "not a boolean (use 1 or 0)")),
         },
     }
 }
 
 /// Parses an unsigned integer, accepting fio's size suffixes (`iodepth=1k`
 /// is 1024, as fio reads it).
-pub fn parse_count(text: &str) -> Result<u64, String> {
-    parse_size_bytes(text).map_err(|_| format!("`{text}` is not a whole number"))
+pub fn parse_count(text: &str) -> Result<u64, UnitError> {
+    parse_size_bytes(text).map_err(|_| UnitError::new(text, "not a whole number"))
 }
 
 /// Parses a size range `4k-64k` (or a single size, giving `(n, n)`).
-pub fn parse_size_range(text: &str) -> Result<(u64, u64), String> {
+pub fn parse_size_range(text: &str) -> Result<(u64, u64), UnitError> {
     let (lo, hi) = match text.split_once('-') {
         Some((a, b)) => (parse_size_bytes(a)?, parse_size_bytes(b)?),
         None => {
@@ -140,7 +183,10 @@ pub fn parse_size_range(text: &str) -> Result<(u64, u64), String> {
         }
     };
     if lo == 0 || hi < lo {
-        return Err(format!("`{text}`: a block size range needs 0 < min <= max"));
+        return Err(UnitError::new(
+            text,
+            "a block size range needs 0 < min <= max (e.g. 4k or 4k-64k)",
+        ));
     }
     Ok((lo, hi))
 }
@@ -148,6 +194,7 @@ pub fn parse_size_range(text: &str) -> Result<(u64, u64), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn sizes() {
@@ -156,14 +203,36 @@ mod tests {
         assert_eq!(parse_size_bytes("1m").unwrap(), 1 << 20);
         assert_eq!(parse_size_bytes("1G").unwrap(), 1 << 30);
         assert_eq!(parse_size_bytes("1.5g").unwrap(), 3 << 29);
+        assert_eq!(parse_size_bytes("1.5k").unwrap(), 1536);
+        assert_eq!(parse_size_bytes(".5k").unwrap(), 512);
         assert_eq!(parse_size_bytes("512").unwrap(), 512);
-        assert!(parse_size_bytes("4q").unwrap_err().contains("suffix"));
+        assert!(parse_size_bytes("4q")
+            .unwrap_err()
+            .reason
+            .contains("suffix `q`"));
         assert!(parse_size_bytes("k").is_err());
+        assert!(parse_size_bytes(".").is_err());
+        assert!(parse_size_bytes("1.2.3k").is_err());
+        assert!(parse_size_bytes("-1").is_err());
         assert_eq!(format_size(4096), "4k");
         assert_eq!(format_size(1536), "1536");
         assert_eq!(format_size(3 << 29), "1536m");
         assert_eq!(parse_size_range("4k-64k").unwrap(), (4096, 65536));
         assert!(parse_size_range("64k-4k").is_err());
+    }
+
+    /// A whole part past u64 was read as 0 and its fraction kept
+    /// (`99999999999999999999.5k` parsed as 512).
+    #[test]
+    fn an_overflowing_whole_part_is_too_large_not_zero() {
+        let e = parse_size_bytes("99999999999999999999.5k").unwrap_err();
+        assert_eq!(e.reason, "too large");
+        assert_eq!(parse_size_bytes("16384p").unwrap_err().reason, "too large");
+        assert_eq!(
+            e.to_string(),
+            "`99999999999999999999.5k`: too large",
+            "the value is named once"
+        );
     }
 
     #[test]
@@ -175,6 +244,10 @@ mod tests {
         assert_eq!(parse_time_ns("100ms", s).unwrap(), 100_000_000);
         assert_eq!(parse_time_ns("2m", s).unwrap(), 120 * s);
         assert!(parse_time_ns("3x", s).is_err());
+        assert_eq!(
+            parse_time_ns("99999999999h", s).unwrap_err().reason,
+            "too long"
+        );
         assert_eq!(format_time(30 * s), "30s");
         assert_eq!(format_time(120 * s), "2m");
         assert_eq!(format_time(100_000_000), "100ms");
@@ -186,5 +259,74 @@ mod tests {
         assert!(parse_bool(None).unwrap());
         assert!(!parse_bool(Some("0")).unwrap());
         assert!(parse_bool(Some("maybe")).is_err());
+    }
+
+    /// The binary suffixes and their spellings, as fio reads them.
+    fn suffix() -> impl Strategy<Value = (u32, String)> {
+        (0usize..6, 0usize..3, any::<bool>()).prop_map(|(i, form, upper)| {
+            let (shift, letter) = [
+                (0, ""),
+                (10, "k"),
+                (20, "m"),
+                (30, "g"),
+                (40, "t"),
+                (50, "p"),
+            ][i];
+            let tail = match (letter, form) {
+                ("", 0) => "",
+                ("", _) => "b",
+                (_, 0) => "",
+                (_, 1) => "b",
+                _ => "ib",
+            };
+            let s = format!("{letter}{tail}");
+            (shift, if upper { s.to_uppercase() } else { s })
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn sizes_round_trip(bytes in any::<u64>()) {
+            prop_assert_eq!(parse_size_bytes(&format_size(bytes)), Ok(bytes));
+        }
+
+        #[test]
+        fn size_ranges_round_trip(lo in 1u64..1 << 40, extra in 0u64..1 << 40) {
+            let hi = lo + extra;
+            let text = format!("{}-{}", format_size(lo), format_size(hi));
+            prop_assert_eq!(parse_size_range(&text), Ok((lo, hi)));
+        }
+
+        #[test]
+        fn every_suffix_spelling_scales(n in 0u64..1 << 13, (shift, sfx) in suffix()) {
+            prop_assert_eq!(parse_size_bytes(&format!("{n}{sfx}")), Ok(n << shift));
+        }
+
+        /// `W.F<suffix>` is W units plus F/10^digits of one, rounded down.
+        #[test]
+        fn fractions_scale_and_round_down(
+            whole in 0u64..1 << 13,
+            frac in "[0-9]{1,9}",
+            (shift, sfx) in suffix(),
+        ) {
+            let unit = 1u128 << shift;
+            let want = u128::from(whole) * unit
+                + frac.parse::<u128>().unwrap() * unit / 10u128.pow(frac.len() as u32);
+            let got = parse_size_bytes(&format!("{whole}.{frac}{sfx}"));
+            prop_assert_eq!(got, Ok(u64::try_from(want).unwrap()));
+        }
+
+        /// fio keeps microseconds: whole microseconds round-trip exactly.
+        #[test]
+        fn times_round_trip(us in 0u64..u64::MAX / 1_000) {
+            let ns = us * 1_000;
+            prop_assert_eq!(parse_time_ns(&format_time(ns), 1_000_000_000), Ok(ns));
+        }
+
+        #[test]
+        fn garbage_is_refused_not_misread(text in "[^0-9]*") {
+            prop_assert!(parse_size_bytes(&text).is_err());
+            prop_assert!(parse_time_ns(&text, 1).is_err());
+        }
     }
 }

@@ -1,15 +1,19 @@
-//! Ctrl-C (SIGINT) and SIGTERM during `numio bench` and `numio compare`:
-//! the first one asks the engine to stop (workers drain what is in flight
-//! and the report covers the time measured), a second one exits at once.
+//! Ctrl-C (SIGINT) and SIGTERM during a session: the first one sets a flag
+//! the engine polls (workers drain what is in flight and the run covers the
+//! time measured; a schedule keeps its completed runs), a second one exits
+//! the process at once.
 //!
 //! The signals are blocked in the calling thread before any worker exists,
 //! so every thread started later inherits the mask: no worker's
 //! `io_uring_enter` or `pread` is ever interrupted (EINTR), and no handler
-//! runs in async-signal context. One thread takes them with `sigwait`.
+//! runs in async-signal context. One thread takes them with `sigwait` and
+//! tells the caller through a plain function (it runs on that thread).
 //! Child processes do not inherit the mask (std resets it on spawn).
 
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::OnceLock;
+
+use crate::SessionError;
 
 /// Set by the first SIGINT / SIGTERM; the engine polls it.
 static INTERRUPT: AtomicBool = AtomicBool::new(false);
@@ -18,7 +22,24 @@ static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Whether [`install`] succeeded (once per process).
 static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
 
-/// The flag to hand to `engine::run_until`.
+/// What the signal thread tells the caller's `notify` function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    /// A first signal: the flag is set and the run is stopping.
+    Stopping {
+        /// `libc::SIGINT` or `libc::SIGTERM`.
+        signal: i32,
+    },
+    /// A second signal: the process exits with 128 + `signal` right after
+    /// `notify` returns, without running destructors.
+    Exiting {
+        /// `libc::SIGINT` or `libc::SIGTERM`.
+        signal: i32,
+    },
+}
+
+/// The flag to hand to [`crate::run_once`], [`crate::Schedule::run`] or
+/// `engine::run_until`.
 pub fn flag() -> &'static AtomicBool {
     &INTERRUPT
 }
@@ -47,9 +68,10 @@ fn signal_set() -> libc::sigset_t {
 }
 
 /// Blocks SIGINT and SIGTERM in the calling thread (and so in every thread
-/// it starts from now on) and starts the thread that takes them. Call it
-/// before starting workers; later calls do nothing.
-pub fn install() -> anyhow::Result<()> {
+/// it starts from now on) and starts the thread that takes them, which
+/// calls `notify` for each. Call it before starting workers; later calls
+/// do nothing (the first `notify` stays).
+pub fn install(notify: fn(Notice)) -> Result<(), SessionError> {
     INSTALLED
         .get_or_init(|| {
             let set = signal_set();
@@ -64,15 +86,15 @@ pub fn install() -> anyhow::Result<()> {
             }
             std::thread::Builder::new()
                 .name("numio-signals".into())
-                .spawn(move || wait_for_signals(set))
+                .spawn(move || wait_for_signals(set, notify))
                 .map(|_| ())
                 .map_err(|e| format!("cannot start the signal thread: {e}"))
         })
         .clone()
-        .map_err(anyhow::Error::msg)
+        .map_err(SessionError::Signals)
 }
 
-fn wait_for_signals(set: libc::sigset_t) {
+fn wait_for_signals(set: libc::sigset_t, notify: fn(Notice)) {
     loop {
         let mut sig: libc::c_int = 0;
         // SAFETY: `set` is initialised and blocked in this thread (inherited
@@ -81,21 +103,13 @@ fn wait_for_signals(set: libc::sigset_t) {
             continue;
         }
         if INTERRUPT.load(Ordering::Relaxed) {
-            // Second signal: no report. Clear a progress line, then go.
-            eprint!("\r\x1b[2Knumio: interrupted again: exiting without a report\n");
+            notify(Notice::Exiting { signal: sig });
             // SAFETY: _exit ends the process at once without running
             // destructors or atexit handlers, which other threads may be using.
             unsafe { libc::_exit(128 + sig) };
         }
         SIGNAL.store(sig, Ordering::Relaxed);
         INTERRUPT.store(true, Ordering::Relaxed);
-        let name = if sig == libc::SIGTERM {
-            "SIGTERM"
-        } else {
-            "Ctrl-C"
-        };
-        eprint!(
-            "\r\x1b[2Knumio: {name}: stopping; in-flight I/O drains and the report covers the time measured (again to exit at once)\n"
-        );
+        notify(Notice::Stopping { signal: sig });
     }
 }

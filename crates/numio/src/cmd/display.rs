@@ -1,0 +1,303 @@
+//! What `numio bench` and `numio compare` show on stderr while a session
+//! runs: a line per run of a repeat or comparison, the line that says
+//! set-up is done and the measured time starts (tests wait for it), the
+//! live progress line, the task-run settlement, and the signal notices.
+
+use std::io::Write;
+
+use planner::fio::units::format_time;
+use session::interrupt::Notice;
+use session::{Event, RunInfo};
+
+use super::human::{bandwidth, latency, si};
+
+/// How live progress shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressMode {
+    /// Not at all.
+    Off,
+    /// One line redrawn in place (a terminal).
+    Redraw,
+    /// A line per second of the run (a log or a pipe).
+    Lines,
+}
+
+/// What kind of session the runs belong to (it decides the wording).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Runs {
+    /// `numio bench`: one run (or one per stonewall group).
+    Single,
+    /// `numio bench --repeat N`.
+    Repeat,
+    /// `numio compare`: the live arms' labels, by schedule index.
+    Compare {
+        /// Labels of the live arms.
+        labels: Vec<String>,
+        /// Runs of each arm.
+        rounds: usize,
+    },
+}
+
+/// Turns session events into stderr lines.
+#[derive(Debug)]
+pub struct Display {
+    progress: ProgressMode,
+    runs: Runs,
+    /// A redrawn progress line is on the screen.
+    drawn: bool,
+    /// Elapsed time of the run at which the next progress line is due.
+    next_line_ns: u64,
+}
+
+/// The live status line for snapshot `s` (rates over each worker's last
+/// publish interval, so ramp and tail effects show).
+pub fn progress_line(s: &engine::ProgressSnapshot) -> String {
+    let elapsed = s.elapsed_ns as f64 / 1e9;
+    let time = match s.planned_ns {
+        Some(p) => format!(
+            "{elapsed:5.1}s / {:.1}s, {:.1}s left",
+            p as f64 / 1e9,
+            (p as f64 / 1e9 - elapsed).max(0.0)
+        ),
+        None => format!("{elapsed:5.1}s"),
+    };
+    let phase = if s.measuring { "" } else { " (ramp)" };
+    format!(
+        "[{time}]{phase} {} IOPS  {}  p99 {}  ({} running)",
+        si(s.iops),
+        bandwidth(s.bytes_per_s),
+        latency(s.lat_p99_ns as f64),
+        s.running_workers
+    )
+}
+
+/// `numio: set-up done; …`: the workers passed the start barrier.
+pub fn measuring_line(ramp_ns: u64, runtime_ns: Option<u64>, may_end_early: bool) -> String {
+    let measure = match (runtime_ns, may_end_early) {
+        (Some(r), false) => format!("measuring for {}", format_time(r)),
+        (Some(r), true) => format!(
+            "measuring for up to {} (or until the size or I/O count is done)",
+            format_time(r)
+        ),
+        (None, _) => "measuring until the size or I/O count is done".to_string(),
+    };
+    if ramp_ns > 0 {
+        format!(
+            "numio: set-up done; {} ramp, then {measure}",
+            format_time(ramp_ns)
+        )
+    } else {
+        format!("numio: set-up done; {measure}")
+    }
+}
+
+/// Prints the signal thread's notices (installed with
+/// `session::interrupt::install`).
+pub fn on_signal(notice: Notice) {
+    match notice {
+        Notice::Stopping { signal } => {
+            let name = if signal == libc::SIGTERM {
+                "SIGTERM"
+            } else {
+                "Ctrl-C"
+            };
+            eprint!(
+                "\r\x1b[2Knumio: {name}: stopping; in-flight I/O drains and the report covers the time measured (again to exit at once)\n"
+            );
+        }
+        // Clear a progress line, then go.
+        Notice::Exiting { .. } => {
+            eprint!("\r\x1b[2Knumio: interrupted again: exiting without a report\n")
+        }
+    }
+}
+
+impl Display {
+    /// A display of `runs` with progress shown as `progress` says.
+    pub fn new(progress: ProgressMode, runs: Runs) -> Display {
+        Display {
+            progress,
+            runs,
+            drawn: false,
+            next_line_ns: 0,
+        }
+    }
+
+    /// Shows one event.
+    pub fn event(&mut self, e: &Event<'_>) {
+        match *e {
+            Event::Starting(run) => {
+                if let Some(line) = self.run_line(run) {
+                    eprintln!("{line}");
+                }
+            }
+            Event::Measuring {
+                ramp_ns,
+                runtime_ns,
+                may_end_early,
+                ..
+            } => {
+                self.next_line_ns = 0;
+                eprintln!("{}", measuring_line(ramp_ns, runtime_ns, may_end_early));
+            }
+            Event::Progress { snapshot, .. } => self.progress(snapshot),
+            Event::Ended(_) => {
+                if self.drawn {
+                    eprint!("\r\x1b[2K");
+                    self.drawn = false;
+                }
+            }
+            Event::Settled { run, mode, arms } => {
+                eprintln!("{}", self.settled_line(run, mode, arms));
+            }
+        }
+    }
+
+    fn progress(&mut self, s: &engine::ProgressSnapshot) {
+        match self.progress {
+            ProgressMode::Off => {}
+            ProgressMode::Redraw => {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "\r\x1b[2K{}", progress_line(s));
+                let _ = err.flush();
+                self.drawn = true;
+            }
+            ProgressMode::Lines => {
+                if s.elapsed_ns >= self.next_line_ns {
+                    self.next_line_ns = (s.elapsed_ns / 1_000_000_000 + 1) * 1_000_000_000;
+                    eprintln!("{}", progress_line(s));
+                }
+            }
+        }
+    }
+
+    /// The line that opens a run of a repeat or comparison.
+    fn run_line(&self, run: RunInfo) -> Option<String> {
+        match &self.runs {
+            Runs::Single => None,
+            Runs::Repeat => {
+                (run.total > 1).then(|| format!("numio: run {} of {}", run.seq, run.total))
+            }
+            Runs::Compare { labels, rounds } => Some(format!(
+                "numio: run {} of {}: {} (round {} of {rounds})",
+                run.seq,
+                run.total,
+                self.label(labels, run.arm),
+                run.round + 1
+            )),
+        }
+    }
+
+    fn label<'a>(&self, labels: &'a [String], arm: usize) -> &'a str {
+        labels.get(arm).map_or("?", String::as_str)
+    }
+
+    fn settled_line(&self, run: RunInfo, mode: engine::UringSetup, arms: &[usize]) -> String {
+        let later = match &self.runs {
+            Runs::Compare { labels, .. } if arms.len() == 1 => {
+                format!("the later runs of arm {}", self.label(labels, arms[0]))
+            }
+            Runs::Compare { labels, .. } if arms.len() == labels.len() && arms.len() == 2 => {
+                "the later runs of both arms".to_string()
+            }
+            Runs::Compare { labels, .. } => {
+                let names: Vec<&str> = arms.iter().map(|&a| self.label(labels, a)).collect();
+                format!("the later runs of arms {}", names.join(", "))
+            }
+            _ => format!("runs {}-{}", run.seq + 1, run.total),
+        };
+        format!(
+            "numio: run {}'s task-run trial kept {}; {later} use it without a trial \
+             (--uring-setup defer or coop fixes the mode)",
+            run.seq,
+            mode.taskrun_flag().unwrap_or("?")
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::UringSetup;
+
+    #[test]
+    fn the_measuring_line_says_what_follows() {
+        let s = 1_000_000_000;
+        assert_eq!(
+            measuring_line(0, Some(30 * s), false),
+            "numio: set-up done; measuring for 30s"
+        );
+        assert_eq!(
+            measuring_line(2 * s, Some(500_000_000), false),
+            "numio: set-up done; 2s ramp, then measuring for 500ms"
+        );
+        assert!(measuring_line(0, Some(s), true).contains("up to 1s (or until the size"));
+        assert!(measuring_line(0, None, true)
+            .ends_with("measuring until the size or I/O count is done"));
+    }
+
+    fn run(seq: usize, total: usize, arm: usize, round: usize) -> RunInfo {
+        RunInfo {
+            seq,
+            total,
+            arm,
+            round,
+        }
+    }
+
+    #[test]
+    fn runs_and_settlements_are_worded_per_session() {
+        let repeat = Display::new(ProgressMode::Off, Runs::Repeat);
+        assert_eq!(
+            repeat.run_line(run(2, 5, 0, 1)).unwrap(),
+            "numio: run 2 of 5"
+        );
+        assert_eq!(repeat.run_line(run(1, 1, 0, 0)), None);
+        assert_eq!(
+            repeat.settled_line(run(1, 3, 0, 0), UringSetup::CoopTaskrun, &[0]),
+            "numio: run 1's task-run trial kept COOP_TASKRUN; runs 2-3 use it without a trial (--uring-setup defer or coop fixes the mode)"
+        );
+        let labels = vec!["local".to_string(), "spread".to_string()];
+        let compare = Display::new(ProgressMode::Off, Runs::Compare { labels, rounds: 5 });
+        assert_eq!(
+            compare.run_line(run(4, 10, 1, 1)).unwrap(),
+            "numio: run 4 of 10: spread (round 2 of 5)"
+        );
+        let both = compare.settled_line(run(1, 10, 0, 0), UringSetup::DeferTaskrun, &[0, 1]);
+        assert!(
+            both.contains("kept DEFER_TASKRUN; the later runs of both arms use it"),
+            "{both}"
+        );
+        let one = compare.settled_line(run(2, 10, 1, 0), UringSetup::DeferTaskrun, &[1]);
+        assert!(one.contains("the later runs of arm spread use it"), "{one}");
+        assert_eq!(
+            Display::new(ProgressMode::Off, Runs::Single).run_line(run(1, 2, 0, 0)),
+            None
+        );
+    }
+
+    #[test]
+    fn progress_line_shows_the_snapshot() {
+        let s = engine::ProgressSnapshot {
+            elapsed_ns: 2_000_000_000,
+            planned_ns: Some(10_000_000_000),
+            measuring: true,
+            ops: 3000,
+            bytes: 12_288_000,
+            lat_p99_ns: 5000,
+            iops: 2000.0,
+            bytes_per_s: 2000.0 * 4096.0,
+            running_workers: 1,
+        };
+        let line = progress_line(&s);
+        assert!(line.contains("2.0k IOPS"), "{line}");
+        assert!(line.contains("7.8 MiB/s"), "{line}");
+        assert!(line.contains("8.0s left"), "{line}");
+        assert!(line.contains("p99 5.0µs"), "{line}");
+        let ramp = progress_line(&engine::ProgressSnapshot {
+            measuring: false,
+            ..s
+        });
+        assert!(ramp.contains("(ramp)"), "{ramp}");
+    }
+}

@@ -1,0 +1,110 @@
+//! The engine flags of `numio bench` and `numio compare` (one table, one
+//! help section): backend, io_uring set-up, safety, percentiles, progress.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+
+use super::display::ProgressMode;
+use super::flags::{parse_percentiles, BackendArg, IoPollArg, ProgressArg, UringSetupArg};
+
+/// Flags that say how the engine runs a plan.
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Engine")]
+pub struct EngineArgs {
+    /// Engine backend.
+    #[arg(long, value_enum, value_name = "NAME", default_value = "uring")]
+    pub backend: BackendArg,
+    /// tcp backend: host NQN sent in Connect (default: the initiator's).
+    #[arg(long, value_name = "NQN")]
+    pub tcp_hostnqn: Option<String>,
+    /// tcp backend: ask for header digests (CRC32C of every PDU header).
+    #[arg(long)]
+    pub tcp_hdgst: bool,
+    /// tcp backend: ask for data digests (CRC32C of every PDU's data).
+    #[arg(long)]
+    pub tcp_ddgst: bool,
+    /// Latency percentiles to report (default 1,10,50,90,99,99.9,99.99).
+    #[arg(long, value_name = "LIST")]
+    pub percentiles: Option<String>,
+    /// Allow writes to block devices holding partitions, filesystems or
+    /// mounts, and to NVMe/TCP namespaces (which numio cannot look into).
+    #[arg(long)]
+    pub force_write: bool,
+    /// Write a checkable pattern and verify it on every read.
+    #[arg(long)]
+    pub verify: bool,
+    /// io_uring: kernel submission polling thread, with this idle time in ms.
+    #[arg(long, value_name = "IDLE_MS", num_args = 0..=1, default_missing_value = "1000")]
+    pub sqpoll: Option<u32>,
+    /// io_uring IOPOLL (completion polling) [default: auto]. fio job files:
+    /// a job's hipri decides for its target; jobs without it follow
+    /// --iopoll, off when not given (as in fio).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub iopoll: Option<IoPollArg>,
+    /// io_uring task-run set-up. auto: in a time-based uring run, a 400 ms
+    /// trial of defer against coop on each job's own workload keeps the
+    /// faster (and with --repeat or compare, the first run's trial settles
+    /// the later runs).
+    #[arg(long, value_enum, value_name = "MODE", default_value = "auto")]
+    pub uring_setup: UringSetupArg,
+    /// io_uring: do not register the I/O buffers.
+    #[arg(long)]
+    pub no_fixed_buffers: bool,
+    /// io_uring: do not register the target files.
+    #[arg(long)]
+    pub no_registered_files: bool,
+    /// Completions to wait for per reap (default: iodepth/4, 1..=32).
+    #[arg(long, value_name = "N")]
+    pub batch_complete: Option<usize>,
+    /// The live progress line on stderr.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub progress: ProgressArg,
+    /// No live progress line even on a terminal (--progress never).
+    #[arg(long, conflicts_with = "progress")]
+    pub no_progress: bool,
+}
+
+impl EngineArgs {
+    /// The engine's options these flags describe (labels empty).
+    pub fn run_options(&self) -> anyhow::Result<engine::RunOptions> {
+        let percentiles = match &self.percentiles {
+            Some(p) => parse_percentiles(p)?,
+            None => engine::DEFAULT_PERCENTILES.to_vec(),
+        };
+        Ok(engine::RunOptions {
+            backend: self.backend.into(),
+            uring: engine::UringOptions {
+                sqpoll_idle_ms: self.sqpoll,
+                iopoll: false,
+                fixed_buffers: !self.no_fixed_buffers,
+                registered_files: !self.no_registered_files,
+                setup: self.uring_setup.into(),
+            },
+            iopoll: self.iopoll.unwrap_or(IoPollArg::Auto).into(),
+            percentiles,
+            verify: self.verify,
+            force_write: self.force_write,
+            batch_complete_min: self.batch_complete,
+            labels: BTreeMap::new(),
+            tcp: engine::backend::TcpOptions {
+                hostnqn: self.tcp_hostnqn.clone(),
+                header_digest: self.tcp_hdgst,
+                data_digest: self.tcp_ddgst,
+            },
+        })
+    }
+
+    /// How progress shows: `auto` draws the live line on a terminal unless
+    /// the result goes out as JSON; `always` draws it on a terminal and
+    /// prints a line per second elsewhere (a log, a pipe).
+    pub fn progress_mode(&self, json: bool) -> ProgressMode {
+        let tty = std::io::stderr().is_terminal();
+        match (self.progress, self.no_progress) {
+            (_, true) | (ProgressArg::Never, _) => ProgressMode::Off,
+            (ProgressArg::Always, _) if tty => ProgressMode::Redraw,
+            (ProgressArg::Always, _) => ProgressMode::Lines,
+            (ProgressArg::Auto, _) if tty && !json => ProgressMode::Redraw,
+            (ProgressArg::Auto, _) => ProgressMode::Off,
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! The flag tables shared by subcommands: the workload (`plan`, `bench`,
+//! `compare`: fio's names and units, one help section), the engine
+//! (`bench`, `compare`), and the closed sets of values as clap value enums
+//! (their help lists the values). Values in fio's syntax (`4k`, `1.5k`,
+//! `4k-64k`, `10s`, `zipf:1.2`) are read by the planner's fio parsers,
+//! the ones job files use; every error names the flag and the value.
+
+use anyhow::{bail, Context};
+use clap::ValueEnum;
+use planner::fio::units::{parse_size_bytes, parse_size_range, parse_time_ns};
+use planner::{Distribution, RwMode, Workload};
+
+/// fio's `rw`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RwArg {
+    /// Sequential reads.
+    Read,
+    /// Sequential writes.
+    Write,
+    /// Random reads.
+    Randread,
+    /// Random writes.
+    Randwrite,
+    /// Sequential mixed reads and writes (--rwmixread).
+    #[value(alias = "readwrite")]
+    Rw,
+    /// Random mixed reads and writes (--rwmixread).
+    Randrw,
+}
+
+impl From<RwArg> for RwMode {
+    fn from(a: RwArg) -> RwMode {
+        match a {
+            RwArg::Read => RwMode::Read,
+            RwArg::Write => RwMode::Write,
+            RwArg::Randread => RwMode::RandRead,
+            RwArg::Randwrite => RwMode::RandWrite,
+            RwArg::Rw => RwMode::ReadWrite,
+            RwArg::Randrw => RwMode::RandRw,
+        }
+    }
+}
+
+/// Engine backends (`engine::BackendKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackendArg {
+    /// io_uring reads and writes.
+    Uring,
+    /// pread/pwrite, one at a time: the reference.
+    Sync,
+    /// No I/O: measures numio itself.
+    Null,
+    /// io_uring NOPs: measures the kernel round trip.
+    Nop,
+    /// NVMe commands through io_uring passthrough on /dev/ngXnY.
+    Passthru,
+    /// NVMe/TCP from user space to nvme-tcp://HOST[:PORT]/SUBNQN[/NSID].
+    Tcp,
+}
+
+impl From<BackendArg> for engine::BackendKind {
+    fn from(a: BackendArg) -> engine::BackendKind {
+        use engine::BackendKind as K;
+        match a {
+            BackendArg::Uring => K::Uring,
+            BackendArg::Sync => K::Sync,
+            BackendArg::Null => K::Null,
+            BackendArg::Nop => K::Nop,
+            BackendArg::Passthru => K::Passthru,
+            BackendArg::Tcp => K::Tcp,
+        }
+    }
+}
+
+/// io_uring IOPOLL (completion polling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IoPollArg {
+    /// Where the device has poll queues and the target is O_DIRECT.
+    Auto,
+    /// Always: an error where the device has no poll queues.
+    On,
+    /// Never.
+    Off,
+}
+
+impl From<IoPollArg> for engine::IoPoll {
+    fn from(a: IoPollArg) -> engine::IoPoll {
+        match a {
+            IoPollArg::Auto => engine::IoPoll::Auto,
+            IoPollArg::On => engine::IoPoll::On,
+            IoPollArg::Off => engine::IoPoll::Off,
+        }
+    }
+}
+
+/// io_uring task-run set-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UringSetupArg {
+    /// A time-based run's trial keeps the faster of defer and coop;
+    /// otherwise defer, else coop, else plain.
+    Auto,
+    /// SINGLE_ISSUER + DEFER_TASKRUN.
+    Defer,
+    /// COOP_TASKRUN + TASKRUN_FLAG.
+    Coop,
+    /// No task-run flags (what fio 3.33 gets).
+    Plain,
+}
+
+impl From<UringSetupArg> for engine::UringSetup {
+    fn from(a: UringSetupArg) -> engine::UringSetup {
+        match a {
+            UringSetupArg::Auto => engine::UringSetup::Auto,
+            UringSetupArg::Defer => engine::UringSetup::DeferTaskrun,
+            UringSetupArg::Coop => engine::UringSetup::CoopTaskrun,
+            UringSetupArg::Plain => engine::UringSetup::Plain,
+        }
+    }
+}
+
+/// When the live progress line shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressArg {
+    /// On a terminal, without --json.
+    Auto,
+    /// Always; where stderr is not a terminal, one line per second.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// Parses a size in fio's units (`512`, `4k`, `1.5k`, `1m`, `4KiB`).
+pub fn parse_size(flag: &str, text: &str) -> anyhow::Result<u64> {
+    if text.trim().starts_with('-') {
+        bail!("--{flag}={text}: must not be negative");
+    }
+    parse_size_bytes(text).map_err(|e| anyhow::anyhow!("--{flag}={text}: {}", e.reason))
+}
+
+/// Parses `4k` or a range `4k-64k`.
+pub fn parse_bs(text: &str) -> anyhow::Result<(u64, u64)> {
+    if text.trim().starts_with('-') {
+        bail!("--bs={text}: must not be negative");
+    }
+    parse_size_range(text).map_err(|e| anyhow::anyhow!("--bs={text}: {}", e.reason))
+}
+
+/// Parses a duration in fio's units; a bare number is seconds (as fio's
+/// `runtime`).
+pub fn parse_duration_ns(flag: &str, text: &str) -> anyhow::Result<u64> {
+    if text.trim().starts_with('-') {
+        bail!("--{flag}={text}: a duration must not be negative (e.g. 10s, 500ms)");
+    }
+    parse_time_ns(text, 1_000_000_000).map_err(|e| anyhow::anyhow!("--{flag}={text}: {}", e.reason))
+}
+
+/// Parses fio's `random_distribution` (`random`/`uniform`, `zipf`, `zipf:θ`).
+pub fn parse_distribution(text: &str) -> anyhow::Result<Distribution> {
+    Distribution::from_fio(text)
+        .map_err(|why| anyhow::anyhow!("--random-distribution={text}: {why}"))
+}
+
+/// Parses a comma-separated percentile list, each in (0, 100].
+pub fn parse_percentiles(text: &str) -> anyhow::Result<Vec<f64>> {
+    let mut v = Vec::new();
+    for p in text.split(',').filter(|p| !p.trim().is_empty()) {
+        let x: f64 = p
+            .trim()
+            .parse()
+            .with_context(|| format!("--percentiles: `{p}` is not a number (e.g. 50,99,99.99)"))?;
+        if !(x > 0.0 && x <= 100.0) {
+            bail!("--percentiles: {x} is outside (0, 100]");
+        }
+        v.push(x);
+    }
+    if v.is_empty() {
+        bail!("--percentiles: give at least one (e.g. 50,99,99.99)");
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.dedup();
+    Ok(v)
+}
+
+/// The workload of `plan`, `bench` and `compare`: fio's option names (the
+/// old numio spellings and fio's underscores still work as aliases).
+#[derive(Debug, Clone, clap::Args)]
+#[command(next_help_heading = "Workload (fio's names and units)")]
+pub struct WorkloadArgs {
+    /// Access pattern.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "randread")]
+    pub rw: RwArg,
+    /// Percentage of reads in rw/randrw.
+    #[arg(long, value_name = "PCT", default_value_t = 50)]
+    pub rwmixread: u8,
+    /// Block size, or a range (4k, 1.5k, 4k-64k).
+    #[arg(
+        long,
+        value_name = "SIZE|MIN-MAX",
+        default_value = "4k",
+        allow_hyphen_values = true
+    )]
+    pub bs: String,
+    /// I/Os in flight per job.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 64,
+        allow_negative_numbers = true
+    )]
+    pub iodepth: i64,
+    /// Jobs (worker threads) per target.
+    #[arg(
+        long,
+        value_name = "N",
+        visible_alias = "jobs",
+        default_value_t = 1,
+        allow_negative_numbers = true
+    )]
+    pub numjobs: i64,
+    /// Measured time per run (10s, 500ms, 1h; bare numbers are seconds).
+    #[arg(
+        long,
+        value_name = "TIME",
+        default_value = "10s",
+        allow_hyphen_values = true
+    )]
+    pub runtime: String,
+    /// Warm-up before measuring, not measured.
+    #[arg(
+        long,
+        value_name = "TIME",
+        visible_alias = "ramp",
+        alias = "ramp_time",
+        default_value = "0",
+        allow_hyphen_values = true
+    )]
+    pub ramp_time: String,
+    /// Bytes of each target each job covers (default: all of it from --offset).
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub size: Option<String>,
+    /// Start offset in each target.
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "0",
+        allow_hyphen_values = true
+    )]
+    pub offset: String,
+    /// Stop when --size is covered instead of running for --runtime (fio time_based=0).
+    #[arg(long)]
+    pub no_time_based: bool,
+    /// Stop each job after this many I/Os.
+    #[arg(long, value_name = "N", alias = "number_ios")]
+    pub number_ios: Option<u64>,
+    /// Cap on I/Os per second per job.
+    #[arg(long, value_name = "N", alias = "rate_iops")]
+    pub rate_iops: Option<u64>,
+    /// Offsets: random (uniform), zipf (θ 1.1) or zipf:θ (pareto, normal and
+    /// zoned are not implemented).
+    #[arg(
+        long,
+        value_name = "DIST",
+        alias = "random_distribution",
+        default_value = "random"
+    )]
+    pub random_distribution: String,
+    /// Zipf θ of random offsets: --random-distribution zipf:θ (older spelling).
+    #[arg(
+        long,
+        value_name = "THETA",
+        hide = true,
+        conflicts_with = "random_distribution"
+    )]
+    pub zipf: Option<f64>,
+    /// Seed of the offset generator.
+    #[arg(long, value_name = "N")]
+    pub randseed: Option<u64>,
+    /// Hit every block once per pass before repeating (fio's random map,
+    /// uniform offsets only; default is norandommap: offsets may repeat).
+    #[arg(long)]
+    pub randommap: bool,
+    /// Use the page cache instead of O_DIRECT.
+    #[arg(long)]
+    pub buffered: bool,
+}
+
+impl WorkloadArgs {
+    /// The distribution the flags name (`--zipf θ` or `--random-distribution`).
+    fn distribution(&self) -> anyhow::Result<(Distribution, String)> {
+        match self.zipf {
+            Some(theta) => {
+                let text = format!("zipf:{theta}");
+                let d = Distribution::from_fio(&text)
+                    .map_err(|why| anyhow::anyhow!("--zipf={theta}: {why}"))?;
+                Ok((d, text))
+            }
+            None => Ok((
+                parse_distribution(&self.random_distribution)?,
+                self.random_distribution.clone(),
+            )),
+        }
+    }
+
+    /// The workload these flags describe.
+    pub fn workload(&self) -> anyhow::Result<Workload> {
+        let (bs_min_bytes, bs_max_bytes) = parse_bs(&self.bs)?;
+        if self.iodepth < 1 {
+            bail!("--iodepth={}: must be at least 1", self.iodepth);
+        }
+        if self.numjobs < 1 {
+            bail!("--numjobs={}: must be at least 1", self.numjobs);
+        }
+        if self.rwmixread > 100 {
+            bail!("--rwmixread={}: must be 0..=100", self.rwmixread);
+        }
+        let (random_distribution, dist_text) = self.distribution()?;
+        if self.randommap && !random_distribution.uses_random_map() {
+            bail!(
+                "--randommap with --random-distribution={dist_text}: a random map only steers uniform offsets (fio also turns it off for non-uniform distributions); drop --randommap"
+            );
+        }
+        let runtime_ns = parse_duration_ns("runtime", &self.runtime)?;
+        if runtime_ns == 0 && !self.no_time_based {
+            bail!("--runtime={}: must be positive", self.runtime);
+        }
+        let d = Workload::default();
+        Ok(Workload {
+            rw: self.rw.into(),
+            rwmixread: self.rwmixread,
+            bs_min_bytes,
+            bs_max_bytes,
+            iodepth: u32::try_from(self.iodepth).context("--iodepth: too large")?,
+            numjobs: u32::try_from(self.numjobs).context("--numjobs: too large")?,
+            size_bytes: self
+                .size
+                .as_deref()
+                .map(|s| parse_size("size", s))
+                .transpose()?,
+            offset_bytes: parse_size("offset", &self.offset)?,
+            runtime_ns: (runtime_ns > 0).then_some(runtime_ns),
+            ramp_time_ns: parse_duration_ns("ramp-time", &self.ramp_time)?,
+            time_based: !self.no_time_based,
+            number_ios: self.number_ios,
+            rate_iops: self.rate_iops,
+            random_distribution,
+            randseed: self.randseed.unwrap_or(d.randseed),
+            norandommap: !self.randommap,
+            direct: !self.buffered,
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "flags_tests.rs"]
+mod tests;

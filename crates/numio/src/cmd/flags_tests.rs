@@ -1,0 +1,187 @@
+//! The shared flag tables: one workload section in the help of `plan`,
+//! `bench` and `compare`, the old spellings as aliases, fio's units
+//! through the planner's parser, and errors that name the flag.
+
+use super::*;
+use clap::{CommandFactory, Parser};
+
+#[derive(Debug, Parser)]
+struct Workload {
+    #[command(flatten)]
+    w: WorkloadArgs,
+}
+
+fn parse(argv: &[&str]) -> anyhow::Result<planner::Workload> {
+    let argv = std::iter::once("numio").chain(argv.iter().copied());
+    Workload::try_parse_from(argv)?.w.workload()
+}
+
+fn err(argv: &[&str]) -> String {
+    format!("{:#}", parse(argv).unwrap_err())
+}
+
+#[test]
+fn sizes_and_ranges_use_fio_units() {
+    assert_eq!(parse_size("size", "4k").unwrap(), 4096);
+    assert_eq!(parse_size("size", "1GiB").unwrap(), 1 << 30);
+    assert_eq!(parse_size("size", "1.5k").unwrap(), 1536);
+    assert_eq!(parse_bs("4k-64k").unwrap(), (4096, 65536));
+    assert_eq!(parse_bs("1.5k").unwrap(), (1536, 1536));
+    assert!(parse_bs("0").is_err());
+    let e = parse_size("size", "-1").unwrap_err().to_string();
+    assert_eq!(e, "--size=-1: must not be negative");
+    let e = parse_size("offset", "4x").unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "--offset=4x: unknown size suffix `x` (use k, m, g, t or p)"
+    );
+    let e = parse_bs("64k-4k").unwrap_err().to_string();
+    assert!(
+        e.starts_with("--bs=64k-4k: a block size range needs 0 < min <= max"),
+        "{e}"
+    );
+}
+
+#[test]
+fn durations() {
+    assert_eq!(parse_duration_ns("runtime", "10").unwrap(), 10_000_000_000);
+    assert_eq!(parse_duration_ns("runtime", "500ms").unwrap(), 500_000_000);
+    assert_eq!(parse_duration_ns("runtime", "2m").unwrap(), 120_000_000_000);
+    let e = parse_duration_ns("runtime", "-5").unwrap_err().to_string();
+    assert!(e.contains("--runtime=-5") && e.contains("negative"), "{e}");
+    let e = parse_duration_ns("ramp-time", "3x")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("--ramp-time=3x: unknown time suffix `x`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn workload_errors_name_the_flag() {
+    assert!(err(&["--iodepth", "0"]).contains("--iodepth=0"));
+    assert!(err(&["--numjobs", "-1"]).contains("--numjobs=-1: must be at least 1"));
+    let rw = err(&["--rw", "randomread"]);
+    assert!(rw.contains("'randomread' for '--rw <MODE>'"), "{rw}");
+    let w = parse(&[
+        "--rw",
+        "randrw",
+        "--random-distribution",
+        "zipf:1.2",
+        "--iodepth",
+        "8",
+    ])
+    .unwrap();
+    assert_eq!(w.random_distribution, Distribution::Zipf(1.2));
+    assert_eq!((w.rw, w.iodepth), (RwMode::RandRw, 8));
+    let e = err(&["--random-distribution", "zipf:1.2", "--randommap"]);
+    assert!(
+        e.contains("--randommap with --random-distribution=zipf:1.2"),
+        "{e}"
+    );
+    let e = err(&["--random-distribution", "pareto:0.3"]);
+    assert!(
+        e.contains("--random-distribution=pareto:0.3") && e.contains("not implemented"),
+        "{e}"
+    );
+    assert!(err(&["--zipf", "1"]).contains("--zipf=1: θ 1: zipf needs θ > 0 and θ ≠ 1"));
+}
+
+/// `plan` said `--ramp-time`, `--zipf` and `--jobs` where `bench` said
+/// `--ramp`, `--random-distribution` and `--jobs`: every spelling works,
+/// and fio's own (underscores) too.
+#[test]
+fn old_spellings_and_fio_underscores_are_aliases() {
+    let ramp = |flag: &str| parse(&[flag, "2s"]).unwrap().ramp_time_ns;
+    for flag in ["--ramp-time", "--ramp", "--ramp_time"] {
+        assert_eq!(ramp(flag), 2_000_000_000, "{flag}");
+    }
+    for flag in ["--numjobs", "--jobs"] {
+        assert_eq!(parse(&[flag, "3"]).unwrap().numjobs, 3, "{flag}");
+    }
+    let zipf = parse(&["--zipf", "1.2"]).unwrap();
+    let dist = parse(&["--random_distribution", "zipf:1.2"]).unwrap();
+    assert_eq!(zipf.random_distribution, Distribution::Zipf(1.2));
+    assert_eq!(zipf, dist);
+    let w = parse(&["--rate_iops", "5", "--number_ios", "7", "--rw", "readwrite"]).unwrap();
+    assert_eq!(
+        (w.rate_iops, w.number_ios, w.rw),
+        (Some(5), Some(7), RwMode::ReadWrite)
+    );
+    let both =
+        Workload::try_parse_from(["numio", "--zipf", "1.2", "--random-distribution", "zipf"]);
+    assert!(both
+        .unwrap_err()
+        .to_string()
+        .contains("cannot be used with"));
+}
+
+#[test]
+fn defaults_are_numio_s_main_job() {
+    assert_eq!(parse(&[]).unwrap(), planner::Workload::default());
+}
+
+#[test]
+fn percentiles() {
+    assert_eq!(
+        parse_percentiles("99.99,50,99").unwrap(),
+        vec![50.0, 99.0, 99.99]
+    );
+    assert!(parse_percentiles("101").is_err());
+}
+
+/// One table of backends: every engine backend has its value, named alike.
+#[test]
+fn the_backend_values_are_the_engine_s() {
+    for kind in engine::BackendKind::ALL {
+        let arg = BackendArg::from_str(kind.name(), false)
+            .unwrap_or_else(|e| panic!("{}: {e}", kind.name()));
+        assert_eq!(engine::BackendKind::from(arg), kind);
+    }
+    assert_eq!(
+        BackendArg::value_variants().len(),
+        engine::BackendKind::ALL.len()
+    );
+}
+
+/// The "Workload" section of a subcommand's --help: its heading and the
+/// indented lines under it, up to the next heading.
+fn workload_section(sub: &str) -> String {
+    let mut cli = crate::Cli::command();
+    let help = cli
+        .find_subcommand_mut(sub)
+        .expect("subcommand")
+        .render_long_help()
+        .to_string();
+    let mut lines = help
+        .lines()
+        .skip_while(|l| *l != "Workload (fio's names and units):");
+    let heading = lines.next().expect("a workload section");
+    let body = lines.take_while(|l| l.is_empty() || l.starts_with(' '));
+    let text = std::iter::once(heading)
+        .chain(body)
+        .collect::<Vec<_>>()
+        .join("\n");
+    text.trim_end().to_string()
+}
+
+#[test]
+fn plan_bench_and_compare_show_one_workload_section() {
+    let bench = workload_section("bench");
+    for flag in [
+        "--rw <MODE>",
+        "--numjobs <N>",
+        "--ramp-time <TIME>",
+        "--random-distribution <DIST>",
+    ] {
+        assert!(bench.contains(flag), "{flag} in {bench}");
+    }
+    assert!(bench.contains("[alias: --ramp]"), "{bench}");
+    assert!(
+        !bench.contains("--zipf"),
+        "the old plan spelling stays hidden: {bench}"
+    );
+    assert_eq!(workload_section("plan"), bench);
+    assert_eq!(workload_section("compare"), bench);
+}

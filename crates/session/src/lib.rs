@@ -1,0 +1,47 @@
+//! Sessions: everything that runs plans on the engine more than once, or
+//! more than one plan, and hands the runs back as `report`'s result sets.
+//!
+//! A session owns the schedule, not the numbers: it runs each arm's plan
+//! (a policy, a saved plan, a fio job file; later a sweep point or a fleet
+//! host) round after round, interleaved A B A B … so slow drift of the
+//! machine hits every arm alike, and keeps every completed run. It owns
+//! the rules between runs:
+//! * the **task-run settlement** ([`settle`]): the first run's io_uring
+//!   task-run trial settles the mode for the later runs of its arm (or of
+//!   every arm on the same targets), so modes cannot flip between runs and
+//!   later runs pay no trial;
+//! * **interrupts** ([`interrupt`]): a first Ctrl-C or SIGTERM sets a flag
+//!   the engine polls; the run it cuts short is left out, the completed
+//!   runs are kept, and the session says where it stopped;
+//! * **events** ([`event`]): one callback hears each run start, pass the
+//!   start barrier (set-up and trial done), progress and end, and each
+//!   settlement; the caller decides what to print.
+//!
+//! It does not parse flags, print or save: the `numio` binary turns flags
+//! into [`LiveArm`]s and [`Schedule`]s, displays the events, and exports
+//! the [`report::ResultSet`] the outcome becomes.
+//!
+//! The way through: [`arms::prepare`] turns an arm as the user wrote it
+//! into a plan (or a saved arm) → [`Schedule::run`] runs the live arms,
+//! each run through [`run_once`] → [`Outcome`] → [`arms::assemble`] puts
+//! saved and live arms back in A, B order. A sweep is a schedule with one
+//! arm per point; what must happen around each run (a controller feature
+//! set and restored, numio started on other hosts) is a [`Runner`] given
+//! to [`Schedule::run_with`].
+#![deny(missing_docs)]
+
+pub mod arms;
+pub mod error;
+pub mod event;
+pub mod interrupt;
+pub mod once;
+pub mod schedule;
+pub mod settle;
+
+pub use error::SessionError;
+pub use event::{Event, RunInfo};
+pub use once::run_once;
+pub use schedule::{Interruption, LiveArm, LocalRunner, Outcome, Partial, Runner, Schedule};
+
+#[cfg(test)]
+mod testutil;
