@@ -17,6 +17,7 @@
 //! (a directory or an in-memory snapshot), `parse` (sysfs text formats).
 #![deny(missing_docs)]
 
+pub mod cpulist;
 mod discover;
 pub mod doctor;
 pub mod error;
@@ -24,10 +25,13 @@ pub mod lookup;
 pub mod model;
 pub mod parse;
 mod reader;
+mod recording;
+mod relpath;
 pub mod render;
 pub mod snapshot;
 mod source;
 
+pub use cpulist::{CpuList, CpuListError};
 pub use error::TopologyError;
 pub use model::*;
 pub use snapshot::{Manifest, Recording, Root};
