@@ -1,9 +1,9 @@
 //! [`plan`]: the policies `spread`, `none` and `explicit`, and the shared
 //! steps (validation, target resolution). `local` lives in [`crate::local`].
 
-use topology::{CpuId, NodeId, Topology};
+use topology::{CpuId, CpuList, NodeId, Topology};
 
-use crate::cpuset::{cpu_node, format_cpu_list, is_online, online_cpus};
+use crate::cpuset::{cpu_node, is_online, online_cpus};
 use crate::error::PlanError;
 use crate::placement::{JobPlacement, MemPolicy, Placement, TargetPlacement};
 use crate::request::{PlanRequest, Policy, TargetSpec};
@@ -198,7 +198,7 @@ fn remote_note(topo: &Topology, t: &mut TargetPlacement, list: &[CpuId]) {
     if !remote.is_empty() {
         t.notes.push(format!(
             "explicit CPUs {} are not on the target's node {}",
-            format_cpu_list(&remote),
+            CpuList::of(&remote),
             node.0
         ));
     }

@@ -307,7 +307,7 @@ fn workload(a: &Args) -> anyhow::Result<Workload> {
 }
 
 fn text_table(p: &Placement) -> String {
-    use planner::cpuset::format_cpu_list;
+    use topology::CpuList;
     let mut out = format!("policy {}\n", p.policy);
     out.push_str(&format!(
         "{:<20} {:>5} {:<24} {:<8} JOB CPUS\n",
@@ -323,7 +323,7 @@ fn text_table(p: &Placement) -> String {
                 if j.cpus.is_empty() {
                     "-".to_string()
                 } else {
-                    format_cpu_list(&j.cpus)
+                    CpuList::of(&j.cpus).to_string()
                 }
             })
             .collect();
@@ -341,7 +341,7 @@ fn text_table(p: &Placement) -> String {
         let cpus = if t.cpus.is_empty() {
             "-".to_string()
         } else {
-            format_cpu_list(&t.cpus)
+            CpuList::of(&t.cpus).to_string()
         };
         out.push_str(&format!(
             "{:<20} {:>5} {:<24} {:<8} {}\n",

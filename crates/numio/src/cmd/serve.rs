@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use nvmf::config::{Limits, NamespaceConfig, SubsystemConfig, TargetConfig, DEFAULT_NQN};
 use nvmf::Server;
+use topology::CpuList;
 
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):
@@ -83,24 +84,11 @@ pub struct Args {
     pub max_transfer: Option<u32>,
 }
 
-/// Parses "0-3,8" into CPU numbers.
+/// Parses `--cpus` ("0-3,8", the kernel's CPU list format) into CPU numbers.
 fn parse_cpus(s: &str) -> anyhow::Result<Vec<usize>> {
-    let mut out = Vec::new();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        let bad =
-            || anyhow::anyhow!("--cpus {s:?}: {part:?} is not a CPU number or range like 0-3");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                anyhow::ensure!(a <= b && b < 4096, bad());
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().map_err(|_| bad())?),
-        }
-    }
-    anyhow::ensure!(!out.is_empty(), "--cpus {s:?} names no CPU");
-    Ok(out)
+    let list = CpuList::parse(s).map_err(|e| anyhow::anyhow!("--cpus {s:?}: {e}"))?;
+    anyhow::ensure!(!list.is_empty(), "--cpus {s:?} names no CPU");
+    Ok(list.ids().iter().map(|&c| c as usize).collect())
 }
 
 fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
@@ -309,8 +297,12 @@ mod tests {
     #[test]
     fn cpu_lists() {
         assert_eq!(parse_cpus("0-2,5").unwrap(), vec![0, 1, 2, 5]);
-        assert!(parse_cpus("3-1").is_err());
-        assert!(parse_cpus("x").is_err());
-        assert!(parse_cpus("").is_err());
+        let err = |s: &str| parse_cpus(s).unwrap_err().to_string();
+        assert!(err("3-1").contains("runs backwards"), "{}", err("3-1"));
+        assert_eq!(
+            err("x"),
+            "--cpus \"x\": `x` in CPU list `x` is not a CPU number"
+        );
+        assert_eq!(err(""), "--cpus \"\" names no CPU");
     }
 }
