@@ -563,7 +563,7 @@ fn worker_setup_and_run(
     let mut gate = StartGate { ctl, passed: false };
     let mut notes = Vec::new();
     if !spec.cpus.is_empty() {
-        if let Err(e) = sys::pin_to_cpus(&spec.cpus) {
+        if let Err(e) = sysapi::affinity::pin_current_thread(&spec.cpus) {
             notes.push(format!(
                 "job {} of {}: pinning to CPUs {:?} failed ({e}); unpinned",
                 spec.job, spec.path, spec.cpus

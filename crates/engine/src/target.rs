@@ -8,7 +8,6 @@
 //! from there, and so does write safety.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -19,10 +18,6 @@ use crate::backend::{BackendKind, NvmeNamespace};
 use crate::error::EngineError;
 use crate::result::TargetEnvironment;
 
-const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-const BLKSSZGET: libc::c_ulong = 0x1268;
-/// `_IO('N', 0x40)`: the namespace id of an NVMe block or generic device.
-const NVME_IOCTL_ID: libc::c_ulong = 0x4e40;
 /// Most logical blocks one NVMe read or write moves (NLB is 16 bits, 0's based).
 pub const NVME_MAX_BLOCKS_PER_COMMAND: u64 = 1 << 16;
 /// Most I/Os a job may have in flight.
@@ -184,12 +179,7 @@ fn inspect_nvme_generic(path: &str, rdev: u64) -> Result<TargetInfo, EngineError
         path: path.to_string(),
         source,
     })?;
-    // SAFETY: NVME_IOCTL_ID takes no argument and returns the namespace id.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), NVME_IOCTL_ID as _) };
-    if rc <= 0 {
-        return Err(inspect_err(std::io::Error::last_os_error()));
-    }
-    let nsid = rc as u32;
+    let nsid = sysapi::block::nvme_namespace_id(&f).map_err(inspect_err)?;
     let parent = sys.parent().unwrap_or(&sys);
     let Some((block_name, bdir)) = namespace_block_device(parent, nsid) else {
         return Err(EngineError::Workload {
@@ -366,19 +356,8 @@ fn inspect_block(path: &str, rdev: u64) -> Result<TargetInfo, EngineError> {
         path: path.to_string(),
         source,
     };
-    let mut size: u64 = 0;
-    let mut lbs: libc::c_int = 0;
-    // SAFETY: both ioctls write one integer of the given type into the
-    // pointed-to local, which outlives the call.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size as *mut u64) };
-    if rc != 0 {
-        return Err(inspect_err(std::io::Error::last_os_error()));
-    }
-    // SAFETY: as above.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET as _, &mut lbs as *mut libc::c_int) };
-    if rc != 0 {
-        return Err(inspect_err(std::io::Error::last_os_error()));
-    }
+    let size = sysapi::block::size_bytes(&f).map_err(inspect_err)?;
+    let lbs = sysapi::block::logical_block_size(&f).map_err(inspect_err)?;
     let sysfs_dir = std::fs::canonicalize(format!(
         "/sys/dev/block/{}:{}",
         libc::major(rdev),
@@ -402,7 +381,7 @@ fn inspect_block(path: &str, rdev: u64) -> Result<TargetInfo, EngineError> {
         path: path.to_string(),
         block_device: true,
         size_bytes: size,
-        logical_block_size_bytes: lbs.max(512) as u32,
+        logical_block_size_bytes: lbs.max(512),
         rdev,
         sysfs_dir,
         scheduler: read("scheduler").map(|s| parse_scheduler(&s)),

@@ -90,28 +90,17 @@ fn bind(addr: SocketAddr) -> Result<TcpListener, TargetError> {
     Ok(l)
 }
 
-/// CPUs this process may run on, at most `max`.
+/// CPUs this process may run on, at most `max` (CPU 0 where the kernel
+/// does not say).
 pub fn default_cpus(max: usize) -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data, valid when zeroed.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes
-    // into the live local `set`.
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        return vec![0];
-    }
-    // SAFETY: CPU_ISSET reads the set filled above.
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect();
-    cpus.into_iter().take(max.max(1)).collect()
+    let cpus = sysapi::affinity::allowed_cpus().unwrap_or_else(|_| vec![0]);
+    cpus.into_iter().take(max.max(1)).map(|c| c as usize).collect()
 }
 
 /// Default reactor CPUs: those of the backing devices' NUMA node that this
 /// process may use (at most 4), else any it may use (at most 4).
 fn choose_cpus(cfg: &TargetConfig) -> (Vec<usize>, Option<u32>) {
-    let allowed = default_cpus(libc::CPU_SETSIZE as usize);
+    let allowed = default_cpus(sysapi::affinity::MAX_CPUS);
     let paths: Vec<std::path::PathBuf> = cfg
         .subsystems
         .iter()
@@ -126,17 +115,8 @@ fn choose_cpus(cfg: &TargetConfig) -> (Vec<usize>, Option<u32>) {
 }
 
 fn pin_to(cpu: usize) {
-    // SAFETY: as in default_cpus; the set names one CPU and applies to the
-    // calling thread only.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            eprintln!(
-                "numio serve: cannot pin reactor to CPU {cpu}: {}",
-                std::io::Error::last_os_error()
-            );
-        }
+    if let Err(e) = sysapi::affinity::pin_current_thread(&[cpu as u32]) {
+        eprintln!("numio serve: cannot pin reactor to CPU {cpu}: {e}");
     }
 }
 
