@@ -11,6 +11,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use serde::{Deserialize, Serialize};
+
 use crate::model::{CpuId, NodeId};
 
 /// Upper bound (exclusive) on a number in a list, against a corrupt file or
@@ -86,8 +88,9 @@ pub enum CpuListError {
 }
 
 /// A set of CPU (or node) numbers in the kernel's list format: ascending,
-/// without repeats.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// without repeats. Serialized as its text (`"0-3,8"`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub struct CpuList {
     ids: Vec<u32>,
 }
@@ -249,6 +252,20 @@ impl FromStr for CpuList {
     }
 }
 
+impl From<CpuList> for String {
+    fn from(list: CpuList) -> String {
+        list.to_string()
+    }
+}
+
+impl TryFrom<String> for CpuList {
+    type Error = CpuListError;
+
+    fn try_from(text: String) -> Result<CpuList, CpuListError> {
+        CpuList::parse(&text)
+    }
+}
+
 impl From<&[CpuId]> for CpuList {
     fn from(cpus: &[CpuId]) -> CpuList {
         CpuList::of(cpus)
@@ -314,6 +331,13 @@ mod tests {
             vec![CpuId(0), CpuId(2)]
         );
         assert!(CpuList::parse("0-3").unwrap().contains(2));
+        let json = serde_json::to_string(&CpuList::parse("0-3,8").unwrap()).unwrap();
+        assert_eq!(json, "\"0-3,8\"");
+        assert_eq!(
+            serde_json::from_str::<CpuList>(&json).unwrap(),
+            CpuList::parse("0-3,8").unwrap()
+        );
+        assert!(serde_json::from_str::<CpuList>("\"3-1\"").is_err());
     }
 
     proptest! {
