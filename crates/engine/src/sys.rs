@@ -180,17 +180,6 @@ fn mbind(addr: *mut u8, len: usize, node: u32) -> io::Result<()> {
     }
 }
 
-/// NUMA node of a CPU from /sys (`None` when it cannot be told).
-pub fn cpu_node(cpu: u32) -> Option<u32> {
-    let dir = std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{cpu}")).ok()?;
-    dir.flatten().find_map(|e| {
-        e.file_name()
-            .to_str()
-            .and_then(|n| n.strip_prefix("node"))
-            .and_then(|n| n.parse().ok())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +201,4 @@ mod tests {
         let b = now_ns();
         assert!(b >= a && a > 0);
     }
-
 }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use common::fixtures_dir;
 use topology::device::{
-    block_device, block_stack, generic_device, multipath_head, node_of_path, nvme_namespace,
-    BlockKind, DevNum, PartitionOf, StackNode,
+    block_device, block_stack, generic_device, generic_name, multipath_head, node_of_path,
+    nvme_namespace, BlockKind, DevNum, PartitionOf, StackNode,
 };
 use topology::host::{cpu_node, host_record, mount_of, mounts, node_cpus};
 use topology::{CpuId, DeviceNode, NodeId, TopologyError};
@@ -253,8 +253,11 @@ fn generic_devices_find_their_namespace_block_device() {
             .starts_with("no block device of namespace 3 under"),
         "{e}"
     );
+    assert_eq!(generic_name(&st, ng).expect("ng1n2"), "ng1n2");
     let e = generic_device(&st, DevNum::new(1, 3), 1).expect_err("/dev/null");
     assert!(e.to_string().contains("of class `mem`"), "{e}");
+    let e = generic_name(&st, DevNum::new(1, 3)).expect_err("/dev/null");
+    assert!(matches!(e, TopologyError::NotNvmeGeneric { .. }), "{e:?}");
     let e = generic_device(&st, DevNum::new(259, 0), 1).expect_err("a block number");
     assert!(e.to_string().contains("sys/dev/char/259:0"), "{e}");
     // Multipath: the head's generic device sits in the subsystem.

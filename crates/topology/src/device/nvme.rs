@@ -168,16 +168,19 @@ pub(crate) fn controller_node(r: &mut Reader, controller: &str) -> DeviceNode {
     }
 }
 
-/// The NVMe generic character device `dev` (`/dev/ngXnY`) and the block
-/// device of its namespace `nsid` (as `NVME_IOCTL_ID` tells it): the
-/// sibling under the same controller or subsystem whose `nsid` matches; a
-/// hidden path device (`nvme0c1n1`) gives way to its head, the device with
-/// a node under `/dev`.
+/// The name of NVMe generic character device `dev` (`ng0n1`), checked
+/// against its class without opening anything: the question to ask before
+/// opening a character device the user named (opening some, such as a tape,
+/// has side effects).
 ///
-/// Errors: no `sys/dev/char/MAJ:MIN`, a character device of another class,
-/// or no block device of that namespace.
-pub fn generic_device(root: &Path, dev: DevNum, nsid: u32) -> Result<GenericDevice, TopologyError> {
+/// Errors: no `sys/dev/char/MAJ:MIN`, or a character device of another class.
+pub fn generic_name(root: &Path, dev: DevNum) -> Result<String, TopologyError> {
     let mut r = reader(root)?;
+    generic_dir(&mut r, dev).map(|dir| base_name(&dir).to_string())
+}
+
+/// The sysfs directory of NVMe generic device `dev`.
+fn generic_dir(r: &mut Reader, dev: DevNum) -> Result<String, TopologyError> {
     let link = format!("sys/dev/char/{dev}");
     let dir = r
         .resolve(&link)
@@ -198,6 +201,19 @@ pub fn generic_device(root: &Path, dev: DevNum, nsid: u32) -> Result<GenericDevi
             class,
         });
     }
+    Ok(dir)
+}
+
+/// The NVMe generic character device `dev` (`/dev/ngXnY`) and the block
+/// device of its namespace `nsid` (as `NVME_IOCTL_ID` tells it): the
+/// sibling under the same controller or subsystem whose `nsid` matches; a
+/// hidden path device (`nvme0c1n1`) gives way to its head, the device with
+/// a node under `/dev`.
+///
+/// Errors: those of [`generic_name`], or no block device of that namespace.
+pub fn generic_device(root: &Path, dev: DevNum, nsid: u32) -> Result<GenericDevice, TopologyError> {
+    let mut r = reader(root)?;
+    let dir = generic_dir(&mut r, dev)?;
     let owner = parent(&dir).to_string();
     let mut found: Vec<String> = r
         .list(&owner)
