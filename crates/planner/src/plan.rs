@@ -6,8 +6,8 @@ use topology::{CpuId, CpuList, NodeId, Topology};
 use crate::cpuset::{cpu_node, is_online, online_cpus};
 use crate::error::PlanError;
 use crate::placement::{JobPlacement, MemPolicy, Placement, TargetPlacement};
-use crate::request::{PlanRequest, Policy, TargetSpec};
-use crate::resolve::{resolve_target, Resolution};
+use crate::request::{PlanRequest, Policy, TargetDevice, TargetSpec};
+use crate::resolve::{resolve_backing, resolve_target, Resolution};
 
 /// Plans `request` on `topology`: for every target its node, and for every
 /// job its CPUs and memory policy. Pure and deterministic: the same inputs
@@ -32,11 +32,12 @@ pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, Pla
             });
         }
         let res = match &spec.device {
-            Some(dev) => {
+            Some(TargetDevice::Name(dev)) => {
                 let mut r = resolve_target(topology, dev);
                 r.notes.insert(0, format!("{} is {dev}", spec.path));
                 r
             }
+            Some(TargetDevice::Stack(backing)) => resolve_backing(topology, &spec.path, backing),
             None => resolve_target(topology, &spec.path),
         };
         targets.push(base_target(spec, &res, workload));

@@ -2,7 +2,9 @@
 
 mod common;
 
-use planner::{plan, MemPolicy, PlanRequest, Policy, TargetSpec, Workload};
+use planner::{
+    plan, DeviceBacking, MemPolicy, PlanRequest, Policy, TargetDevice, TargetSpec, Workload,
+};
 use topology::CpuList;
 use topology::{CpuId, NodeId};
 
@@ -252,7 +254,7 @@ fn a_resolved_link_plans_on_its_device() {
     let mut req = request(&["/dev/disk/by-id/nvme-fixture-1"], 1, Policy::Local);
     let p = plan(&topo, &req).unwrap();
     assert_eq!(p.targets[0].node, None);
-    req.targets[0].device = Some("nvme1n1".into());
+    req.targets[0].device = Some(TargetDevice::Name("nvme1n1".into()));
     let p = plan(&topo, &req).unwrap();
     assert_eq!(p.targets[0].node, Some(NodeId(1)));
     assert_eq!(p.targets[0].path, "/dev/disk/by-id/nvme-fixture-1");
@@ -260,6 +262,46 @@ fn a_resolved_link_plans_on_its_device() {
         p.targets[0].notes[0].contains("is nvme1n1"),
         "{:?}",
         p.targets[0].notes
+    );
+}
+
+#[test]
+fn a_file_plans_on_the_node_of_the_nvme_beneath_it() {
+    let topo = common::mixed();
+    let mut req = request(&["/mnt/nvme/data.bin", "/span/data.bin"], 1, Policy::Local);
+    let on = |namespaces: &[&str]| {
+        Some(TargetDevice::Stack(DeviceBacking {
+            via: format!("a file on {}", namespaces.join(" and ")),
+            namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
+            others: Vec::new(),
+        }))
+    };
+    req.targets[0].device = on(&["nvme1n1"]);
+    req.targets[1].device = on(&["nvme0n1", "nvme1n1"]);
+    let p = plan(&topo, &req).unwrap();
+    assert_eq!(p.targets[0].node, Some(NodeId(1)));
+    assert_eq!(
+        p.targets[0].notes[0],
+        "/mnt/nvme/data.bin is a file on nvme1n1: node 1, nvme1n1's"
+    );
+    assert!(
+        topo.online_cpus_of(NodeId(1))
+            .contains(&p.targets[0].jobs[0].cpus[0]),
+        "runs on node 1: {:?}",
+        p.targets[0].jobs
+    );
+    assert_eq!(p.targets[1].node, None, "a stack over two nodes");
+    assert!(
+        p.targets[1].notes[0].contains("sit on nodes 0,1"),
+        "{:?}",
+        p.targets[1].notes
+    );
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.starts_with("/span/data.bin: ") && w.contains("fallback")),
+        "{:?}",
+        p.warnings
     );
 }
 

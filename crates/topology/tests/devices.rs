@@ -144,6 +144,7 @@ fn stacks_go_down_to_the_nvme_controllers_and_their_node() {
 
     let s = block_stack(&stack(), block_dev("nvme2n2")).expect("bare namespace");
     assert_eq!(s.describe(), "nvme2n2");
+    assert!(s.is_plain_nvme());
 }
 
 #[test]

@@ -9,9 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use engine::{BackendKind, IoPoll, RunResult, UringOptions, UringSetup};
-use planner::{
-    JobPlacement, MemPolicy, Placement, PlanRequest, Policy, TargetPlacement, TargetSpec, Workload,
-};
+use planner::{JobPlacement, MemPolicy, Placement, PlanRequest, Policy, TargetPlacement, Workload};
 use topology::Topology;
 
 #[path = "bench_args.rs"]
@@ -423,7 +421,7 @@ fn place(
         }
     };
     let request = PlanRequest {
-        targets: targets.iter().map(TargetSpec::new).collect(),
+        targets: super::plan::target_specs(Path::new("/"), targets),
         workload: w.clone(),
         policy,
     };

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 use planner::fio::units::{parse_size_bytes, parse_size_range, parse_time_ns};
 use planner::fio::{load_job_file, ParseOptions};
-use planner::{Distribution, Placement, PlanRequest, Policy, RwMode, TargetSpec, Workload};
+use planner::{
+    DeviceBacking, Distribution, Placement, PlanRequest, Policy, RwMode, TargetDevice, TargetSpec,
+    Workload,
+};
 use topology::Topology;
 
 /// Output formats.
@@ -232,28 +235,81 @@ fn request(args: &Args, topo: &Topology) -> anyhow::Result<PlanRequest> {
         }
         Policy::Explicit(parse_cpus_for(&args.cpus_for)?)
     };
+    let mut specs = target_specs(&args.root, &targets);
+    for s in &mut specs {
+        s.backend = args.backend.clone();
+    }
     Ok(PlanRequest {
-        targets: targets
-            .iter()
-            .map(|t| TargetSpec {
-                backend: args.backend.clone(),
-                device: link_target(&args.root, t),
-                ..TargetSpec::new(t.clone())
-            })
-            .collect(),
+        targets: specs,
         workload: workload(args)?,
         policy,
     })
 }
 
-/// On the live machine, the kernel name behind a `/dev` link such as
-/// `/dev/disk/by-id/nvme-…` (`nvme0n1`); `None` otherwise.
-fn link_target(root: &Path, target: &str) -> Option<String> {
-    if root != Path::new("/") || !target.starts_with("/dev/") {
+/// The targets as the planner takes them: on the live machine (`root` is
+/// `/`), each with what topology finds under it ([`target_device`]);
+/// elsewhere (a snapshot or fixture) by name alone. Shared with `numio bench`.
+pub fn target_specs(root: &Path, targets: &[String]) -> Vec<TargetSpec> {
+    targets
+        .iter()
+        .map(|t| TargetSpec {
+            device: target_device(root, t),
+            ..TargetSpec::new(t.clone())
+        })
+        .collect()
+}
+
+/// What is under `target` on the live machine, for the planner: the kernel
+/// name behind a `/dev` link such as `/dev/disk/by-id/nvme-…` (`nvme0n1`);
+/// for a file, or a device-mapper / md / loop device, the NVMe namespaces
+/// (and other disks) beneath it, from topology's device stack. `None` where
+/// the name says it all (`/dev/nvme0n1`, `/dev/ng0n1`, partitions), for a
+/// snapshot or fixture root, an `nvme-tcp://` target, or a path that cannot
+/// be stat'ed.
+pub fn target_device(root: &Path, target: &str) -> Option<TargetDevice> {
+    use topology::device::{stat_path, PathDevice};
+    if root != Path::new("/") || target.starts_with("nvme-tcp://") {
         return None;
     }
     let path = Path::new(target);
-    if !path.symlink_metadata().ok()?.file_type().is_symlink() {
+    match stat_path(path).ok()? {
+        PathDevice::Block(dev) => {
+            let stack = topology::device::block_stack(root, dev).ok()?;
+            if stack.is_plain_nvme() {
+                return link_name(path).map(TargetDevice::Name);
+            }
+            Some(TargetDevice::Stack(backing(&stack, stack.describe())))
+        }
+        PathDevice::File { on } if on.is_anonymous() => Some(TargetDevice::Stack(DeviceBacking {
+            via: format!("a file on a filesystem without a block device (device {on}: tmpfs, btrfs, overlay, NFS, ...)"),
+            namespaces: Vec::new(),
+            others: Vec::new(),
+        })),
+        PathDevice::File { on } => {
+            let stack = topology::device::block_stack(root, on).ok()?;
+            let via = format!("a file on {}", stack.describe());
+            Some(TargetDevice::Stack(backing(&stack, via)))
+        }
+        PathDevice::Char(_) | PathDevice::Other => link_name(path).map(TargetDevice::Name),
+    }
+}
+
+fn backing(stack: &topology::device::DeviceStack, via: String) -> DeviceBacking {
+    DeviceBacking {
+        via,
+        namespaces: stack
+            .namespaces
+            .iter()
+            .map(|n| n.block_device.clone())
+            .collect(),
+        others: stack.others.clone(),
+    }
+}
+
+/// The kernel name behind a `/dev` link (`/dev/disk/by-id/nvme-…` →
+/// `nvme0n1`); `None` for a path that is not such a link.
+fn link_name(path: &Path) -> Option<String> {
+    if !path.starts_with("/dev/") || !path.symlink_metadata().ok()?.file_type().is_symlink() {
         return None;
     }
     let real = std::fs::canonicalize(path).ok()?;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::block::{read_block, resolve_block, BlockKind};
+use super::block::{read_block, resolve_block, BlockDevice, BlockKind};
 use super::nvme::{namespace_of, NvmeDevices};
 use super::{reader, stat_path, DevNum, PathDevice};
 use crate::error::TopologyError;
@@ -19,8 +19,8 @@ const STACK_DEPTH_MAX: usize = 16;
 /// A block device and everything beneath it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceStack {
-    /// The device asked about, described (`dm-0 (device-mapper vg0-data)`).
-    pub top: String,
+    /// The device asked about.
+    pub device: BlockDevice,
     /// Every device met on the way down, top first, depth first, each
     /// described (`nvme0n1p2 (partition 2 of nvme0n1)`, `nvme0n1`).
     pub layers: Vec<String>,
@@ -101,16 +101,25 @@ impl DeviceStack {
     /// The stack in a few words: the top alone for a bare namespace, else
     /// `dm-0 (device-mapper vg0-data) over nvme0n1, nvme1n1`.
     pub fn describe(&self) -> String {
-        if self.layers.len() <= 1 {
-            return self.top.clone();
-        }
+        let top = self.device.describe();
         let bottoms: Vec<&str> = self
             .namespaces
             .iter()
             .map(|n| n.block_device.as_str())
             .chain(self.others.iter().map(String::as_str))
             .collect();
-        format!("{} over {}", self.top, bottoms.join(", "))
+        // A bare disk, or a partition whose description names its disk.
+        if self.layers.len() <= 1 || (self.device.partition.is_some() && bottoms.len() == 1) {
+            return top;
+        }
+        format!("{top} over {}", bottoms.join(", "))
+    }
+
+    /// Whether the device is an NVMe namespace, a path device or a
+    /// partition of one: resolvable by its name alone, with nothing
+    /// stacked in between.
+    pub fn is_plain_nvme(&self) -> bool {
+        matches!(self.device.kind, BlockKind::Nvme | BlockKind::NvmePath)
     }
 }
 
@@ -121,13 +130,12 @@ pub fn block_stack(root: &Path, dev: DevNum) -> Result<DeviceStack, TopologyErro
     let mut r = reader(root)?;
     let dir = resolve_block(&mut r, dev)?;
     let mut stack = DeviceStack {
-        top: String::new(),
+        device: read_block(&mut r, &dir),
         layers: Vec::new(),
         namespaces: Vec::new(),
         others: Vec::new(),
     };
     walk(&mut r, &dir, 0, &mut stack);
-    stack.top = stack.layers.first().cloned().unwrap_or_default();
     Ok(stack)
 }
 
@@ -175,9 +183,14 @@ fn walk(r: &mut Reader, dir: &str, depth: usize, out: &mut DeviceStack) {
 /// filesystem without a block device (tmpfs, btrfs, overlay, NFS: an
 /// anonymous `st_dev`) is [`StackNode::NotNvme`] with no devices.
 ///
+/// The stack is `None` for such a filesystem.
+///
 /// Errors: `path` cannot be stat'ed, is a character device or something
 /// else that is not on a block device, or its device is not under `root`.
-pub fn node_of_path(root: &Path, path: &Path) -> Result<(DeviceStack, StackNode), TopologyError> {
+pub fn node_of_path(
+    root: &Path,
+    path: &Path,
+) -> Result<(Option<DeviceStack>, StackNode), TopologyError> {
     let stat_err = |reason: String| TopologyError::BadRequired {
         path: path.to_path_buf(),
         reason,
@@ -185,19 +198,11 @@ pub fn node_of_path(root: &Path, path: &Path) -> Result<(DeviceStack, StackNode)
     let dev = match stat_path(path).map_err(|e| stat_err(e.to_string()))? {
         PathDevice::Block(dev) => dev,
         PathDevice::File { on } if !on.is_anonymous() => on,
-        PathDevice::File { on } => {
-            let stack = DeviceStack {
-                top: format!("anonymous device {on}"),
-                layers: Vec::new(),
-                namespaces: Vec::new(),
-                others: Vec::new(),
+        PathDevice::File { .. } => {
+            let node = StackNode::NotNvme {
+                devices: Vec::new(),
             };
-            return Ok((
-                stack,
-                StackNode::NotNvme {
-                    devices: Vec::new(),
-                },
-            ));
+            return Ok((None, node));
         }
         PathDevice::Char(_) | PathDevice::Other => {
             return Err(stat_err(
@@ -207,5 +212,5 @@ pub fn node_of_path(root: &Path, path: &Path) -> Result<(DeviceStack, StackNode)
     };
     let stack = block_stack(root, dev)?;
     let node = stack.node();
-    Ok((stack, node))
+    Ok((Some(stack), node))
 }
