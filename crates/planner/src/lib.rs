@@ -36,6 +36,6 @@ pub mod workload;
 pub use error::{PlacementMismatch, PlanError, PlanFileError};
 pub use placement::{JobOptions, JobPlacement, MemPolicy, Placement, TargetPlacement};
 pub use plan::plan;
-pub use request::{DeviceBacking, PlanRequest, Policy, TargetDevice, TargetSpec};
-pub use resolve::{resolve_backing, resolve_target, Resolution};
+pub use request::{PlanRequest, Policy, TargetSpec};
+pub use resolve::{resolve_backing, resolve_target, DeviceBacking, Resolution, TargetDevice};
 pub use workload::{Distribution, RwMode, Workload};

@@ -6,8 +6,8 @@ use topology::{CpuId, CpuList, NodeId, Topology};
 use crate::cpuset::{cpu_node, is_online, online_cpus};
 use crate::error::PlanError;
 use crate::placement::{JobPlacement, MemPolicy, Placement, TargetPlacement};
-use crate::request::{PlanRequest, Policy, TargetDevice, TargetSpec};
-use crate::resolve::{resolve_backing, resolve_target, Resolution};
+use crate::request::{PlanRequest, Policy, TargetSpec};
+use crate::resolve::{resolve_backing, resolve_target, Resolution, TargetDevice};
 
 /// Plans `request` on `topology`: for every target its node, and for every
 /// job its CPUs and memory policy. Pure and deterministic: the same inputs

@@ -2,6 +2,7 @@
 
 use topology::CpuId;
 
+use crate::resolve::TargetDevice;
 use crate::workload::Workload;
 
 /// One target to drive: an NVMe namespace (`/dev/nvme0n1`, `nvme0n1`,
@@ -20,31 +21,6 @@ pub struct TargetSpec {
     /// machine (`topology`'s device queries); `None`: resolve `path` by
     /// name.
     pub device: Option<TargetDevice>,
-}
-
-/// The device under a target path, as the caller found it on the machine.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TargetDevice {
-    /// The kernel name a link such as `/dev/disk/by-id/nvme-…` stands for
-    /// (`nvme0n1`), resolved by name like a path under `/dev`.
-    Name(String),
-    /// A file, or a block device stacked on others (device-mapper, md,
-    /// loop): the disks beneath it. The planner maps the NVMe namespaces
-    /// to their node; over several nodes, or over a disk that is not NVMe,
-    /// the target gets a note and no node.
-    Stack(DeviceBacking),
-}
-
-/// What a file or stacked device sits on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeviceBacking {
-    /// How the path reaches its disks, in words, completing "PATH is …"
-    /// (`a file on dm-0 (device-mapper data) over nvme1n1`).
-    pub via: String,
-    /// The NVMe namespaces beneath it, as block device names (`nvme1n1`).
-    pub namespaces: Vec<String>,
-    /// The disks beneath it that are not NVMe (`sda`, `loop0`).
-    pub others: Vec<String>,
 }
 
 impl TargetSpec {
