@@ -546,6 +546,13 @@ pub fn blockstack() -> Machine {
         }
         m.subsystems.push(sub);
     }
+    m.block = Some(blockstack_layer());
+    m
+}
+
+/// The partitions, dm, md and loop devices, mounts and host files of
+/// [`blockstack`].
+fn blockstack_layer() -> BlockLayer {
     let virt = |name: &str, kind: VirtualKind, slaves: &[&str], size_sectors: u64| VirtualDisk {
         name: name.to_string(),
         kind,
@@ -553,7 +560,7 @@ pub fn blockstack() -> Machine {
         size_sectors,
     };
     let mount = |dev: &str, mp: &str, fs: &str| (dev.to_string(), mp.to_string(), fs.to_string());
-    m.block = Some(BlockLayer {
+    BlockLayer {
         partitions: vec![("nvme0n1".to_string(), vec![2_097_152, 1_048_576_000])],
         virtual_disks: vec![
             virt(
@@ -591,6 +598,5 @@ pub fn blockstack() -> Machine {
         hostname: "blockstack".to_string(),
         kernel: "6.12.12-numio-fixture".to_string(),
         cpu_model: "Intel(R) Xeon(R) Gold 6430".to_string(),
-    });
-    m
+    }
 }
