@@ -62,7 +62,7 @@ fn main() -> std::io::Result<()> {
     let seconds: f64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(5.0);
     let depth: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(128);
     if let Some(cpu) = args.get(3).and_then(|s| s.parse::<u32>().ok()) {
-        engine::sys::pin_to_cpu(cpu)?;
+        sysapi::affinity::pin_current_thread(&[cpu])?;
     }
     let mut ring = match IoUring::builder()
         .setup_single_issuer()

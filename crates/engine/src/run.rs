@@ -397,61 +397,12 @@ fn target_uring(
         IoPoll::Auto => info.io_poll == Some(true) && t.workload.direct,
         IoPoll::On => {
             if kind == BackendKind::Uring {
-                check_pollable(info, t.workload.direct)?;
+                target::check_pollable(info, t.workload.direct)?;
             }
             true
         }
     };
     Ok(uring)
-}
-
-/// Refuses IOPOLL before the run where it cannot work: a buffered target,
-/// or a device (a file's backing device) without poll queues, where every
-/// polled read and write would fail with EOPNOTSUPP. Unknown: allowed.
-fn check_pollable(info: &TargetInfo, direct: bool) -> Result<(), EngineError> {
-    let refuse = |why: String| {
-        Err(EngineError::Workload {
-            path: info.path.clone(),
-            reason: format!("IOPOLL was asked for (--iopoll on, or hipri=1 in a job file), but {why}; use --iopoll auto or off"),
-        })
-    };
-    if !direct {
-        return refuse("polled I/O needs O_DIRECT and the target is buffered".into());
-    }
-    let (device, io_poll) = if info.block_device {
-        (info.path.clone(), info.io_poll)
-    } else {
-        match backing_device_io_poll(&info.path) {
-            Some((dev, poll)) => (format!("its device {dev}"), Some(poll)),
-            None => return Ok(()),
-        }
-    };
-    if io_poll == Some(false) {
-        return refuse(format!(
-            "{device} has no poll queues (queue/io_poll is 0), so every polled I/O would fail with EOPNOTSUPP; NVMe gets poll queues from the nvme driver's poll_queues parameter (boot with nvme.poll_queues=2)"
-        ));
-    }
-    Ok(())
-}
-
-/// The block device a regular file lives on and its `queue/io_poll`
-/// (a partition's is its disk's), when there is one.
-fn backing_device_io_poll(path: &str) -> Option<(String, bool)> {
-    use std::os::unix::fs::MetadataExt;
-    let dev = std::fs::metadata(path).ok()?.dev();
-    let (major, minor) = (libc::major(dev), libc::minor(dev));
-    if major == 0 {
-        return None;
-    }
-    let sys = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
-    let disk = if sys.join("partition").exists() {
-        sys.parent()?.to_path_buf()
-    } else {
-        sys
-    };
-    let poll = std::fs::read_to_string(disk.join("queue/io_poll")).ok()?;
-    let name = disk.file_name()?.to_string_lossy().into_owned();
-    Some((format!("/dev/{name}"), poll.trim() == "1"))
 }
 
 /// The first CPU of a job (its buffers' node comes from it).
@@ -464,7 +415,11 @@ fn job_node(job: &planner::JobPlacement, t: &TargetPlacement) -> Option<u32> {
         MemPolicy::Default => None,
         MemPolicy::Bind(nodes) => nodes.first().map(|n| n.0),
         MemPolicy::Local => job_cpu(&job.cpus)
-            .and_then(sys::cpu_node)
+            .and_then(|c| {
+                let root = std::path::Path::new(target::SYS_ROOT);
+                topology::host::cpu_node(root, CpuId(c)).ok().flatten()
+            })
+            .map(|n| n.0)
             .or(t.node.map(|n| n.0)),
     }
 }
@@ -570,7 +525,7 @@ fn worker_setup_and_run(
     let mut gate = StartGate { ctl, passed: false };
     let mut notes = Vec::new();
     if !spec.cpus.is_empty() {
-        if let Err(e) = sys::pin_to_cpus(&spec.cpus) {
+        if let Err(e) = sysapi::affinity::pin_current_thread(&spec.cpus) {
             notes.push(format!(
                 "job {} of {}: pinning to CPUs {:?} failed ({e}); unpinned",
                 spec.job, spec.path, spec.cpus

@@ -1,56 +1,65 @@
 //! Write safety: a write workload on a block device that holds a partition
 //! table, a filesystem or volume signature, a mount or a holder (dm, md,
 //! loop) is refused unless the user passes `--force-write`.
+//!
+//! [`judge`] is a function of values: the device's facts from `topology`
+//! (partitions, holders), the mount table (`topology::host::mounts`) and
+//! the device's first bytes ([`read_head`]), so it is tested on fixtures.
 
 use std::io::Read;
-use std::path::Path;
 
-use crate::error::EngineError;
-use crate::target::TargetInfo;
+use topology::device::{BlockDevice, DevNum};
+use topology::host::{mount_of, Mount};
 
 /// Bytes of the device start that are probed for signatures.
 pub const PROBE_BYTES: usize = 1 << 20;
 
-/// Refuses `info` (a block device) when it holds anything worth keeping.
-pub fn check_writable(info: &TargetInfo) -> Result<(), EngineError> {
-    let refuse = |what: String| EngineError::Unsafe {
-        path: info.path.clone(),
-        what,
-    };
-    let mut devs = vec![(info.path.clone(), info.rdev)];
-    if let Some(dir) = &info.sysfs_dir {
-        let parts = partitions(dir);
-        if !parts.is_empty() {
-            let names: Vec<&str> = parts.iter().map(|(n, _)| n.as_str()).collect();
-            return Err(refuse(format!(
+/// What on the block device `path` (number `dev`, facts `device`) is worth
+/// keeping, in words, or `None` when nothing is: a partition table, a
+/// holder, a mounted filesystem (the device's or a partition's), or a known
+/// signature in `head`, checked in that order.
+pub fn judge(
+    path: &str,
+    dev: Option<DevNum>,
+    device: Option<&BlockDevice>,
+    mounts: &[Mount],
+    head: &[u8],
+) -> Option<String> {
+    let mut devs: Vec<(String, DevNum)> = dev.map(|d| (path.to_string(), d)).into_iter().collect();
+    if let Some(d) = device {
+        if !d.partitions.is_empty() {
+            let names: Vec<&str> = d.partitions.iter().map(|p| p.name.as_str()).collect();
+            return Some(format!(
                 "a partition table (partitions {})",
                 names.join(", ")
-            )));
+            ));
         }
-        let holders = list_dir(&dir.join("holders"));
-        if !holders.is_empty() {
-            return Err(refuse(format!("holders using it ({})", holders.join(", "))));
+        if !d.holders.is_empty() {
+            return Some(format!("holders using it ({})", d.holders.join(", ")));
         }
-        devs.extend(parts.into_iter().map(|(n, d)| (format!("/dev/{n}"), d)));
+        devs.extend(
+            d.partitions
+                .iter()
+                .filter_map(|p| Some((format!("/dev/{}", p.name), p.dev?))),
+        );
     }
-    if let Ok(mi) = std::fs::read_to_string("/proc/self/mountinfo") {
-        for (name, dev) in &devs {
-            if let Some(mp) = mount_point(&mi, libc::major(*dev), libc::minor(*dev)) {
-                return Err(refuse(format!("a mounted filesystem ({name} on {mp})")));
-            }
+    for (name, dev) in &devs {
+        if let Some(m) = mount_of(mounts, *dev) {
+            return Some(format!(
+                "a mounted filesystem ({name} on {})",
+                m.mount_point
+            ));
         }
     }
+    probe_signature(head).map(|sig| format!("a {sig} signature"))
+}
+
+/// The first [`PROBE_BYTES`] of the device `path` (fewer when it is smaller).
+pub fn read_head(path: &str) -> std::io::Result<Vec<u8>> {
     let mut head = vec![0u8; PROBE_BYTES];
-    let n = std::fs::File::open(&info.path)
-        .and_then(|mut f| read_full(&mut f, &mut head))
-        .map_err(|source| EngineError::Inspect {
-            path: info.path.clone(),
-            source,
-        })?;
-    if let Some(sig) = probe_signature(&head[..n]) {
-        return Err(refuse(format!("a {sig} signature")));
-    }
-    Ok(())
+    let n = std::fs::File::open(path).and_then(|mut f| read_full(&mut f, &mut head))?;
+    head.truncate(n);
+    Ok(head)
 }
 
 fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -62,40 +71,6 @@ fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-fn list_dir(p: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(p)
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().into_string().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
-}
-
-/// Partitions of a block device sysfs dir: (name, device number).
-fn partitions(dir: &Path) -> Vec<(String, u64)> {
-    list_dir(dir)
-        .into_iter()
-        .filter(|n| dir.join(n).join("partition").exists())
-        .filter_map(|n| {
-            let dev = std::fs::read_to_string(dir.join(&n).join("dev")).ok()?;
-            let (ma, mi) = dev.trim().split_once(':')?;
-            Some((n, libc::makedev(ma.parse().ok()?, mi.parse().ok()?)))
-        })
-        .collect()
-}
-
-/// The mount point of device `major:minor` in a mountinfo text, if mounted.
-pub fn mount_point(mountinfo: &str, major: u32, minor: u32) -> Option<String> {
-    let want = format!("{major}:{minor}");
-    mountinfo.lines().find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        (f.len() > 4 && f[2] == want).then(|| f[4].to_string())
-    })
 }
 
 /// The name of the first known partition-table, filesystem or volume
@@ -167,12 +142,74 @@ mod tests {
         assert_eq!(probe_signature(&h[..1000]), None, "short reads are fine");
     }
 
+    fn fixture() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/sysfs/2node-blockstack")
+    }
+
+    /// The facts and device number of `name` in the fixture.
+    fn facts(name: &str) -> (DevNum, BlockDevice) {
+        let root = fixture();
+        let text = std::fs::read_to_string(root.join(format!("sys/class/block/{name}/dev")))
+            .expect("dev file");
+        let dev = DevNum::parse(&text).expect("MAJ:MIN");
+        (
+            dev,
+            topology::device::block_device(&root, dev).expect("facts"),
+        )
+    }
+
     #[test]
-    fn finds_mounts() {
-        let mi = "22 1 259:1 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p1 rw\n\
-                  23 22 7:0 / /mnt/x rw - xfs /dev/loop0 rw\n";
-        assert_eq!(mount_point(mi, 7, 0).as_deref(), Some("/mnt/x"));
-        assert_eq!(mount_point(mi, 259, 1).as_deref(), Some("/"));
-        assert_eq!(mount_point(mi, 7, 1), None);
+    fn partitions_holders_and_mounts_are_refused_in_that_order() {
+        let mounts = topology::host::mounts(&fixture()).expect("mountinfo");
+        let blank = vec![0u8; PROBE_BYTES];
+        let verdict = |name: &str| {
+            let (dev, d) = facts(name);
+            judge(
+                &format!("/dev/{name}"),
+                Some(dev),
+                Some(&d),
+                &mounts,
+                &blank,
+            )
+        };
+        assert_eq!(
+            verdict("nvme0n1").as_deref(),
+            Some("a partition table (partitions nvme0n1p1, nvme0n1p2)")
+        );
+        assert_eq!(
+            verdict("nvme1n1").as_deref(),
+            Some("holders using it (dm-0)")
+        );
+        assert_eq!(
+            verdict("nvme0n1p2").as_deref(),
+            Some("holders using it (dm-1)")
+        );
+        assert_eq!(
+            verdict("nvme0n1p1").as_deref(),
+            Some("a mounted filesystem (/dev/nvme0n1p1 on /)")
+        );
+        assert_eq!(
+            verdict("dm-0").as_deref(),
+            Some("a mounted filesystem (/dev/dm-0 on /data)")
+        );
+        let (dev, d) = facts("md0");
+        assert_eq!(
+            judge("/dev/md0", Some(dev), Some(&d), &[], &blank),
+            None,
+            "unmounted, blank"
+        );
+        let mut ext4 = blank.clone();
+        ext4[1080..1082].copy_from_slice(&[0x53, 0xef]);
+        assert_eq!(
+            judge("/dev/md0", Some(dev), Some(&d), &[], &ext4).as_deref(),
+            Some("a ext2/3/4 filesystem signature")
+        );
+        // No sysfs facts: the device's own mount and signature still count.
+        assert_eq!(
+            judge("/dev/x", Some(facts("dm-1").0), None, &mounts, &blank).as_deref(),
+            Some("a mounted filesystem (/dev/x on /span)")
+        );
+        assert_eq!(judge("/dev/x", None, None, &mounts, &blank), None);
     }
 }

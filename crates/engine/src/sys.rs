@@ -1,6 +1,6 @@
-//! The engine's OS boundary: pinning, NUMA-bound buffers, clocks and
-//! per-thread resource usage. Every `unsafe` outside the io_uring backend
-//! lives here.
+//! The engine's OS boundary: NUMA-bound buffers, clocks and per-thread
+//! resource usage. Every `unsafe` outside the io_uring backend lives here;
+//! pinning is `sysapi::affinity`'s, device facts come from `topology`.
 
 use std::io;
 use std::ptr::NonNull;
@@ -18,48 +18,6 @@ pub fn now_ns() -> u64 {
     // only writes into it.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Pins the calling thread to one CPU.
-pub fn pin_to_cpu(cpu: u32) -> io::Result<()> {
-    pin_to_cpus(&[cpu])
-}
-
-/// Restricts the calling thread to a set of CPUs.
-pub fn pin_to_cpus(cpus: &[u32]) -> io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; zeroed is its empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &cpu in cpus {
-        if cpu as usize >= libc::CPU_SETSIZE as usize {
-            return Err(io::Error::from_raw_os_error(libc::EINVAL));
-        }
-        // SAFETY: cpu < CPU_SETSIZE was checked above.
-        unsafe { libc::CPU_SET(cpu as usize, &mut set) };
-    }
-    // SAFETY: `set` lives for the call; pid 0 is the calling thread.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// CPUs the calling thread may run on, ascending.
-pub fn allowed_cpus() -> Vec<u32> {
-    // SAFETY: as in `pin_to_cpu`.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid out-parameter of the given size.
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        return vec![0];
-    }
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: c < CPU_SETSIZE.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .map(|c| c as u32)
-        .collect()
 }
 
 /// CPU and scheduling counters of the calling thread.
@@ -222,17 +180,6 @@ fn mbind(addr: *mut u8, len: usize, node: u32) -> io::Result<()> {
     }
 }
 
-/// NUMA node of a CPU from /sys (`None` when it cannot be told).
-pub fn cpu_node(cpu: u32) -> Option<u32> {
-    let dir = std::fs::read_dir(format!("/sys/devices/system/cpu/cpu{cpu}")).ok()?;
-    dir.flatten().find_map(|e| {
-        e.file_name()
-            .to_str()
-            .and_then(|n| n.strip_prefix("node"))
-            .and_then(|n| n.parse().ok())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,10 +200,5 @@ mod tests {
         let a = now_ns();
         let b = now_ns();
         assert!(b >= a && a > 0);
-    }
-
-    #[test]
-    fn allowed_cpus_not_empty() {
-        assert!(!allowed_cpus().is_empty());
     }
 }

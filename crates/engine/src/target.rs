@@ -2,27 +2,31 @@
 //! device `/dev/ngXnY`), its size and logical block size, whether a
 //! workload fits it, and whether a backend can drive it.
 //!
-//! A generic device is described by its namespace's block device in sysfs
-//! (the sibling under the same controller or subsystem whose `nsid` is the
-//! one `NVME_IOCTL_ID` returns): size, LBA size and largest transfer come
-//! from there, and so does write safety.
+//! The facts come from two places: the path itself (`stat`, and for a
+//! device its ioctls through `sysapi`) and `topology`'s device queries over
+//! the sysfs root [`SYS_ROOT`] (queue settings, partitions, holders; the
+//! device a file's filesystem sits on). A generic device is described by
+//! its namespace's block device (the sibling under the same controller or
+//! subsystem whose `nsid` is the one `NVME_IOCTL_ID` returns): size, LBA
+//! size and largest transfer come from there, and so does write safety. The
+//! checks ([`check_backend`], [`check_write_safety`], [`validate`]) are
+//! functions of a [`TargetInfo`], tested on fixture values.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use planner::{Distribution, Workload};
+use topology::device::{BlockDevice, DevNum};
+use topology::TopologyError;
 
 use crate::backend::tcp::{self, NvmeTcp, TcpOptions};
 use crate::backend::{BackendKind, NvmeNamespace};
 use crate::error::EngineError;
 use crate::result::TargetEnvironment;
 
-const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-const BLKSSZGET: libc::c_ulong = 0x1268;
-/// `_IO('N', 0x40)`: the namespace id of an NVMe block or generic device.
-const NVME_IOCTL_ID: libc::c_ulong = 0x4e40;
+/// The sysfs/procfs root the engine asks `topology` about: this machine's.
+pub const SYS_ROOT: &str = "/";
 /// Most logical blocks one NVMe read or write moves (NLB is 16 bits, 0's based).
 pub const NVME_MAX_BLOCKS_PER_COMMAND: u64 = 1 << 16;
 /// Most I/Os a job may have in flight.
@@ -41,10 +45,17 @@ pub struct TargetInfo {
     pub size_bytes: u64,
     /// Logical block size (512 for files).
     pub logical_block_size_bytes: u32,
-    /// Device number of a block device.
+    /// Device number of a block device (`st_rdev`; a generic device's own).
     pub rdev: u64,
-    /// sysfs directory of the block device (`/sys/dev/block/M:m` resolved).
-    pub sysfs_dir: Option<PathBuf>,
+    /// What `topology` knows about the block device behind the target: the
+    /// target itself, or a generic device's namespace block device (its
+    /// partitions, holders and queue settings); `None` for files, NVMe/TCP,
+    /// or where sysfs does not say.
+    pub device: Option<BlockDevice>,
+    /// For a regular file: the block device its filesystem sits on (its
+    /// queue settings decide whether IOPOLL can work); `None` for a
+    /// filesystem without one (tmpfs, btrfs) and for other targets.
+    pub filesystem_device: Option<BlockDevice>,
     /// Active scheduler.
     pub scheduler: Option<String>,
     /// `queue/io_poll`.
@@ -102,8 +113,14 @@ impl TargetInfo {
 }
 
 /// Stats and measures a target (opens it read-only for block devices;
-/// connects to an `nvme-tcp://` one with the default host NQN).
+/// connects to an `nvme-tcp://` one with the default host NQN), with device
+/// facts from this machine's sysfs.
 pub fn inspect(path: &str) -> Result<TargetInfo, EngineError> {
+    inspect_at(path, Path::new(SYS_ROOT))
+}
+
+/// [`inspect`] with device facts from the sysfs root `root`.
+pub fn inspect_at(path: &str, root: &Path) -> Result<TargetInfo, EngineError> {
     if tcp::is_tcp_target(path) {
         return inspect_tcp(path, &TcpOptions::default());
     }
@@ -112,22 +129,18 @@ pub fn inspect(path: &str) -> Result<TargetInfo, EngineError> {
         source,
     })?;
     if meta.file_type().is_block_device() {
-        inspect_block(path, meta.rdev())
+        inspect_block(path, meta.rdev(), root)
     } else if meta.file_type().is_file() {
+        let on = DevNum::from_dev_t(meta.dev());
+        let filesystem_device = (!on.is_anonymous())
+            .then(|| topology::device::block_device(root, on).ok())
+            .flatten();
         Ok(TargetInfo {
-            path: path.to_string(),
-            block_device: false,
-            size_bytes: meta.len(),
-            logical_block_size_bytes: 512,
-            rdev: 0,
-            sysfs_dir: None,
-            scheduler: None,
-            io_poll: None,
-            nvme_generic: None,
-            nvme_tcp: None,
+            filesystem_device,
+            ..TargetInfo::file(path, meta.len())
         })
     } else if meta.file_type().is_char_device() {
-        inspect_nvme_generic(path, meta.rdev())
+        inspect_nvme_generic(path, meta.rdev(), root)
     } else {
         Err(EngineError::Workload {
             path: path.to_string(),
@@ -135,6 +148,25 @@ pub fn inspect(path: &str) -> Result<TargetInfo, EngineError> {
                 "not a block device or regular file; give a device such as /dev/nvme0n1 or a file"
                     .into(),
         })
+    }
+}
+
+impl TargetInfo {
+    /// A regular file of `size_bytes` (512-byte blocks, no device facts).
+    pub fn file(path: &str, size_bytes: u64) -> TargetInfo {
+        TargetInfo {
+            path: path.to_string(),
+            block_device: false,
+            size_bytes,
+            logical_block_size_bytes: 512,
+            rdev: 0,
+            device: None,
+            filesystem_device: None,
+            scheduler: None,
+            io_poll: None,
+            nvme_generic: None,
+            nvme_tcp: None,
+        }
     }
 }
 
@@ -147,123 +179,70 @@ pub fn inspect_tcp(path: &str, opts: &TcpOptions) -> Result<TargetInfo, EngineEr
             reason,
         })?;
     Ok(TargetInfo {
-        path: path.to_string(),
-        block_device: false,
-        size_bytes,
         logical_block_size_bytes: lba_bytes,
-        rdev: 0,
-        sysfs_dir: None,
-        scheduler: None,
-        io_poll: None,
-        nvme_generic: None,
         nvme_tcp: Some(t),
+        ..TargetInfo::file(path, size_bytes)
     })
 }
 
-/// Namespace id, block device and geometry of an NVMe generic device.
-fn inspect_nvme_generic(path: &str, rdev: u64) -> Result<TargetInfo, EngineError> {
-    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
-    let sys = std::fs::canonicalize(format!("/sys/dev/char/{major}:{minor}")).ok();
-    let class = sys
-        .as_ref()
-        .and_then(|d| std::fs::canonicalize(d.join("subsystem")).ok());
-    let (Some(sys), true) = (
-        sys,
-        class.is_some_and(|c| c.file_name().is_some_and(|n| n == "nvme-generic")),
-    ) else {
-        return Err(EngineError::Workload {
-            path: path.to_string(),
-            reason: "a character device that is not an NVMe generic device; give a block device, a file, or /dev/ngXnY with --backend passthru".into(),
-        });
+/// Namespace id, block device and geometry of an NVMe generic device. The
+/// device's class is checked in sysfs before it is opened.
+fn inspect_nvme_generic(path: &str, rdev: u64, root: &Path) -> Result<TargetInfo, EngineError> {
+    let dev = DevNum::from_dev_t(rdev);
+    let workload = |reason: String| EngineError::Workload {
+        path: path.to_string(),
+        reason,
     };
     let inspect_err = |source| EngineError::Inspect {
         path: path.to_string(),
         source,
     };
+    let not_generic = || {
+        workload("a character device that is not an NVMe generic device; give a block device, a file, or /dev/ngXnY with --backend passthru".into())
+    };
+    match topology::device::generic_name(root, dev) {
+        Ok(_) => {}
+        Err(TopologyError::NoDevice { .. } | TopologyError::NotNvmeGeneric { .. }) => {
+            return Err(not_generic())
+        }
+        Err(e) => return Err(inspect_err(std::io::Error::other(e.to_string()))),
+    }
     let f = File::open(path).map_err(|source| EngineError::Open {
         path: path.to_string(),
         source,
     })?;
-    // SAFETY: NVME_IOCTL_ID takes no argument and returns the namespace id.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), NVME_IOCTL_ID as _) };
-    if rc <= 0 {
-        return Err(inspect_err(std::io::Error::last_os_error()));
-    }
-    let nsid = rc as u32;
-    let parent = sys.parent().unwrap_or(&sys);
-    let Some((block_name, bdir)) = namespace_block_device(parent, nsid) else {
-        return Err(EngineError::Workload {
-            path: path.to_string(),
-            reason: format!(
+    let nsid = sysapi::block::nvme_namespace_id(&f).map_err(inspect_err)?;
+    let g = match topology::device::generic_device(root, dev, nsid) {
+        Ok(g) => g,
+        Err(TopologyError::NoNamespaceBlockDevice { nsid, dir }) => {
+            return Err(workload(format!(
                 "no block device of namespace {nsid} under {}; numio reads the namespace's size and LBA size there",
-                parent.display()
-            ),
-        });
+                dir.display()
+            )))
+        }
+        Err(e) => return Err(inspect_err(std::io::Error::other(e.to_string()))),
     };
-    let read = |rel: &str| {
-        std::fs::read_to_string(bdir.join(rel))
-            .ok()
-            .map(|s| s.trim().to_string())
-    };
-    let num = |rel: &str| read(rel).and_then(|s| s.parse::<u64>().ok());
-    let (Some(sectors), Some(lbs)) = (num("size"), num("queue/logical_block_size")) else {
+    let b = g.block;
+    let (Some(size_bytes), Some(lbs)) = (b.size_bytes, b.queue.logical_block_size) else {
         return Err(inspect_err(std::io::Error::other(format!(
             "cannot read size and queue/logical_block_size of {}",
-            bdir.display()
+            root.join(&b.sysfs_dir).display()
         ))));
     };
     Ok(TargetInfo {
-        path: path.to_string(),
-        block_device: false,
-        size_bytes: sectors * 512,
-        logical_block_size_bytes: lbs.max(512) as u32,
+        size_bytes,
+        logical_block_size_bytes: lbs.max(512),
         rdev,
-        sysfs_dir: Some(sys),
-        scheduler: read("queue/scheduler").map(|s| parse_scheduler(&s)),
-        io_poll: read("queue/io_poll").map(|s| s == "1"),
+        scheduler: b.queue.scheduler.clone(),
+        io_poll: b.queue.io_poll,
         nvme_generic: Some(NvmeGeneric {
             nsid,
-            block_device: format!("/dev/{block_name}"),
-            max_transfer_bytes: num("queue/max_hw_sectors_kb").map_or(u64::MAX, |kb| kb << 10),
+            block_device: format!("/dev/{}", b.name),
+            max_transfer_bytes: b.queue.max_hw_sectors_kb.map_or(u64::MAX, |kb| kb << 10),
         }),
-        nvme_tcp: None,
+        device: Some(b),
+        ..TargetInfo::file(path, 0)
     })
-}
-
-/// The block device of namespace `nsid` among the entries of `dir` (the
-/// controller or subsystem directory of a generic device): (name, sysfs dir).
-/// A hidden multipath path device (`nvme0c1n1`) gives way to its head
-/// (`nvme0n1`), the device that has a node under /dev.
-fn namespace_block_device(dir: &Path, nsid: u32) -> Option<(String, PathBuf)> {
-    let mut found: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().into_string().ok()?;
-            let p = e.path();
-            let id = std::fs::read_to_string(p.join("nsid")).ok()?;
-            (name.starts_with("nvme") && id.trim().parse::<u32>().ok()? == nsid)
-                .then_some((name, p))
-        })
-        .collect();
-    found.sort();
-    let (name, p) = found.into_iter().next()?;
-    match multipath_head_name(&name) {
-        Some(head) => {
-            let hp = PathBuf::from("/sys/block").join(&head);
-            Some((head, if hp.is_dir() { hp } else { p }))
-        }
-        None => Some((name, p)),
-    }
-}
-
-/// `nvme0n1` for a multipath path device `nvme0c1n1`; `None` for other names.
-pub fn multipath_head_name(name: &str) -> Option<String> {
-    let rest = name.strip_prefix("nvme")?;
-    let (subsys, rest) = rest.split_once('c')?;
-    let (ctrl, ns) = rest.split_once('n')?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    (digits(subsys) && digits(ctrl) && digits(ns)).then(|| format!("nvme{subsys}n{ns}"))
 }
 
 /// `/dev/ng0n1` for `/dev/nvme0n1`, when that generic device exists.
@@ -327,6 +306,8 @@ pub fn check_backend(info: &TargetInfo, kind: BackendKind) -> Result<(), EngineE
 /// Refuses a write to a target whose device holds a partition table,
 /// filesystem, mount or holder (see [`crate::safety`]). An NVMe generic
 /// device is judged by its namespace's block device; files always pass.
+/// Reads the mount table (through `topology`) and the device's first
+/// [`crate::safety::PROBE_BYTES`].
 pub fn check_write_safety(info: &TargetInfo) -> Result<(), EngineError> {
     if info.nvme_tcp.is_some() {
         // Nothing tells from here whether a remote namespace holds data.
@@ -335,29 +316,70 @@ pub fn check_write_safety(info: &TargetInfo) -> Result<(), EngineError> {
             what: "data numio cannot rule out (an NVMe/TCP namespace is not visible from here, so every write to one needs --force-write, even a scratch or mem: namespace)".into(),
         });
     }
-    if info.block_device {
-        return crate::safety::check_writable(info);
-    }
-    let Some(ng) = &info.nvme_generic else {
+    let (device_path, dev, seen_on) = if info.block_device {
+        (
+            info.path.as_str(),
+            Some(DevNum::from_dev_t(info.rdev)),
+            None,
+        )
+    } else if let Some(ng) = &info.nvme_generic {
+        let dev = info.device.as_ref().and_then(|d| d.dev);
+        (ng.block_device.as_str(), dev, Some(&ng.block_device))
+    } else {
         return Ok(());
     };
-    let dev = std::fs::metadata(&ng.block_device)
-        .map_err(|source| EngineError::Inspect {
-            path: ng.block_device.clone(),
-            source,
-        })
-        .and_then(|m| inspect_block(&ng.block_device, m.rdev()))?;
-    crate::safety::check_writable(&dev).map_err(|e| match e {
-        EngineError::Unsafe { what, .. } => EngineError::Unsafe {
+    // Unreadable: no mount is seen, as before topology read it.
+    let mounts = topology::host::mounts(Path::new(SYS_ROOT)).unwrap_or_default();
+    let head = crate::safety::read_head(device_path).map_err(|source| EngineError::Inspect {
+        path: device_path.to_string(),
+        source,
+    })?;
+    let verdict = crate::safety::judge(device_path, dev, info.device.as_ref(), &mounts, &head);
+    match (verdict, seen_on) {
+        (None, _) => Ok(()),
+        (Some(what), None) => Err(EngineError::Unsafe {
             path: info.path.clone(),
-            what: format!("{what} (seen on its block device {})", ng.block_device),
-        },
-        other => other,
-    })
+            what,
+        }),
+        (Some(what), Some(block)) => Err(EngineError::Unsafe {
+            path: info.path.clone(),
+            what: format!("{what} (seen on its block device {block})"),
+        }),
+    }
+}
+
+/// Refuses IOPOLL before the run where it cannot work: a buffered target,
+/// or a device (a file's: the disk its filesystem sits on) without poll
+/// queues, where every polled read and write would fail with EOPNOTSUPP.
+/// Unknown: allowed. A function of the target's facts.
+pub fn check_pollable(info: &TargetInfo, direct: bool) -> Result<(), EngineError> {
+    let refuse = |why: String| {
+        Err(EngineError::Workload {
+            path: info.path.clone(),
+            reason: format!("IOPOLL was asked for (--iopoll on, or hipri=1 in a job file), but {why}; use --iopoll auto or off"),
+        })
+    };
+    if !direct {
+        return refuse("polled I/O needs O_DIRECT and the target is buffered".into());
+    }
+    let (device, io_poll) = if info.block_device {
+        (info.path.clone(), info.io_poll)
+    } else {
+        match &info.filesystem_device {
+            Some(d) => (format!("its device /dev/{}", d.disk()), d.queue.io_poll),
+            None => return Ok(()),
+        }
+    };
+    if io_poll == Some(false) {
+        return refuse(format!(
+            "{device} has no poll queues (queue/io_poll is 0), so every polled I/O would fail with EOPNOTSUPP; NVMe gets poll queues from the nvme driver's poll_queues parameter (boot with nvme.poll_queues=2)"
+        ));
+    }
+    Ok(())
 }
 
 /// Size, block size and queue settings of a block device.
-fn inspect_block(path: &str, rdev: u64) -> Result<TargetInfo, EngineError> {
+fn inspect_block(path: &str, rdev: u64, root: &Path) -> Result<TargetInfo, EngineError> {
     let f = File::open(path).map_err(|source| EngineError::Open {
         path: path.to_string(),
         source,
@@ -366,58 +388,18 @@ fn inspect_block(path: &str, rdev: u64) -> Result<TargetInfo, EngineError> {
         path: path.to_string(),
         source,
     };
-    let mut size: u64 = 0;
-    let mut lbs: libc::c_int = 0;
-    // SAFETY: both ioctls write one integer of the given type into the
-    // pointed-to local, which outlives the call.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut size as *mut u64) };
-    if rc != 0 {
-        return Err(inspect_err(std::io::Error::last_os_error()));
-    }
-    // SAFETY: as above.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET as _, &mut lbs as *mut libc::c_int) };
-    if rc != 0 {
-        return Err(inspect_err(std::io::Error::last_os_error()));
-    }
-    let sysfs_dir = std::fs::canonicalize(format!(
-        "/sys/dev/block/{}:{}",
-        libc::major(rdev),
-        libc::minor(rdev)
-    ))
-    .ok();
-    let queue = sysfs_dir.as_ref().and_then(|d| {
-        let q = d.join("queue");
-        if q.is_dir() {
-            Some(q)
-        } else {
-            d.parent().map(|p| p.join("queue"))
-        }
-    });
-    let read = |name: &str| {
-        queue
-            .as_ref()
-            .and_then(|q| std::fs::read_to_string(q.join(name)).ok())
-    };
+    let size = sysapi::block::size_bytes(&f).map_err(inspect_err)?;
+    let lbs = sysapi::block::logical_block_size(&f).map_err(inspect_err)?;
+    let device = topology::device::block_device(root, DevNum::from_dev_t(rdev)).ok();
     Ok(TargetInfo {
-        path: path.to_string(),
         block_device: true,
-        size_bytes: size,
-        logical_block_size_bytes: lbs.max(512) as u32,
+        logical_block_size_bytes: lbs.max(512),
         rdev,
-        sysfs_dir,
-        scheduler: read("scheduler").map(|s| parse_scheduler(&s)),
-        io_poll: read("io_poll").map(|s| s.trim() == "1"),
-        nvme_generic: None,
-        nvme_tcp: None,
+        scheduler: device.as_ref().and_then(|d| d.queue.scheduler.clone()),
+        io_poll: device.as_ref().and_then(|d| d.queue.io_poll),
+        device,
+        ..TargetInfo::file(path, size)
     })
-}
-
-/// The bracketed entry of a `queue/scheduler` file.
-pub fn parse_scheduler(s: &str) -> String {
-    s.split_whitespace()
-        .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
-        .unwrap_or_else(|| s.trim())
-        .to_string()
 }
 
 /// Opens a target for one worker. O_DIRECT applies to block devices and
@@ -615,18 +597,7 @@ mod tests {
     use super::*;
 
     fn file_target(size: u64) -> TargetInfo {
-        TargetInfo {
-            path: "/t".into(),
-            block_device: false,
-            size_bytes: size,
-            logical_block_size_bytes: 512,
-            rdev: 0,
-            sysfs_dir: None,
-            scheduler: None,
-            io_poll: None,
-            nvme_generic: None,
-            nvme_tcp: None,
-        }
+        TargetInfo::file("/t", size)
     }
 
     fn generic_target(lbs: u32, max_transfer_bytes: u64) -> TargetInfo {
@@ -700,33 +671,45 @@ mod tests {
         assert!(check_write_safety(&file).is_ok(), "files are not checked");
     }
 
-    #[test]
-    fn multipath_path_names_map_to_their_head() {
-        assert_eq!(multipath_head_name("nvme1c4n1").as_deref(), Some("nvme1n1"));
-        assert_eq!(multipath_head_name("nvme0n1"), None);
-        assert_eq!(multipath_head_name("nvme0c1"), None);
-        assert_eq!(multipath_head_name("nvmexcyn1"), None);
+    /// The facts of block device `name` of the `2node-blockstack` fixture.
+    fn fixture_device(name: &str) -> BlockDevice {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/sysfs/2node-blockstack");
+        let text = std::fs::read_to_string(root.join(format!("sys/class/block/{name}/dev")))
+            .expect("dev file");
+        let dev = DevNum::parse(&text).expect("MAJ:MIN");
+        topology::device::block_device(&root, dev).expect("facts")
     }
 
     #[test]
-    fn namespace_block_device_matches_the_nsid() {
-        let dir = std::env::temp_dir().join(format!("numio-ng-sysfs-{}", std::process::id()));
-        for (name, nsid) in [("nvme0n1", 1), ("nvme0n2", 2), ("ng0n2", 0)] {
-            std::fs::create_dir_all(dir.join(name)).unwrap();
-            if nsid > 0 {
-                std::fs::write(dir.join(name).join("nsid"), format!("{nsid}\n")).unwrap();
-            }
-        }
-        let got = namespace_block_device(&dir, 2).map(|(n, _)| n);
-        assert_eq!(got.as_deref(), Some("nvme0n2"));
-        assert_eq!(namespace_block_device(&dir, 3), None);
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn scheduler_bracket() {
-        assert_eq!(parse_scheduler("none [mq-deadline] kyber\n"), "mq-deadline");
-        assert_eq!(parse_scheduler("none\n"), "none");
+    fn iopoll_is_refused_where_the_files_device_has_no_poll_queues() {
+        let on = |device: &str| TargetInfo {
+            filesystem_device: Some(fixture_device(device)),
+            ..file_target(1 << 20)
+        };
+        // A partition's poll queues are its disk's (nvme0n1: io_poll 1).
+        assert!(check_pollable(&on("nvme0n1p1"), true).is_ok());
+        let e = check_pollable(&on("dm-0"), true).unwrap_err().to_string();
+        assert!(
+            e.contains("its device /dev/dm-0 has no poll queues (queue/io_poll is 0)")
+                && e.contains("--iopoll auto or off"),
+            "{e}"
+        );
+        let e = check_pollable(&on("nvme0n1p1"), false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs O_DIRECT"), "{e}");
+        assert!(
+            check_pollable(&file_target(1 << 20), true).is_ok(),
+            "no device facts: allowed"
+        );
+        let block = TargetInfo {
+            block_device: true,
+            io_poll: Some(false),
+            ..TargetInfo::file("/dev/md0", 1 << 20)
+        };
+        let e = check_pollable(&block, true).unwrap_err().to_string();
+        assert!(e.contains("/dev/md0 has no poll queues"), "{e}");
     }
 
     #[test]

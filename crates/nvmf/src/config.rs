@@ -337,8 +337,9 @@ pub struct TargetConfig {
     /// Port of the discovery service on each listener address; 0 disables it.
     #[serde(default = "default_discovery_port")]
     pub discovery_port: u16,
-    /// CPUs to run reactors on (one reactor per CPU); empty = CPU 0 and 1 or
-    /// what the process may use, at most 4.
+    /// CPUs to run reactors on (one reactor per CPU); empty = any this
+    /// process may use, at most 4 (`numio serve` fills it with the backing
+    /// devices' NUMA node's CPUs first, when they share one).
     #[serde(default)]
     pub cpus: Vec<usize>,
     /// Limits.

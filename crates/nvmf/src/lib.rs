@@ -23,7 +23,6 @@ pub mod fabrics;
 pub mod initiator;
 pub mod io;
 pub mod namespace;
-pub mod numa;
 pub mod queue;
 pub mod reactor;
 pub mod request;

@@ -109,7 +109,7 @@ fn open_path(
         }
     };
     let device_lbs = if f.metadata()?.file_type().is_block_device() {
-        Some(logical_block_size(&f)?)
+        Some(sysapi::block::logical_block_size(&f)?)
     } else {
         None
     };
@@ -337,38 +337,14 @@ impl Namespace {
     }
 }
 
-fn logical_block_size(f: &File) -> std::io::Result<u32> {
-    const BLKSSZGET: libc::c_ulong = 0x1268;
-    let mut lbs: libc::c_int = 0;
-    // SAFETY: BLKSSZGET writes one int through the pointer, which points at
-    // a live local for the duration of the call.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKSSZGET, &mut lbs as *mut libc::c_int) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(lbs as u32)
-}
-
 /// Size in bytes of a namespace's backing: a block device's capacity or a
 /// file's length.
 fn backing_size(f: &File, block_device: bool) -> std::io::Result<u64> {
     if block_device {
-        block_device_size(f)
+        sysapi::block::size_bytes(f)
     } else {
         Ok(f.metadata()?.len())
     }
-}
-
-fn block_device_size(f: &File) -> std::io::Result<u64> {
-    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
-    let mut size: u64 = 0;
-    // SAFETY: BLKGETSIZE64 writes one u64 through the pointer, which points
-    // at a live local for the duration of the call.
-    let rc = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(size)
 }
 
 #[cfg(test)]

@@ -30,6 +30,8 @@ use crate::subsystem::Target;
 pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
 /// How often the acceptor looks for resized namespaces.
 const SIZE_CHECK: Duration = Duration::from_secs(1);
+/// Reactors started when the configuration names no CPUs.
+pub const DEFAULT_REACTORS: usize = 4;
 /// Longest a reactor waits before checking keep-alive and shutdown.
 pub const TICK: Duration = Duration::from_millis(100);
 
@@ -72,10 +74,10 @@ pub struct Server {
     pub listen_addrs: Vec<SocketAddr>,
     /// Bound discovery listeners.
     pub discovery_addrs: Vec<SocketAddr>,
-    /// CPUs the reactors run on.
+    /// CPUs the reactors run on: [`TargetConfig::cpus`], else
+    /// [`default_cpus`] (the caller picks NUMA-local ones: `numio serve`
+    /// asks topology for the backing devices' node).
     pub cpus: Vec<usize>,
-    /// The backing devices' NUMA node, when the CPUs were chosen from it.
-    pub numa_node: Option<u32>,
     /// io_uring set-up of the reactors' rings, in words.
     pub ring_setup: String,
     /// io_uring fallbacks the reactors took, in words.
@@ -90,53 +92,19 @@ fn bind(addr: SocketAddr) -> Result<TcpListener, TargetError> {
     Ok(l)
 }
 
-/// CPUs this process may run on, at most `max`.
+/// CPUs this process may run on, at most `max` (CPU 0 where the kernel
+/// does not say): the reactors' CPUs when the configuration names none.
 pub fn default_cpus(max: usize) -> Vec<usize> {
-    // SAFETY: cpu_set_t is plain data, valid when zeroed.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes
-    // into the live local `set`.
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        return vec![0];
-    }
-    // SAFETY: CPU_ISSET reads the set filled above.
-    let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect();
-    cpus.into_iter().take(max.max(1)).collect()
-}
-
-/// Default reactor CPUs: those of the backing devices' NUMA node that this
-/// process may use (at most 4), else any it may use (at most 4).
-fn choose_cpus(cfg: &TargetConfig) -> (Vec<usize>, Option<u32>) {
-    let allowed = default_cpus(libc::CPU_SETSIZE as usize);
-    let paths: Vec<std::path::PathBuf> = cfg
-        .subsystems
-        .iter()
-        .flat_map(|s| s.namespaces.iter())
-        .filter(|n| !n.backing.starts_with("mem:"))
-        .map(|n| n.backing.clone().into())
-        .collect();
-    match crate::numa::local_cpus(std::path::Path::new("/sys"), &paths, &allowed, 4) {
-        Some((node, cpus)) => (cpus, Some(node)),
-        None => (allowed.into_iter().take(4).collect(), None),
-    }
+    let cpus = sysapi::affinity::allowed_cpus().unwrap_or_else(|_| vec![0]);
+    cpus.into_iter()
+        .take(max.max(1))
+        .map(|c| c as usize)
+        .collect()
 }
 
 fn pin_to(cpu: usize) {
-    // SAFETY: as in default_cpus; the set names one CPU and applies to the
-    // calling thread only.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-            eprintln!(
-                "numio serve: cannot pin reactor to CPU {cpu}: {}",
-                std::io::Error::last_os_error()
-            );
-        }
+    if let Err(e) = sysapi::affinity::pin_current_thread(&[cpu as u32]) {
+        eprintln!("numio serve: cannot pin reactor to CPU {cpu}: {e}");
     }
 }
 
@@ -192,10 +160,10 @@ impl Server {
         let mut resolved = cfg.clone();
         resolved.listen = listen_addrs.clone();
         let target = Target::new(&resolved)?;
-        let (cpus, numa_node) = if cfg.cpus.is_empty() {
-            choose_cpus(cfg)
+        let cpus = if cfg.cpus.is_empty() {
+            default_cpus(DEFAULT_REACTORS)
         } else {
-            (cfg.cpus.clone(), None)
+            cfg.cpus.clone()
         };
         let (mut threads, inboxes, ring_setup, ring_notes) = spawn_reactors(&target, &cpus)?;
         let t = target.clone();
@@ -212,7 +180,6 @@ impl Server {
             listen_addrs,
             discovery_addrs,
             cpus,
-            numa_node,
             ring_setup,
             ring_notes,
             threads,

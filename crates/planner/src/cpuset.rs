@@ -1,73 +1,36 @@
-//! CPU lists in the kernel's and fio's spelling (`0-3,112-115`), and the
-//! views of a [`Topology`] the planner needs: physical cores of a node,
-//! nodes with CPUs or memory, nearest nodes by distance.
+//! CPU and node lists as users write them (the kernel's format, parsed by
+//! [`topology::CpuList`]), and the views of a [`Topology`] the planner
+//! needs: physical cores of a node, nodes with CPUs or memory, nearest nodes
+//! by distance.
 
 use std::collections::BTreeMap;
 
-use topology::{CpuId, NodeId, Topology};
+use topology::{CpuId, CpuList, NodeId, Topology};
 
-/// Formats CPUs as a list of ranges, ascending: `0-3,112-115`.
-/// Duplicates are dropped; an empty list gives an empty string.
-pub fn format_cpu_list(cpus: &[CpuId]) -> String {
-    let mut ids: Vec<u32> = cpus.iter().map(|c| c.0).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let mut out = String::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let start = ids[i];
-        let mut end = start;
-        while i + 1 < ids.len() && ids[i + 1] == end + 1 {
-            i += 1;
-            end = ids[i];
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if start == end {
-            out.push_str(&start.to_string());
-        } else {
-            out.push_str(&format!("{start}-{end}"));
-        }
-        i += 1;
-    }
-    out
-}
-
-/// Parses a CPU list (`0-3,112-115`, `5`, `0-7:2` is not accepted) into
-/// ascending, deduplicated CPUs. The error says which part is wrong.
+/// A CPU list the user wrote (`--cpus`, `--cpus-for`, fio's
+/// `cpus_allowed`): the kernel's format ([`CpuList::parse`]: `0-3,112-115`,
+/// ascending and deduplicated; `0-7:2` is not accepted), naming at least one
+/// CPU. The error says which part is wrong.
 pub fn parse_cpu_list(text: &str) -> Result<Vec<CpuId>, String> {
-    let mut cpus = Vec::new();
-    for part in text.split(',').map(str::trim) {
-        if part.is_empty() {
-            return Err(format!("empty entry in CPU list `{text}`"));
-        }
-        let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => (parse_cpu(a, text)?, parse_cpu(b, text)?),
-            None => {
-                let c = parse_cpu(part, text)?;
-                (c, c)
-            }
-        };
-        if hi < lo {
-            return Err(format!(
-                "range `{part}` in CPU list `{text}` runs backwards"
-            ));
-        }
-        if hi - lo > 65_535 {
-            return Err(format!("range `{part}` in CPU list `{text}` is too large"));
-        }
-        cpus.extend((lo..=hi).map(CpuId));
+    let list = CpuList::parse(text).map_err(|e| e.to_string())?;
+    if list.is_empty() {
+        return Err(format!(
+            "empty CPU list `{text}`; name at least one CPU, e.g. 0-3"
+        ));
     }
-    cpus.sort_unstable();
-    cpus.dedup();
-    Ok(cpus)
+    Ok(list.cpus())
 }
 
-fn parse_cpu(s: &str, whole: &str) -> Result<u32, String> {
-    s.trim()
-        .parse::<u32>()
-        .map_err(|_| format!("`{s}` in CPU list `{whole}` is not a CPU number"))
+/// A node list the user wrote (fio's `numa_cpu_nodes`, `numa_mem_policy=bind:`),
+/// naming at least one node.
+pub fn parse_node_list(text: &str) -> Result<Vec<NodeId>, String> {
+    let list = CpuList::parse_nodes(text).map_err(|e| e.to_string())?;
+    if list.is_empty() {
+        return Err(format!(
+            "empty node list `{text}`; name at least one node, e.g. 0"
+        ));
+    }
+    Ok(list.nodes())
 }
 
 /// One physical core: its first online CPU (the primary) and its other
@@ -226,17 +189,6 @@ mod tests {
     }
 
     #[test]
-    fn formats_ranges() {
-        assert_eq!(
-            format_cpu_list(&ids(&[0, 1, 2, 3, 112, 113, 114, 115])),
-            "0-3,112-115"
-        );
-        assert_eq!(format_cpu_list(&ids(&[5])), "5");
-        assert_eq!(format_cpu_list(&ids(&[3, 1, 2, 9, 1])), "1-3,9");
-        assert_eq!(format_cpu_list(&[]), "");
-    }
-
-    #[test]
     fn parses_ranges() {
         assert_eq!(parse_cpu_list("0-3,112-115").unwrap().len(), 8);
         assert_eq!(parse_cpu_list(" 7 , 2-3").unwrap(), ids(&[2, 3, 7]));
@@ -245,5 +197,10 @@ mod tests {
             .unwrap_err()
             .contains("not a CPU number"));
         assert!(parse_cpu_list("1,,2").unwrap_err().contains("empty entry"));
+        assert!(parse_cpu_list("").unwrap_err().contains("empty CPU list"));
+        assert_eq!(parse_node_list("0-1").unwrap(), vec![NodeId(0), NodeId(1)]);
+        assert!(parse_node_list("x")
+            .unwrap_err()
+            .contains("not a node number"));
     }
 }

@@ -12,6 +12,8 @@
 //! - [`plan`] with a [`PlanRequest`] (policies in [`Policy`]; `local` lives in
 //!   its own module because it is the one with rules);
 //! - [`resolve_target`]: a target's NUMA node from the topology model;
+//!   [`resolve_backing`]: a file's or stacked device's, from the NVMe
+//!   namespaces the caller found beneath it ([`TargetDevice`]);
 //! - [`Placement::load`], [`Placement::save`]: plan files ([`planfile`]);
 //! - [`fio`]: job files and fio command lines in ([`fio::load_job_file`],
 //!   [`fio::parse_command_line`], [`fio::JobFile::to_placement`]) and out
@@ -35,5 +37,5 @@ pub use error::{PlacementMismatch, PlanError, PlanFileError};
 pub use placement::{JobOptions, JobPlacement, MemPolicy, Placement, TargetPlacement};
 pub use plan::plan;
 pub use request::{PlanRequest, Policy, TargetSpec};
-pub use resolve::{resolve_target, Resolution};
+pub use resolve::{resolve_backing, resolve_target, DeviceBacking, Resolution, TargetDevice};
 pub use workload::{Distribution, RwMode, Workload};

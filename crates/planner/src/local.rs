@@ -15,11 +15,9 @@
 
 use std::collections::BTreeMap;
 
-use topology::{CpuId, NodeId, Topology};
+use topology::{CpuId, CpuList, NodeId, Topology};
 
-use crate::cpuset::{
-    distance, format_cpu_list, has_memory, node_cores, node_cpus, nodes_by_distance, Core,
-};
+use crate::cpuset::{distance, has_memory, node_cores, node_cpus, nodes_by_distance, Core};
 use crate::placement::{JobPlacement, MemPolicy, TargetPlacement};
 
 /// Where a target's jobs run and where their memory lives.
@@ -312,13 +310,13 @@ fn assign(t: &mut TargetPlacement, piece: &Piece, order: &[CpuId], cores: usize)
     if n > cores && n <= order.len() {
         t.notes.push(format!(
             "{n} jobs on {cores} core(s) ({}): jobs beyond the cores run on SMT siblings",
-            format_cpu_list(&all)
+            CpuList::of(&all)
         ));
     } else if n > order.len() {
         t.notes.push(format!(
             "{n} jobs on {} CPU(s) ({}): oversubscribed, jobs share CPUs",
             order.len(),
-            format_cpu_list(&all)
+            CpuList::of(&all)
         ));
     }
     t.cpus.extend(all);

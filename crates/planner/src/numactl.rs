@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
-use crate::cpuset::format_cpu_list;
 use crate::fio::emit_command_line_options;
 use crate::placement::{MemPolicy, Placement, TargetPlacement};
+use topology::CpuList;
 
 /// One shell line per target: `numactl --physcpubind=… --localalloc -- fio …`.
 /// numactl binds the whole process, so per-job CPUs within the target are
@@ -35,7 +35,7 @@ pub fn numactl_args(t: &TargetPlacement) -> Vec<String> {
         t.cpus.clone()
     };
     if !cpus.is_empty() {
-        args.push(format!("--physcpubind={}", format_cpu_list(&cpus)));
+        args.push(format!("--physcpubind={}", CpuList::of(&cpus)));
     }
     let mem = t
         .jobs
@@ -47,9 +47,7 @@ pub fn numactl_args(t: &TargetPlacement) -> Vec<String> {
             MemPolicy::Default => {}
             MemPolicy::Local => args.push("--localalloc".into()),
             MemPolicy::Bind(nodes) => {
-                let ids: Vec<topology::CpuId> =
-                    nodes.iter().map(|n| topology::CpuId(n.0)).collect();
-                args.push(format!("--membind={}", format_cpu_list(&ids)));
+                args.push(format!("--membind={}", CpuList::of_nodes(&nodes)));
             }
         }
     }

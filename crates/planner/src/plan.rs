@@ -1,13 +1,13 @@
 //! [`plan`]: the policies `spread`, `none` and `explicit`, and the shared
 //! steps (validation, target resolution). `local` lives in [`crate::local`].
 
-use topology::{CpuId, Topology};
+use topology::{CpuId, CpuList, Topology};
 
-use crate::cpuset::{cpu_node, format_cpu_list, is_online, online_cpus};
+use crate::cpuset::{cpu_node, is_online, online_cpus};
 use crate::error::PlanError;
 use crate::placement::{JobPlacement, MemPolicy, Placement, TargetPlacement};
 use crate::request::{PlanRequest, Policy, TargetSpec};
-use crate::resolve::{resolve_target, Resolution};
+use crate::resolve::{resolve_backing, resolve_target, Resolution, TargetDevice};
 
 /// Plans `request` on `topology`: for every target its node, and for every
 /// job its CPUs and memory policy. Pure and deterministic: the same inputs
@@ -32,11 +32,12 @@ pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, Pla
             });
         }
         let res = match &spec.device {
-            Some(dev) => {
+            Some(TargetDevice::Name(dev)) => {
                 let mut r = resolve_target(topology, dev);
                 r.notes.insert(0, format!("{} is {dev}", spec.path));
                 r
             }
+            Some(TargetDevice::Stack(backing)) => resolve_backing(topology, &spec.path, backing),
             None => resolve_target(topology, &spec.path),
         };
         targets.push(base_target(spec, &res, workload));
@@ -198,7 +199,7 @@ fn remote_note(topo: &Topology, t: &mut TargetPlacement, list: &[CpuId]) {
     if !remote.is_empty() {
         t.notes.push(format!(
             "explicit CPUs {} are not on the target's node {}",
-            format_cpu_list(&remote),
+            CpuList::of(&remote),
             node.0
         ));
     }

@@ -2,6 +2,7 @@
 
 use topology::CpuId;
 
+use crate::resolve::TargetDevice;
 use crate::workload::Workload;
 
 /// One target to drive: an NVMe namespace (`/dev/nvme0n1`, `nvme0n1`,
@@ -16,10 +17,10 @@ pub struct TargetSpec {
     /// numio backend of this target (`uring`, `passthru`, `sync`, `null`,
     /// `nvme-tcp`); `None`: the engine's default.
     pub backend: Option<String>,
-    /// Kernel device name `path` stands for, when the caller resolved a
-    /// link such as `/dev/disk/by-id/nvme-…` (`nvme0n1`); `None`: resolve
-    /// `path` itself.
-    pub device: Option<String>,
+    /// What the caller learned about the device under `path` on the live
+    /// machine (`topology`'s device queries); `None`: resolve `path` by
+    /// name.
+    pub device: Option<TargetDevice>,
 }
 
 impl TargetSpec {

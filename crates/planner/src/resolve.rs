@@ -2,11 +2,38 @@
 //!
 //! Accepted spellings: `/dev/nvme0n1`, `nvme0n1`, the generic character
 //! device `/dev/ng0n1`, a multipath path `nvme0c1n1`, a partition
-//! `nvme0n1p2`. A regular file, a non-NVMe device or a controller whose node
-//! the kernel reports as -1 has no known node; the caller applies a stated
-//! fallback.
+//! `nvme0n1p2`. A file or a stacked device (device-mapper, md) resolves
+//! through the NVMe namespaces the caller found beneath it on the machine
+//! ([`resolve_backing`]). A regular file nobody looked under, a non-NVMe
+//! device, a stack over several nodes or a controller whose node the kernel
+//! reports as -1 has no known node; the caller applies a stated fallback.
 
 use topology::{DeviceNode, Namespace, NodeId, Topology};
+
+/// The device under a target path, as the caller found it on the machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TargetDevice {
+    /// The kernel name a link such as `/dev/disk/by-id/nvme-…` stands for
+    /// (`nvme0n1`), resolved by name like a path under `/dev`.
+    Name(String),
+    /// A file, or a block device stacked on others (device-mapper, md,
+    /// loop): the disks beneath it. The planner maps the NVMe namespaces
+    /// to their node; over several nodes, or over a disk that is not NVMe,
+    /// the target gets a note and no node.
+    Stack(DeviceBacking),
+}
+
+/// What a file or stacked device sits on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceBacking {
+    /// How the path reaches its disks, in words, completing "PATH is …"
+    /// (`a file on dm-0 (device-mapper data) over nvme1n1`).
+    pub via: String,
+    /// The NVMe namespaces beneath it, as block device names (`nvme1n1`).
+    pub namespaces: Vec<String>,
+    /// The disks beneath it that are not NVMe (`sda`, `loop0`).
+    pub others: Vec<String>,
+}
 
 /// What the planner learned about one target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +96,76 @@ pub fn resolve_target(topo: &Topology, path: &str) -> Resolution {
     notes.append(&mut res.notes);
     res.notes = notes;
     res
+}
+
+/// Resolves `path`, a file or a stacked block device, through the NVMe
+/// namespaces beneath it (`backing`, from the live machine): the node of
+/// those namespaces when they share one, with a note saying where it came
+/// from; no node, and a note saying why, when they span several nodes,
+/// when a disk beneath it is not NVMe, or when there is none.
+pub fn resolve_backing(topo: &Topology, path: &str, backing: &DeviceBacking) -> Resolution {
+    let via = &backing.via;
+    if !backing.others.is_empty() || backing.namespaces.is_empty() {
+        let why = match backing.others.as_slice() {
+            [] => format!("{path} is {via}, not on NVMe: its NUMA node is not known"),
+            others => format!(
+                "{path} is {via}: {} {} not NVMe, so no NVMe controller tells its NUMA node",
+                others.join(", "),
+                if others.len() == 1 { "is" } else { "are" }
+            ),
+        };
+        return Resolution::unknown(why);
+    }
+    let found: Vec<(&String, Resolution)> = backing
+        .namespaces
+        .iter()
+        .map(|ns| (ns, resolve_target(topo, ns)))
+        .collect();
+    if let [(ns, res)] = found.as_slice() {
+        let mut res = res.clone();
+        let source = match res.node {
+            Some(n) => format!("{path} is {via}: node {n}, {ns}'s"),
+            None => format!("{path} is {via}"),
+        };
+        res.notes.insert(0, source);
+        return res;
+    }
+    if let Some((ns, res)) = found.iter().find(|(_, r)| r.node.is_none()) {
+        let mut notes = vec![format!("{path} is {via}; {ns}'s NUMA node is not known")];
+        notes.extend(res.notes.iter().cloned());
+        return Resolution {
+            device: None,
+            node: None,
+            notes,
+            local_nodes: Vec::new(),
+        };
+    }
+    let mut nodes: Vec<NodeId> = found.iter().filter_map(|(_, r)| r.node).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    let each: Vec<String> = found
+        .iter()
+        .map(|(ns, r)| format!("{ns} on node {}", r.node.map_or(0, |n| n.0)))
+        .collect();
+    match nodes.as_slice() {
+        [n] => Resolution {
+            device: None,
+            node: Some(*n),
+            notes: vec![format!(
+                "{path} is {via}: node {n}, that of all its NVMe namespaces ({})",
+                backing.namespaces.join(", ")
+            )],
+            local_nodes: vec![*n],
+        },
+        _ => {
+            let list: Vec<String> = nodes.iter().map(|n| n.0.to_string()).collect();
+            Resolution::unknown(format!(
+                "{path} is {via}: its NVMe namespaces sit on nodes {} ({}), so it has no single NUMA node",
+                list.join(","),
+                each.join(", ")
+            ))
+        }
+    }
 }
 
 /// Whether `name` is an NVMe device name (`nvme0n1`, `nvme0c1n1`, `ng0n1`,
@@ -285,6 +382,94 @@ fn resolve_multipath(topo: &Topology, ns: &Namespace) -> Resolution {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn backing(via: &str, namespaces: &[&str], others: &[&str]) -> DeviceBacking {
+        DeviceBacking {
+            via: via.into(),
+            namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
+            others: others.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn blockstack() -> Topology {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/sysfs/2node-blockstack");
+        Topology::discover(&root).expect("fixture")
+    }
+
+    #[test]
+    fn a_file_takes_the_node_of_the_namespaces_beneath_it() {
+        let t = blockstack();
+        let r = resolve_backing(
+            &t,
+            "/data/f.bin",
+            &backing(
+                "a file on dm-0 (device-mapper data-lin) over nvme1n1",
+                &["nvme1n1"],
+                &[],
+            ),
+        );
+        assert_eq!(r.node, Some(NodeId(1)));
+        assert_eq!(r.local_nodes, vec![NodeId(1)]);
+        assert_eq!(
+            r.notes,
+            vec!["/data/f.bin is a file on dm-0 (device-mapper data-lin) over nvme1n1: node 1, nvme1n1's"]
+        );
+        let r = resolve_backing(
+            &t,
+            "/md/f",
+            &backing(
+                "a file on md0 (md raid1) over nvme1n2, nvme2n2",
+                &["nvme1n2", "nvme2n2"],
+                &[],
+            ),
+        );
+        assert_eq!(r.node, Some(NodeId(1)));
+        assert!(
+            r.notes[0].ends_with("node 1, that of all its NVMe namespaces (nvme1n2, nvme2n2)"),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    #[test]
+    fn a_stack_over_two_nodes_or_not_nvme_has_no_node() {
+        let t = blockstack();
+        let span = backing(
+            "a file on dm-1 (device-mapper span) over nvme0n1, nvme2n1",
+            &["nvme0n1", "nvme2n1"],
+            &[],
+        );
+        let r = resolve_backing(&t, "/span/f", &span);
+        assert_eq!((r.node, r.local_nodes.len()), (None, 0));
+        assert_eq!(
+            r.notes,
+            vec!["/span/f is a file on dm-1 (device-mapper span) over nvme0n1, nvme2n1: its NVMe namespaces sit on nodes 0,1 (nvme0n1 on node 0, nvme2n1 on node 1), so it has no single NUMA node"]
+        );
+        let r = resolve_backing(
+            &t,
+            "/mnt/loop/f",
+            &backing("a file on loop0 (loop over /x)", &[], &["loop0"]),
+        );
+        assert_eq!(r.node, None);
+        assert_eq!(
+            r.notes,
+            vec!["/mnt/loop/f is a file on loop0 (loop over /x): loop0 is not NVMe, so no NVMe controller tells its NUMA node"]
+        );
+        let r = resolve_backing(&t, "/tmp/f", &backing("a file on tmpfs", &[], &[]));
+        assert_eq!(
+            r.notes,
+            vec!["/tmp/f is a file on tmpfs, not on NVMe: its NUMA node is not known"]
+        );
+        let r = resolve_backing(&t, "/x", &backing("a file on nvme9n1", &["nvme9n1"], &[]));
+        assert_eq!(r.node, None);
+        assert_eq!(r.notes[0], "/x is a file on nvme9n1");
+        assert!(
+            r.notes[1].contains("not a namespace of this topology"),
+            "{:?}",
+            r.notes
+        );
+    }
 
     #[test]
     fn classifies_names() {

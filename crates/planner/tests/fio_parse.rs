@@ -5,13 +5,13 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use planner::cpuset::format_cpu_list;
 use planner::fio::{
     load_job_file, parse_command_line, parse_job_text, to_job_file, FioError, ParseOptions,
 };
 use planner::{Distribution, MemPolicy, RwMode};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
+use topology::CpuList;
 use topology::{CpuId, NodeId};
 
 fn fixture(name: &str) -> PathBuf {
@@ -40,7 +40,7 @@ fn vendor_file_reads_sixteen_sections() {
     assert_eq!(j.backend, "uring");
     assert!(j.options.group_reporting && j.options.new_group);
     assert_eq!(
-        format_cpu_list(&j.cpus_allowed.as_ref().unwrap().value),
+        CpuList::of(&j.cpus_allowed.as_ref().unwrap().value).to_string(),
         "12-15,124-127"
     );
 }
@@ -59,7 +59,10 @@ fn vendor_file_pins_as_fio_does_with_global_job_numbers() {
     assert_eq!(cpus(0), vec![0, 1, 2, 3]);
     assert_eq!(cpus(1), vec![116, 117, 118, 119]);
     assert_eq!(cpus(2), vec![8, 9, 10, 11]);
-    assert_eq!(format_cpu_list(&p.targets[15].cpus), "60-63,172-175");
+    assert_eq!(
+        CpuList::of(&p.targets[15].cpus).to_string(),
+        "60-63,172-175"
+    );
     assert!(p.targets.iter().all(|t| t.node == Some(NodeId(0))));
     assert_eq!(p.policy, "fio");
 }
@@ -80,8 +83,8 @@ fn numa_cpu_nodes_and_bind_policies() {
         jf.warnings
     );
     let p = jf.to_placement(&topo, false).unwrap();
-    assert_eq!(format_cpu_list(&p.targets[0].jobs[0].cpus), "0-7");
-    assert_eq!(format_cpu_list(&p.targets[1].jobs[0].cpus), "8-15");
+    assert_eq!(CpuList::of(&p.targets[0].jobs[0].cpus).to_string(), "0-7");
+    assert_eq!(CpuList::of(&p.targets[1].jobs[0].cpus).to_string(), "8-15");
     // split applies to cpus_allowed only, never to numa_cpu_nodes.
     let text = "[global]\ncpus_allowed_policy=split\nnumjobs=2\n[a]\nfilename=/dev/nvme0n1\nnuma_cpu_nodes=1\n";
     let q = parse_job_text(text, Path::new("n.fio"), &ParseOptions::default())
@@ -91,7 +94,7 @@ fn numa_cpu_nodes_and_bind_policies() {
     assert!(q.targets[0]
         .jobs
         .iter()
-        .all(|j| format_cpu_list(&j.cpus) == "8-15"));
+        .all(|j| CpuList::of(&j.cpus).to_string() == "8-15"));
     assert_eq!(p.targets[1].jobs[0].mem, MemPolicy::Bind(vec![NodeId(1)]));
     assert_eq!(p.targets[1].node, Some(NodeId(1)));
     assert!(p.targets[1].options.stonewall);
@@ -234,7 +237,10 @@ fn numa_auto_places_jobs_without_cpus() {
     let off = jf.to_placement(&topo, false).unwrap();
     assert!(off.targets[0].jobs.iter().all(|j| j.cpus.is_empty()));
     let auto = jf.to_placement(&topo, true).unwrap();
-    assert_eq!(format_cpu_list(&auto.targets[0].cpus), "0-3,112-115");
+    assert_eq!(
+        CpuList::of(&auto.targets[0].cpus).to_string(),
+        "0-3,112-115"
+    );
     assert_eq!(auto.targets[0].jobs[1].cpus, vec![CpuId(1)]);
     assert_eq!(
         auto.targets[1].jobs[0].cpus,

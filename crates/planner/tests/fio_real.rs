@@ -16,12 +16,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use planner::cpuset::{format_cpu_list, parse_cpu_list};
+use planner::cpuset::parse_cpu_list;
 use planner::fio::to_job_file;
 use planner::{
     plan, JobPlacement, MemPolicy, Placement, PlanRequest, Policy, TargetSpec, Workload,
 };
-use topology::{CpuId, Topology};
+use topology::{CpuId, CpuList, Topology};
 
 fn have_fio(test: &str) -> bool {
     let ok = Command::new("fio")
@@ -225,7 +225,7 @@ fn planned(placement: &Placement) -> BTreeMap<String, Vec<String>> {
             };
             want.entry(section)
                 .or_default()
-                .push(format_cpu_list(&j.cpus));
+                .push(CpuList::of(&j.cpus).to_string());
         }
     }
     for v in want.values_mut() {
@@ -305,8 +305,8 @@ fn fio_pins_every_job_to_exactly_the_planned_cpus() {
     let pair = common::smt_pair(c0, c1);
     let p = plan(&pair, &request(&["/x/a", "/x/b"], 1, Policy::Local)).unwrap();
     assert_eq!(
-        format_cpu_list(&p.targets[1].cpus),
-        format_cpu_list(&[CpuId(c0), CpuId(c1)])
+        CpuList::of(&p.targets[1].cpus).to_string(),
+        CpuList::of(&[CpuId(c0), CpuId(c1)]).to_string()
     );
     assert_eq!(run_fio("smt-pair", &p), planned(&p));
     // Jobs in an order fio's split cannot give: one section per job.
@@ -336,7 +336,7 @@ fn fio_split_counts_jobs_globally_as_the_parser_assumes() {
         return;
     }
     let topo = common::flat_cpus(&cpus[..2]);
-    let set = format_cpu_list(&[CpuId(cpus[0]), CpuId(cpus[1])]);
+    let set = CpuList::of(&[CpuId(cpus[0]), CpuId(cpus[1])]).to_string();
     let text = format!(
         "[global]\ncpus_allowed={set}\ncpus_allowed_policy=split\n[a]\nfilename=/x/a\n[b]\nfilename=/x/b\n"
     );

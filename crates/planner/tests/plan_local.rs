@@ -2,8 +2,10 @@
 
 mod common;
 
-use planner::cpuset::format_cpu_list;
-use planner::{plan, MemPolicy, PlanRequest, Policy, TargetSpec, Workload};
+use planner::{
+    plan, DeviceBacking, MemPolicy, PlanRequest, Policy, TargetDevice, TargetSpec, Workload,
+};
+use topology::CpuList;
 use topology::{CpuId, NodeId};
 
 fn request(targets: &[&str], numjobs: u32, policy: Policy) -> PlanRequest {
@@ -23,7 +25,11 @@ fn sixteen_drives_get_four_cores_and_their_siblings_each() {
     let names: Vec<String> = (0..16).map(|i| format!("/dev/nvme{i}n1")).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let p = plan(&topo, &request(&refs, 4, Policy::Local)).unwrap();
-    let sets: Vec<String> = p.targets.iter().map(|t| format_cpu_list(&t.cpus)).collect();
+    let sets: Vec<String> = p
+        .targets
+        .iter()
+        .map(|t| CpuList::of(&t.cpus).to_string())
+        .collect();
     let want: Vec<String> = (0..16)
         .map(|i| format!("{}-{},{}-{}", 4 * i, 4 * i + 3, 112 + 4 * i, 115 + 4 * i))
         .collect();
@@ -70,8 +76,8 @@ fn siblings_are_used_after_primaries() {
 fn targets_share_cores_evenly_when_jobs_exceed_cores() {
     let topo = common::flat(8);
     let p = plan(&topo, &request(&["nvme0n1", "nvme1n1"], 8, Policy::Local)).unwrap();
-    assert_eq!(format_cpu_list(&p.targets[0].cpus), "0-3");
-    assert_eq!(format_cpu_list(&p.targets[1].cpus), "4-7");
+    assert_eq!(CpuList::of(&p.targets[0].cpus).to_string(), "0-3");
+    assert_eq!(CpuList::of(&p.targets[1].cpus).to_string(), "4-7");
     let j: Vec<u32> = p.targets[1].jobs.iter().map(|j| j.cpus[0].0).collect();
     assert_eq!(j, vec![4, 5, 6, 7, 4, 5, 6, 7]);
     assert_eq!(p.warnings.len(), 1);
@@ -154,7 +160,7 @@ fn nodes_without_cpus_or_memory_borrow_from_the_nearest() {
     // nvme2: node 2 has memory but no CPUs; node 1 is nearest (14).
     let t = &p.targets[0];
     assert_eq!(t.node, Some(NodeId(2)));
-    assert_eq!(format_cpu_list(&t.cpus), "8-9,12-13");
+    assert_eq!(CpuList::of(&t.cpus).to_string(), "8-9,12-13");
     assert_eq!(t.jobs[0].mem, MemPolicy::Bind(vec![NodeId(2)]));
     assert!(t
         .notes
@@ -162,7 +168,7 @@ fn nodes_without_cpus_or_memory_borrow_from_the_nearest() {
         .any(|n| n.contains("node 2 has no online CPUs") && n.contains("node 1 (distance 14)")));
     // nvme3: node 3 has CPUs but no memory; node 0 is nearest (17).
     let t = &p.targets[1];
-    assert_eq!(format_cpu_list(&t.cpus), "16-17");
+    assert_eq!(CpuList::of(&t.cpus).to_string(), "16-17");
     assert_eq!(t.jobs[0].mem, MemPolicy::Bind(vec![NodeId(0)]));
     assert!(t
         .notes
@@ -248,7 +254,7 @@ fn a_resolved_link_plans_on_its_device() {
     let mut req = request(&["/dev/disk/by-id/nvme-fixture-1"], 1, Policy::Local);
     let p = plan(&topo, &req).unwrap();
     assert_eq!(p.targets[0].node, None);
-    req.targets[0].device = Some("nvme1n1".into());
+    req.targets[0].device = Some(TargetDevice::Name("nvme1n1".into()));
     let p = plan(&topo, &req).unwrap();
     assert_eq!(p.targets[0].node, Some(NodeId(1)));
     assert_eq!(p.targets[0].path, "/dev/disk/by-id/nvme-fixture-1");
@@ -256,6 +262,46 @@ fn a_resolved_link_plans_on_its_device() {
         p.targets[0].notes[0].contains("is nvme1n1"),
         "{:?}",
         p.targets[0].notes
+    );
+}
+
+#[test]
+fn a_file_plans_on_the_node_of_the_nvme_beneath_it() {
+    let topo = common::mixed();
+    let mut req = request(&["/mnt/nvme/data.bin", "/span/data.bin"], 1, Policy::Local);
+    let on = |namespaces: &[&str]| {
+        Some(TargetDevice::Stack(DeviceBacking {
+            via: format!("a file on {}", namespaces.join(" and ")),
+            namespaces: namespaces.iter().map(|s| s.to_string()).collect(),
+            others: Vec::new(),
+        }))
+    };
+    req.targets[0].device = on(&["nvme1n1"]);
+    req.targets[1].device = on(&["nvme0n1", "nvme1n1"]);
+    let p = plan(&topo, &req).unwrap();
+    assert_eq!(p.targets[0].node, Some(NodeId(1)));
+    assert_eq!(
+        p.targets[0].notes[0],
+        "/mnt/nvme/data.bin is a file on nvme1n1: node 1, nvme1n1's"
+    );
+    assert!(
+        topo.online_cpus_of(NodeId(1))
+            .contains(&p.targets[0].jobs[0].cpus[0]),
+        "runs on node 1: {:?}",
+        p.targets[0].jobs
+    );
+    assert_eq!(p.targets[1].node, None, "a stack over two nodes");
+    assert!(
+        p.targets[1].notes[0].contains("sit on nodes 0,1"),
+        "{:?}",
+        p.targets[1].notes
+    );
+    assert!(
+        p.warnings
+            .iter()
+            .any(|w| w.starts_with("/span/data.bin: ") && w.contains("fallback")),
+        "{:?}",
+        p.warnings
     );
 }
 
@@ -294,7 +340,10 @@ fn multipath_head_under_numa_iopolicy_splits_jobs_over_its_path_nodes() {
     let p = plan(&topo, &request(&["/dev/nvme9n1"], 4, Policy::Local)).unwrap();
     let jobs: Vec<u32> = p.targets[0].jobs.iter().map(|j| j.cpus[0].0).collect();
     assert_eq!(jobs, vec![0, 1, 8, 9], "two jobs on node 0, two on node 1");
-    assert_eq!(format_cpu_list(&p.targets[0].cpus), "0-1,4-5,8-9,12-13");
+    assert_eq!(
+        CpuList::of(&p.targets[0].cpus).to_string(),
+        "0-1,4-5,8-9,12-13"
+    );
     assert!(
         p.targets[0].notes[0].contains("iopolicy numa"),
         "{:?}",

@@ -10,8 +10,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use planner::cpuset::format_cpu_list;
 use planner::{plan, PlanRequest, Policy, TargetSpec, Workload};
+use topology::CpuList;
 use topology::Topology;
 
 fn repo() -> PathBuf {
@@ -149,7 +149,11 @@ fn sixteen_drive_fixture_gets_four_cores_and_siblings_per_drive() {
     let topo = Topology::discover(&root).unwrap();
     let drives: Vec<String> = (0..16).map(|i| format!("/dev/nvme{i}n1")).collect();
     let p = plan(&topo, &request(&drives, Policy::Local)).unwrap();
-    let sets: Vec<String> = p.targets.iter().map(|t| format_cpu_list(&t.cpus)).collect();
+    let sets: Vec<String> = p
+        .targets
+        .iter()
+        .map(|t| CpuList::of(&t.cpus).to_string())
+        .collect();
     let want: Vec<String> = (0..16)
         .map(|i| format!("{}-{},{}-{}", 4 * i, 4 * i + 3, 112 + 4 * i, 115 + 4 * i))
         .collect();

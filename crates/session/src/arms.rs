@@ -34,8 +34,8 @@ pub enum Prepared {
 pub struct ArmContext<'a> {
     /// Workload of `policy=` arms.
     pub workload: &'a Workload,
-    /// Targets of `policy=` arms.
-    pub targets: &'a [String],
+    /// Targets of `policy=` arms, resolved ([`crate::targets::target_specs`]).
+    pub targets: &'a [TargetSpec],
     /// The machine's topology; `None` when discovery failed.
     pub topology: Option<&'a Topology>,
     /// `fio=` arms: place jobs without cpus_allowed / numa_cpu_nodes locally.
@@ -71,7 +71,7 @@ pub fn prepare(spec: &ArmSpec, ctx: &ArmContext<'_>) -> Result<Prepared, Session
                 _ => Policy::None,
             };
             let request = PlanRequest {
-                targets: ctx.targets.iter().map(TargetSpec::new).collect(),
+                targets: ctx.targets.to_vec(),
                 workload: ctx.workload.clone(),
                 policy,
             };

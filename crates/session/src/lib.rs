@@ -37,6 +37,7 @@ pub mod interrupt;
 pub mod once;
 pub mod schedule;
 pub mod settle;
+pub mod targets;
 
 pub use error::SessionError;
 pub use event::{Event, RunInfo};

@@ -68,4 +68,32 @@ pub enum TopologyError {
         #[source]
         source: std::io::Error,
     },
+    /// A device number with no entry under `sys/dev/block` or `sys/dev/char`.
+    #[error("{path} does not exist: {dev} is not a {kind} device of this machine (or the root is not its sysfs)")]
+    NoDevice {
+        /// `block` or `character`.
+        kind: &'static str,
+        /// The device number (`259:3`).
+        dev: String,
+        /// The link that is missing.
+        path: PathBuf,
+    },
+    /// A character device that is not an NVMe generic device.
+    #[error("character device {dev} ({path}) is of class `{class}`, not an NVMe generic device (nvme-generic)")]
+    NotNvmeGeneric {
+        /// The device number (`259:3`).
+        dev: String,
+        /// Its sysfs directory.
+        path: PathBuf,
+        /// The class it belongs to (empty when unknown).
+        class: String,
+    },
+    /// An NVMe generic device whose namespace has no block device.
+    #[error("no block device of namespace {nsid} under {dir}")]
+    NoNamespaceBlockDevice {
+        /// The namespace id.
+        nsid: u32,
+        /// The controller or subsystem directory searched.
+        dir: PathBuf,
+    },
 }

@@ -3,64 +3,22 @@
 //! Each returns `Err(reason)` with a message naming what was expected, so the
 //! caller can record the file as unreadable.
 
-/// Upper bound on the size of a parsed CPU or node list, against a corrupt
-/// file such as `0-4294967295`.
-pub const LIST_MAX: u32 = 1 << 16;
+use crate::cpulist::{CpuList, ListOf};
 
-/// Parses a kernel list such as `0-3,8,10-11` (cpulist / nodelist format);
-/// also accepts `, ` separators (`mq/N/cpu_list`) and an empty string.
+/// A CPU list file as numbers ([`CpuList::parse`]), for `Reader::parse`.
 pub fn parse_list(text: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    for part in text.trim().split(',') {
-        let part = part.trim();
-        if part.is_empty() {
-            continue;
-        }
-        let (lo, hi) = match part.split_once('-') {
-            Some((a, b)) => (parse_u32(a)?, parse_u32(b)?),
-            None => {
-                let v = parse_u32(part)?;
-                (v, v)
-            }
-        };
-        if hi < lo || hi >= LIST_MAX {
-            return Err(format!("bad range `{part}` in list `{}`", text.trim()));
-        }
-        out.extend(lo..=hi);
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    parse_list_of(text, ListOf::Cpus)
 }
 
-fn parse_u32(s: &str) -> Result<u32, String> {
-    s.trim()
-        .parse()
-        .map_err(|_| format!("expected a number, found `{}`", s.trim()))
+/// A node list file as numbers ([`CpuList::parse_nodes`]).
+pub fn parse_node_list(text: &str) -> Result<Vec<u32>, String> {
+    parse_list_of(text, ListOf::Nodes)
 }
 
-/// Formats a sorted list back into the kernel's compact form (`0-3,8`).
-pub fn format_list(items: &[u32]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < items.len() {
-        let start = items[i];
-        let mut end = start;
-        while i + 1 < items.len() && items[i + 1] == end + 1 {
-            i += 1;
-            end = items[i];
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if end == start {
-            out.push_str(&start.to_string());
-        } else {
-            out.push_str(&format!("{start}-{end}"));
-        }
-        i += 1;
-    }
-    out
+fn parse_list_of(text: &str, of: ListOf) -> Result<Vec<u32>, String> {
+    CpuList::parse_of(text, of)
+        .map(|l| l.ids().to_vec())
+        .map_err(|e| e.to_string())
 }
 
 /// `MemTotal` of a `nodeN/meminfo` (`Node 0 MemTotal:  5073112 kB`), in bytes.
@@ -87,7 +45,7 @@ pub fn parse_meminfo_total_bytes(text: &str) -> Result<u64, String> {
 
 /// A whitespace-separated row of numbers (`nodeN/distance`).
 pub fn parse_u32_row(text: &str) -> Result<Vec<u32>, String> {
-    text.split_whitespace().map(parse_u32).collect()
+    text.split_whitespace().map(parse_num::<u32>).collect()
 }
 
 /// The active scheduler of `queue/scheduler`: the bracketed entry, or the
@@ -217,26 +175,6 @@ pub fn nvme_numbers(name: &str, prefix: &str, shape: &str) -> Option<Vec<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lists_parse_ranges_singletons_and_mq_style() {
-        assert_eq!(
-            parse_list("0-3,8,10-11\n").unwrap(),
-            vec![0, 1, 2, 3, 8, 10, 11]
-        );
-        assert_eq!(parse_list("0, 48, 1").unwrap(), vec![0, 1, 48]);
-        assert_eq!(parse_list("\n").unwrap(), Vec::<u32>::new());
-        assert!(parse_list("3-1").is_err());
-        assert!(parse_list("0-4294967295").is_err());
-        assert!(parse_list("x").is_err());
-    }
-
-    #[test]
-    fn lists_format_compactly() {
-        assert_eq!(format_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-        assert_eq!(format_list(&[]), "");
-        assert_eq!(format_list(&[5]), "5");
-    }
 
     #[test]
     fn meminfo_total_in_bytes() {

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
+use crate::cpulist::CpuList;
 use crate::model::{Controller, CpuId, DeviceNode, Node, Topology};
-use crate::parse::format_list;
 
 /// Width at which long lists wrap.
 const WRAP_COLUMNS: usize = 100;
@@ -34,7 +34,7 @@ pub fn decimal_size(bytes: u64) -> String {
 }
 
 fn cpu_list(cpus: &[CpuId]) -> String {
-    format_list(&cpus.iter().map(|c| c.0).collect::<Vec<_>>())
+    CpuList::of(cpus).to_string()
 }
 
 /// Words joined by spaces, wrapped at [`WRAP_COLUMNS`] under `indent`.

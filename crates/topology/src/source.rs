@@ -9,7 +9,7 @@ use std::io::{Error, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::reader::{join, join_normalized, parent};
+use crate::relpath::{join, join_normalized, parent};
 
 /// Most symlink hops followed inside one path, against loops.
 pub const LINK_HOPS_MAX: u32 = 8;

@@ -234,6 +234,31 @@ fn one_node_one_drive() {
 }
 
 #[test]
+fn block_stack_machine_discovers_its_namespaces_and_is_clean() {
+    let t = discover("2node-blockstack");
+    assert_eq!(t.nodes.len(), 2);
+    assert_eq!(
+        t.block_devices(),
+        vec!["nvme0n1", "nvme1n1", "nvme1n2", "nvme2n1", "nvme2n2"]
+    );
+    let nodes: Vec<DeviceNode> = t.controllers.iter().map(|c| c.numa_node).collect();
+    assert_eq!(
+        nodes,
+        vec![
+            DeviceNode::Known(NodeId(0)),
+            DeviceNode::Known(NodeId(1)),
+            DeviceNode::Known(NodeId(1))
+        ]
+    );
+    assert_eq!(
+        t.subsystems[1].namespaces[1].generic_device.as_deref(),
+        Some("ng1n2")
+    );
+    assert_eq!(findings(&t), vec![], "clean machine");
+    check_golden("2node-blockstack", &t);
+}
+
+#[test]
 fn no_nvme_is_not_an_error() {
     let t = discover("no-nvme");
     assert_eq!(t.nodes.len(), 1);

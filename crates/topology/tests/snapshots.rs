@@ -169,7 +169,8 @@ fn a_partial_root_names_the_missing_file() {
     std::fs::write(tmp.0.join("sys/devices/system/node/online"), "zero\n").expect("write");
     let err = Topology::discover(&tmp.0).expect_err("bad node/online");
     assert!(
-        err.to_string().contains("expected a number, found `zero`"),
+        err.to_string()
+            .contains("`zero` in node list `zero` is not a node number"),
         "{err}"
     );
 }

@@ -7,7 +7,9 @@
 #   node 1: NUMIO-N1 (single path, 1 namespace of 64 MiB backed by a
 #           raw file: written data reads back, for data tests)
 #           NUMIO-MP path B (subsystem numio-mp)
-#           NUMIO-2NS (single path, 2 namespaces: 1 GiB and 512 MiB)
+#           NUMIO-2NS (single path, 2 namespaces: 1 GiB and 512 MiB, the
+#           second backed by a sparse raw file: a filesystem on it keeps
+#           its data, for the dm-linear check)
 # numio-mp holds one namespace shared by both controllers: native NVMe
 # multipath gives one head device with two paths, iopolicy numa.
 TOPO_DESCRIPTION="2 nodes x 2 CPUs; single-path controller per node; 2-path subsystem; 2-namespace controller"
@@ -30,7 +32,7 @@ topology() {
   topo_controller mpb pxb1 NUMIO-MP numio-mp
   topo_controller ns2 pxb1 NUMIO-2NS
   topo_namespace ns2 1 1G
-  topo_namespace ns2 2 512M
+  topo_namespace ns2 2 512M file
 }
 
 # ---- expected: what `numio topo --json` must report in this guest ----

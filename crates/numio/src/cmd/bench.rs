@@ -7,9 +7,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use planner::{
-    JobPlacement, MemPolicy, Placement, PlanRequest, Policy, TargetPlacement, TargetSpec, Workload,
-};
+use planner::{JobPlacement, MemPolicy, Placement, PlanRequest, Policy, TargetPlacement, Workload};
 use session::interrupt;
 use topology::Topology;
 
@@ -306,7 +304,7 @@ fn place(
         }
     };
     let request = PlanRequest {
-        targets: targets.iter().map(TargetSpec::new).collect(),
+        targets: session::targets::target_specs(Path::new("/"), targets),
         workload: w.clone(),
         policy,
     };

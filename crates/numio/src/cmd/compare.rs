@@ -135,7 +135,7 @@ fn prepare_arms(
     opts.labels = labels;
     let ctx = ArmContext {
         workload: &workload,
-        targets: &targets,
+        targets: &session::targets::target_specs(Path::new("/"), &targets),
         topology: topology.as_ref(),
         fio_numa_auto: args.fio_numa_auto,
     };

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use planner::fio::{load_job_file, ParseOptions};
-use planner::{Placement, PlanRequest, Policy, TargetSpec};
+use planner::{Placement, PlanRequest, Policy};
 use topology::Topology;
 
 use super::flags::{BackendArg, WorkloadArgs};
@@ -205,41 +205,21 @@ fn request(args: &Args, topo: &Topology) -> anyhow::Result<PlanRequest> {
         }
         Policy::Explicit(parse_cpus_for(&args.cpus_for)?)
     };
+    let mut specs = session::targets::target_specs(&args.root, &targets);
+    for s in &mut specs {
+        s.backend = args
+            .backend
+            .map(|b| engine::BackendKind::from(b).name().to_string());
+    }
     Ok(PlanRequest {
-        targets: targets
-            .iter()
-            .map(|t| TargetSpec {
-                backend: args
-                    .backend
-                    .map(|b| engine::BackendKind::from(b).name().to_string()),
-                device: link_target(&args.root, t),
-                ..TargetSpec::new(t.clone())
-            })
-            .collect(),
+        targets: specs,
         workload: args.workload.workload()?,
         policy,
     })
 }
 
-/// On the live machine, the kernel name behind a `/dev` link such as
-/// `/dev/disk/by-id/nvme-…` (`nvme0n1`); `None` otherwise.
-fn link_target(root: &Path, target: &str) -> Option<String> {
-    if root != Path::new("/") || !target.starts_with("/dev/") {
-        return None;
-    }
-    let path = Path::new(target);
-    if !path.symlink_metadata().ok()?.file_type().is_symlink() {
-        return None;
-    }
-    let real = std::fs::canonicalize(path).ok()?;
-    real.strip_prefix("/dev")
-        .ok()
-        .filter(|rest| rest.components().count() == 1)
-        .map(|rest| rest.to_string_lossy().into_owned())
-}
-
 fn text_table(p: &Placement) -> String {
-    use planner::cpuset::format_cpu_list;
+    use topology::CpuList;
     let mut out = format!("policy {}\n", p.policy);
     out.push_str(&format!(
         "{:<20} {:>5} {:<24} {:<8} JOB CPUS\n",
@@ -255,7 +235,7 @@ fn text_table(p: &Placement) -> String {
                 if j.cpus.is_empty() {
                     "-".to_string()
                 } else {
-                    format_cpu_list(&j.cpus)
+                    CpuList::of(&j.cpus).to_string()
                 }
             })
             .collect();
@@ -273,7 +253,7 @@ fn text_table(p: &Placement) -> String {
         let cpus = if t.cpus.is_empty() {
             "-".to_string()
         } else {
-            format_cpu_list(&t.cpus)
+            CpuList::of(&t.cpus).to_string()
         };
         out.push_str(&format!(
             "{:<20} {:>5} {:<24} {:<8} {}\n",

@@ -1,11 +1,15 @@
 //! `numio serve`: serve RAM, file or block device namespaces over NVMe/TCP.
 
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use nvmf::config::{Limits, NamespaceConfig, SubsystemConfig, TargetConfig, DEFAULT_NQN};
+use nvmf::reactor::DEFAULT_REACTORS;
 use nvmf::Server;
+use topology::device::StackNode;
+use topology::{CpuList, NodeId};
 
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):
@@ -83,24 +87,71 @@ pub struct Args {
     pub max_transfer: Option<u32>,
 }
 
-/// Parses "0-3,8" into CPU numbers.
+/// Parses `--cpus` ("0-3,8", the kernel's CPU list format) into CPU numbers.
 fn parse_cpus(s: &str) -> anyhow::Result<Vec<usize>> {
-    let mut out = Vec::new();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        let bad =
-            || anyhow::anyhow!("--cpus {s:?}: {part:?} is not a CPU number or range like 0-3");
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                anyhow::ensure!(a <= b && b < 4096, bad());
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().map_err(|_| bad())?),
-        }
+    let list = CpuList::parse(s).map_err(|e| anyhow::anyhow!("--cpus {s:?}: {e}"))?;
+    anyhow::ensure!(!list.is_empty(), "--cpus {s:?} names no CPU");
+    Ok(list.ids().iter().map(|&c| c as usize).collect())
+}
+
+/// Reactor CPUs for a configuration that names none, asked of topology on
+/// this machine: the CPUs of the backing devices' shared NUMA node that
+/// this process may use (at most [`DEFAULT_REACTORS`]), else any it may use
+/// (at most as many); and that node. RAM namespaces have no node.
+fn local_cpus(cfg: &TargetConfig) -> (Vec<usize>, Option<NodeId>) {
+    let root = Path::new("/");
+    let nodes: Vec<StackNode> = cfg
+        .subsystems
+        .iter()
+        .flat_map(|s| &s.namespaces)
+        .filter(|n| !n.backing.starts_with("mem:"))
+        .filter_map(|n| topology::device::node_of_path(root, Path::new(&n.backing)).ok())
+        .map(|(_, node)| node)
+        .collect();
+    let allowed = sysapi::affinity::allowed_cpus().unwrap_or_else(|_| vec![0]);
+    pick_cpus(
+        &nodes,
+        |n| topology::host::node_cpus(root, n).ok(),
+        &allowed,
+    )
+}
+
+/// [`local_cpus`] over values: the backings' nodes (those without one are
+/// left out; one spanning several nodes counts all of them), a node's CPUs,
+/// and the CPUs allowed.
+fn pick_cpus(
+    backings: &[StackNode],
+    node_cpus: impl Fn(NodeId) -> Option<CpuList>,
+    allowed: &[u32],
+) -> (Vec<usize>, Option<NodeId>) {
+    let nodes: BTreeSet<NodeId> = backings
+        .iter()
+        .flat_map(|b| match b {
+            StackNode::Node(n) => vec![*n],
+            StackNode::Several(ns) => ns.clone(),
+            StackNode::Unknown { .. } | StackNode::NotNvme { .. } => Vec::new(),
+        })
+        .collect();
+    let any = || {
+        let cpus = allowed.iter().take(DEFAULT_REACTORS);
+        (cpus.map(|&c| c as usize).collect(), None)
+    };
+    let [node] = nodes.into_iter().collect::<Vec<_>>()[..] else {
+        return any();
+    };
+    let Some(list) = node_cpus(node) else {
+        return any();
+    };
+    let cpus: Vec<usize> = allowed
+        .iter()
+        .filter(|&&c| list.contains(c))
+        .take(DEFAULT_REACTORS)
+        .map(|&c| c as usize)
+        .collect();
+    if cpus.is_empty() {
+        return any();
     }
-    anyhow::ensure!(!out.is_empty(), "--cpus {s:?} names no CPU");
-    Ok(out)
+    (cpus, Some(node))
 }
 
 fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
@@ -162,7 +213,7 @@ fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
     Ok((cfg, open_by_default))
 }
 
-fn print_startup(server: &Server, open_by_default: bool) {
+fn print_startup(server: &Server, open_by_default: bool, node: Option<NodeId>) {
     let t = &server.target;
     for a in &server.listen_addrs {
         println!("numio serve: NVMe/TCP listening on {a}");
@@ -198,7 +249,7 @@ fn print_startup(server: &Server, open_by_default: bool) {
     if open_by_default {
         eprintln!("numio serve: warning: any host may connect (restrict with --allow-host NQN)");
     }
-    match server.numa_node {
+    match node {
         Some(n) => println!(
             "numio serve: reactors on CPUs {:?} (NUMA node {n} of the backing devices)",
             server.cpus
@@ -234,10 +285,14 @@ fn uuid(b: &[u8; 16]) -> String {
 
 /// Runs `numio serve`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let (cfg, open_by_default) = build_config(&args)?;
+    let (mut cfg, open_by_default) = build_config(&args)?;
+    let mut node = None;
+    if cfg.cpus.is_empty() {
+        (cfg.cpus, node) = local_cpus(&cfg);
+    }
     nvmf::reactor::install_signal_handlers()?;
     let server = Server::start(&cfg)?;
-    print_startup(&server, open_by_default);
+    print_startup(&server, open_by_default, node);
     use std::io::Write;
     std::io::stdout().flush().ok();
     server.wait()?;
@@ -307,10 +362,57 @@ mod tests {
     }
 
     #[test]
+    fn reactors_go_to_the_backings_shared_node() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/sysfs/2node-blockstack");
+        let node_of = |major, minor| {
+            let dev = topology::device::DevNum::new(major, minor);
+            topology::device::block_stack(&fixture, dev)
+                .expect("fixture device")
+                .node()
+        };
+        // dm-0 over nvme1n1 and md0 over nvme1n2 + nvme2n2: node 1 (CPUs 4-7).
+        let (dm0, md0, dm1, loop0) = (
+            node_of(253, 0),
+            node_of(9, 0),
+            node_of(253, 1),
+            node_of(7, 0),
+        );
+        let cpus_of = |n: NodeId| topology::host::node_cpus(&fixture, n).ok();
+        let allowed: Vec<u32> = (0..8).collect();
+        let pick = |b: &[StackNode], allowed: &[u32]| pick_cpus(b, cpus_of, allowed);
+        assert_eq!(
+            pick(&[dm0.clone(), md0, loop0.clone()], &allowed),
+            (vec![4, 5, 6, 7], Some(NodeId(1))),
+            "a backing without a node is left out"
+        );
+        assert_eq!(
+            pick(std::slice::from_ref(&dm0), &[0, 1, 5]),
+            (vec![5], Some(NodeId(1)))
+        );
+        assert_eq!(
+            pick(std::slice::from_ref(&dm0), &[0, 1]),
+            (vec![0, 1], None),
+            "no allowed CPU on the node: any allowed"
+        );
+        assert_eq!(
+            pick(&[dm1], &allowed),
+            (vec![0, 1, 2, 3], None),
+            "dm-1 spans nodes 0 and 1"
+        );
+        assert_eq!(pick(&[loop0], &allowed), (vec![0, 1, 2, 3], None));
+        assert_eq!(pick(&[], &allowed), (vec![0, 1, 2, 3], None), "RAM only");
+    }
+
+    #[test]
     fn cpu_lists() {
         assert_eq!(parse_cpus("0-2,5").unwrap(), vec![0, 1, 2, 5]);
-        assert!(parse_cpus("3-1").is_err());
-        assert!(parse_cpus("x").is_err());
-        assert!(parse_cpus("").is_err());
+        let err = |s: &str| parse_cpus(s).unwrap_err().to_string();
+        assert!(err("3-1").contains("runs backwards"), "{}", err("3-1"));
+        assert_eq!(
+            err("x"),
+            "--cpus \"x\": `x` in CPU list `x` is not a CPU number"
+        );
+        assert_eq!(err(""), "--cpus \"\" names no CPU");
     }
 }

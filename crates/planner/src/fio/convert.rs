@@ -1,11 +1,11 @@
 //! [`JobFile::to_placement`]: fio jobs → numio placement.
 
-use topology::{CpuId, Topology};
+use topology::{CpuId, CpuList, Topology};
 
 use super::error::FioError;
 use super::options::{CpusPolicy, FioJob};
 use super::{fio_split, JobFile};
-use crate::cpuset::{format_cpu_list, is_online, node_cpus};
+use crate::cpuset::{is_online, node_cpus};
 use crate::placement::{JobPlacement, Placement, TargetPlacement};
 use crate::request::{PlanRequest, Policy, TargetSpec};
 use crate::resolve::resolve_target;
@@ -179,7 +179,7 @@ fn auto_place(
         t.notes = p.notes;
         t.notes.push(format!(
             "--numa auto: placed on CPUs {}",
-            format_cpu_list(&p.cpus)
+            CpuList::of(&p.cpus)
         ));
         t.cpus = p.cpus;
     }

@@ -18,9 +18,9 @@ use topology::CpuId;
 use super::fio_split;
 use super::options::fio_default_workload;
 use super::units::{format_size, format_time};
-use crate::cpuset::format_cpu_list;
 use crate::placement::{JobPlacement, MemPolicy, Placement, TargetPlacement};
 use crate::workload::{Distribution, Workload};
+use topology::CpuList;
 
 /// One option line with the key it is compared by (empty: nothing to write).
 type Line = (&'static str, String);
@@ -295,8 +295,7 @@ fn mem_text(m: &MemPolicy) -> String {
         MemPolicy::Default => "numa_mem_policy=default".into(),
         MemPolicy::Local => "numa_mem_policy=local".into(),
         MemPolicy::Bind(nodes) => {
-            let cpus: Vec<CpuId> = nodes.iter().map(|n| CpuId(n.0)).collect();
-            format!("numa_mem_policy=bind:{}", format_cpu_list(&cpus))
+            format!("numa_mem_policy=bind:{}", CpuList::of_nodes(nodes))
         }
     }
 }
@@ -349,7 +348,7 @@ fn section(
         t.node.map_or("unknown".into(), |n| n.0.to_string())
     );
     if !t.cpus.is_empty() {
-        let _ = write!(out, ", CPUs {}", format_cpu_list(&t.cpus));
+        let _ = write!(out, ", CPUs {}", CpuList::of(&t.cpus));
     }
     out.push('\n');
     for n in &t.notes {
@@ -363,14 +362,14 @@ fn section(
             let _ = writeln!(
                 out,
                 "cpus_allowed={}\ncpus_allowed_policy=shared",
-                format_cpu_list(&set)
+                CpuList::of(&set)
             );
         }
         Cpus::Split(set) => {
             let _ = writeln!(
                 out,
                 "cpus_allowed={}\ncpus_allowed_policy=split",
-                format_cpu_list(&set)
+                CpuList::of(&set)
             );
         }
         Cpus::NumaNodes(nodes) => {
@@ -429,7 +428,7 @@ fn per_job_sections(out: &mut String, t: &TargetPlacement, global: &[Line]) {
             let _ = writeln!(
                 out,
                 "cpus_allowed={}\ncpus_allowed_policy=shared",
-                format_cpu_list(&job.cpus)
+                CpuList::of(&job.cpus)
             );
         }
         tail_lines(out, &one);

@@ -6,7 +6,7 @@ use topology::{CpuId, NodeId};
 use super::error::Location;
 use super::ini::Entry;
 use super::units::{parse_bool, parse_count, parse_size_bytes, parse_size_range, parse_time_ns};
-use crate::cpuset::parse_cpu_list;
+use crate::cpuset::{parse_cpu_list, parse_node_list};
 use crate::placement::{JobOptions, MemPolicy};
 use crate::workload::{Distribution, RwMode, Workload};
 
@@ -227,12 +227,7 @@ fn mem_policy(v: &str) -> Result<MemPolicy, String> {
     match (mode, nodes) {
         ("default", None) => Ok(MemPolicy::Default),
         ("local", None) => Ok(MemPolicy::Local),
-        ("bind", Some(list)) => {
-            let nodes = parse_cpu_list(list)?;
-            Ok(MemPolicy::Bind(
-                nodes.into_iter().map(|c| NodeId(c.0)).collect(),
-            ))
-        }
+        ("bind", Some(list)) => Ok(MemPolicy::Bind(parse_node_list(list)?)),
         ("bind", None) => Err("bind needs nodes: `numa_mem_policy=bind:0`".into()),
         ("interleave" | "prefer", _) => Err(format!(
             "`{mode}` is not supported by numio; use local, bind:NODES or default"
@@ -320,7 +315,7 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec { name: "sqthread_poll", aliases: &[], takes_value: false, numio: "io_uring submission polling (SQPOLL)", apply: uring_flag!(sqthread_poll) },
     OptionSpec { name: "cpus_allowed", aliases: &[], takes_value: true, numio: "CPUs of the job (checked against the topology)", apply: |j, e, _| { let v = value(e)?; j.cpus_allowed = Some(Located { value: parse_cpu_list(v)?, text: v.to_string(), at: e.at.clone() }); Ok(()) } },
     OptionSpec { name: "cpus_allowed_policy", aliases: &[], takes_value: true, numio: "shared, split (fio's global job numbering)", apply: |j, e, _| { j.cpus_policy = match value(e)? { "shared" => CpusPolicy::Shared, "split" => CpusPolicy::Split, _ => return Err("use shared or split".into()) }; Ok(()) } },
-    OptionSpec { name: "numa_cpu_nodes", aliases: &[], takes_value: true, numio: "all online CPUs of these nodes", apply: |j, e, _| { let v = value(e)?; let nodes = parse_cpu_list(v)?.into_iter().map(|c| NodeId(c.0)).collect(); j.numa_cpu_nodes = Some(Located { value: nodes, text: v.to_string(), at: e.at.clone() }); j.options.numa_cpu_nodes = Some(v.to_string()); Ok(()) } },
+    OptionSpec { name: "numa_cpu_nodes", aliases: &[], takes_value: true, numio: "all online CPUs of these nodes", apply: |j, e, _| { let v = value(e)?; let nodes = parse_node_list(v)?; j.numa_cpu_nodes = Some(Located { value: nodes, text: v.to_string(), at: e.at.clone() }); j.options.numa_cpu_nodes = Some(v.to_string()); Ok(()) } },
     OptionSpec { name: "numa_mem_policy", aliases: &[], takes_value: true, numio: "default, local, bind:NODES", apply: |j, e, _| { j.mem = mem_policy(value(e)?)?; Ok(()) } },
     OptionSpec { name: "group_reporting", aliases: &[], takes_value: false, numio: "report each group as one", apply: flag!(group_reporting) },
     OptionSpec { name: "new_group", aliases: &[], takes_value: false, numio: "start a reporting group", apply: flag!(new_group) },

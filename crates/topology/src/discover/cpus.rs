@@ -4,16 +4,23 @@ use std::collections::BTreeMap;
 
 use crate::error::TopologyError;
 use crate::model::{Cpu, CpuId, Node, NodeId};
-use crate::parse::{parse_list, parse_meminfo_total_bytes, parse_num, parse_u32_row};
+use crate::parse::{
+    parse_list, parse_meminfo_total_bytes, parse_node_list, parse_num, parse_u32_row,
+};
 use crate::reader::Reader;
 
 const CPU_DIR: &str = "sys/devices/system/cpu";
 const NODE_DIR: &str = "sys/devices/system/node";
 
 /// Reads a list every sysfs tree has, or fails naming it.
-fn required_list(r: &mut Reader, rel: &str, what: &'static str) -> Result<Vec<u32>, TopologyError> {
+fn required_list(
+    r: &mut Reader,
+    rel: &str,
+    what: &'static str,
+    parse: fn(&str) -> Result<Vec<u32>, String>,
+) -> Result<Vec<u32>, TopologyError> {
     match r.read(rel) {
-        Some(text) => parse_list(&text).map_err(|reason| TopologyError::BadRequired {
+        Some(text) => parse(&text).map_err(|reason| TopologyError::BadRequired {
             path: r.abs(rel),
             reason,
         }),
@@ -35,7 +42,12 @@ fn required_list(r: &mut Reader, rel: &str, what: &'static str) -> Result<Vec<u3
 
 /// Nodes and CPUs.
 pub fn discover(r: &mut Reader) -> Result<(Vec<Node>, Vec<Cpu>), TopologyError> {
-    let online = required_list(r, &format!("{CPU_DIR}/online"), "the list of online CPUs")?;
+    let online = required_list(
+        r,
+        &format!("{CPU_DIR}/online"),
+        "the list of online CPUs",
+        parse_list,
+    )?;
     let mut present = r
         .parse(&format!("{CPU_DIR}/present"), parse_list)
         .or_else(|| r.parse(&format!("{CPU_DIR}/possible"), parse_list))
@@ -99,6 +111,7 @@ fn read_nodes(r: &mut Reader) -> Result<Vec<Node>, TopologyError> {
         r,
         &format!("{NODE_DIR}/online"),
         "the list of online NUMA nodes",
+        parse_node_list,
     )?;
     let mut nodes = Vec::with_capacity(ids.len());
     for id in ids {

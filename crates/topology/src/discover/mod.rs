@@ -6,7 +6,7 @@ use crate::error::TopologyError;
 use crate::model::{NvmeParams, Topology, SCHEMA_VERSION};
 use crate::parse::{parse_bool, parse_num};
 use crate::reader::Reader;
-use crate::snapshot::{self, Recording};
+use crate::recording::{manifest_unreadable, Recording};
 use crate::source::Source;
 
 mod cpus;
@@ -40,16 +40,11 @@ impl Topology {
         }
         discover_source(Source::Dir(root.to_path_buf()))
     }
-
-    /// Reads a snapshot directory or `.tar.gz` file (or a live root).
-    pub fn load(path: &Path) -> Result<Topology, TopologyError> {
-        snapshot::open(path)?.discover()
-    }
 }
 
 /// Discovery over any source.
 pub(crate) fn discover_source(source: Source) -> Result<(Topology, Recording), TopologyError> {
-    let preset = snapshot::manifest_unreadable(&source)?;
+    let preset = manifest_unreadable(&source)?;
     let mut r = Reader::new(source, preset);
     let (nodes, cpus) = cpus::discover(&mut r)?;
     let irqs = irq::discover(&mut r);

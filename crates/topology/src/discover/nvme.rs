@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use super::irq::NvmeIrqs;
 use crate::model::{Controller, CpuId, DeviceNode, NodeId, Subsystem, Transport};
 use crate::parse::{nvme_numbers, parse_list, parse_num};
-use crate::reader::{join, Reader};
+use crate::reader::Reader;
+use crate::relpath::join;
 
 mod namespace;
 

@@ -3,8 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Evidence, Finding, Severity};
+use crate::cpulist::CpuList;
 use crate::model::{Controller, CpuId, DeviceNode, HwQueue, NodeId, QueueIrq, Topology, Transport};
-use crate::parse::{format_list, nvme_numbers};
+use crate::parse::nvme_numbers;
 
 fn evidence(path: impl Into<String>, value: impl Into<String>) -> Evidence {
     Evidence {
@@ -32,7 +33,7 @@ fn finding(
 }
 
 fn ids(cpus: &[CpuId]) -> String {
-    format_list(&cpus.iter().map(|c| c.0).collect::<Vec<_>>())
+    CpuList::of(cpus).to_string()
 }
 
 fn node_numa_evidence(c: &Controller) -> Evidence {

@@ -96,6 +96,9 @@ pub struct Machine {
     pub multipath: Option<bool>,
     pub poll_queues: u32,
     pub iopolicy: String,
+    /// Partitions, dm/md/loop devices, mounts and host files, for the
+    /// machines that test the device queries.
+    pub block: Option<super::gen_block::BlockLayer>,
 }
 
 /// A tree being built: path → file contents or symlink target.
@@ -103,15 +106,58 @@ pub struct Machine {
 pub struct Tree {
     pub files: BTreeMap<String, String>,
     pub links: BTreeMap<String, String>,
+    /// Block devices written so far: kernel name → (sysfs dir, `MAJ:MIN`).
+    pub block: BTreeMap<String, (String, String)>,
+    /// Next free minor number per major.
+    minors: BTreeMap<u32, u32>,
 }
 
 impl Tree {
-    fn file(&mut self, path: &str, text: impl Into<String>) {
+    pub(crate) fn file(&mut self, path: &str, text: impl Into<String>) {
         self.files.insert(path.to_string(), text.into());
     }
     /// A kernel-style relative symlink at `path` to the root-relative `target`.
-    fn link(&mut self, path: &str, target: &str) {
+    pub(crate) fn link(&mut self, path: &str, target: &str) {
         self.links.insert(path.to_string(), relative(path, target));
+    }
+
+    /// The next device number of `major` (`259:0`, `259:1`, ...).
+    pub(crate) fn devnum(&mut self, major: u32) -> String {
+        let minor = self.minors.entry(major).or_insert(0);
+        *minor += 1;
+        format!("{major}:{}", *minor - 1)
+    }
+
+    /// Registers the block device whose directory is `dir` the way the
+    /// kernel does: its `dev` file and the `sys/block`, `sys/class/block`
+    /// and `sys/dev/block` links (a partition has no `sys/block` link; a
+    /// hidden multipath path device has no device number of its own).
+    pub(crate) fn block_device(&mut self, dir: &str, major: u32, partition: bool, hidden: bool) {
+        let name = dir.rsplit('/').next().expect("a name").to_string();
+        let dev = if hidden {
+            String::new()
+        } else {
+            let dev = self.devnum(major);
+            self.file(&format!("{dir}/dev"), format!("{dev}\n"));
+            self.link(&format!("sys/dev/block/{dev}"), dir);
+            dev
+        };
+        if !partition {
+            self.link(&format!("sys/block/{name}"), dir);
+        }
+        self.link(&format!("sys/class/block/{name}"), dir);
+        self.block.insert(name, (dir.to_string(), dev));
+    }
+
+    /// Registers the NVMe generic character device whose directory is
+    /// `dir`: its `dev` file, `subsystem` link and `sys/dev/char` link.
+    pub(crate) fn generic_device(&mut self, dir: &str) {
+        let name = dir.rsplit('/').next().expect("a name").to_string();
+        let dev = self.devnum(242);
+        self.file(&format!("{dir}/dev"), format!("{dev}\n"));
+        self.link(&format!("{dir}/subsystem"), "sys/class/nvme-generic");
+        self.link(&format!("sys/dev/char/{dev}"), dir);
+        self.link(&format!("sys/class/nvme-generic/{name}"), dir);
     }
 
     /// Writes the tree under `dir` (which must not exist yet or be empty).
@@ -231,6 +277,9 @@ impl Machine {
             .collect();
         for s in &self.subsystems {
             self.write_subsystem(&mut t, s, &ctrl_dirs);
+        }
+        if let Some(layer) = &self.block {
+            layer.write(&mut t);
         }
         t
     }
@@ -475,12 +524,7 @@ impl Machine {
                     let ctrl_dir = &ctrl_dirs[x];
                     let name = format!("nvme{x}n{}", ns.head_instance);
                     self.write_disk(t, &format!("{ctrl_dir}/{name}"), ns, Some(self.ctrl(*x)));
-                    let generic = format!("{ctrl_dir}/ng{x}n{}", ns.head_instance);
-                    t.file(&format!("{generic}/dev"), format!("242:{x}\n"));
-                    t.link(
-                        &format!("sys/class/nvme-generic/ng{x}n{}", ns.head_instance),
-                        &generic,
-                    );
+                    t.generic_device(&format!("{ctrl_dir}/ng{x}n{}", ns.head_instance));
                 }
             }
         }
@@ -496,15 +540,7 @@ impl Machine {
     ) {
         let head = format!("{dir}/nvme{sub}n{}", ns.head_instance);
         self.write_disk(t, &head, ns, None);
-        let generic = format!("{dir}/ng{sub}n{}", ns.head_instance);
-        t.file(
-            &format!("{generic}/dev"),
-            format!("242:{}\n", ns.head_instance),
-        );
-        t.link(
-            &format!("sys/class/nvme-generic/ng{sub}n{}", ns.head_instance),
-            &generic,
-        );
+        t.generic_device(&format!("{dir}/ng{sub}n{}", ns.head_instance));
         for (x, ana, numa_nodes) in &ns.paths {
             let name = format!("nvme{sub}c{x}n{}", ns.head_instance);
             let path_dir = format!("{}/{name}", ctrl_dirs[x]);
@@ -519,6 +555,8 @@ impl Machine {
     /// A gendisk: a request-based one (with `mq/`) when `ctrl` is given,
     /// else a bio-based multipath head.
     fn write_disk(&self, t: &mut Tree, dir: &str, ns: &NsSpec, ctrl: Option<&CtrlSpec>) {
+        let hidden = self.multipath == Some(true) && ctrl.is_some();
+        t.block_device(dir, 259, false, hidden);
         t.file(&format!("{dir}/size"), format!("{}\n", ns.size_sectors));
         t.file(&format!("{dir}/nsid"), format!("{}\n", ns.nsid));
         let q = format!("{dir}/queue");
@@ -536,6 +574,8 @@ impl Machine {
             ("nomerges", "0".to_string()),
             ("iostats", "1".to_string()),
             ("write_cache", "write through".to_string()),
+            ("max_hw_sectors_kb", "2048".to_string()),
+            ("rotational", "0".to_string()),
         ] {
             t.file(&format!("{q}/{attr}"), format!("{value}\n"));
         }

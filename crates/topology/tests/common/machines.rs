@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 use super::gen::{list, Attach, CpuSpec, CtrlSpec, Machine, NodeSpec, NsSpec, SubsysSpec};
+use super::gen_block::{BlockLayer, VirtualDisk, VirtualKind};
 
 /// Every machine, by fixture directory name.
 pub fn all() -> Vec<Machine> {
@@ -17,6 +18,7 @@ pub fn all() -> Vec<Machine> {
         numa_unknown(),
         power_3node(),
         multipath_tcp(),
+        blockstack(),
     ]
 }
 
@@ -190,6 +192,7 @@ fn machine(
         multipath,
         poll_queues,
         iopolicy: "numa".to_string(),
+        block: None,
     }
 }
 
@@ -488,4 +491,112 @@ pub fn multipath_tcp() -> Machine {
     tcp.nqn = "nqn.2026-01.io.numio:target1".to_string();
     m.subsystems = vec![dual, tcp];
     m
+}
+
+/// Block devices stacked on NVMe over 2 nodes, for the device queries
+/// (multipath off, so each namespace is its controller's child; 2 poll
+/// queues per controller, so the namespaces have `io_poll` 1 and the
+/// bio-based dm and md devices 0). Clean.
+/// - nvme0 (node 0): nvme0n1 with partitions nvme0n1p1 (mounted at `/`)
+///   and nvme0n1p2.
+/// - nvme1 (node 1): nvme1n1, nvme1n2; nvme2 (node 1): nvme2n1, nvme2n2.
+/// - dm-0 `data-lin`: linear over nvme1n1 (node 1), mounted at `/data`.
+/// - dm-1 `span`: striped over nvme0n1p2 (node 0) and nvme2n1 (node 1),
+///   mounted at `/span`: a stack over two nodes.
+/// - md0 raid1 over nvme1n2 and nvme2n2 (both node 1), mounted at `/md`.
+/// - loop0 over a file, mounted at `/mnt/loop`: not NVMe.
+pub fn blockstack() -> Machine {
+    let cpus = cpus_from(&[
+        (0, 0, (0..4).map(|k| vec![k]).collect()),
+        (1, 1, (4..8).map(|k| vec![k]).collect()),
+    ]);
+    let mut m = machine(
+        "2node-blockstack",
+        two_nodes(16_329_104),
+        cpus,
+        Some(false),
+        2,
+    );
+    let slots = [
+        ("pci0000:00", "0000:00:01.0", "0000:01:00.0", 0),
+        ("pci0000:80", "0000:80:01.0", "0000:81:00.0", 1),
+        ("pci0000:80", "0000:80:02.0", "0000:82:00.0", 1),
+    ];
+    for (i, (host, bridge, bdf, node)) in slots.into_iter().enumerate() {
+        let pci = Pci { host, bridge, bdf };
+        let i = i as u32;
+        let ctrl = pcie_ctrl(
+            &m,
+            i,
+            pci,
+            node,
+            "Micron 7450 MTFDKCC1T9TFR",
+            4,
+            2,
+            40 + 10 * i,
+        );
+        m.controllers.push(ctrl);
+        let mut sub = one_ns_subsys(i, &[i], 3_750_748_848, &["optimized"], &[None]);
+        if i > 0 {
+            let mut second = sub.namespaces[0].clone();
+            second.head_instance = 2;
+            second.nsid = 2;
+            second.size_sectors = 209_715_200;
+            sub.namespaces.push(second);
+        }
+        m.subsystems.push(sub);
+    }
+    m.block = Some(blockstack_layer());
+    m
+}
+
+/// The partitions, dm, md and loop devices, mounts and host files of
+/// [`blockstack`].
+fn blockstack_layer() -> BlockLayer {
+    let virt = |name: &str, kind: VirtualKind, slaves: &[&str], size_sectors: u64| VirtualDisk {
+        name: name.to_string(),
+        kind,
+        slaves: slaves.iter().map(|s| s.to_string()).collect(),
+        size_sectors,
+    };
+    let mount = |dev: &str, mp: &str, fs: &str| (dev.to_string(), mp.to_string(), fs.to_string());
+    BlockLayer {
+        partitions: vec![("nvme0n1".to_string(), vec![2_097_152, 1_048_576_000])],
+        virtual_disks: vec![
+            virt(
+                "dm-0",
+                VirtualKind::Dm("data-lin".into()),
+                &["nvme1n1"],
+                3_750_748_848,
+            ),
+            virt(
+                "dm-1",
+                VirtualKind::Dm("span".into()),
+                &["nvme0n1p2", "nvme2n1"],
+                2_097_152_000,
+            ),
+            virt(
+                "md0",
+                VirtualKind::Md("raid1".into()),
+                &["nvme1n2", "nvme2n2"],
+                209_584_128,
+            ),
+            virt(
+                "loop0",
+                VirtualKind::Loop("/var/lib/images/disk.img".into()),
+                &[],
+                2_097_152,
+            ),
+        ],
+        mounts: vec![
+            mount("nvme0n1p1", "/", "ext4"),
+            mount("dm-0", "/data", "xfs"),
+            mount("dm-1", "/span", "ext4"),
+            mount("md0", "/md", "ext4"),
+            mount("loop0", "/mnt/loop", "ext4"),
+        ],
+        hostname: "blockstack".to_string(),
+        kernel: "6.12.12-numio-fixture".to_string(),
+        cpu_model: "Intel(R) Xeon(R) Gold 6430".to_string(),
+    }
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod gen;
+pub mod gen_block;
 pub mod machines;
 
 use std::path::PathBuf;

@@ -3,8 +3,11 @@
 use std::collections::BTreeSet;
 
 use crate::model::{BlockQueue, CpuId, HwQueue, Namespace, NamespacePath, NodeId};
-use crate::parse::{nvme_numbers, parse_bool, parse_list, parse_num, parse_scheduler};
-use crate::reader::{join, Reader};
+use crate::parse::{
+    nvme_numbers, parse_bool, parse_list, parse_node_list, parse_num, parse_scheduler,
+};
+use crate::reader::Reader;
+use crate::relpath::join;
 
 /// Sector size of the block layer's `size` attribute.
 const SECTOR_BYTES: u64 = 512;
@@ -37,7 +40,7 @@ pub fn read_head(
     for (numbers, device, path_dir) in mine {
         let ana_state = r.read_trimmed(&join(path_dir, "ana_state"));
         let numa_nodes = r
-            .parse(&join(path_dir, "numa_nodes"), parse_list)
+            .parse(&join(path_dir, "numa_nodes"), parse_node_list)
             .map(|v| v.into_iter().map(NodeId).collect());
         let hw_queues = read_hw_queues(r, path_dir);
         let scheduler = r.parse(&join(path_dir, "queue/scheduler"), parse_scheduler);

@@ -1,0 +1,14 @@
+//! The OS calls the engine and the NVMe/TCP target both make, each in one
+//! place as a safe function: the calling thread's CPU affinity
+//! ([`affinity`]), and a block device's size, logical block size and NVMe
+//! namespace id ([`block`]).
+//!
+//! A leaf below `engine` and `nvmf` (it depends on rustix alone), so
+//! neither carries its own copy of an ioctl number or a `cpu_set_t` loop.
+//! Reading `/sys` and `/proc` is not here: that is `topology`'s job.
+//! rustix covers affinity and `BLKSSZGET`; the two ioctls it has no wrapper
+//! for go through its typed `ioctl` with a `// SAFETY:` line each.
+#![deny(missing_docs)]
+
+pub mod affinity;
+pub mod block;
