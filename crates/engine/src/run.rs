@@ -18,14 +18,14 @@ use crate::env;
 use crate::error::EngineError;
 use crate::gen::{IoGen, Rng};
 use crate::progress::{snapshot, ProgressSnapshot, WorkerProgress};
-use crate::result::{
-    CpuUsage, Environment, RunResult, TargetResult, TaskrunTrial, WorkerResult,
-    RESULT_SCHEMA_VERSION,
-};
 use crate::stats::{Dir, WorkerStats};
 use crate::sys::{self, NodeBuffer};
 use crate::target::{self, Region, TargetInfo};
 use crate::worker::{LoopLimits, LoopOutput, WorkerLoop};
+use results::{
+    CpuUsage, Environment, RunResult, TargetResult, TaskrunTrial, WorkerResult,
+    RESULT_SCHEMA_VERSION,
+};
 
 /// Percentiles reported when none are asked for.
 pub const DEFAULT_PERCENTILES: [f64; 7] = [1.0, 10.0, 50.0, 90.0, 99.0, 99.9, 99.99];

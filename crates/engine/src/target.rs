@@ -23,7 +23,7 @@ use topology::TopologyError;
 use crate::backend::tcp::{self, NvmeTcp, TcpOptions};
 use crate::backend::{BackendKind, NvmeNamespace};
 use crate::error::EngineError;
-use crate::result::TargetEnvironment;
+use results::TargetEnvironment;
 
 /// The sysfs/procfs root the engine asks `topology` about: this machine's.
 pub const SYS_ROOT: &str = "/";

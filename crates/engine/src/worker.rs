@@ -21,9 +21,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::backend::{Backend, Completion, IoRequest};
 use crate::gen::{mix64, IoGen};
 use crate::progress::WorkerProgress;
-use crate::result::{CpuUsage, VERIFY_ERRNO};
 use crate::stats::{Dir, WorkerStats};
 use crate::sys;
+use results::{CpuUsage, VERIFY_ERRNO};
 
 /// How often a worker publishes progress.
 const PUBLISH_INTERVAL_NS: u64 = 250_000_000;
