@@ -21,7 +21,7 @@ use crate::progress::{snapshot, ProgressSnapshot, WorkerProgress};
 use crate::stats::{Dir, WorkerStats};
 use crate::sys::{self, NodeBuffer};
 use crate::target::{self, Region, TargetInfo};
-use crate::worker::{LoopLimits, LoopOutput, WorkerLoop};
+use crate::worker::{LoopConfig, LoopLimits, LoopOutput, WorkerLoop};
 use results::{
     CpuUsage, Environment, RunResult, TargetResult, TaskrunTrial, WorkerResult,
     RESULT_SCHEMA_VERSION,
@@ -493,17 +493,16 @@ impl<'a> Resources<'a> {
             spec.region.align_bytes,
             spec.job,
         );
-        WorkerLoop::new(
-            b,
-            gen,
-            w.iodepth as usize,
-            self.buf.as_ptr(),
-            self.slot_bytes,
+        let config = LoopConfig {
+            depth: w.iodepth as usize,
+            buf_base: self.buf.as_ptr(),
+            slot_bytes: self.slot_bytes,
             verify_seed,
             limits,
-            &self.ctl.stop,
+            stop: &self.ctl.stop,
             progress,
-        )
+        };
+        WorkerLoop::new(b, gen, config)
     }
 
     /// A failure of this worker's backend (`what`: its set-up or loop).
