@@ -11,6 +11,11 @@
 //! serializable [`result`] model (the `results` crate, below the engine and
 //! `report` both).
 //!
+//! A run ([`run()`], [`mod@run`]) checks every target first ([`target`]: what a path is, as
+//! a [`target::TargetKind`], and whether a workload and backend fit it),
+//! decides each job's backend once per target, then starts the workers,
+//! each building its backend by that backend's own constructor.
+//!
 //! The shape follows the hot path: a worker owns its ring, buffers, slot slab
 //! and statistics; it shares nothing with other workers but a stop flag read
 //! once per batch and its own progress counters, stored a few times a second
