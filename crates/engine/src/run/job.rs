@@ -93,17 +93,17 @@ fn build_and_run(
     notes: &mut Vec<String>,
 ) -> Result<(Ran, Option<results::TaskrunTrial>), EngineError> {
     let s = res.setup();
+    let mut trial = None;
     let ran = match &res.spec.backend {
         BackendSpec::Null => res.run(build::null(&s), gate)?,
         BackendSpec::Sync => res.run(build::sync(&s), gate)?,
         BackendSpec::Uring(uring) => {
-            let (uring, trial) = trial::settle(uring, res)?;
-            let trial = trial.map(|(t, note)| {
+            let (uring, settled) = trial::settle(uring, res)?;
+            if let Some((t, note)) = settled {
                 notes.push(note);
-                t
-            });
-            let ran = res.run(build::uring(&s, &uring, false)?, gate)?;
-            return Ok((ran, trial));
+                trial = Some(t);
+            }
+            res.run(build::uring(&s, &uring, false)?, gate)?
         }
         BackendSpec::Nop(uring) => res.run(build::uring(&s, uring, true)?, gate)?,
         BackendSpec::Passthru { ns, uring } => res.run(build::passthru(&s, *ns, uring)?, gate)?,
@@ -113,7 +113,7 @@ fn build_and_run(
             opts,
         } => res.run(build::tcp(&s, target, *lba_bytes, opts)?, gate)?,
     };
-    Ok((ran, None))
+    Ok((ran, trial))
 }
 
 /// Fills the buffers with incompressible bytes so written data is not all
