@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use crate::backend::BackendKind;
-use crate::result::Environment;
 use crate::target::SYS_ROOT;
+use results::Environment;
 
 /// The machine's side of the environment; targets and CPUs are filled in
 /// by the run.

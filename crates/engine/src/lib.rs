@@ -8,7 +8,13 @@
 //! (no I/O: measures numio) and `nop` (io_uring NOPs: the kernel round trip);
 //! workload generators named as fio names them, on one seeded generator
 //! ([`gen`]); per-worker HdrHistograms merged at the end into the
-//! serializable [`result`] model.
+//! serializable [`result`] model (the `results` crate, below the engine and
+//! `report` both).
+//!
+//! A run ([`run()`], [`mod@run`]) checks every target first ([`target`]: what a path is, as
+//! a [`target::TargetKind`], and whether a workload and backend fit it),
+//! decides each job's backend once per target, then starts the workers,
+//! each building its backend by that backend's own constructor.
 //!
 //! The shape follows the hot path: a worker owns its ring, buffers, slot slab
 //! and statistics; it shares nothing with other workers but a stop flag read
@@ -22,7 +28,6 @@ pub mod env;
 pub mod error;
 pub mod gen;
 pub mod progress;
-pub mod result;
 pub mod run;
 pub mod safety;
 pub mod stats;
@@ -33,7 +38,10 @@ pub mod worker;
 pub use backend::{Backend, BackendKind, UringOptions, UringSetup};
 pub use error::EngineError;
 pub use progress::ProgressSnapshot;
-pub use result::{
+/// The result model (the `results` crate, which `report` reads too):
+/// `engine::result::RunResult` and the rest, as before it moved below both.
+pub use results as result;
+pub use results::{
     CpuUsage, Environment, LatencySummary, RunResult, TargetResult, TaskrunTrial, WorkerResult,
 };
 pub use run::{run, run_until, IoPoll, RunOptions, DEFAULT_PERCENTILES};

@@ -4,7 +4,7 @@
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
-use crate::result::{
+use results::{
     ErrnoCount, IoStats, Latencies, LatencySummary, Percentile, RawHistograms, NVME_STATUS_BASE,
 };
 

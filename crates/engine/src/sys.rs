@@ -5,7 +5,7 @@
 use std::io;
 use std::ptr::NonNull;
 
-use crate::result::CpuUsage;
+use results::CpuUsage;
 
 /// Nanoseconds of CLOCK_MONOTONIC.
 #[inline]

@@ -107,10 +107,10 @@ fn passthru_completes_exactly_number_ios() {
 fn passthru_and_uring_read_back_what_the_other_wrote() {
     let Some(ng) = passthru_device() else { return };
     let info = engine::target::inspect(&ng).unwrap_or_else(|e| panic!("{e}"));
-    let block = info
-        .nvme_generic
-        .expect("NUMIO_TEST_NVME_GENERIC names an NVMe generic device")
-        .block_device;
+    let engine::target::TargetKind::NvmeGeneric(g) = info.kind else {
+        panic!("NUMIO_TEST_NVME_GENERIC names an NVMe generic device");
+    };
+    let block = g.block_device;
     if !uring_available() {
         eprintln!("skipping: io_uring_setup is not available on this kernel");
         return;

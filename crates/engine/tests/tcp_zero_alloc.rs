@@ -12,7 +12,7 @@ use engine::backend::{TcpBackend, TcpOptions};
 use engine::gen::IoGen;
 use engine::progress::WorkerProgress;
 use engine::sys::NodeBuffer;
-use engine::worker::{LoopLimits, WorkerLoop};
+use engine::worker::{LoopConfig, LoopLimits, WorkerLoop};
 use nvmf::config::{NamespaceConfig, SubsystemConfig};
 use nvmf::{Server, TargetConfig};
 use planner::{RwMode, Workload};
@@ -49,7 +49,7 @@ fn no_allocation_in_steady_state_on_tcp() {
     let url = format!("nvme-tcp://{}/{NQN}/1", server.listen_addrs[0]);
     let o = TcpOptions::default();
     let info = engine::target::inspect_tcp(&url, &o).unwrap_or_else(|e| panic!("{e}"));
-    let t = info.nvme_tcp.clone().expect("an NVMe/TCP target");
+    let t = info.nvme_tcp().cloned().expect("an NVMe/TCP target");
     for (rw, bs, verify) in [
         (RwMode::RandRead, 4096usize, false),
         (RwMode::RandWrite, 4096, false),
@@ -78,17 +78,16 @@ fn no_allocation_in_steady_state_on_tcp() {
             rate_iops: None,
             batch_complete_min: 4,
         };
-        let wl = WorkerLoop::new(
-            b,
-            gen,
-            DEPTH,
-            buf.as_ptr(),
-            bs,
-            verify.then_some(7),
+        let config = LoopConfig {
+            depth: DEPTH,
+            buf_base: buf.as_ptr(),
+            slot_bytes: bs,
+            verify_seed: verify.then_some(7),
             limits,
-            &stop,
-            &progress,
-        );
+            stop: &stop,
+            progress: &progress,
+        };
+        let wl = WorkerLoop::new(b, gen, config);
         let (out, allocs) = tracked(|| wl.run());
         let out = out.expect("loop runs");
         let ops = out.stats.ops[0] + out.stats.ops[1];

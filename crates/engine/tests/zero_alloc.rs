@@ -16,7 +16,7 @@ use engine::backend::{
 use engine::gen::IoGen;
 use engine::progress::WorkerProgress;
 use engine::sys::NodeBuffer;
-use engine::worker::{LoopLimits, WorkerLoop};
+use engine::worker::{LoopConfig, LoopLimits, WorkerLoop};
 use planner::RwMode;
 
 #[global_allocator]
@@ -55,17 +55,16 @@ fn allocations_during_loop<B: Backend>(
         batch_complete_min: 4,
     };
     let verify = mixed.then_some(7);
-    let wl = WorkerLoop::new(
-        backend,
-        gen,
-        DEPTH,
-        buf.as_ptr(),
-        4096,
-        verify,
+    let config = LoopConfig {
+        depth: DEPTH,
+        buf_base: buf.as_ptr(),
+        slot_bytes: 4096,
+        verify_seed: verify,
         limits,
-        &stop,
-        &progress,
-    );
+        stop: &stop,
+        progress: &progress,
+    };
+    let wl = WorkerLoop::new(backend, gen, config);
     let (out, allocs) = tracked(|| wl.run());
     let out = out.expect("loop runs");
     let errors = out.stats.error_count();

@@ -23,7 +23,7 @@ pub fn load(path: &Path) -> Result<ResultSet, ReportError> {
 
 /// The one-run arm of an engine result (`numio bench --json`), if `text` is one.
 fn engine_run_arm(text: &str, path: &Path) -> Option<crate::model::Arm> {
-    let run: engine::result::RunResult = serde_json::from_str(text).ok()?;
+    let run: results::RunResult = serde_json::from_str(text).ok()?;
     Some(crate::model::Arm {
         label: run.policy.clone(),
         spec: format!("result={}", path.display()),

@@ -1,7 +1,7 @@
 //! From the engine's [`RunResult`] to a [`RunRecord`]: the numbers the
 //! statistics use, with the engine's whole result kept under `raw`.
 
-use engine::result::{IoStats, LatencySummary, RunResult};
+use results::{IoStats, LatencySummary, RunResult};
 
 use crate::model::{LatencyPoint, RunRecord, TargetMetrics, TOTAL};
 
@@ -67,7 +67,7 @@ pub fn record(seq: usize, result: &RunResult) -> RunRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::result::Percentile;
+    use results::Percentile;
 
     fn summary(points: &[(f64, u64)]) -> LatencySummary {
         LatencySummary {

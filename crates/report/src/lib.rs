@@ -1,9 +1,11 @@
 //! Reports: repeat statistics, A/B comparison, result files and exporters
 //! (text table, JSON, CSV, SVG/PNG charts).
 //!
-//! The crate is pure: it takes runs as values (from the engine through
-//! [`from_engine`], or from a saved file through [`mod@file`]) and returns
-//! numbers, verdicts and bytes. Running the engine is the `session` crate's
+//! The crate is pure: it takes runs as values (an engine run's
+//! `results::RunResult` through [`from_engine`], or a saved file through
+//! [`mod@file`]) and returns numbers, verdicts and bytes. It reads the
+//! result model from the `results` crate, not the engine, so it builds
+//! without io_uring or the NVMe/TCP host. Running the engine is the `session` crate's
 //! job; this crate only fixes the order live arms run in
 //! ([`arm::interleave`], which the session follows).
 //!

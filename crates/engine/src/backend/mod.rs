@@ -66,7 +66,7 @@ pub struct Completion {
     pub slot: u32,
     /// Bytes transferred (≥ 0; 0 from a backend that moves no data), a
     /// negated errno, or (passthru) a negated
-    /// [`NVME_STATUS_BASE`](crate::result::NVME_STATUS_BASE) + NVMe status.
+    /// [`NVME_STATUS_BASE`](results::NVME_STATUS_BASE) + NVMe status.
     pub result: i32,
 }
 

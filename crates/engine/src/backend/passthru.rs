@@ -40,8 +40,8 @@ use super::enter::Enter;
 use super::sq::DirectSq;
 use super::uring::{UringOptions, UringSetup};
 use super::{Backend, Completion, IoRequest};
-use crate::result::NVME_STATUS_BASE;
 use crate::stats::Dir;
+use results::NVME_STATUS_BASE;
 
 /// The kernel refuses registered buffers larger than this.
 const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;

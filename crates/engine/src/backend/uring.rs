@@ -24,6 +24,7 @@ use super::enter::Enter;
 use super::sq::DirectSq;
 use super::{Backend, Completion, IoRequest};
 use crate::stats::Dir;
+pub use results::UringSetup;
 
 /// The kernel refuses registered buffers larger than this.
 const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
@@ -42,35 +43,6 @@ pub struct UringOptions {
     /// Task-run mode of the ring.
     #[serde(default)]
     pub setup: UringSetup,
-}
-
-/// How completions are run on the submitting task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum UringSetup {
-    /// The best the kernel grants: DEFER_TASKRUN, else COOP_TASKRUN, else
-    /// plain; in a time-based O_DIRECT run, the faster of the first two by
-    /// a trial (`run::taskrun_trial`).
-    #[default]
-    Auto,
-    /// SINGLE_ISSUER + DEFER_TASKRUN (falls back like `Auto` when refused).
-    DeferTaskrun,
-    /// COOP_TASKRUN + TASKRUN_FLAG (falls back to plain when refused).
-    CoopTaskrun,
-    /// No task-run flags: what tools without them (fio 3.33) get.
-    Plain,
-}
-
-impl UringSetup {
-    /// The io_uring set-up flag that names this mode, as `uring_features`
-    /// lists it (`None` for `Auto` and `Plain`).
-    pub fn taskrun_flag(self) -> Option<&'static str> {
-        match self {
-            UringSetup::DeferTaskrun => Some("DEFER_TASKRUN"),
-            UringSetup::CoopTaskrun => Some("COOP_TASKRUN"),
-            UringSetup::Auto | UringSetup::Plain => None,
-        }
-    }
 }
 
 impl Default for UringOptions {

@@ -1,9 +1,18 @@
-//! The result model: plain, serializable data produced by a run.
+//! The result model of a numio run: plain, serializable data.
 //!
-//! This is the public schema of `numio bench --json` ([`RESULT_SCHEMA_VERSION`])
-//! and the input of the `report` crate (repeat statistics, comparison,
-//! exporters). Field names carry their unit last (`latency_ns`, `bytes_per_s`).
-//! Change it additively, together with `docs/readme/bench.md`.
+//! This is the public schema of `numio bench --json` ([`RESULT_SCHEMA_VERSION`]):
+//! the engine produces it, `report` reads it (repeat statistics, comparison,
+//! exporters) and `session` saves it. It lives in a crate of its own, below
+//! both, so the pure report crate reads results without pulling in the
+//! engine's runtime (io_uring, the NVMe/TCP host). It holds data and the few
+//! derived values that need no more than the data (percentages, rates);
+//! how the numbers are measured is the engine's business.
+//!
+//! Field names carry their unit last (`latency_ns`, `bytes_per_s`). Change
+//! it additively, together with `docs/readme/bench.md`: saved results of
+//! older versions must still load.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 use serde::{Deserialize, Serialize};
 
@@ -169,17 +178,47 @@ pub struct WorkerResult {
     pub taskrun_trial: Option<TaskrunTrial>,
 }
 
-/// What a task-run trial measured and kept (see `run::taskrun_trial`).
+/// What a task-run trial measured and kept (the engine's `run::trial`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskrunTrial {
     /// The mode kept for the measured run: `defer_taskrun` or `coop_taskrun`.
-    pub chosen: crate::backend::UringSetup,
+    pub chosen: UringSetup,
     /// I/Os per second the job's workload reached under each.
     pub defer_taskrun_iops: f64,
     /// Likewise under COOP_TASKRUN.
     pub coop_taskrun_iops: f64,
     /// Length of the whole trial (both modes), in nanoseconds.
     pub trial_ns: u64,
+}
+
+/// How completions are run on the submitting task: the io_uring task-run
+/// mode asked for (`--uring-setup`) or kept by a task-run trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UringSetup {
+    /// The best the kernel grants: DEFER_TASKRUN, else COOP_TASKRUN, else
+    /// plain; in a time-based O_DIRECT run, the faster of the first two by
+    /// a trial ([`TaskrunTrial`]).
+    #[default]
+    Auto,
+    /// SINGLE_ISSUER + DEFER_TASKRUN (falls back like `Auto` when refused).
+    DeferTaskrun,
+    /// COOP_TASKRUN + TASKRUN_FLAG (falls back to plain when refused).
+    CoopTaskrun,
+    /// No task-run flags: what tools without them (fio 3.33) get.
+    Plain,
+}
+
+impl UringSetup {
+    /// The io_uring set-up flag that names this mode, as `uring_features`
+    /// lists it (`None` for `Auto` and `Plain`).
+    pub fn taskrun_flag(self) -> Option<&'static str> {
+        match self {
+            UringSetup::DeferTaskrun => Some("DEFER_TASKRUN"),
+            UringSetup::CoopTaskrun => Some("COOP_TASKRUN"),
+            UringSetup::Auto | UringSetup::Plain => None,
+        }
+    }
 }
 
 /// Serialized raw histograms (HdrHistogram V2 + deflate, hex encoded), so that
@@ -237,7 +276,8 @@ impl TargetResult {
 pub struct TargetEnvironment {
     /// Path.
     pub path: String,
-    /// `block_device`, `file` or `nvme_generic` (`/dev/ngXnY`, passthru).
+    /// `block_device`, `file`, `nvme_generic` (`/dev/ngXnY`, passthru) or
+    /// `nvme_tcp` (`nvme-tcp://`, the tcp backend).
     pub kind: String,
     /// Size in bytes.
     pub size_bytes: u64,
@@ -268,7 +308,7 @@ pub struct Environment {
     pub online_cpus: u32,
     /// `nvme.poll_queues` module parameter, when readable.
     pub nvme_poll_queues: Option<u32>,
-    /// Backend name (`uring`, `sync`, `null`, `nop`, `passthru`).
+    /// Backend name (`uring`, `sync`, `null`, `nop`, `passthru`, `tcp`).
     pub backend: String,
     /// io_uring setup actually used (flags that were granted), empty otherwise.
     pub uring_features: Vec<String>,

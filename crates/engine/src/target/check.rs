@@ -1,249 +1,25 @@
-//! Targets: what a path is (block device, file, or NVMe generic character
-//! device `/dev/ngXnY`), its size and logical block size, whether a
-//! workload fits it, and whether a backend can drive it.
-//!
-//! The facts come from two places: the path itself (`stat`, and for a
-//! device its ioctls through `sysapi`) and `topology`'s device queries over
-//! the sysfs root [`SYS_ROOT`] (queue settings, partitions, holders; the
-//! device a file's filesystem sits on). A generic device is described by
-//! its namespace's block device (the sibling under the same controller or
-//! subsystem whose `nsid` is the one `NVME_IOCTL_ID` returns): size, LBA
-//! size and largest transfer come from there, and so does write safety. The
-//! checks ([`check_backend`], [`check_write_safety`], [`validate`]) are
-//! functions of a [`TargetInfo`], tested on fixture values.
+//! The pre-run checks of one target, each a function of its [`TargetInfo`]
+//! (and the workload or backend asked for), each error naming the fix:
+//! whether a workload fits the target ([`validate`]), whether a backend can
+//! drive it ([`check_backend`]), whether a write would destroy data
+//! ([`check_write_safety`]) and whether IOPOLL can work ([`check_pollable`]).
 
-use std::fs::File;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
 use planner::{Distribution, Workload};
-use topology::device::{BlockDevice, DevNum};
-use topology::TopologyError;
 
-use crate::backend::tcp::{self, NvmeTcp, TcpOptions};
-use crate::backend::{BackendKind, NvmeNamespace};
+use super::{NvmeGeneric, TargetInfo, TargetKind, SYS_ROOT};
+use crate::backend::tcp::NvmeTcp;
+use crate::backend::BackendKind;
 use crate::error::EngineError;
-use crate::result::TargetEnvironment;
 
-/// The sysfs/procfs root the engine asks `topology` about: this machine's.
-pub const SYS_ROOT: &str = "/";
 /// Most logical blocks one NVMe read or write moves (NLB is 16 bits, 0's based).
 pub const NVME_MAX_BLOCKS_PER_COMMAND: u64 = 1 << 16;
 /// Most I/Os a job may have in flight.
 pub const MAX_IODEPTH: u32 = 4096;
 /// Largest block size.
 pub const MAX_BS_BYTES: u64 = 64 << 20;
-
-/// What the engine knows about one target.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TargetInfo {
-    /// Path as given.
-    pub path: String,
-    /// A block device (else a regular file).
-    pub block_device: bool,
-    /// Size in bytes.
-    pub size_bytes: u64,
-    /// Logical block size (512 for files).
-    pub logical_block_size_bytes: u32,
-    /// Device number of a block device (`st_rdev`; a generic device's own).
-    pub rdev: u64,
-    /// What `topology` knows about the block device behind the target: the
-    /// target itself, or a generic device's namespace block device (its
-    /// partitions, holders and queue settings); `None` for files, NVMe/TCP,
-    /// or where sysfs does not say.
-    pub device: Option<BlockDevice>,
-    /// For a regular file: the block device its filesystem sits on (its
-    /// queue settings decide whether IOPOLL can work); `None` for a
-    /// filesystem without one (tmpfs, btrfs) and for other targets.
-    pub filesystem_device: Option<BlockDevice>,
-    /// Active scheduler.
-    pub scheduler: Option<String>,
-    /// `queue/io_poll`.
-    pub io_poll: Option<bool>,
-    /// Set for an NVMe generic character device (`/dev/ngXnY`).
-    pub nvme_generic: Option<NvmeGeneric>,
-    /// Set for an NVMe/TCP namespace (`nvme-tcp://...`, the tcp backend).
-    pub nvme_tcp: Option<NvmeTcp>,
-}
-
-/// What the engine knows about an NVMe generic character device.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NvmeGeneric {
-    /// Namespace id (`NVME_IOCTL_ID`).
-    pub nsid: u32,
-    /// The namespace's block device, e.g. `/dev/nvme0n1` (writes through the
-    /// generic device change its data, so write safety looks there).
-    pub block_device: String,
-    /// Largest transfer of one command (`queue/max_hw_sectors_kb`).
-    pub max_transfer_bytes: u64,
-}
-
-impl TargetInfo {
-    /// The environment record of this target.
-    pub fn environment(&self, node: Option<topology::NodeId>, direct: bool) -> TargetEnvironment {
-        TargetEnvironment {
-            path: self.path.clone(),
-            kind: if self.block_device {
-                "block_device"
-            } else if self.nvme_generic.is_some() {
-                "nvme_generic"
-            } else if self.nvme_tcp.is_some() {
-                "nvme_tcp"
-            } else {
-                "file"
-            }
-            .into(),
-            size_bytes: self.size_bytes,
-            logical_block_size_bytes: self.logical_block_size_bytes,
-            node,
-            scheduler: self.scheduler.clone(),
-            io_poll: self.io_poll,
-            // Passthrough and NVMe/TCP commands never touch the page cache.
-            direct: direct || self.nvme_generic.is_some() || self.nvme_tcp.is_some(),
-        }
-    }
-
-    /// The namespace a passthru backend sends its commands to.
-    pub fn nvme_namespace(&self) -> Option<NvmeNamespace> {
-        self.nvme_generic.as_ref().map(|g| NvmeNamespace {
-            nsid: g.nsid,
-            lba_bytes: self.logical_block_size_bytes,
-        })
-    }
-}
-
-/// Stats and measures a target (opens it read-only for block devices;
-/// connects to an `nvme-tcp://` one with the default host NQN), with device
-/// facts from this machine's sysfs.
-pub fn inspect(path: &str) -> Result<TargetInfo, EngineError> {
-    inspect_at(path, Path::new(SYS_ROOT))
-}
-
-/// [`inspect`] with device facts from the sysfs root `root`.
-pub fn inspect_at(path: &str, root: &Path) -> Result<TargetInfo, EngineError> {
-    if tcp::is_tcp_target(path) {
-        return inspect_tcp(path, &TcpOptions::default());
-    }
-    let meta = std::fs::metadata(path).map_err(|source| EngineError::Open {
-        path: path.to_string(),
-        source,
-    })?;
-    if meta.file_type().is_block_device() {
-        inspect_block(path, meta.rdev(), root)
-    } else if meta.file_type().is_file() {
-        let on = DevNum::from_dev_t(meta.dev());
-        let filesystem_device = (!on.is_anonymous())
-            .then(|| topology::device::block_device(root, on).ok())
-            .flatten();
-        Ok(TargetInfo {
-            filesystem_device,
-            ..TargetInfo::file(path, meta.len())
-        })
-    } else if meta.file_type().is_char_device() {
-        inspect_nvme_generic(path, meta.rdev(), root)
-    } else {
-        Err(EngineError::Workload {
-            path: path.to_string(),
-            reason:
-                "not a block device or regular file; give a device such as /dev/nvme0n1 or a file"
-                    .into(),
-        })
-    }
-}
-
-impl TargetInfo {
-    /// A regular file of `size_bytes` (512-byte blocks, no device facts).
-    pub fn file(path: &str, size_bytes: u64) -> TargetInfo {
-        TargetInfo {
-            path: path.to_string(),
-            block_device: false,
-            size_bytes,
-            logical_block_size_bytes: 512,
-            rdev: 0,
-            device: None,
-            filesystem_device: None,
-            scheduler: None,
-            io_poll: None,
-            nvme_generic: None,
-            nvme_tcp: None,
-        }
-    }
-}
-
-/// Connects to an NVMe/TCP target (`nvme-tcp://HOST[:PORT]/SUBNQN[/NSID]`)
-/// and reads its namespace's size and LBA size and the controller's limits.
-pub fn inspect_tcp(path: &str, opts: &TcpOptions) -> Result<TargetInfo, EngineError> {
-    let (t, size_bytes, lba_bytes) =
-        tcp::inspect(path, opts).map_err(|reason| EngineError::Workload {
-            path: path.to_string(),
-            reason,
-        })?;
-    Ok(TargetInfo {
-        logical_block_size_bytes: lba_bytes,
-        nvme_tcp: Some(t),
-        ..TargetInfo::file(path, size_bytes)
-    })
-}
-
-/// Namespace id, block device and geometry of an NVMe generic device. The
-/// device's class is checked in sysfs before it is opened.
-fn inspect_nvme_generic(path: &str, rdev: u64, root: &Path) -> Result<TargetInfo, EngineError> {
-    let dev = DevNum::from_dev_t(rdev);
-    let workload = |reason: String| EngineError::Workload {
-        path: path.to_string(),
-        reason,
-    };
-    let inspect_err = |source| EngineError::Inspect {
-        path: path.to_string(),
-        source,
-    };
-    let not_generic = || {
-        workload("a character device that is not an NVMe generic device; give a block device, a file, or /dev/ngXnY with --backend passthru".into())
-    };
-    match topology::device::generic_name(root, dev) {
-        Ok(_) => {}
-        Err(TopologyError::NoDevice { .. } | TopologyError::NotNvmeGeneric { .. }) => {
-            return Err(not_generic())
-        }
-        Err(e) => return Err(inspect_err(std::io::Error::other(e.to_string()))),
-    }
-    let f = File::open(path).map_err(|source| EngineError::Open {
-        path: path.to_string(),
-        source,
-    })?;
-    let nsid = sysapi::block::nvme_namespace_id(&f).map_err(inspect_err)?;
-    let g = match topology::device::generic_device(root, dev, nsid) {
-        Ok(g) => g,
-        Err(TopologyError::NoNamespaceBlockDevice { nsid, dir }) => {
-            return Err(workload(format!(
-                "no block device of namespace {nsid} under {}; numio reads the namespace's size and LBA size there",
-                dir.display()
-            )))
-        }
-        Err(e) => return Err(inspect_err(std::io::Error::other(e.to_string()))),
-    };
-    let b = g.block;
-    let (Some(size_bytes), Some(lbs)) = (b.size_bytes, b.queue.logical_block_size) else {
-        return Err(inspect_err(std::io::Error::other(format!(
-            "cannot read size and queue/logical_block_size of {}",
-            root.join(&b.sysfs_dir).display()
-        ))));
-    };
-    Ok(TargetInfo {
-        size_bytes,
-        logical_block_size_bytes: lbs.max(512),
-        rdev,
-        scheduler: b.queue.scheduler.clone(),
-        io_poll: b.queue.io_poll,
-        nvme_generic: Some(NvmeGeneric {
-            nsid,
-            block_device: format!("/dev/{}", b.name),
-            max_transfer_bytes: b.queue.max_hw_sectors_kb.map_or(u64::MAX, |kb| kb << 10),
-        }),
-        device: Some(b),
-        ..TargetInfo::file(path, 0)
-    })
-}
 
 /// `/dev/ng0n1` for `/dev/nvme0n1`, when that generic device exists.
 fn generic_device_of(block_path: &str) -> Option<String> {
@@ -255,34 +31,33 @@ fn generic_device_of(block_path: &str) -> Option<String> {
         .then_some(ng)
 }
 
-/// Refuses a backend that cannot drive the target: passthru needs an NVMe
-/// generic device, and the other data backends cannot use one. Each error
-/// names the fix.
+/// Refuses a backend that cannot drive the target: tcp drives NVMe/TCP
+/// namespaces and nothing else, passthru needs an NVMe generic device, and
+/// the other data backends cannot use one. Each error names the fix.
 pub fn check_backend(info: &TargetInfo, kind: BackendKind) -> Result<(), EngineError> {
     let bad = |reason: String| EngineError::Workload {
         path: info.path.clone(),
         reason,
     };
-    match (info.nvme_tcp.is_some(), kind == BackendKind::Tcp) {
-        (true, false) => {
-            return Err(bad(format!(
-                "an NVMe/TCP target, which only the tcp backend drives; use --backend tcp (not {})",
-                kind.name()
-            )))
-        }
-        (false, true) => {
-            return Err(bad(
-                "the tcp backend drives NVMe/TCP namespaces; give nvme-tcp://HOST[:PORT]/SUBNQN[/NSID], or use --backend uring for this path".into(),
-            ))
-        }
-        _ => {}
-    }
-    match (&info.nvme_generic, kind.needs_nvme_generic()) {
-        (None, true) => {
-            let what = if info.block_device {
-                "a block device"
-            } else {
-                "a regular file"
+    match (&info.kind, kind) {
+        (TargetKind::NvmeTcp(_), BackendKind::Tcp) => Ok(()),
+        (TargetKind::NvmeTcp(_), _) => Err(bad(format!(
+            "an NVMe/TCP target, which only the tcp backend drives; use --backend tcp (not {})",
+            kind.name()
+        ))),
+        (_, BackendKind::Tcp) => Err(bad(
+            "the tcp backend drives NVMe/TCP namespaces; give nvme-tcp://HOST[:PORT]/SUBNQN[/NSID], or use --backend uring for this path".into(),
+        )),
+        (TargetKind::NvmeGeneric(_), BackendKind::Passthru) => Ok(()),
+        (TargetKind::NvmeGeneric(ng), _) if kind.touches_data() => Err(bad(format!(
+            "an NVMe generic character device, which only the passthru backend drives; use --backend passthru, or the block device {} with --backend {}",
+            ng.block_device,
+            kind.name()
+        ))),
+        (TargetKind::File { .. } | TargetKind::BlockDevice { .. }, BackendKind::Passthru) => {
+            let what = match info.kind {
+                TargetKind::BlockDevice { .. } => "a block device",
+                _ => "a regular file",
             };
             Err(bad(match generic_device_of(&info.path) {
                 Some(ng) => format!(
@@ -294,39 +69,34 @@ pub fn check_backend(info: &TargetInfo, kind: BackendKind) -> Result<(), EngineE
                 ),
             }))
         }
-        (Some(ng), false) if kind.touches_data() => Err(bad(format!(
-            "an NVMe generic character device, which only the passthru backend drives; use --backend passthru, or the block device {} with --backend {}",
-            ng.block_device,
-            kind.name()
-        ))),
         _ => Ok(()),
     }
 }
 
 /// Refuses a write to a target whose device holds a partition table,
 /// filesystem, mount or holder (see [`crate::safety`]). An NVMe generic
-/// device is judged by its namespace's block device; files always pass.
+/// device is judged by its namespace's block device; files always pass;
+/// an NVMe/TCP namespace never does (nothing here can see its data).
 /// Reads the mount table (through `topology`) and the device's first
 /// [`crate::safety::PROBE_BYTES`].
 pub fn check_write_safety(info: &TargetInfo) -> Result<(), EngineError> {
-    if info.nvme_tcp.is_some() {
-        // Nothing tells from here whether a remote namespace holds data.
-        return Err(EngineError::Unsafe {
-            path: info.path.clone(),
-            what: "data numio cannot rule out (an NVMe/TCP namespace is not visible from here, so every write to one needs --force-write, even a scratch or mem: namespace)".into(),
-        });
-    }
-    let (device_path, dev, seen_on) = if info.block_device {
-        (
-            info.path.as_str(),
-            Some(DevNum::from_dev_t(info.rdev)),
-            None,
-        )
-    } else if let Some(ng) = &info.nvme_generic {
-        let dev = info.device.as_ref().and_then(|d| d.dev);
-        (ng.block_device.as_str(), dev, Some(&ng.block_device))
-    } else {
-        return Ok(());
+    let (device_path, dev, device, seen_on) = match &info.kind {
+        TargetKind::File { .. } => return Ok(()),
+        TargetKind::NvmeTcp(_) => {
+            return Err(EngineError::Unsafe {
+                path: info.path.clone(),
+                what: "data numio cannot rule out (an NVMe/TCP namespace is not visible from here, so every write to one needs --force-write, even a scratch or mem: namespace)".into(),
+            })
+        }
+        TargetKind::BlockDevice { dev, device } => {
+            (info.path.as_str(), Some(*dev), device.as_ref(), None)
+        }
+        TargetKind::NvmeGeneric(ng) => (
+            ng.block_device.as_str(),
+            ng.namespace.dev,
+            Some(&ng.namespace),
+            Some(&ng.block_device),
+        ),
     };
     // Unreadable: no mount is seen, as before topology read it.
     let mounts = topology::host::mounts(Path::new(SYS_ROOT)).unwrap_or_default();
@@ -334,7 +104,7 @@ pub fn check_write_safety(info: &TargetInfo) -> Result<(), EngineError> {
         path: device_path.to_string(),
         source,
     })?;
-    let verdict = crate::safety::judge(device_path, dev, info.device.as_ref(), &mounts, &head);
+    let verdict = crate::safety::judge(device_path, dev, device, &mounts, &head);
     match (verdict, seen_on) {
         (None, _) => Ok(()),
         (Some(what), None) => Err(EngineError::Unsafe {
@@ -362,13 +132,12 @@ pub fn check_pollable(info: &TargetInfo, direct: bool) -> Result<(), EngineError
     if !direct {
         return refuse("polled I/O needs O_DIRECT and the target is buffered".into());
     }
-    let (device, io_poll) = if info.block_device {
-        (info.path.clone(), info.io_poll)
-    } else {
-        match &info.filesystem_device {
-            Some(d) => (format!("its device /dev/{}", d.disk()), d.queue.io_poll),
-            None => return Ok(()),
-        }
+    let (device, io_poll) = match &info.kind {
+        TargetKind::BlockDevice { .. } => (info.path.clone(), info.io_poll()),
+        TargetKind::File {
+            filesystem_device: Some(d),
+        } => (format!("its device /dev/{}", d.disk()), d.queue.io_poll),
+        _ => return Ok(()),
     };
     if io_poll == Some(false) {
         return refuse(format!(
@@ -376,59 +145,6 @@ pub fn check_pollable(info: &TargetInfo, direct: bool) -> Result<(), EngineError
         ));
     }
     Ok(())
-}
-
-/// Size, block size and queue settings of a block device.
-fn inspect_block(path: &str, rdev: u64, root: &Path) -> Result<TargetInfo, EngineError> {
-    let f = File::open(path).map_err(|source| EngineError::Open {
-        path: path.to_string(),
-        source,
-    })?;
-    let inspect_err = |source| EngineError::Inspect {
-        path: path.to_string(),
-        source,
-    };
-    let size = sysapi::block::size_bytes(&f).map_err(inspect_err)?;
-    let lbs = sysapi::block::logical_block_size(&f).map_err(inspect_err)?;
-    let device = topology::device::block_device(root, DevNum::from_dev_t(rdev)).ok();
-    Ok(TargetInfo {
-        block_device: true,
-        logical_block_size_bytes: lbs.max(512),
-        rdev,
-        scheduler: device.as_ref().and_then(|d| d.queue.scheduler.clone()),
-        io_poll: device.as_ref().and_then(|d| d.queue.io_poll),
-        device,
-        ..TargetInfo::file(path, size)
-    })
-}
-
-/// Opens a target for one worker. O_DIRECT applies to block devices and
-/// files only: a character device refuses it (EINVAL), and passthrough
-/// commands bypass the page cache anyway. O_NOATIME too, as fio does, so no
-/// read pays for an access-time check; where it is not allowed (EPERM: the
-/// caller neither owns the file nor has CAP_FOWNER) the target is opened
-/// without it.
-pub fn open(path: &str, write: bool, direct: bool) -> Result<File, EngineError> {
-    let char_device = std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device());
-    let attempt = |noatime: bool| {
-        let mut o = std::fs::OpenOptions::new();
-        o.read(true).write(write);
-        let mut flags = if noatime { libc::O_NOATIME } else { 0 };
-        if direct && !char_device {
-            flags |= libc::O_DIRECT;
-        }
-        o.custom_flags(flags);
-        o.open(path)
-    };
-    attempt(true)
-        .or_else(|e| match e.raw_os_error() {
-            Some(libc::EPERM) => attempt(false),
-            _ => Err(e),
-        })
-        .map_err(|source| EngineError::Open {
-            path: path.to_string(),
-            source,
-        })
 }
 
 /// The byte range every job of a workload covers and the alignment of its I/Os.
@@ -451,9 +167,9 @@ pub fn validate(w: &Workload, t: &TargetInfo) -> Result<Region, EngineError> {
     };
     check_basic(w).map_err(bad)?;
     let lbs = u64::from(t.logical_block_size_bytes);
-    if let Some(ng) = &t.nvme_generic {
+    if let TargetKind::NvmeGeneric(ng) = &t.kind {
         check_nvme_command_size(w, lbs, ng).map_err(bad)?;
-    } else if let Some(nt) = &t.nvme_tcp {
+    } else if let TargetKind::NvmeTcp(nt) = &t.kind {
         check_tcp_command_size(w, lbs, nt).map_err(bad)?;
     } else if w.direct {
         for (name, v) in [
@@ -494,7 +210,7 @@ pub fn validate(w: &Workload, t: &TargetInfo) -> Result<Region, EngineError> {
     Ok(Region {
         start_bytes: w.offset_bytes,
         len_bytes: len,
-        align_bytes: if w.direct || t.nvme_generic.is_some() || t.nvme_tcp.is_some() {
+        align_bytes: if w.direct || t.kind.bypasses_page_cache() {
             lbs
         } else {
             1
@@ -595,6 +311,8 @@ fn check_basic(w: &Workload) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::NvmeNamespace;
+    use topology::device::{BlockDevice, DevNum};
 
     fn file_target(size: u64) -> TargetInfo {
         TargetInfo::file("/t", size)
@@ -604,10 +322,11 @@ mod tests {
         TargetInfo {
             path: "/dev/ng0n1".into(),
             logical_block_size_bytes: lbs,
-            nvme_generic: Some(NvmeGeneric {
+            kind: TargetKind::NvmeGeneric(NvmeGeneric {
                 nsid: 1,
                 block_device: "/dev/nvme0n1".into(),
                 max_transfer_bytes,
+                namespace: fixture_device("nvme0n1"),
             }),
             ..file_target(1 << 30)
         }
@@ -684,7 +403,9 @@ mod tests {
     #[test]
     fn iopoll_is_refused_where_the_files_device_has_no_poll_queues() {
         let on = |device: &str| TargetInfo {
-            filesystem_device: Some(fixture_device(device)),
+            kind: TargetKind::File {
+                filesystem_device: Some(fixture_device(device)),
+            },
             ..file_target(1 << 20)
         };
         // A partition's poll queues are its disk's (nvme0n1: io_poll 1).
@@ -703,9 +424,13 @@ mod tests {
             check_pollable(&file_target(1 << 20), true).is_ok(),
             "no device facts: allowed"
         );
+        // dm-0 of the fixture has no poll queues.
+        let dm = fixture_device("dm-0");
         let block = TargetInfo {
-            block_device: true,
-            io_poll: Some(false),
+            kind: TargetKind::BlockDevice {
+                dev: dm.dev.expect("dev"),
+                device: Some(dm),
+            },
             ..TargetInfo::file("/dev/md0", 1 << 20)
         };
         let e = check_pollable(&block, true).unwrap_err().to_string();

@@ -15,15 +15,27 @@
 //! completion loads its slot's tag, and consecutive completions of one batch
 //! are recorded together. Offsets are kept only when verifying (the only
 //! reader).
+//!
+//! Its invariants are asserted once per batch, in release builds too (a
+//! compare or two per batch; `bench/null.sh` and `bench/nop.sh` show no
+//! cost): what must hold, free slots + I/Os in flight = depth; what must
+//! not happen, more completions reaped than were in flight, or a batch
+//! completing more I/Os than it issued; and once drained, nothing left in
+//! flight and no batch stamp still counting.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::backend::{Backend, Completion, IoRequest};
-use crate::gen::{mix64, IoGen};
+use crate::gen::IoGen;
 use crate::progress::WorkerProgress;
-use crate::result::{CpuUsage, VERIFY_ERRNO};
 use crate::stats::{Dir, WorkerStats};
 use crate::sys;
+use results::{CpuUsage, VERIFY_ERRNO};
+
+mod verify;
+
+use verify::Verify;
+pub use verify::{check_pattern, fill_pattern};
 
 /// How often a worker publishes progress.
 const PUBLISH_INTERVAL_NS: u64 = 250_000_000;
@@ -43,6 +55,26 @@ pub struct LoopLimits {
     pub rate_iops: Option<u64>,
     /// Wait for at least this many completions per reap (≥ 1).
     pub batch_complete_min: usize,
+}
+
+/// How a worker loop is set up, besides its backend and generator.
+#[derive(Debug, Clone, Copy)]
+pub struct LoopConfig<'a> {
+    /// I/Os in flight at most: the number of slots (at least 1).
+    pub depth: usize,
+    /// Start of the caller's buffer region of `depth * slot_bytes` bytes,
+    /// which must outlive the loop and every I/O it issues.
+    pub buf_base: *mut u8,
+    /// Bytes of one slot (the largest I/O).
+    pub slot_bytes: usize,
+    /// Write the verify pattern with this seed and check it on reads.
+    pub verify_seed: Option<u64>,
+    /// Limits and timing.
+    pub limits: LoopLimits,
+    /// Stop issuing and drain once set (read once per batch).
+    pub stop: &'a AtomicBool,
+    /// Where the loop publishes progress.
+    pub progress: &'a WorkerProgress,
 }
 
 /// What a finished loop hands back.
@@ -104,6 +136,8 @@ struct Stamp {
 pub struct WorkerLoop<'a, B: Backend> {
     backend: B,
     gen: IoGen,
+    /// Slots: the most I/Os in flight.
+    depth: usize,
     tags: Box<[Tag]>,
     /// Batch stamps: `depth + 1`, so a free one always exists (at most
     /// `depth` batches have I/Os in flight).
@@ -144,21 +178,17 @@ pub struct WorkerLoop<'a, B: Backend> {
 }
 
 impl<'a, B: Backend> WorkerLoop<'a, B> {
-    /// A loop over `depth` slots of `slot_bytes` each, starting at `buf_base`
-    /// (the caller's region of `depth * slot_bytes` bytes, which must outlive
-    /// the loop and every I/O it issues).
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        backend: B,
-        gen: IoGen,
-        depth: usize,
-        buf_base: *mut u8,
-        slot_bytes: usize,
-        verify_seed: Option<u64>,
-        limits: LoopLimits,
-        stop: &'a AtomicBool,
-        progress: &'a WorkerProgress,
-    ) -> Self {
+    /// A loop of `backend` over I/Os from `gen`, set up as `config` says.
+    pub fn new(backend: B, gen: IoGen, config: LoopConfig<'a>) -> Self {
+        let LoopConfig {
+            depth,
+            buf_base,
+            slot_bytes,
+            verify_seed,
+            limits,
+            stop,
+            progress,
+        } = config;
         let depth = depth.max(1);
         let moves_data = backend.moves_data();
         let fixed = if moves_data || verify_seed.is_some() {
@@ -169,6 +199,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         WorkerLoop {
             backend,
             gen,
+            depth,
             tags: vec![Tag::default(); depth].into_boxed_slice(),
             stamps: vec![Stamp::default(); depth + 1].into_boxed_slice(),
             stamp: 0,
@@ -239,8 +270,10 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             } else {
                 self.backend.reap(&mut self.comps, min)?
             };
+            self.assert_reaped(n);
             now_ns = sys::now_ns();
             self.complete(n, now_ns);
+            self.assert_slots();
             if now_ns >= next_publish_ns {
                 next_publish_ns = now_ns + PUBLISH_INTERVAL_NS;
                 self.publish(measuring);
@@ -249,6 +282,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
                 self.throttle(now_ns);
             }
         }
+        self.assert_drained();
         self.publish(measuring);
         let runtime_ns = now_ns.saturating_sub(measure_start_ns);
         Ok(LoopOutput {
@@ -256,6 +290,45 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             stats: self.stats,
             runtime_ns,
         })
+    }
+
+    /// What must not happen, checked once per batch before `n` reaped
+    /// completions are accounted: more completions than I/Os in flight
+    /// (a backend handing one back twice, or one it was never given).
+    /// Kept in release builds: a compare per batch costs nothing
+    /// measurable (`bench/null.sh`, `bench/nop.sh`).
+    #[inline(always)]
+    fn assert_reaped(&self, n: usize) {
+        assert!(
+            n <= self.inflight,
+            "the backend reaped {n} completions with {} I/Os in flight",
+            self.inflight
+        );
+    }
+
+    /// What must hold after every batch: each slot is free or in flight,
+    /// never both or neither (free slots + I/Os in flight = depth).
+    #[inline(always)]
+    fn assert_slots(&self) {
+        assert!(
+            self.free_len + self.inflight == self.depth,
+            "{} free slots + {} I/Os in flight != depth {}",
+            self.free_len,
+            self.inflight,
+            self.depth
+        );
+    }
+
+    /// What must hold once the loop has drained: nothing in flight, every
+    /// slot free, and no batch stamp still counting an I/O.
+    fn assert_drained(&self) {
+        self.assert_slots();
+        assert_eq!(self.inflight, 0, "the loop ended with I/Os in flight");
+        let held = self.stamps.iter().filter(|s| s.inflight > 0).count();
+        assert_eq!(
+            held, 0,
+            "{held} batch stamps still count I/Os after the drain"
+        );
     }
 
     fn exhausted(&self) -> bool {
@@ -298,15 +371,21 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
 
     /// A stamp with no I/O in flight: the one after the last batch's, as a
     /// rule (a batch's I/Os usually complete before `depth` batches pass).
+    /// There always is one: at most `depth` batches have I/Os in flight
+    /// and there are `depth + 1` stamps; the search is bounded by them.
     fn free_stamp(&self) -> u32 {
         let n = self.stamps.len() as u32;
         let mut i = self.stamp;
-        loop {
+        for _ in 0..n {
             i = if i + 1 == n { 0 } else { i + 1 };
             if self.stamps[i as usize].inflight == 0 {
                 return i;
             }
         }
+        panic!(
+            "no free batch stamp among {n} with {} I/Os in flight",
+            self.inflight
+        )
     }
 
     /// How many I/Os may be queued now.
@@ -570,7 +649,8 @@ fn end_run(
         return;
     }
     let s = &mut stamps[tag.stamp as usize];
-    debug_assert!(s.inflight >= len, "more completions than the batch issued");
+    // Must not happen: a batch completing more I/Os than it issued.
+    assert!(s.inflight >= len, "more completions than the batch issued");
     s.inflight -= len;
     if ok > 0 {
         let clat_ns = reaped_ns.saturating_sub(s.submitted_ns).max(1);
@@ -581,236 +661,5 @@ fn end_run(
     }
 }
 
-/// What checking a read against the verify pattern needs.
-struct Verify<'a> {
-    seed: u64,
-    offsets: &'a [u64],
-    buf_base: *mut u8,
-    slot_bytes: usize,
-}
-
-impl Verify<'_> {
-    /// Whether the data the read `c` returned holds the verify pattern.
-    #[cold]
-    fn check(&self, c: Completion) -> bool {
-        let buf = self
-            .buf_base
-            .wrapping_add(c.slot as usize * self.slot_bytes);
-        // SAFETY: the completion for this slot was just reaped, so the
-        // backend has handed its buffer (slot_bytes at its offset in the
-        // worker's region) back to this worker.
-        let buf = unsafe { std::slice::from_raw_parts(buf, self.slot_bytes) };
-        check_pattern(
-            buf,
-            self.offsets[c.slot as usize],
-            c.result as u32,
-            self.seed,
-        )
-    }
-}
-
-/// The verify pattern: every 8-byte word holds a hash of its byte offset in
-/// the target, so misplaced or stale data is caught, not only corrupt data.
-#[inline]
-fn pattern_word(offset_bytes: u64, seed: u64) -> u64 {
-    mix64(offset_bytes ^ seed)
-}
-
-/// Writes the verify pattern for `len` bytes at `offset` into `buf`.
-pub fn fill_pattern(buf: &mut [u8], offset_bytes: u64, len_bytes: u32, seed: u64) {
-    for (i, w) in buf[..len_bytes as usize].chunks_exact_mut(8).enumerate() {
-        w.copy_from_slice(&pattern_word(offset_bytes + 8 * i as u64, seed).to_le_bytes());
-    }
-}
-
-/// Whether `buf` holds the verify pattern for `len` bytes at `offset`.
-pub fn check_pattern(buf: &[u8], offset_bytes: u64, len_bytes: u32, seed: u64) -> bool {
-    buf[..len_bytes as usize]
-        .chunks_exact(8)
-        .enumerate()
-        .all(|(i, w)| w == pattern_word(offset_bytes + 8 * i as u64, seed).to_le_bytes())
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use planner::{RwMode, Workload};
-    use std::collections::VecDeque;
-
-    /// A scripted device: completes queued I/Os at the next reap, except
-    /// that the very first I/O is held back for `hold` reaps; with
-    /// `moves_data` false it behaves like a NOP ring (result 0, the tag
-    /// handed back as given).
-    struct Scripted {
-        queued: Vec<IoRequest>,
-        done: VecDeque<Completion>,
-        held: Option<(Completion, u32)>,
-        hold: u32,
-        first: bool,
-        moves_data: bool,
-        fail_every: u32,
-        count: u32,
-    }
-
-    impl Scripted {
-        fn new(hold: u32, moves_data: bool, fail_every: u32) -> Self {
-            Scripted {
-                queued: Vec::new(),
-                done: VecDeque::new(),
-                held: None,
-                hold,
-                first: true,
-                moves_data,
-                fail_every,
-                count: 0,
-            }
-        }
-    }
-
-    impl Backend for Scripted {
-        fn queue(&mut self, io: IoRequest) {
-            self.queued.push(io);
-        }
-        fn submit(&mut self) -> std::io::Result<()> {
-            for io in self.queued.drain(..) {
-                self.count += 1;
-                let result = if self.fail_every > 0 && self.count % self.fail_every == 0 {
-                    -libc::EIO
-                } else if self.moves_data {
-                    io.len_bytes as i32
-                } else {
-                    0
-                };
-                let c = Completion {
-                    slot: io.slot,
-                    result,
-                };
-                if std::mem::take(&mut self.first) && self.hold > 0 {
-                    self.held = Some((c, self.hold));
-                } else {
-                    self.done.push_back(c);
-                }
-            }
-            Ok(())
-        }
-        fn reap(&mut self, out: &mut [Completion], min: usize) -> std::io::Result<usize> {
-            if let Some((c, left)) = self.held {
-                if left == 0 || self.done.len() < min {
-                    self.done.push_back(c);
-                    self.held = None;
-                } else {
-                    self.held = Some((c, left - 1));
-                }
-            }
-            let n = self.done.len().min(out.len());
-            for o in out.iter_mut().take(n) {
-                *o = self.done.pop_front().expect("counted");
-            }
-            Ok(n)
-        }
-        fn moves_data(&self) -> bool {
-            self.moves_data
-        }
-    }
-
-    fn run_scripted(b: Scripted, rw: RwMode, bs: (u64, u64), ios: u64) -> LoopOutput {
-        let w = Workload {
-            rw,
-            bs_min_bytes: bs.0,
-            bs_max_bytes: bs.1,
-            norandommap: true,
-            ..Workload::default()
-        };
-        let depth = 8;
-        let mut buf = vec![0u8; depth * bs.1 as usize];
-        let stop = AtomicBool::new(false);
-        let progress = WorkerProgress::default();
-        let limits = LoopLimits {
-            ramp_ns: 0,
-            runtime_ns: None,
-            max_ios: ios,
-            max_bytes: u64::MAX,
-            rate_iops: None,
-            batch_complete_min: 1,
-        };
-        let gen = IoGen::new(&w, 0, 1 << 20, 512, 0);
-        let wl = WorkerLoop::new(
-            b,
-            gen,
-            depth,
-            buf.as_mut_ptr(),
-            bs.1 as usize,
-            None,
-            limits,
-            &stop,
-            &progress,
-        );
-        wl.run().expect("scripted loop runs")
-    }
-
-    fn recorded(out: &LoopOutput, d: usize) -> u64 {
-        out.stats.hist[d].clat.len()
-    }
-
-    // One I/O outlives far more batches than there are stamps: its stamp
-    // must not be reused under it, and every I/O is counted exactly once.
-    #[test]
-    fn a_long_io_keeps_its_batch_stamp() {
-        for moves_data in [true, false] {
-            let out = run_scripted(
-                Scripted::new(200, moves_data, 0),
-                RwMode::RandRead,
-                (4096, 4096),
-                1000,
-            );
-            assert_eq!(out.stats.ops, [1000, 0], "moves_data={moves_data}");
-            assert_eq!(out.stats.bytes[0], 1000 * 4096);
-            assert_eq!(recorded(&out, 0), 1000);
-            assert_eq!(out.stats.hist[0].lat.len(), 1000);
-            // The held read waited ~200 reaps; the others one each.
-            let max = out.stats.hist[0].clat.max();
-            let p50 = out.stats.hist[0].clat.value_at_quantile(0.5);
-            assert!(max > 20 * p50.max(1), "max {max} vs p50 {p50}");
-        }
-    }
-
-    // A backend that moves no data reports result 0: bytes come from the
-    // requested lengths, for a fixed shape (no slots) and for mixed ones.
-    #[test]
-    fn no_data_backend_counts_requested_bytes_and_errors() {
-        let out = run_scripted(
-            Scripted::new(0, false, 7),
-            RwMode::RandWrite,
-            (8192, 8192),
-            700,
-        );
-        assert_eq!(out.stats.ops, [0, 600]);
-        assert_eq!(out.stats.bytes, [0, 600 * 8192]);
-        assert_eq!(out.stats.errors[libc::EIO as usize], 100);
-        assert_eq!(recorded(&out, 1), 600);
-
-        let out = run_scripted(
-            Scripted::new(3, false, 0),
-            RwMode::RandRw,
-            (4096, 16384),
-            2000,
-        );
-        let ops = out.stats.ops[0] + out.stats.ops[1];
-        assert_eq!(ops, 2000);
-        assert!(out.stats.ops[0] > 500 && out.stats.ops[1] > 500);
-        let bytes = out.stats.bytes[0] + out.stats.bytes[1];
-        assert!(bytes > ops * 4096 && bytes < ops * 16384, "{bytes}");
-        assert_eq!(recorded(&out, 0) + recorded(&out, 1), 2000);
-    }
-
-    #[test]
-    fn pattern_round_trip_and_mismatch() {
-        let mut buf = vec![0u8; 4096];
-        fill_pattern(&mut buf, 8192, 4096, 7);
-        assert!(check_pattern(&buf, 8192, 4096, 7));
-        // Stale data from another offset must not pass.
-        assert!(!check_pattern(&buf, 0, 4096, 7));
-        buf[100] ^= 1;
-        assert!(!check_pattern(&buf, 8192, 4096, 7));
-    }
-}
+mod tests;

@@ -1,0 +1,147 @@
+//! Backend construction: one constructor per backend, each returning the
+//! backend with what its set-up left to report ([`Built`]: the features it
+//! was granted, the fallbacks it took).
+
+use std::os::fd::RawFd;
+
+use crate::backend::tcp::NvmeTcp;
+use crate::backend::{
+    BackendKind, NullBackend, NvmeNamespace, PassthruBackend, SyncBackend, TcpBackend, TcpOptions,
+    UringBackend, UringOptions,
+};
+use crate::error::EngineError;
+
+/// What every constructor builds on: one worker's target and buffers.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Setup<'a> {
+    /// The target's path (for errors).
+    pub path: &'a str,
+    /// The open target (-1 for tcp, which opens none).
+    pub fd: RawFd,
+    /// I/Os in flight at most.
+    pub depth: usize,
+    /// The worker's buffer region: `depth` slots.
+    pub region: (*mut u8, usize),
+    /// Bytes of one slot (the largest I/O).
+    pub slot_bytes: usize,
+}
+
+/// A backend as its constructor left it.
+#[derive(Debug)]
+pub(super) struct Built<B> {
+    /// The backend, ready for I/O.
+    pub backend: B,
+    /// Set-up features granted (e.g. `DEFER_TASKRUN`, `fixed buffers`).
+    pub features: Vec<String>,
+    /// Fallbacks taken and other notes, in words.
+    pub notes: Vec<String>,
+}
+
+impl<B> Built<B> {
+    fn plain(backend: B) -> Built<B> {
+        Built {
+            backend,
+            features: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+impl Setup<'_> {
+    fn backend_error(&self, kind: BackendKind, what: &str, source: std::io::Error) -> EngineError {
+        EngineError::Backend {
+            backend: kind.name(),
+            path: self.path.to_string(),
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+/// The null backend: nothing to set up.
+pub(super) fn null(s: &Setup<'_>) -> Built<NullBackend> {
+    Built::plain(NullBackend::new(s.depth))
+}
+
+/// The sync backend on the open target.
+pub(super) fn sync(s: &Setup<'_>) -> Built<SyncBackend> {
+    Built::plain(SyncBackend::new(s.fd, s.depth))
+}
+
+/// The uring backend (NOPs when `nop`): one ring on the open target.
+pub(super) fn uring(
+    s: &Setup<'_>,
+    opts: &UringOptions,
+    nop: bool,
+) -> Result<Built<UringBackend>, EngineError> {
+    let kind = if nop {
+        BackendKind::Nop
+    } else {
+        BackendKind::Uring
+    };
+    uring_ring(s, opts, nop).map_err(|e| s.backend_error(kind, "io_uring set-up", e))
+}
+
+/// A uring ring for one slice of the task-run trial.
+pub(super) fn trial_uring(
+    s: &Setup<'_>,
+    opts: &UringOptions,
+) -> Result<Built<UringBackend>, EngineError> {
+    uring_ring(s, opts, false)
+        .map_err(|e| s.backend_error(BackendKind::Uring, "io_uring set-up (task-run trial)", e))
+}
+
+fn uring_ring(
+    s: &Setup<'_>,
+    opts: &UringOptions,
+    nop: bool,
+) -> std::io::Result<Built<UringBackend>> {
+    let b = UringBackend::new(s.fd, s.depth as u32, s.region, opts, nop)?;
+    Ok(Built {
+        features: b.features.clone(),
+        notes: b.notes.clone(),
+        backend: b,
+    })
+}
+
+/// The passthru backend: a ring of 128-byte SQEs sending NVMe commands to
+/// namespace `ns` of the open generic device, proven by one read of LBA 0.
+pub(super) fn passthru(
+    s: &Setup<'_>,
+    ns: NvmeNamespace,
+    opts: &UringOptions,
+) -> Result<Built<PassthruBackend>, EngineError> {
+    let b = PassthruBackend::start(s.fd, ns, s.depth as u32, s.region, opts).map_err(|e| {
+        s.backend_error(
+            BackendKind::Passthru,
+            "NVMe passthrough set-up (io_uring SQE128+CQE32, one read of LBA 0)",
+            e,
+        )
+    })?;
+    Ok(Built {
+        features: b.features.clone(),
+        notes: b.notes.clone(),
+        backend: b,
+    })
+}
+
+/// The tcp backend: one NVMe/TCP I/O queue (a connection) to `target`.
+pub(super) fn tcp(
+    s: &Setup<'_>,
+    target: &NvmeTcp,
+    lba_bytes: u32,
+    opts: &TcpOptions,
+) -> Result<Built<TcpBackend>, EngineError> {
+    let b =
+        TcpBackend::connect(target, lba_bytes, s.depth, s.slot_bytes, opts).map_err(|reason| {
+            EngineError::Workload {
+                path: s.path.to_string(),
+                reason: format!("tcp backend set-up: {reason}"),
+            }
+        })?;
+    Ok(Built {
+        features: Vec::new(),
+        notes: vec![b.note.clone()],
+        backend: b,
+    })
+}

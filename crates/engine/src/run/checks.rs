@@ -1,0 +1,66 @@
+//! The pre-run checks: every target inspected, its workload validated, its
+//! backend matched to it, its data guarded, before any worker starts. The
+//! checks themselves are [`crate::target`]'s functions of plain values;
+//! this module applies them to a placement in order and stops at the
+//! first failure.
+
+use planner::{Placement, TargetPlacement};
+
+use super::options::RunOptions;
+use crate::backend::tcp::is_tcp_target;
+use crate::backend::BackendKind;
+use crate::error::EngineError;
+use crate::target::{self, Region, TargetInfo};
+
+/// One target that passed every check.
+#[derive(Debug, Clone)]
+pub(super) struct CheckedTarget {
+    /// What the target is.
+    pub info: TargetInfo,
+    /// The byte range its jobs cover.
+    pub region: Region,
+    /// The backend its workers run (its job file's, else the run's).
+    pub kind: BackendKind,
+}
+
+/// Inspects and checks every target of `placement`, in order.
+pub(super) fn check_targets(
+    placement: &Placement,
+    opts: &RunOptions,
+) -> Result<Vec<CheckedTarget>, EngineError> {
+    if placement.targets.is_empty() {
+        return Err(EngineError::Workload {
+            path: "(none)".into(),
+            reason: "the placement has no targets; name a file or block device".into(),
+        });
+    }
+    placement
+        .targets
+        .iter()
+        .map(|t| check_target(t, opts))
+        .collect()
+}
+
+fn check_target(t: &TargetPlacement, opts: &RunOptions) -> Result<CheckedTarget, EngineError> {
+    let info = if is_tcp_target(&t.path) {
+        target::inspect_tcp(&t.path, &opts.tcp)?
+    } else {
+        target::inspect(&t.path)?
+    };
+    let region = target::validate(&t.workload, &info)?;
+    if t.jobs.is_empty() {
+        return Err(EngineError::Workload {
+            path: t.path.clone(),
+            reason: "no jobs were placed on this target; use --jobs 1 or more".into(),
+        });
+    }
+    let kind = match &t.backend {
+        Some(name) => name.parse::<BackendKind>()?,
+        None => opts.backend,
+    };
+    target::check_backend(&info, kind)?;
+    if t.workload.rw.writes() && kind.touches_data() && !opts.force_write {
+        target::check_write_safety(&info)?;
+    }
+    Ok(CheckedTarget { info, region, kind })
+}

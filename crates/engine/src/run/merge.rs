@@ -1,0 +1,129 @@
+//! Merging: the workers' statistics into one result per target and one for
+//! the run, with the environment they ran in.
+
+use planner::{Placement, TargetPlacement};
+use results::{
+    CpuUsage, Environment, RunResult, TargetResult, WorkerResult, RESULT_SCHEMA_VERSION,
+};
+use topology::CpuId;
+
+use super::checks::CheckedTarget;
+use super::options::RunOptions;
+use super::spec::{JobOutput, JobSpec};
+use crate::env;
+use crate::stats::{Dir, WorkerStats};
+
+/// The run's result from every worker's output (in spec order), started
+/// at `started_unix_s`. Process CPU usage and interruption are the caller's
+/// to fill in.
+pub(super) fn merge(
+    placement: &Placement,
+    opts: &RunOptions,
+    checked: &[CheckedTarget],
+    specs: &[JobSpec],
+    outputs: Vec<JobOutput>,
+    started_unix_s: u64,
+) -> RunResult {
+    let pcts = &opts.percentiles;
+    // Job files name each target's backend: one shared by all is the run's.
+    let backend = match specs.first() {
+        Some(s) if specs.iter().all(|t| t.backend.kind() == s.backend.kind()) => s.backend.kind(),
+        _ => opts.backend,
+    };
+    let mut environment = env::capture(backend);
+    environment.started_unix_s = started_unix_s;
+    let mut all = WorkerStats::new();
+    let mut targets = Vec::new();
+    for (ti, t) in placement.targets.iter().enumerate() {
+        let (tr, stats) = merge_target(ti, t, opts, specs, &outputs, &mut environment);
+        environment
+            .targets
+            .push(checked[ti].info.environment(t.node, t.workload.direct));
+        all.merge(&stats);
+        targets.push(tr);
+    }
+    let run_ns = targets.iter().map(|t| t.runtime_ns).max().unwrap_or(0);
+    let mut all_cpu = CpuUsage::default();
+    for t in &targets {
+        all_cpu.add(&t.cpu_usage);
+    }
+    environment.cpus_used.sort();
+    RunResult {
+        schema_version: RESULT_SCHEMA_VERSION,
+        environment,
+        policy: placement.policy.clone(),
+        read: all.io_stats(Some(Dir::Read), run_ns, pcts),
+        write: all.io_stats(Some(Dir::Write), run_ns, pcts),
+        total: all.io_stats(None, run_ns, pcts),
+        targets,
+        cpu_usage: all_cpu,
+        process_cpu_usage: CpuUsage::default(),
+        errors: all.errno_counts(),
+        runtime_ns: run_ns,
+        interrupted: false,
+    }
+}
+
+/// Merges the workers of target `ti` and records what they saw in `env`.
+fn merge_target(
+    ti: usize,
+    t: &TargetPlacement,
+    opts: &RunOptions,
+    specs: &[JobSpec],
+    outputs: &[JobOutput],
+    env: &mut Environment,
+) -> (TargetResult, WorkerStats) {
+    let pcts = &opts.percentiles;
+    let mut stats = WorkerStats::new();
+    let mut cpu = CpuUsage::default();
+    let mut workers = Vec::new();
+    let mut runtime_ns = 0;
+    for (spec, o) in specs.iter().zip(outputs).filter(|(s, _)| s.target == ti) {
+        stats.merge(&o.out.stats);
+        cpu.add(&o.out.cpu_usage);
+        runtime_ns = runtime_ns.max(o.out.runtime_ns);
+        workers.push(worker_result(spec, o));
+        push_new(&mut env.notes, o.notes.iter().cloned());
+        push_new(&mut env.uring_features, o.features.iter().cloned());
+        push_new(&mut env.cpus_used, spec.cpus.iter().copied().map(CpuId));
+    }
+    let result = TargetResult {
+        path: t.path.clone(),
+        label: opts.labels.get(&t.path).cloned(),
+        node: t.node,
+        workload: t.workload.clone(),
+        runtime_ns,
+        read: stats.io_stats(Some(Dir::Read), runtime_ns, pcts),
+        write: stats.io_stats(Some(Dir::Write), runtime_ns, pcts),
+        total: stats.io_stats(None, runtime_ns, pcts),
+        cpu_usage: cpu,
+        errors: stats.errno_counts(),
+        workers,
+        histograms: stats.raw_histograms(),
+    };
+    (result, stats)
+}
+
+/// The record of one worker.
+fn worker_result(spec: &JobSpec, o: &JobOutput) -> WorkerResult {
+    WorkerResult {
+        job: spec.job,
+        cpu: spec.cpus.first().copied().map(CpuId),
+        buffer_node: o.buffer_node.map(topology::NodeId),
+        read_ops: o.out.stats.ops[0],
+        write_ops: o.out.stats.ops[1],
+        bytes: o.out.stats.bytes[0] + o.out.stats.bytes[1],
+        error_count: o.out.stats.error_count(),
+        cpu_usage: o.out.cpu_usage,
+        taskrun_trial: o.trial.clone(),
+    }
+}
+
+/// Appends the items of `items` that `v` does not hold yet.
+fn push_new<T: PartialEq>(v: &mut Vec<T>, items: impl Iterator<Item = T>) {
+    for i in items {
+        if !v.contains(&i) {
+            v.push(i);
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Running a [`Placement`]: check every target, decide what each job
+//! runs, start one pinned worker per job, watch them while they run, merge
+//! their statistics.
+//!
+//! One job per module, in the order a run takes them:
+//! * [`options`]: what the caller asks for ([`RunOptions`], [`IoPoll`]);
+//! * `checks`: every target inspected and checked before anything starts;
+//! * `spec`: what each worker is given (its backend as a `BackendSpec`,
+//!   decided once per target) and what it hands back;
+//! * `control`, `spawn`: the start barrier and flags; the threads, started,
+//!   watched and joined;
+//! * `job`, `resources`, `build`, `trial`: one worker's thread: its
+//!   resources, its backend built by that backend's own constructor, and
+//!   for an `auto` uring set-up the task-run trial;
+//! * `merge`: the workers' numbers into the run's result.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use planner::Placement;
+use results::RunResult;
+
+use crate::error::EngineError;
+use crate::progress::{snapshot, ProgressSnapshot, WorkerProgress};
+use crate::sys;
+
+mod build;
+mod checks;
+mod control;
+mod job;
+mod merge;
+pub mod options;
+mod resources;
+mod spawn;
+mod spec;
+mod trial;
+
+pub use options::{IoPoll, RunOptions, DEFAULT_PERCENTILES};
+pub use resources::VERIFY_SEED;
+
+/// Checks every target of `placement` and runs it. `on_progress` is called
+/// from the calling thread: first once as every worker passes the start
+/// barrier (set-up and any task-run trial done, `elapsed_ns` 0; not when
+/// set-up failed), then about five times a second while workers run.
+pub fn run(
+    placement: &Placement,
+    opts: &RunOptions,
+    on_progress: &mut dyn FnMut(&ProgressSnapshot),
+) -> Result<RunResult, EngineError> {
+    run_until(placement, opts, &AtomicBool::new(false), on_progress)
+}
+
+/// As [`run`], and stops early once `interrupt` is set (e.g. by a signal
+/// handler): within one watch tick (50 ms) the workers stop issuing, drain
+/// what is in flight and hand back what they measured; the result covers the
+/// time actually measured and has `interrupted` set.
+pub fn run_until(
+    placement: &Placement,
+    opts: &RunOptions,
+    interrupt: &AtomicBool,
+    on_progress: &mut dyn FnMut(&ProgressSnapshot),
+) -> Result<RunResult, EngineError> {
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let checked = checks::check_targets(placement, opts)?;
+    let specs = spec::job_specs(placement, &checked, opts)?;
+    let ctl = Arc::new(control::Control::new(specs.len()));
+    let progress: Vec<Arc<WorkerProgress>> = specs
+        .iter()
+        .map(|_| Arc::new(WorkerProgress::default()))
+        .collect();
+    let handles = spawn::spawn_workers(&specs, &ctl, &progress)?;
+    ctl.start.wait();
+    let clock = spawn::RunClock {
+        t0_ns: sys::now_ns(),
+        ramp_ns: longest_ramp_ns(placement),
+        planned_ns: planned_ns(placement),
+    };
+    let process0 = sys::process_usage();
+    if !ctl.aborted() {
+        // Every worker passed the start barrier: set-up and any task-run
+        // trial are done. Callers wait for this call, not for a clock.
+        on_progress(&snapshot(&progress, 0, clock.planned_ns));
+    }
+    let watched = spawn::watch(&ctl, &progress, interrupt, clock, on_progress);
+    let outputs = spawn::join_workers(handles, &specs)?;
+    let process = sys::delta(
+        &sys::process_usage(),
+        &process0,
+        sys::now_ns() - clock.t0_ns,
+    );
+    let mut result = merge::merge(placement, opts, &checked, &specs, outputs, started_unix_s);
+    result.process_cpu_usage = process;
+    result.interrupted = watched.interrupted;
+    if watched.interrupted_in_ramp {
+        result.environment.notes.push(
+            "interrupted during the ramp (warm-up): the numbers are warm-up I/O over the time the workers ran".into(),
+        );
+    }
+    Ok(result)
+}
+
+/// The longest ramp (warm-up) of any target.
+fn longest_ramp_ns(placement: &Placement) -> u64 {
+    placement
+        .targets
+        .iter()
+        .map(|t| t.workload.ramp_time_ns)
+        .max()
+        .unwrap_or(0)
+}
+
+/// The planned length of the run (longest ramp + runtime), when every
+/// target has a runtime.
+fn planned_ns(placement: &Placement) -> Option<u64> {
+    placement
+        .targets
+        .iter()
+        .map(|t| t.workload.runtime_ns.map(|r| r + t.workload.ramp_time_ns))
+        .try_fold(0u64, |m, r| r.map(|r| m.max(r)))
+}

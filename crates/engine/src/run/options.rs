@@ -1,0 +1,60 @@
+//! How to run a placement: the caller's choices ([`RunOptions`], [`IoPoll`]).
+
+use std::collections::BTreeMap;
+
+use crate::backend::{BackendKind, TcpOptions, UringOptions};
+
+/// Percentiles reported when none are asked for.
+pub const DEFAULT_PERCENTILES: [f64; 7] = [1.0, 10.0, 50.0, 90.0, 99.0, 99.9, 99.99];
+
+/// When to use IOPOLL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoPoll {
+    /// Where the block device has poll queues (`queue/io_poll` = 1).
+    #[default]
+    Auto,
+    /// Always (fails on devices without poll queues).
+    On,
+    /// Never.
+    Off,
+}
+
+/// How to run a placement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOptions {
+    /// Backend of every worker (a job file may name another per target).
+    pub backend: BackendKind,
+    /// io_uring set-up (uring, nop and passthru backends).
+    pub uring: UringOptions,
+    /// IOPOLL choice (overrides `uring.iopoll`).
+    pub iopoll: IoPoll,
+    /// Percentiles to report, each in (0, 100].
+    pub percentiles: Vec<f64>,
+    /// Write a verifiable pattern and check it on every read.
+    pub verify: bool,
+    /// Allow writes to block devices holding data.
+    pub force_write: bool,
+    /// Completions to wait for per reap (`None`: depth/4, 1..=32).
+    pub batch_complete_min: Option<usize>,
+    /// Labels shown for some targets, by path (e.g. the default target).
+    pub labels: BTreeMap<String, String>,
+    /// NVMe/TCP connection options (tcp backend).
+    pub tcp: TcpOptions,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            backend: BackendKind::Uring,
+            uring: UringOptions::default(),
+            iopoll: IoPoll::Auto,
+            percentiles: DEFAULT_PERCENTILES.to_vec(),
+            verify: false,
+            force_write: false,
+            batch_complete_min: None,
+            labels: BTreeMap::new(),
+            tcp: TcpOptions::default(),
+        }
+    }
+}

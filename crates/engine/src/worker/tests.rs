@@ -1,0 +1,245 @@
+//! The worker loop against scripted backends: batch stamps, backends that
+//! move no data, the verify pattern, and the invariants it asserts.
+
+use super::*;
+use planner::{RwMode, Workload};
+use std::collections::VecDeque;
+
+/// A scripted device: completes queued I/Os at the next reap, except
+/// that the very first I/O is held back for `hold` reaps; with
+/// `moves_data` false it behaves like a NOP ring (result 0, the tag
+/// handed back as given).
+struct Scripted {
+    queued: Vec<IoRequest>,
+    done: VecDeque<Completion>,
+    held: Option<(Completion, u32)>,
+    hold: u32,
+    first: bool,
+    moves_data: bool,
+    fail_every: u32,
+    count: u32,
+}
+
+impl Scripted {
+    fn new(hold: u32, moves_data: bool, fail_every: u32) -> Self {
+        Scripted {
+            queued: Vec::new(),
+            done: VecDeque::new(),
+            held: None,
+            hold,
+            first: true,
+            moves_data,
+            fail_every,
+            count: 0,
+        }
+    }
+}
+
+impl Backend for Scripted {
+    fn queue(&mut self, io: IoRequest) {
+        self.queued.push(io);
+    }
+    fn submit(&mut self) -> std::io::Result<()> {
+        for io in self.queued.drain(..) {
+            self.count += 1;
+            let result = if self.fail_every > 0 && self.count % self.fail_every == 0 {
+                -libc::EIO
+            } else if self.moves_data {
+                io.len_bytes as i32
+            } else {
+                0
+            };
+            let c = Completion {
+                slot: io.slot,
+                result,
+            };
+            if std::mem::take(&mut self.first) && self.hold > 0 {
+                self.held = Some((c, self.hold));
+            } else {
+                self.done.push_back(c);
+            }
+        }
+        Ok(())
+    }
+    fn reap(&mut self, out: &mut [Completion], min: usize) -> std::io::Result<usize> {
+        if let Some((c, left)) = self.held {
+            if left == 0 || self.done.len() < min {
+                self.done.push_back(c);
+                self.held = None;
+            } else {
+                self.held = Some((c, left - 1));
+            }
+        }
+        let n = self.done.len().min(out.len());
+        for o in out.iter_mut().take(n) {
+            *o = self.done.pop_front().expect("counted");
+        }
+        Ok(n)
+    }
+    fn moves_data(&self) -> bool {
+        self.moves_data
+    }
+}
+
+fn run_scripted(b: Scripted, rw: RwMode, bs: (u64, u64), ios: u64) -> LoopOutput {
+    let w = Workload {
+        rw,
+        bs_min_bytes: bs.0,
+        bs_max_bytes: bs.1,
+        norandommap: true,
+        ..Workload::default()
+    };
+    let depth = 8;
+    let mut buf = vec![0u8; depth * bs.1 as usize];
+    let stop = AtomicBool::new(false);
+    let progress = WorkerProgress::default();
+    let limits = LoopLimits {
+        ramp_ns: 0,
+        runtime_ns: None,
+        max_ios: ios,
+        max_bytes: u64::MAX,
+        rate_iops: None,
+        batch_complete_min: 1,
+    };
+    let gen = IoGen::new(&w, 0, 1 << 20, 512, 0);
+    let config = LoopConfig {
+        depth,
+        buf_base: buf.as_mut_ptr(),
+        slot_bytes: bs.1 as usize,
+        verify_seed: None,
+        limits,
+        stop: &stop,
+        progress: &progress,
+    };
+    let wl = WorkerLoop::new(b, gen, config);
+    wl.run().expect("scripted loop runs")
+}
+
+fn recorded(out: &LoopOutput, d: usize) -> u64 {
+    out.stats.hist[d].clat.len()
+}
+
+// One I/O outlives far more batches than there are stamps: its stamp
+// must not be reused under it, and every I/O is counted exactly once.
+#[test]
+fn a_long_io_keeps_its_batch_stamp() {
+    for moves_data in [true, false] {
+        let out = run_scripted(
+            Scripted::new(200, moves_data, 0),
+            RwMode::RandRead,
+            (4096, 4096),
+            1000,
+        );
+        assert_eq!(out.stats.ops, [1000, 0], "moves_data={moves_data}");
+        assert_eq!(out.stats.bytes[0], 1000 * 4096);
+        assert_eq!(recorded(&out, 0), 1000);
+        assert_eq!(out.stats.hist[0].lat.len(), 1000);
+        // The held read waited ~200 reaps; the others one each.
+        let max = out.stats.hist[0].clat.max();
+        let p50 = out.stats.hist[0].clat.value_at_quantile(0.5);
+        assert!(max > 20 * p50.max(1), "max {max} vs p50 {p50}");
+    }
+}
+
+// A backend that moves no data reports result 0: bytes come from the
+// requested lengths, for a fixed shape (no slots) and for mixed ones.
+#[test]
+fn no_data_backend_counts_requested_bytes_and_errors() {
+    let out = run_scripted(
+        Scripted::new(0, false, 7),
+        RwMode::RandWrite,
+        (8192, 8192),
+        700,
+    );
+    assert_eq!(out.stats.ops, [0, 600]);
+    assert_eq!(out.stats.bytes, [0, 600 * 8192]);
+    assert_eq!(out.stats.errors[libc::EIO as usize], 100);
+    assert_eq!(recorded(&out, 1), 600);
+
+    let out = run_scripted(
+        Scripted::new(3, false, 0),
+        RwMode::RandRw,
+        (4096, 16384),
+        2000,
+    );
+    let ops = out.stats.ops[0] + out.stats.ops[1];
+    assert_eq!(ops, 2000);
+    assert!(out.stats.ops[0] > 500 && out.stats.ops[1] > 500);
+    let bytes = out.stats.bytes[0] + out.stats.bytes[1];
+    assert!(bytes > ops * 4096 && bytes < ops * 16384, "{bytes}");
+    assert_eq!(recorded(&out, 0) + recorded(&out, 1), 2000);
+}
+
+/// A backend that hands back one completion more than it was given:
+/// the first I/O of the first batch, twice.
+struct Doubling(Scripted, bool);
+
+impl Backend for Doubling {
+    fn queue(&mut self, io: IoRequest) {
+        self.0.queue(io);
+    }
+    fn submit(&mut self) -> std::io::Result<()> {
+        let first = self.0.queued.first().copied();
+        self.0.submit()?;
+        if let (Some(io), false) = (first, std::mem::replace(&mut self.1, true)) {
+            self.0.done.push_back(Completion {
+                slot: io.slot,
+                result: io.len_bytes as i32,
+            });
+        }
+        Ok(())
+    }
+    fn reap(&mut self, out: &mut [Completion], min: usize) -> std::io::Result<usize> {
+        self.0.reap(out, min)
+    }
+}
+
+// Must not happen: more completions than I/Os in flight. The loop
+// stops there (in release builds too) instead of counting garbage.
+#[test]
+#[should_panic(expected = "completions with")]
+fn a_backend_completing_more_than_in_flight_is_caught() {
+    // One I/O in flight, two completions reaped for it.
+    run_doubling(Doubling(Scripted::new(0, true, 0), false));
+}
+
+fn run_doubling(b: Doubling) -> LoopOutput {
+    let w = Workload {
+        rw: RwMode::RandRead,
+        bs_min_bytes: 4096,
+        bs_max_bytes: 4096,
+        norandommap: true,
+        ..Workload::default()
+    };
+    let mut buf = vec![0u8; 2 * 4096];
+    let (stop, progress) = (AtomicBool::new(false), WorkerProgress::default());
+    let config = LoopConfig {
+        depth: 2,
+        buf_base: buf.as_mut_ptr(),
+        slot_bytes: 4096,
+        verify_seed: None,
+        limits: LoopLimits {
+            ramp_ns: 0,
+            runtime_ns: None,
+            max_ios: 1,
+            max_bytes: u64::MAX,
+            rate_iops: None,
+            batch_complete_min: 1,
+        },
+        stop: &stop,
+        progress: &progress,
+    };
+    let gen = IoGen::new(&w, 0, 1 << 20, 512, 0);
+    WorkerLoop::new(b, gen, config).run().expect("runs")
+}
+
+#[test]
+fn pattern_round_trip_and_mismatch() {
+    let mut buf = vec![0u8; 4096];
+    fill_pattern(&mut buf, 8192, 4096, 7);
+    assert!(check_pattern(&buf, 8192, 4096, 7));
+    // Stale data from another offset must not pass.
+    assert!(!check_pattern(&buf, 0, 4096, 7));
+    buf[100] ^= 1;
+    assert!(!check_pattern(&buf, 8192, 4096, 7));
+}
