@@ -432,7 +432,7 @@ fn storage_entry(op: &StorageOp, buf: *mut u8) -> squeue::Entry {
 mod tests {
     use super::*;
     use crate::config::TargetConfig;
-    use crate::initiator::{Initiator, InitiatorOptions};
+    use crate::host::{Initiator, InitiatorOptions};
     use std::net::TcpListener;
     use std::time::Duration;
 

@@ -20,7 +20,7 @@ pub mod config;
 pub mod error;
 mod event_loop;
 pub mod fabrics;
-pub mod initiator;
+pub mod host;
 pub mod io;
 pub mod namespace;
 pub mod numa;
@@ -32,6 +32,6 @@ pub mod subsystem;
 mod transfer;
 
 pub use config::{Limits, TargetConfig};
-pub use error::{ConfigError, InitiatorError, TargetError};
-pub use initiator::{Initiator, InitiatorOptions};
+pub use error::{ConfigError, TargetError};
+pub use host::{Initiator, InitiatorError, InitiatorOptions};
 pub use reactor::Server;

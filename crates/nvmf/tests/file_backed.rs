@@ -7,7 +7,7 @@ use common::*;
 use nvme_spec::command::{io, DsmRange};
 use nvme_spec::Sqe;
 use nvmf::config::NamespaceConfig;
-use nvmf::initiator::rw_sqe;
+use nvmf::host::command::rw_sqe;
 use nvmf::namespace::Access;
 use nvmf::TargetConfig;
 

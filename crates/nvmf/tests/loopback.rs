@@ -11,7 +11,7 @@ use nvme_spec::features::fid;
 use nvme_spec::identify::{self, cns, nidt, IdentifyController, IdentifyNamespace};
 use nvme_spec::log::{self, lid};
 use nvme_spec::{Sqe, Status};
-use nvmf::initiator::rw_sqe;
+use nvmf::host::command::rw_sqe;
 use nvmf::{Initiator, InitiatorError};
 
 #[test]

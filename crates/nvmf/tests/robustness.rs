@@ -12,7 +12,7 @@ use common::*;
 use nvme_spec::command::{io, SglDescriptor, SGL_TRANSPORT};
 use nvme_spec::tcp::{self, fes, flags, pdu_type, Direction, Framing, Pdu};
 use nvme_spec::Sqe;
-use nvmf::initiator::rw_sqe;
+use nvmf::host::command::rw_sqe;
 use nvmf::{Initiator, InitiatorError};
 
 fn expect_term(q: &mut Initiator, want_fes: u16, want_fei: u32) {

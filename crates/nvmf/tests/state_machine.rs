@@ -8,7 +8,7 @@ use nvme_spec::command::{io, SglDescriptor, SGL_IN_CAPSULE, SGL_TRANSPORT};
 use nvme_spec::fabrics::{ConnectCmd, ConnectData, CNTLID_DYNAMIC};
 use nvme_spec::tcp::{self, pdu_type, Direction, Framing, Pdu};
 use nvme_spec::{Cqe, Sqe};
-use nvmf::initiator::rw_sqe;
+use nvmf::host::command::rw_sqe;
 use nvmf::io::StorageKind;
 use nvmf::queue::Connection;
 use nvmf::subsystem::Target;
