@@ -12,7 +12,10 @@ pub const HOST: &str = "nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-
 
 /// A target of one subsystem `nqn` open to any host, serving `namespaces`
 /// (specs as `--ns` takes them), for driving connections without a reactor.
-pub fn one_subsystem(nqn: &str, namespaces: &[&str]) -> std::sync::Arc<nvmf::subsystem::Target> {
+pub fn one_subsystem(
+    nqn: &str,
+    namespaces: &[&str],
+) -> std::sync::Arc<nvmf::target::subsystem::Target> {
     let mut cfg = TargetConfig::default();
     cfg.subsystems.push(SubsystemConfig {
         nqn: nqn.into(),
@@ -22,7 +25,7 @@ pub fn one_subsystem(nqn: &str, namespaces: &[&str]) -> std::sync::Arc<nvmf::sub
         allow_any_host: true,
         namespaces: namespaces.iter().map(|n| NamespaceConfig::new(n)).collect(),
     });
-    nvmf::subsystem::Target::new(&cfg).unwrap()
+    nvmf::target::subsystem::Target::new(&cfg).unwrap()
 }
 
 pub fn config(allowed: Option<&str>) -> TargetConfig {
