@@ -131,6 +131,27 @@ struct Command {
     connect_qid: Option<u16>,
 }
 
+impl Command {
+    /// Command `sqe`, just submitted, moving `xfer`.
+    fn new(sqe: &Sqe, xfer: Transfer, in_capsule: bool) -> Self {
+        let is_connect = sqe.opcode == admin::FABRICS && sqe.fctype() == FCTYPE_CONNECT;
+        Command {
+            busy: true,
+            r2t_write_bytes: match xfer {
+                Transfer::ToController(n) if !in_capsule => n,
+                _ => 0,
+            },
+            read_bytes: match xfer {
+                Transfer::FromController(n) => n,
+                _ => 0,
+            },
+            received_bytes: 0,
+            r2ts_outstanding: 0,
+            connect_qid: is_connect.then(|| ConnectCmd::from_sqe(sqe).qid),
+        }
+    }
+}
+
 /// An R2T whose data is still to be framed as H2CData.
 #[derive(Debug, Clone, Copy)]
 struct PendingR2t {
@@ -280,25 +301,8 @@ impl HostQueue {
         xfer: Transfer,
         bufs: &B,
     ) -> Result<(), HostError> {
-        let st = &mut self.st;
-        match st.phase {
-            QueuePhase::Ready => {}
-            QueuePhase::AwaitIcResp => return Err(HostError::NotReady),
-            QueuePhase::Failed => return Err(HostError::Failed),
-        }
-        let entries = st.cfg.entries;
-        if cid >= entries || st.cmds[cid as usize].busy || st.in_flight + 1 >= entries as usize {
-            return Err(HostError::BadCommandId { cid, entries });
-        }
+        let in_capsule = self.st.may_submit(cid, xfer)?;
         let len = xfer.len_bytes();
-        if len > st.cfg.max_data_bytes {
-            return Err(HostError::TooLarge {
-                len,
-                max: st.cfg.max_data_bytes,
-            });
-        }
-        let in_capsule =
-            matches!(xfer, Transfer::ToController(n) if n > 0 && n <= st.cfg.in_capsule_max_bytes);
         sqe.cid = cid;
         sqe.flags |= PSDT_SGL;
         sqe.dptr = SglDescriptor {
@@ -316,6 +320,7 @@ impl HostQueue {
         } else {
             &[][..]
         };
+        let st = &mut self.st;
         st.compact_tx();
         assert!(
             st.tx.len() + data.len() + PDU_OVERHEAD_BYTES <= st.tx.capacity(),
@@ -329,21 +334,7 @@ impl HostQueue {
             data,
             &st.framing,
         );
-        let is_connect = sqe.opcode == admin::FABRICS && sqe.fctype() == FCTYPE_CONNECT;
-        st.cmds[cid as usize] = Command {
-            busy: true,
-            r2t_write_bytes: match xfer {
-                Transfer::ToController(n) if !in_capsule => n,
-                _ => 0,
-            },
-            read_bytes: match xfer {
-                Transfer::FromController(n) => n,
-                _ => 0,
-            },
-            received_bytes: 0,
-            r2ts_outstanding: 0,
-            connect_qid: is_connect.then(|| ConnectCmd::from_sqe(&sqe).qid),
-        };
+        st.cmds[cid as usize] = Command::new(&sqe, xfer, in_capsule);
         st.in_flight += 1;
         Ok(())
     }
@@ -479,6 +470,29 @@ impl HostQueue {
 }
 
 impl State {
+    /// Whether command id `cid` may carry a command moving `xfer` now, and
+    /// if so whether its data goes in the capsule.
+    fn may_submit(&self, cid: u16, xfer: Transfer) -> Result<bool, HostError> {
+        match self.phase {
+            QueuePhase::Ready => {}
+            QueuePhase::AwaitIcResp => return Err(HostError::NotReady),
+            QueuePhase::Failed => return Err(HostError::Failed),
+        }
+        let entries = self.cfg.entries;
+        let free = (cid as usize) < self.cmds.len() && !self.cmds[cid as usize].busy;
+        if !free || self.in_flight + 1 >= entries as usize {
+            return Err(HostError::BadCommandId { cid, entries });
+        }
+        let len = xfer.len_bytes();
+        if len > self.cfg.max_data_bytes {
+            return Err(HostError::TooLarge {
+                len,
+                max: self.cfg.max_data_bytes,
+            });
+        }
+        Ok(matches!(xfer, Transfer::ToController(n) if n > 0 && n <= self.cfg.in_capsule_max_bytes))
+    }
+
     fn on_pdu<B: DataBuffers + ?Sized>(
         &mut self,
         pdu: Pdu<'_>,

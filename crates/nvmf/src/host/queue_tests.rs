@@ -337,20 +337,11 @@ fn connect_gives_the_queue_its_id_and_controller() {
     assert_eq!(q.completion().unwrap().cqe.sqid, 2);
 }
 
-#[test]
-fn protocol_errors_fail_the_queue() {
+/// PDUs a controller must not send to a queue with one 4 KiB read (cid 1)
+/// in flight, and the error each fails the queue with.
+fn bad_pdus() -> Vec<(Vec<u8>, HostError)> {
     let f = Framing::INITIAL;
-    let read = |q: &mut HostQueue, b: &mut Bufs| {
-        b.0[1].1 = vec![0; 4096];
-        q.submit(
-            1,
-            command::rw_sqe(io::READ, 1, 0, 8),
-            Transfer::FromController(4096),
-            b,
-        )
-        .unwrap();
-    };
-    let cases: Vec<(Vec<u8>, HostError)> = vec![
+    vec![
         (
             resp(6, Status::SUCCESS, &f),
             HostError::UnknownCommand { cid: 6 },
@@ -404,8 +395,22 @@ fn protocol_errors_fail_the_queue() {
                 when: " after ICResp",
             },
         ),
-    ];
-    for (pdu, want) in cases {
+    ]
+}
+
+#[test]
+fn protocol_errors_fail_the_queue() {
+    let read = |q: &mut HostQueue, b: &mut Bufs| {
+        b.0[1].1 = vec![0; 4096];
+        q.submit(
+            1,
+            command::rw_sqe(io::READ, 1, 0, 8),
+            Transfer::FromController(4096),
+            b,
+        )
+        .unwrap();
+    };
+    for (pdu, want) in bad_pdus() {
         let mut b = bufs();
         let mut q = ready(&mut b);
         read(&mut q, &mut b);
@@ -420,7 +425,7 @@ fn protocol_errors_fail_the_queue() {
     // A header the queue cannot take: PLEN beyond its receive buffer.
     let mut b = bufs();
     let mut q = ready(&mut b);
-    let mut pdu = resp(0, Status::SUCCESS, &f);
+    let mut pdu = resp(0, Status::SUCCESS, &Framing::INITIAL);
     pdu[4..8].copy_from_slice(&(64u32 << 20).to_le_bytes());
     assert!(matches!(q.on_bytes(&pdu, &mut b), Err(HostError::Pdu(_))));
 }
