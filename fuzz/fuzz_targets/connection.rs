@@ -7,8 +7,8 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use nvmf::queue::{Connection, Phase};
-use nvmf::subsystem::Target;
+use nvmf::target::queue::{Connection, Phase};
+use nvmf::target::subsystem::Target;
 
 fn target() -> &'static Arc<Target> {
     static T: OnceLock<Arc<Target>> = OnceLock::new();

@@ -245,13 +245,12 @@ fn reap_with_min_zero_never_waits_and_min_one_does() {
     let t = info.nvme_tcp().cloned().expect("an NVMe/TCP target");
     let mut b = TcpBackend::connect(&t, 512, 4, 4096, &o).unwrap_or_else(|e| panic!("{e}"));
     let mut out = [Completion::default(); 4];
+    // Had it waited, poll(2) would have run into the backend's 10 s reply
+    // timeout and reap would have failed; the bound only guards against a
+    // wait that somehow returns Ok.
     let t0 = Instant::now();
     assert_eq!(b.reap(&mut out, 0).unwrap(), 0, "nothing in flight");
-    assert!(
-        t0.elapsed() < Duration::from_millis(100),
-        "{:?}",
-        t0.elapsed()
-    );
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
 
     let mut buf = vec![0xAAu8; 4 * 4096];
     let base = buf.as_mut_ptr();

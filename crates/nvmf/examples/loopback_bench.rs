@@ -21,8 +21,12 @@ fn qd16_reads(
     let (mut n, mut i, start) = (0u64, 0u64, Instant::now());
     while start.elapsed() < Duration::from_secs(secs) {
         while q.in_flight() < 16 {
-            let sqe =
-                nvmf::initiator::rw_sqe(nvme_spec::command::io::READ, 1, (i * 7919 % 65536) * 8, 8);
+            let sqe = nvmf::host::command::rw_sqe(
+                nvme_spec::command::io::READ,
+                1,
+                (i * 7919 % 65536) * 8,
+                8,
+            );
             q.post(sqe, Vec::new(), 4096)?;
             i += 1;
         }

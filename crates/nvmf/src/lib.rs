@@ -1,36 +1,22 @@
-//! NVMe over TCP: a thread-per-core target (`numio serve`) and a user-space
-//! initiator.
+//! NVMe over TCP, both ends.
 //!
-//! Shape: [`queue::Connection`] is one NVMe/TCP connection as a pure state
-//! machine (bytes in, bytes out, storage operations out, completions in),
-//! with each command's life an explicit [`request::RequestState`].
-//! [`reactor::Server`] runs one reactor thread per CPU, each owning its
-//! connections and one io_uring that carries their socket receives and
-//! sends, the wake-up for new connections and the `O_DIRECT` storage I/O of
-//! file and block device namespaces ([`ring`] sets it up; the loop is
-//! private to the crate). [`subsystem::Target`] holds what the queues of a
-//! controller share (registers, the controller registry), which only
-//! Connect and admin commands lock. [`initiator::Initiator`] is a blocking
-//! host used by tests and, later, the engine's NVMe/TCP backend.
+//! - [`target`]: a thread-per-core NVMe/TCP target (`numio serve`):
+//!   reactors, connections as state machines, subsystems and namespaces.
+//! - [`host`]: the host protocol once, as a queue state machine without
+//!   I/O ([`host::HostQueue`]); the engine's `tcp` backend drives it from
+//!   its own non-blocking loop, and [`host::Initiator`] is a blocking socket
+//!   driver over it for the target's tests and for set-up.
+//!
+//! The target's configuration, namespaces and reactor are also at the crate
+//! root (`nvmf::config`, `nvmf::namespace`, `nvmf::reactor`): the paths
+//! `numio serve` names.
 #![deny(missing_docs)]
 
-pub mod admin;
-pub mod buf;
-pub mod config;
-pub mod error;
-mod event_loop;
-pub mod fabrics;
-pub mod initiator;
-pub mod io;
-pub mod namespace;
-pub mod queue;
-pub mod reactor;
-pub mod request;
-pub mod ring;
-pub mod subsystem;
-mod transfer;
+pub mod host;
+pub mod target;
 
-pub use config::{Limits, TargetConfig};
-pub use error::{ConfigError, InitiatorError, TargetError};
-pub use initiator::{Initiator, InitiatorOptions};
-pub use reactor::Server;
+pub use host::{Initiator, InitiatorError, InitiatorOptions};
+pub use target::config::{Limits, TargetConfig};
+pub use target::error::{ConfigError, TargetError};
+pub use target::reactor::Server;
+pub use target::{config, namespace, reactor};

@@ -9,7 +9,7 @@ use nvme_spec::command::io;
 use nvme_spec::identify::{cns, IdentifyNamespace};
 use nvme_spec::Status;
 use nvmf::config::NamespaceConfig;
-use nvmf::initiator::rw_sqe;
+use nvmf::host::command::rw_sqe;
 
 #[test]
 fn four_k_namespaces_report_and_serve_4096_byte_blocks() {

@@ -7,7 +7,7 @@ use common::*;
 use nvme_spec::command::{io, DsmRange};
 use nvme_spec::Sqe;
 use nvmf::config::NamespaceConfig;
-use nvmf::initiator::rw_sqe;
+use nvmf::host::command::rw_sqe;
 use nvmf::namespace::Access;
 use nvmf::TargetConfig;
 
@@ -157,10 +157,10 @@ fn host_vanishing_with_storage_in_flight_leaks_nothing() {
         drop(a);
     }
     let t = srv.target.clone();
-    wait_until("connections released", || {
+    wait_for(&t, "connections released", |t| {
         t.connections.load(std::sync::atomic::Ordering::Acquire) == 0
     });
-    wait_until("controllers destroyed", || t.controller_count() == 0);
+    wait_for(&t, "controllers destroyed", |t| t.controller_count() == 0);
     let (_a, mut q) = controller(addr, &opts());
     q.write(1, 0, &pattern(5, 4096)).unwrap();
     assert_eq!(q.read(1, 0, 8).unwrap(), pattern(5, 4096));

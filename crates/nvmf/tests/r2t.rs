@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use nvme_spec::command::{io, SglDescriptor, SGL_TRANSPORT};
 use nvme_spec::tcp::{self, fes, flags, pdu_type, Direction, Pdu};
-use nvmf::initiator::rw_sqe;
+use nvmf::host::command::rw_sqe;
 use nvmf::{Initiator, InitiatorError, InitiatorOptions};
 
 const CHUNK: u32 = 8192;

@@ -6,13 +6,13 @@ mod common;
 use std::io::Read;
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::*;
 use nvme_spec::command::{io, SglDescriptor, SGL_TRANSPORT};
 use nvme_spec::tcp::{self, fes, flags, pdu_type, Direction, Framing, Pdu};
 use nvme_spec::Sqe;
-use nvmf::initiator::rw_sqe;
+use nvmf::host::command::rw_sqe;
 use nvmf::{Initiator, InitiatorError};
 
 fn expect_term(q: &mut Initiator, want_fes: u16, want_fei: u32) {
@@ -305,10 +305,10 @@ fn host_vanishing_mid_io_leaks_nothing() {
         drop(a);
     }
     let t = srv.target.clone();
-    wait_until("connections released", || {
+    wait_for(&t, "connections released", |t| {
         t.connections.load(Ordering::Acquire) == 0
     });
-    wait_until("controllers destroyed", || t.controller_count() == 0);
+    wait_for(&t, "controllers destroyed", |t| t.controller_count() == 0);
     // The namespace never saw the partial write, and the target still serves.
     let (_a, mut q) = controller(addr, &opts());
     assert_eq!(q.read(1, 0, 8).unwrap(), vec![0u8; 4096]);
@@ -317,23 +317,29 @@ fn host_vanishing_mid_io_leaks_nothing() {
 
 #[test]
 fn keep_alive_timeout_tears_the_controller_down() {
+    const KATO: Duration = Duration::from_millis(1000);
     let (srv, addr) = start(&config(None));
     let mut o = opts();
-    o.kato_ms = 1000;
+    o.kato_ms = KATO.as_millis() as u32;
+    o.timeout = LONG;
     let (mut a, mut q) = controller(addr, &o);
-    for _ in 0..4 {
-        std::thread::sleep(Duration::from_millis(300));
+    // Keep-alives back to back for twice the timeout: each restarts it, so
+    // the controller lives on (only a host stalled for the whole timeout
+    // between two of them could lose it).
+    let t0 = Instant::now();
+    while t0.elapsed() < 2 * KATO {
         a.keep_alive().unwrap();
     }
     assert_eq!(srv.target.controller_count(), 1, "kept alive");
-    std::thread::sleep(Duration::from_millis(2500));
+    // Then silence: the target closes the admin queue once the timeout
+    // expires (the event waited for, bounded by the read timeout).
+    expect_closed(&mut a, "the admin queue");
     assert!(a.keep_alive().is_err(), "admin queue closed after KATO");
-    assert!(
-        q.read(1, 0, 1).is_err(),
-        "I/O queues go with the controller"
-    );
-    wait_until("controller destroyed", || {
-        srv.target.controller_count() == 0
+    // I/O queues go with the controller.
+    expect_closed(&mut q, "the I/O queue");
+    assert!(q.read(1, 0, 1).is_err());
+    wait_for(&srv.target, "controller destroyed", |t| {
+        t.controller_count() == 0
     });
     srv.stop().unwrap();
 }
@@ -396,9 +402,21 @@ fn shutdown_completes_in_flight_writes_and_flushes() {
     let Pdu::R2t(h) = tcp::decode(&r2t, Direction::ControllerToHost, &q.framing()).unwrap() else {
         panic!("expected R2T");
     };
+    // Two idle queues (ICReq only), one per reactor of the two: a reactor
+    // closes those as soon as it sees the shutdown, so their closing says
+    // each has made its drain decisions before the write's data arrives.
+    let idle: Vec<Initiator> = (0..2)
+        .map(|_| {
+            let mut o = opts();
+            o.timeout = LONG;
+            Initiator::open(addr, &o).unwrap()
+        })
+        .collect();
     let target = srv.target.clone();
     let stopper = std::thread::spawn(move || srv.stop());
-    std::thread::sleep(Duration::from_millis(300));
+    for mut i in idle {
+        expect_closed(&mut i, "an idle queue at shutdown");
+    }
     let data = pattern(77, 4096);
     let mut b = Vec::new();
     tcp::frame(

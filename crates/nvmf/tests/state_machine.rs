@@ -8,10 +8,11 @@ use nvme_spec::command::{io, SglDescriptor, SGL_IN_CAPSULE, SGL_TRANSPORT};
 use nvme_spec::fabrics::{ConnectCmd, ConnectData, CNTLID_DYNAMIC};
 use nvme_spec::tcp::{self, pdu_type, Direction, Framing, Pdu};
 use nvme_spec::{Cqe, Sqe};
-use nvmf::initiator::rw_sqe;
-use nvmf::io::StorageKind;
-use nvmf::queue::Connection;
-use nvmf::subsystem::Target;
+use nvmf::host::command::rw_sqe;
+use nvmf::target::queue::Connection;
+use nvmf::target::request::RequestState;
+use nvmf::target::storage::StorageKind;
+use nvmf::target::subsystem::Target;
 
 const NQN: &str = "nqn.2026-01.io.numio:sm";
 const HOST: &str = "nqn.2026-01.io.numio:host";
@@ -132,6 +133,9 @@ fn storage_command_executes_while_the_queue_serves_others() {
         !q.can_close_for_shutdown(),
         "a write in flight holds the queue"
     );
+    // The connection counts its requests per state as they move.
+    let c = q.state_counts();
+    assert_eq!((c.get(RequestState::Executing), c.busy()), (1, 1));
     // The reactor's view: one operation, page-aligned buffer.
     let (op, buf) = q.take_storage().expect("the write is queued");
     assert_eq!(
@@ -146,6 +150,7 @@ fn storage_command_executes_while_the_queue_serves_others() {
     assert_eq!(out.len(), 1);
     assert!(!out[0].3.unwrap().status().is_success());
     assert_eq!(q.executing(), 0);
+    assert_eq!(q.state_counts().busy(), 0);
 
     // Read back through the blocking driver: data written by a second write.
     q.on_bytes(&capsule(w, &[0x5C; 4096]));

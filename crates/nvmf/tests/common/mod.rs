@@ -2,17 +2,18 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nvmf::config::{NamespaceConfig, SubsystemConfig};
-use nvmf::{Initiator, InitiatorOptions, Server, TargetConfig};
+use nvmf::target::subsystem::Target;
+use nvmf::{Initiator, InitiatorError, InitiatorOptions, Server, TargetConfig};
 
 pub const NQN: &str = "nqn.2026-01.io.numio:test";
 pub const HOST: &str = "nqn.2014-08.org.nvmexpress:uuid:11111111-2222-3333-4444-555555555555";
 
 /// A target of one subsystem `nqn` open to any host, serving `namespaces`
 /// (specs as `--ns` takes them), for driving connections without a reactor.
-pub fn one_subsystem(nqn: &str, namespaces: &[&str]) -> std::sync::Arc<nvmf::subsystem::Target> {
+pub fn one_subsystem(nqn: &str, namespaces: &[&str]) -> std::sync::Arc<Target> {
     let mut cfg = TargetConfig::default();
     cfg.subsystems.push(SubsystemConfig {
         nqn: nqn.into(),
@@ -22,7 +23,7 @@ pub fn one_subsystem(nqn: &str, namespaces: &[&str]) -> std::sync::Arc<nvmf::sub
         allow_any_host: true,
         namespaces: namespaces.iter().map(|n| NamespaceConfig::new(n)).collect(),
     });
-    nvmf::subsystem::Target::new(&cfg).unwrap()
+    Target::new(&cfg).unwrap()
 }
 
 pub fn config(allowed: Option<&str>) -> TargetConfig {
@@ -85,10 +86,23 @@ pub fn pattern(seed: u32, len: usize) -> Vec<u8> {
         .collect()
 }
 
-pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(5);
-    while !f() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
+/// A failure bound for a wait, not a wait: generous, so a busy machine
+/// cannot outrun it.
+pub const LONG: Duration = Duration::from_secs(60);
+
+/// Waits until `done` holds of the target, looking again each time the
+/// target announces a change (a connection or controller gone, counters
+/// folded in, a resize noticed); fails after [`LONG`].
+pub fn wait_for(t: &Target, what: &str, done: impl FnMut(&Target) -> bool) {
+    assert!(t.wait_until(LONG, done), "timed out waiting for {what}");
+}
+
+/// Waits for the target to close `i`'s connection (the event), failing on
+/// any PDU, other error or the read timeout instead.
+pub fn expect_closed(i: &mut Initiator, what: &str) {
+    use std::io::ErrorKind::{ConnectionReset, UnexpectedEof};
+    match i.recv_pdu_bytes() {
+        Err(InitiatorError::Io(e)) if matches!(e.kind(), UnexpectedEof | ConnectionReset) => {}
+        other => panic!("expected the target to close {what}, got {other:?}"),
     }
 }

@@ -6,14 +6,15 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 use nvme_spec::fabrics::DISCOVERY_NQN;
 use nvme_spec::log::ErrorEntry;
 
-use crate::config::{Limits, TargetConfig};
-use crate::error::TargetError;
-use crate::namespace::Namespace;
+use super::config::{Limits, TargetConfig};
+use super::error::TargetError;
+use super::namespace::Namespace;
 
 /// NVM subsystem or the discovery subsystem.
 #[derive(Debug)]
@@ -230,6 +231,10 @@ pub struct Target {
     pub shutting_down: AtomicBool,
     /// Incremented whenever the discovery log could change.
     pub discovery_genctr: AtomicU64,
+    /// Resized namespaces noticed by [`Target::check_namespace_sizes`].
+    resizes_noticed: AtomicU64,
+    /// Announces changes a waiter may be waiting for ([`Target::wait_until`]).
+    watch: (Mutex<u64>, Condvar),
 }
 
 #[derive(Debug, Default)]
@@ -281,6 +286,8 @@ impl Target {
             connections: AtomicU32::new(0),
             shutting_down: AtomicBool::new(false),
             discovery_genctr: AtomicU64::new(1),
+            resizes_noticed: AtomicU64::new(0),
+            watch: (Mutex::new(0), Condvar::new()),
         }))
     }
 
@@ -372,6 +379,7 @@ impl Target {
             .lock()
             .expect("queue lock")
             .retain(|&q| q != qid);
+        self.changed();
     }
 
     /// Admin queue closed or keep alive expired: the controller and all its
@@ -386,6 +394,7 @@ impl Target {
         if let Some(c) = removed {
             c.alive.store(false, Ordering::Release);
         }
+        self.changed();
     }
 
     /// Re-reads the size of every file or device namespace; each one that
@@ -410,6 +419,7 @@ impl Target {
                             .iter()
                             .filter(|c| c.namespace_changed(ns.nsid))
                             .count();
+                        self.resizes_noticed.fetch_add(1, Ordering::AcqRel);
                         changes.push(NamespaceResize {
                             nqn: sub.nqn.clone(),
                             nsid: ns.nsid,
@@ -422,11 +432,57 @@ impl Target {
                 }
             }
         }
+        if !changes.is_empty() {
+            self.changed();
+        }
         (changes, errors)
+    }
+
+    /// Resized namespaces noticed so far.
+    pub fn resizes_noticed(&self) -> u64 {
+        self.resizes_noticed.load(Ordering::Acquire)
+    }
+
+    /// Wakes every [`Target::wait_until`]: something it may wait for
+    /// changed (a connection or controller went, counters were folded in, a
+    /// resize was noticed). Called with no other lock of the target held.
+    pub fn changed(&self) {
+        let mut n = self.watch.0.lock().expect("watch lock");
+        *n += 1;
+        self.watch.1.notify_all();
+    }
+
+    /// Waits until `done(self)` holds, looking again at each change the
+    /// target announces, for at most `timeout`; returns whether it holds.
+    /// For tests and tools that wait for an event, not for a clock.
+    pub fn wait_until(&self, timeout: Duration, mut done: impl FnMut(&Target) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut n = self.watch.0.lock().expect("watch lock");
+        loop {
+            if done(self) {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return false;
+            }
+            n = self
+                .watch
+                .1
+                .wait_timeout(n, deadline - now)
+                .expect("watch lock")
+                .0;
+        }
     }
 
     /// Live controllers (for tests and status).
     pub fn controller_count(&self) -> usize {
         self.controllers.lock().expect("registry lock").by_id.len()
+    }
+
+    /// A live controller by id.
+    pub fn controller(&self, cntlid: u16) -> Option<Arc<Controller>> {
+        let reg = self.controllers.lock().expect("registry lock");
+        reg.by_id.get(&cntlid).cloned()
     }
 }

@@ -3,15 +3,15 @@
 //! A write of `len` bytes is asked for in R2Ts of at most MAXH2CDATA bytes
 //! each, at offsets 0, MAXH2CDATA, 2 x MAXH2CDATA, ...; up to the host's
 //! MAXR2T + 1 are outstanding at once (at most
-//! [`R2T_OUTSTANDING_LIMIT`](crate::queue::R2T_OUTSTANDING_LIMIT)), and each
+//! [`R2T_OUTSTANDING_LIMIT`](super::config::R2T_OUTSTANDING_LIMIT)), and each
 //! R2T answered in full lets the next one go. Data must arrive in offset
 //! order, each H2CData PDU inside one outstanding R2T; anything else is a
 //! fatal error (C2HTermReq with FES and FEI).
 
 use nvme_spec::tcp::{self, fes, pdu_type, FatalError};
 
-use crate::queue::Connection;
-use crate::request::RequestState;
+use super::queue::Connection;
+use super::request::RequestState;
 
 /// Byte offsets of header fields named in FEI.
 const FEI_CCCID: u32 = 8;
@@ -56,7 +56,7 @@ impl Connection {
             return self.fatal(e, &hb);
         }
         let r = &mut self.reqs[slot];
-        if r.state != RequestState::AwaitingH2CData {
+        if r.state() != RequestState::AwaitingH2CData {
             let e = err(
                 fes::PDU_SEQUENCE_ERROR,
                 0,

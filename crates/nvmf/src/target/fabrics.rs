@@ -7,9 +7,8 @@ use nvme_spec::fabrics::{
 };
 use nvme_spec::Status;
 
-use crate::queue::{Binding, Connection};
-use crate::request::Outcome;
-use crate::subsystem::ConnectRefusal;
+use super::command::{Binding, Ctx, Outcome};
+use super::subsystem::ConnectRefusal;
 
 /// Version reported in VS and Identify: NVMe 1.3.
 pub const NVME_VERSION: u32 = fabrics::version(1, 3, 0);
@@ -22,27 +21,23 @@ fn ipo(in_data: bool, offset: u32) -> u64 {
 }
 
 fn refuse(status: Status, result: u64) -> Outcome {
-    Outcome::Done {
-        status,
-        result,
-        out_len: 0,
-    }
+    Outcome::refuse(status, result)
 }
 
 /// Runs a fabrics command.
-pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
-    let sqe = conn.reqs[slot].sqe;
+pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
+    let sqe = ctx.sqe();
     match sqe.fctype() {
-        fabrics::FCTYPE_CONNECT => connect(conn, slot),
+        fabrics::FCTYPE_CONNECT => connect(ctx),
         fabrics::FCTYPE_PROPERTY_GET | fabrics::FCTYPE_PROPERTY_SET => {
-            if conn.qid() != Some(0) {
+            if ctx.binding.map(|b| b.qid) != Some(0) {
                 return Outcome::err(Status::CMD_SEQ_ERROR);
             }
             if sqe.fctype() == fabrics::FCTYPE_PROPERTY_GET {
-                property_get(conn, sqe.cdw10 & 1 == 1, sqe.cdw11)
+                property_get(ctx, sqe.cdw10 & 1 == 1, sqe.cdw11)
             } else {
                 property_set(
-                    conn,
+                    ctx,
                     sqe.cdw11,
                     sqe.cdw12 as u64 | ((sqe.cdw13 as u64) << 32),
                 )
@@ -52,11 +47,11 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
     }
 }
 
-fn connect(conn: &mut Connection, slot: usize) -> Outcome {
-    if conn.binding.is_some() {
+fn connect(ctx: &mut Ctx<'_>) -> Outcome {
+    if ctx.binding.is_some() {
         return Outcome::err(Status::CMD_SEQ_ERROR);
     }
-    let req = &conn.reqs[slot];
+    let req = &ctx.req;
     let cmd = ConnectCmd::from_sqe(&req.sqe);
     if cmd.recfmt != 0 {
         return refuse(Status::CONNECT_INCOMPATIBLE_FORMAT, 0);
@@ -70,7 +65,7 @@ fn connect(conn: &mut Connection, slot: usize) -> Outcome {
             return refuse(Status::CONNECT_INVALID_PARAM, ipo(true, offset))
         }
     };
-    let limits = conn.target.limits;
+    let limits = ctx.target.limits;
     let (subnqn, hostnqn) = (data.subnqn_str(), data.hostnqn_str());
     let max_entries = if cmd.qid == 0 {
         limits.admin_queue_depth
@@ -84,37 +79,37 @@ fn connect(conn: &mut Connection, slot: usize) -> Outcome {
         if data.cntlid != CNTLID_DYNAMIC {
             return refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16));
         }
-        conn.target
+        ctx.target
             .create_controller(&subnqn, &hostnqn, data.hostid, cmd.kato_ms)
     } else {
-        conn.target
+        ctx.target
             .join_controller(data.cntlid, &subnqn, &hostnqn, cmd.qid)
     };
     let ctrl = match result {
         Ok(c) => c,
         Err(r) => return refusal(r),
     };
-    // CATTR bit 2: the host disabled SQ flow control.
-    conn.sq_flow_disabled = cmd.cattr & 0x04 != 0;
-    conn.last_keepalive = std::time::Instant::now();
     let cntlid = ctrl.cntlid;
-    if conn.target.log_connections {
+    if ctx.target.log_connections {
         let on = |b: bool| if b { "on" } else { "off" };
         println!(
             "numio serve: connected {} qid {} cntlid {cntlid} host {hostnqn} sqsize {} digests header={} data={}",
             subnqn,
             cmd.qid,
             cmd.sqsize + 1,
-            on(conn.framing.header_digest),
-            on(conn.framing.data_digest)
+            on(ctx.framing.header_digest),
+            on(ctx.framing.data_digest)
         );
     }
-    conn.binding = Some(Binding {
-        qid: cmd.qid,
-        sq_entries: cmd.sqsize + 1,
-        ctrl,
-    });
-    Outcome::ok(cntlid as u64)
+    Outcome::Connected {
+        binding: Binding {
+            qid: cmd.qid,
+            sq_entries: cmd.sqsize + 1,
+            ctrl,
+        },
+        // CATTR bit 2: the host disabled SQ flow control.
+        sq_flow_disabled: cmd.cattr & 0x04 != 0,
+    }
 }
 
 /// The status and IATTR/IPO result for a refused Connect.
@@ -128,9 +123,9 @@ fn refusal(r: ConnectRefusal) -> Outcome {
     }
 }
 
-fn property_get(conn: &Connection, eight_bytes: bool, offset: u32) -> Outcome {
-    let b = conn.binding.as_ref().expect("admin queue is bound");
-    let limits = conn.target.limits;
+fn property_get(ctx: &Ctx<'_>, eight_bytes: bool, offset: u32) -> Outcome {
+    let b = ctx.binding.expect("admin queue is bound");
+    let limits = ctx.target.limits;
     let regs = b.ctrl.regs.lock().expect("controller lock");
     let v: u64 = match (offset, eight_bytes) {
         (prop::CAP, true) => {
@@ -149,11 +144,11 @@ fn property_get(conn: &Connection, eight_bytes: bool, offset: u32) -> Outcome {
     Outcome::ok(v)
 }
 
-fn property_set(conn: &Connection, offset: u32, value: u64) -> Outcome {
+fn property_set(ctx: &Ctx<'_>, offset: u32, value: u64) -> Outcome {
     if offset != prop::CC {
         return Outcome::err(Status::INVALID_FIELD);
     }
-    let b = conn.binding.as_ref().expect("admin queue is bound");
+    let b = ctx.binding.expect("admin queue is bound");
     let new = value as u32;
     let mut regs = b.ctrl.regs.lock().expect("controller lock");
     let old = regs.cc;

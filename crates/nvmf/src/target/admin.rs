@@ -9,66 +9,42 @@ use nvme_spec::identify::{self, cns, nidt, IdentifyController, IdentifyNamespace
 use nvme_spec::log::{self, lid, DiscoveryEntry, GetLogPage, SmartLog};
 use nvme_spec::Status;
 
-use crate::config::ADMIN_IN_CAPSULE_BYTES;
-use crate::fabrics::NVME_VERSION;
-use crate::queue::Connection;
-use crate::request::{Outcome, RequestState};
-use crate::subsystem::{Controller, AEC_NS_ATTRIBUTE, ERROR_LOG_ENTRIES};
+use super::command::{Ctx, Outcome};
+use super::config::Limits;
+use super::fabrics::NVME_VERSION;
+use super::subsystem::{Controller, Target, AEC_NS_ATTRIBUTE, ERROR_LOG_ENTRIES};
 
 /// Outstanding AERs per controller (AERL + 1).
 pub const AER_LIMIT: usize = 4;
 
-/// Copies `data` into the request buffer (clipped to the SGL length).
-fn reply(conn: &mut Connection, slot: usize, data: &[u8]) -> Outcome {
-    let r = &mut conn.reqs[slot];
-    let n = data.len().min(r.buf.len());
-    r.buf[..n].copy_from_slice(&data[..n]);
-    Outcome::data(n)
-}
-
-/// Runs an admin command on a bound admin queue.
-pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
-    conn.last_keepalive = std::time::Instant::now();
-    let sqe = conn.reqs[slot].sqe;
-    let ctrl = conn
-        .binding
-        .as_ref()
-        .expect("admin queue is bound")
-        .ctrl
-        .clone();
+/// Runs an admin command on a bound admin queue (the queue counts it as a
+/// keep-alive).
+pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
+    let sqe = ctx.sqe();
+    let ctrl = ctx.ctrl().clone();
     let discovery = ctrl.subsys.is_discovery;
     match sqe.opcode {
-        admin::IDENTIFY => identify(conn, slot, &ctrl),
-        admin::GET_LOG_PAGE => get_log_page(conn, slot, &ctrl),
-        admin::SET_FEATURES => set_features(conn, &ctrl, sqe.cdw10, sqe.cdw11),
-        admin::GET_FEATURES => get_features(conn, &ctrl, sqe.cdw10),
+        admin::IDENTIFY => identify(ctx, &ctrl),
+        admin::GET_LOG_PAGE => get_log_page(ctx, &ctrl),
+        admin::SET_FEATURES => set_features(&ctx.target.limits, &ctrl, sqe.cdw10, sqe.cdw11),
+        admin::GET_FEATURES => get_features(&ctx.target.limits, &ctrl, sqe.cdw10),
         admin::KEEP_ALIVE => Outcome::ok(0),
-        admin::ASYNC_EVENT => {
-            let waiting = conn
-                .reqs
-                .iter()
-                .filter(|r| r.state == RequestState::AwaitingEvent)
-                .count();
-            if waiting >= AER_LIMIT {
-                Outcome::err(Status::AER_LIMIT)
-            } else {
-                Outcome::Deferred
-            }
-        }
+        admin::ASYNC_EVENT if ctx.events_waiting >= AER_LIMIT => Outcome::err(Status::AER_LIMIT),
+        admin::ASYNC_EVENT => Outcome::Deferred,
         admin::ABORT if !discovery => Outcome::ok(1), // bit 0: command not aborted
         _ => Outcome::err(Status::INVALID_OPCODE),
     }
 }
 
-fn identify(conn: &mut Connection, slot: usize, ctrl: &Controller) -> Outcome {
-    let sqe = conn.reqs[slot].sqe;
+fn identify(ctx: &mut Ctx<'_>, ctrl: &Controller) -> Outcome {
+    let sqe = ctx.sqe();
     let cns_val = (sqe.cdw10 & 0xFF) as u8;
     let subsys = &ctrl.subsys;
     if subsys.is_discovery && cns_val != cns::CONTROLLER {
         return Outcome::err(Status::INVALID_FIELD);
     }
     let data = match cns_val {
-        cns::CONTROLLER => identify_controller(conn, ctrl).encode(),
+        cns::CONTROLLER => identify_controller(&ctx.target.limits, ctrl).encode(),
         cns::NAMESPACE => {
             let Some(ns) = subsys.namespace(sqe.nsid) else {
                 return Outcome::err(Status::INVALID_NS);
@@ -106,11 +82,10 @@ fn identify(conn: &mut Connection, slot: usize, ctrl: &Controller) -> Outcome {
         cns::CS_CONTROLLER if sqe.cdw11 >> 24 == 0 => vec![0u8; identify::IDENTIFY_SIZE],
         _ => return Outcome::err(Status::INVALID_FIELD),
     };
-    reply(conn, slot, &data)
+    ctx.reply(&data)
 }
 
-fn identify_controller(conn: &Connection, ctrl: &Controller) -> IdentifyController {
-    let limits = conn.target.limits;
+fn identify_controller(limits: &Limits, ctrl: &Controller) -> IdentifyController {
     let subsys = &ctrl.subsys;
     let disc = subsys.is_discovery;
     IdentifyController {
@@ -159,10 +134,10 @@ fn identify_controller(conn: &Connection, ctrl: &Controller) -> IdentifyControll
     }
 }
 
-fn get_log_page(conn: &mut Connection, slot: usize, ctrl: &Controller) -> Outcome {
-    let g = GetLogPage::from_sqe(&conn.reqs[slot].sqe);
+fn get_log_page(ctx: &mut Ctx<'_>, ctrl: &Controller) -> Outcome {
+    let g = GetLogPage::from_sqe(&ctx.req.sqe);
     let page = match (g.lid, ctrl.subsys.is_discovery) {
-        (lid::DISCOVERY, true) => discovery_log(conn, ctrl),
+        (lid::DISCOVERY, true) => discovery_log(ctx.target, ctrl),
         (lid::DISCOVERY, false) | (_, true) => return Outcome::err(Status::INVALID_LOG_PAGE),
         (lid::ERROR_INFO, false) => {
             let regs = ctrl.regs.lock().expect("controller lock");
@@ -195,15 +170,14 @@ fn get_log_page(conn: &mut Connection, slot: usize, ctrl: &Controller) -> Outcom
         return Outcome::err(Status::INVALID_FIELD);
     }
     let start = g.offset_bytes as usize;
-    let want = (g.len_bytes as usize).min(conn.reqs[slot].buf.len());
+    let want = (g.len_bytes as usize).min(ctx.req.buf.len());
     let mut out = vec![0u8; want];
     let avail = page.len().saturating_sub(start).min(want);
     out[..avail].copy_from_slice(&page[start..start + avail]);
-    reply(conn, slot, &out)
+    ctx.reply(&out)
 }
 
-fn discovery_log(conn: &Connection, ctrl: &Controller) -> Vec<u8> {
-    let t = &conn.target;
+fn discovery_log(t: &Target, ctrl: &Controller) -> Vec<u8> {
     let mut entries = Vec::new();
     for s in t
         .subsystems
@@ -232,7 +206,7 @@ fn discovery_log(conn: &Connection, ctrl: &Controller) -> Vec<u8> {
     log::encode_discovery_log(t.discovery_genctr.load(Relaxed), &entries)
 }
 
-fn set_features(conn: &mut Connection, ctrl: &Controller, cdw10: u32, cdw11: u32) -> Outcome {
+fn set_features(limits: &Limits, ctrl: &Controller, cdw10: u32, cdw11: u32) -> Outcome {
     if cdw10 & (1 << 31) != 0 {
         return Outcome::err(Status::FEATURE_NOT_SAVEABLE);
     }
@@ -244,7 +218,7 @@ fn set_features(conn: &mut Connection, ctrl: &Controller, cdw10: u32, cdw11: u32
             if want.nsq > 0xFFFF || want.ncq > 0xFFFF {
                 return Outcome::err(Status::INVALID_FIELD);
             }
-            let max = conn.target.limits.max_io_queues as u32;
+            let max = limits.max_io_queues as u32;
             let granted = want.nsq.min(want.ncq).min(max);
             regs.io_queues_granted = granted as u16;
             Outcome::ok(
@@ -256,8 +230,9 @@ fn set_features(conn: &mut Connection, ctrl: &Controller, cdw10: u32, cdw11: u32
             )
         }
         fid::KATO => {
+            // The timer restarts: the queue counts this command as a
+            // keep-alive.
             ctrl.kato_ms.store(cdw11, Relaxed);
-            conn.last_keepalive = std::time::Instant::now();
             Outcome::ok(0)
         }
         fid::ASYNC_EVENT => {
@@ -270,7 +245,7 @@ fn set_features(conn: &mut Connection, ctrl: &Controller, cdw10: u32, cdw11: u32
     }
 }
 
-fn get_features(conn: &Connection, ctrl: &Controller, cdw10: u32) -> Outcome {
+fn get_features(limits: &Limits, ctrl: &Controller, cdw10: u32) -> Outcome {
     let sel = (cdw10 >> 8) & 7;
     let f = (cdw10 & 0xFF) as u8;
     let disc = ctrl.subsys.is_discovery;
@@ -279,7 +254,7 @@ fn get_features(conn: &Connection, ctrl: &Controller, cdw10: u32) -> Outcome {
     let v = match f {
         fid::NUM_QUEUES if !disc => {
             let n = match regs.io_queues_granted {
-                0 => conn.target.limits.max_io_queues as u32,
+                0 => limits.max_io_queues as u32,
                 g => g as u32,
             };
             NumQueues { nsq: n, ncq: n }.encode()
@@ -296,6 +271,3 @@ fn get_features(conn: &Connection, ctrl: &Controller, cdw10: u32) -> Outcome {
     }
     Outcome::ok(v as u64)
 }
-
-/// In-capsule data the admin queue accepts (exported for the initiator).
-pub const ADMIN_ICD_BYTES: u32 = ADMIN_IN_CAPSULE_BYTES;

@@ -15,9 +15,9 @@ use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::buf::AlignedBuf;
-use crate::config::{Backing, NamespaceConfig, DEFAULT_BLOCK_SIZE_BYTES};
-use crate::error::TargetError;
+use super::buf::AlignedBuf;
+use super::config::{Backing, NamespaceConfig, DEFAULT_BLOCK_SIZE_BYTES};
+use super::error::TargetError;
 
 /// How a namespace's blocks are reached.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,4 @@
-//! Errors of the target and the initiator.
-
-use nvme_spec::tcp::FatalError;
-use nvme_spec::Status;
+//! Errors of the target: configuration and start-up.
 
 /// A configuration that cannot be served.
 #[derive(Debug, thiserror::Error)]
@@ -95,34 +92,4 @@ pub enum TargetError {
         /// OS error.
         source: std::io::Error,
     },
-}
-
-/// Errors of the user-space initiator.
-#[derive(Debug, thiserror::Error)]
-pub enum InitiatorError {
-    /// Socket failure.
-    #[error("NVMe/TCP socket: {0}")]
-    Io(#[from] std::io::Error),
-    /// The controller broke the protocol.
-    #[error("controller sent an invalid PDU: {0}")]
-    Protocol(#[from] FatalError),
-    /// The controller ended the connection with a C2HTermReq.
-    #[error("controller terminated the connection: fes={fes:#x} fei={fei}")]
-    Terminated {
-        /// Fatal error status.
-        fes: u16,
-        /// Fatal error information.
-        fei: u32,
-    },
-    /// A command completed with an error status.
-    #[error("command {opcode:#04x} failed: {status}")]
-    Command {
-        /// Opcode.
-        opcode: u8,
-        /// Status.
-        status: Status,
-    },
-    /// Something unexpected in an otherwise valid exchange.
-    #[error("unexpected reply: {0}")]
-    Unexpected(String),
 }

@@ -13,27 +13,25 @@
 //! the I/O path.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::config::TargetConfig;
-use crate::error::TargetError;
-use crate::event_loop::Reactor;
-use crate::ring::Ring;
-use crate::subsystem::Target;
+use super::config::TargetConfig;
+use super::error::TargetError;
+use super::event_loop::{eventfd, poke, Reactor};
+use super::ring::Ring;
+use super::subsystem::Target;
 
-/// How long in-flight writes get to finish after SIGINT/SIGTERM.
-pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
+pub use super::event_loop::{DRAIN_GRACE, TICK};
+
 /// How often the acceptor looks for resized namespaces.
 const SIZE_CHECK: Duration = Duration::from_secs(1);
 /// Reactors started when the configuration names no CPUs.
 pub const DEFAULT_REACTORS: usize = 4;
-/// Longest a reactor waits before checking keep-alive and shutdown.
-pub const TICK: Duration = Duration::from_millis(100);
 
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
 
@@ -106,26 +104,6 @@ fn pin_to(cpu: usize) {
     if let Err(e) = sysapi::affinity::pin_current_thread(&[cpu as u32]) {
         eprintln!("numio serve: cannot pin reactor to CPU {cpu}: {e}");
     }
-}
-
-pub(crate) fn eventfd() -> Result<OwnedFd, TargetError> {
-    // SAFETY: eventfd returns a new descriptor or -1; a valid one is owned
-    // by exactly one OwnedFd.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(TargetError::Os {
-            what: "creating a reactor wake-up eventfd",
-            source: std::io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: fd is fresh and owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-pub(crate) fn poke(fd: RawFd) {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a live local to an eventfd.
-    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
 }
 
 impl Server {

@@ -3,9 +3,9 @@
 //! Runs on the reactor that owns the queue; the namespace is shared by fd.
 //! RAM namespaces are served here, synchronously. For file and block device
 //! namespaces, Read, Write, Flush and Write Zeroes become a [`StorageOp`]
-//! the connection queues for its reactor's io_uring (the request waits in
-//! `Executing`), and [`finish`] turns the completion into the command's
-//! status: a Write Zeroes over a large range of a block device can take the
+//! the handler returns and the connection queues for its reactor's io_uring
+//! (the request waits in `Executing`), and [`finish`] turns the completion
+//! into the command's status: a Write Zeroes over a large range of a block device can take the
 //! device a while, and the reactor keeps serving its other connections
 //! meanwhile. Where the zeroing `fallocate` is refused, the zeroes are
 //! written with blocking calls. A Dataset Management deallocate runs the
@@ -18,11 +18,12 @@
 use std::os::fd::RawFd;
 
 use nvme_spec::command::{io, DsmRange};
-use nvme_spec::Status;
+use nvme_spec::{Sqe, Status};
 
-use crate::namespace::Namespace;
-use crate::queue::Connection;
-use crate::request::{Outcome, Request};
+use super::command::{Binding, Ctx, Outcome};
+use super::namespace::Namespace;
+use super::request::Request;
+use super::storage::{StorageKind, StorageOp};
 
 /// Most ranges one DSM command may carry.
 pub const DSM_MAX_RANGES: usize = 256;
@@ -33,54 +34,17 @@ pub const FLUSH_ALL: u32 = 0xFFFF_FFFF;
 /// Largest piece of a deallocate range given to one storage operation.
 pub const DSM_PIECE_BYTES: u64 = 1 << 30;
 
-/// What a storage operation does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StorageKind {
-    /// Read `len` bytes at `offset` into the request buffer.
-    Read,
-    /// Write `len` bytes of the request buffer at `offset`.
-    Write,
-    /// `fdatasync` (IORING_OP_FSYNC with DATASYNC).
-    Flush,
-    /// `fallocate(mode)` over `len` bytes at `offset` (IORING_OP_FALLOCATE):
-    /// Write Zeroes, with the namespace's zeroing mode.
-    Zero {
-        /// The `fallocate` mode ([`Namespace::zero_mode`]).
-        mode: i32,
-    },
-}
-
-/// One storage operation a connection hands to its reactor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StorageOp {
-    /// Request slot (the buffer is that slot's).
-    pub slot: u16,
-    /// Read, write or flush.
-    pub kind: StorageKind,
-    /// The namespace's descriptor (open for the target's lifetime).
-    pub fd: RawFd,
-    /// Byte offset.
-    pub offset: u64,
-    /// Byte length: of the data (Read, Write; the slot's buffer holds it),
-    /// of the range zeroed (Zero), 0 for Flush.
-    pub len: u32,
-}
-
 /// Runs an I/O command.
-pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
-    let ctrl = conn
-        .binding
-        .as_ref()
-        .expect("I/O queue is bound")
-        .ctrl
-        .clone();
-    let sqe = conn.reqs[slot].sqe;
+pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
+    let ctrl = ctx.ctrl().clone();
+    let sqe = ctx.sqe();
+    let slot = ctx.slot;
     if sqe.opcode == io::FLUSH && sqe.nsid == FLUSH_ALL {
         // One fdatasync per file or block device namespace, in turn.
         return match flush_all_target(&ctrl.subsys.namespaces, 0) {
             None => Outcome::ok(0),
-            Some(fd) => conn.queue_storage(StorageOp {
-                slot: slot as u16,
+            Some(fd) => Outcome::Storage(StorageOp {
+                slot,
                 kind: StorageKind::Flush,
                 fd,
                 offset: 0,
@@ -92,10 +56,10 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
         return Outcome::err(Status::INVALID_NS);
     };
     match sqe.opcode {
-        io::READ | io::WRITE => read_write(conn, slot, ns),
+        io::READ | io::WRITE => read_write(ctx, ns),
         io::FLUSH if ns.is_memory() => Outcome::ok(0),
-        io::FLUSH => conn.queue_storage(StorageOp {
-            slot: slot as u16,
+        io::FLUSH => Outcome::Storage(StorageOp {
+            slot,
             kind: StorageKind::Flush,
             fd: ns.raw_fd(),
             offset: 0,
@@ -109,8 +73,8 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
             // At most 65536 blocks: a u32 of bytes for blocks up to 4 KiB,
             // which every namespace here has.
             match u32::try_from(nlb * ns.lba_bytes()) {
-                Ok(len) if !ns.is_memory() => conn.queue_storage(StorageOp {
-                    slot: slot as u16,
+                Ok(len) if !ns.is_memory() => Outcome::Storage(StorageOp {
+                    slot,
                     kind: StorageKind::Zero {
                         mode: ns.zero_mode(),
                     },
@@ -124,7 +88,7 @@ pub fn execute(conn: &mut Connection, slot: usize) -> Outcome {
                     .map_or_else(io_err, |_| Outcome::ok(0)),
             }
         }
-        io::DSM => dataset_management(conn, slot, ns),
+        io::DSM => dataset_management(ctx, ns),
         _ => Outcome::err(Status::INVALID_OPCODE),
     }
 }
@@ -133,8 +97,9 @@ fn io_err(_: std::io::Error) -> Outcome {
     Outcome::err(Status::INTERNAL_ERROR)
 }
 
-fn read_write(conn: &mut Connection, slot: usize, ns: &Namespace) -> Outcome {
-    let r = &mut conn.reqs[slot];
+fn read_write(ctx: &mut Ctx<'_>, ns: &Namespace) -> Outcome {
+    let slot = ctx.slot;
+    let r = &mut *ctx.req;
     let sqe = r.sqe;
     let nlb = sqe.nlb() as u64;
     if !ns.in_range(sqe.slba(), nlb) {
@@ -146,8 +111,8 @@ fn read_write(conn: &mut Connection, slot: usize, ns: &Namespace) -> Outcome {
     }
     let read = sqe.opcode == io::READ;
     if !ns.is_memory() {
-        return conn.queue_storage(StorageOp {
-            slot: slot as u16,
+        return Outcome::Storage(StorageOp {
+            slot,
             kind: if read {
                 StorageKind::Read
             } else {
@@ -170,17 +135,17 @@ fn read_write(conn: &mut Connection, slot: usize, ns: &Namespace) -> Outcome {
             } else {
                 StorageKind::Write
             };
-            finish(conn, kind, len as u32, len as i32)
+            finish(kind, len as u32, len as i32)
         }
         Err(e) => io_err(e),
     }
 }
 
 /// The outcome of a finished storage operation of `kind` over `len` bytes
-/// that returned `res` (bytes moved, or a negated errno), counted on the
-/// queue. A short transfer is an error: O_DIRECT within the namespace's
-/// size moves everything or fails.
-pub fn finish(conn: &mut Connection, kind: StorageKind, len: u32, res: i32) -> Outcome {
+/// that returned `res` (bytes moved, or a negated errno). A short transfer
+/// is an error: O_DIRECT within the namespace's size moves everything or
+/// fails.
+pub fn finish(kind: StorageKind, len: u32, res: i32) -> Outcome {
     // fsync and fallocate return 0; reads and writes the bytes moved.
     let expected = match kind {
         StorageKind::Flush | StorageKind::Zero { .. } => 0,
@@ -190,31 +155,21 @@ pub fn finish(conn: &mut Connection, kind: StorageKind, len: u32, res: i32) -> O
         return Outcome::err(Status::INTERNAL_ERROR);
     }
     match kind {
-        StorageKind::Flush | StorageKind::Zero { .. } => Outcome::ok(0),
-        StorageKind::Read => {
-            conn.counters.reads += 1;
-            conn.counters.read_bytes += len as u64;
-            Outcome::data(len as usize)
-        }
-        StorageKind::Write => {
-            conn.counters.writes += 1;
-            conn.counters.written_bytes += len as u64;
-            Outcome::ok(0)
-        }
+        StorageKind::Flush | StorageKind::Zero { .. } | StorageKind::Write => Outcome::ok(0),
+        StorageKind::Read => Outcome::data(len as usize),
     }
 }
 
-/// Where the zeroing `fallocate` of a Write Zeroes failed with `res`, writes
-/// the zeroes with blocking calls and returns 0, or the write's negated
-/// errno; any other result is returned as it is.
-pub fn zero_fallback(conn: &Connection, op: &StorageOp, res: i32) -> i32 {
+/// Where the zeroing `fallocate` of command `sqe` on the queue bound to
+/// `b` failed with `res`, writes the zeroes with blocking calls and returns
+/// 0, or the write's negated errno; any other result is returned as it is.
+pub fn zero_fallback(b: Option<&Binding>, sqe: &Sqe, op: &StorageOp, res: i32) -> i32 {
     if res >= 0 || !matches!(op.kind, StorageKind::Zero { .. }) {
         return res;
     }
-    let Some(b) = conn.binding.as_ref() else {
+    let Some(b) = b else {
         return res;
     };
-    let sqe = conn.reqs[op.slot as usize].sqe;
     let Some(ns) = b.ctrl.subsys.namespace(sqe.nsid) else {
         return res;
     };
@@ -263,18 +218,23 @@ fn flush_all_target(namespaces: &[std::sync::Arc<Namespace>], n: u64) -> Option<
         .map(|ns| ns.raw_fd())
 }
 
-/// After a piece of a multi-piece command finished with `res`: the next
-/// piece to queue, or `None` when the command is done (or failed).
-pub fn next_piece(conn: &mut Connection, op: &StorageOp, res: i32) -> Option<StorageOp> {
-    let r = &conn.reqs[op.slot as usize];
+/// After a piece of multi-piece command `r` (on the queue bound to `b`)
+/// finished with `res`: the next piece to queue, or `None` when the command
+/// is done (or failed).
+pub fn next_piece(
+    b: Option<&Binding>,
+    r: &mut Request,
+    op: &StorageOp,
+    res: i32,
+) -> Option<StorageOp> {
     if res != 0 {
         return None;
     }
-    let b = conn.binding.as_ref()?;
+    let b = b?;
     if r.sqe.opcode == io::FLUSH && r.sqe.nsid == FLUSH_ALL {
         let done = r.storage_progress + 1;
         let fd = flush_all_target(&b.ctrl.subsys.namespaces, done)?;
-        conn.reqs[op.slot as usize].storage_progress = done;
+        r.storage_progress = done;
         return Some(StorageOp { fd, ..*op });
     }
     if r.sqe.opcode != io::DSM || !matches!(op.kind, StorageKind::Zero { .. }) {
@@ -283,12 +243,13 @@ pub fn next_piece(conn: &mut Connection, op: &StorageOp, res: i32) -> Option<Sto
     let ns = b.ctrl.subsys.namespace(r.sqe.nsid)?;
     let done = r.storage_progress + u64::from(op.len);
     let (offset, len) = dsm_piece(dsm_ranges(r), ns.lba_bytes(), done)?;
-    conn.reqs[op.slot as usize].storage_progress = done;
+    r.storage_progress = done;
     Some(StorageOp { offset, len, ..*op })
 }
 
-fn dataset_management(conn: &mut Connection, slot: usize, ns: &Namespace) -> Outcome {
-    let r = &conn.reqs[slot];
+fn dataset_management(ctx: &mut Ctx<'_>, ns: &Namespace) -> Outcome {
+    let slot = ctx.slot;
+    let r = &*ctx.req;
     let sqe = r.sqe;
     let nr = (sqe.cdw10 & 0xFF) as usize + 1;
     if nr > DSM_MAX_RANGES || r.buf.len() < nr * io::DSM_RANGE_SIZE {
@@ -310,8 +271,8 @@ fn dataset_management(conn: &mut Connection, slot: usize, ns: &Namespace) -> Out
     }
     match dsm_piece(dsm_ranges(r), ns.lba_bytes(), 0) {
         None => Outcome::ok(0),
-        Some((offset, len)) => conn.queue_storage(StorageOp {
-            slot: slot as u16,
+        Some((offset, len)) => Outcome::Storage(StorageOp {
+            slot,
             kind: StorageKind::Zero {
                 mode: ns.zero_mode(),
             },

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::error::ConfigError;
+use super::error::ConfigError;
 
 /// Default subsystem NQN of `numio serve`.
 pub const DEFAULT_NQN: &str = "nqn.2026-01.io.numio:subsys0";
@@ -43,6 +43,8 @@ pub struct Limits {
 
 /// In-capsule data accepted on the admin queue (fixed by the Linux host).
 pub const ADMIN_IN_CAPSULE_BYTES: u32 = 8192;
+/// Most R2Ts outstanding for one command, whatever the host's MAXR2T.
+pub const R2T_OUTSTANDING_LIMIT: u32 = 16;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -163,7 +165,7 @@ impl Limits {
             self.max_h2c_data_bytes,
             self.max_transfer_bytes,
             self.max_c2h_data_bytes,
-            crate::queue::R2T_OUTSTANDING_LIMIT,
+            R2T_OUTSTANDING_LIMIT,
         )
     }
 }

@@ -4,29 +4,27 @@
 //! The reactor feeds received bytes to [`Connection::on_bytes`], writes out
 //! whatever [`Connection::swap_tx`] (or `take_tx`) hands it, submits what
 //! [`Connection::take_storage`] yields and reports each completion to
-//! [`Connection::complete_storage`]. Framing, the ICReq exchange, Connect,
-//! the per-command state machine, R2T flow (in `transfer.rs`) and TermReq on
-//! protocol violations all live here, so the same code runs under the
-//! reactor, in unit tests (with [`Connection::run_storage_blocking`]) and in
-//! the fuzz target.
+//! [`Connection::complete_storage`]. Framing, the ICReq exchange and
+//! TermReq on protocol violations are here; each command's way through its
+//! states is in `lifecycle.rs` (handlers decide, the connection applies
+//! their outcome) and R2T flow in `transfer.rs`. None of it does I/O, so the
+//! same code runs under the reactor, in unit tests (with
+//! [`Connection::run_storage_blocking`]) and in the fuzz target.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nvme_spec::command::{admin, SGL_IN_CAPSULE, SGL_TRANSPORT};
-use nvme_spec::tcp::{self, fes, flags, pdu_type, Direction, FatalError, Framing, Pdu};
-use nvme_spec::{Cqe, Sqe, Status};
+use nvme_spec::tcp::{self, fes, pdu_type, Direction, FatalError, Framing, Pdu};
 
-use crate::config::ADMIN_IN_CAPSULE_BYTES;
-use crate::io::{StorageKind, StorageOp};
-use crate::request::{Outcome, Request, RequestState, Xfer};
-use crate::subsystem::{Controller, Target};
+use super::command::{Binding, Outcome};
+use super::config::R2T_OUTSTANDING_LIMIT;
+use super::request::{RequestState, Requests, StateCounts};
+use super::storage::{StorageKind, StorageOp};
+use super::subsystem::Target;
 
 /// Largest per-slot data buffer kept after its command completes.
 pub const RETAINED_BUF_BYTES: usize = 256 * 1024;
-/// Most R2Ts outstanding for one command, whatever the host's MAXR2T.
-pub const R2T_OUTSTANDING_LIMIT: u32 = 16;
 
 /// Connection phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,17 +35,6 @@ pub enum Phase {
     Ready,
     /// A fatal error or teardown: flush `tx` and close.
     Closing,
-}
-
-/// What the queue is bound to after Connect.
-#[derive(Debug)]
-pub struct Binding {
-    /// Queue id (0: admin).
-    pub qid: u16,
-    /// Entries of the submission queue (one-based).
-    pub sq_entries: u16,
-    /// The controller.
-    pub ctrl: Arc<Controller>,
 }
 
 /// Per-queue counters, folded into the controller on each tick.
@@ -72,11 +59,11 @@ pub struct Connection {
     rx: Vec<u8>,
     pub(crate) tx: Vec<u8>,
     pub(crate) binding: Option<Binding>,
-    pub(crate) reqs: Vec<Request>,
+    pub(crate) reqs: Requests,
     /// Storage operations queued for the reactor's ring (at most one per
     /// request, so never more than the depth).
     storage: VecDeque<StorageOp>,
-    sqhd: u16,
+    pub(crate) sqhd: u16,
     pub(crate) sq_flow_disabled: bool,
     /// R2Ts the host lets us have outstanding per command (its MAXR2T + 1,
     /// at most [`R2T_OUTSTANDING_LIMIT`]).
@@ -101,7 +88,7 @@ impl Connection {
             rx: Vec::new(),
             tx: Vec::new(),
             binding: None,
-            reqs: (0..depth).map(|_| Request::new()).collect(),
+            reqs: Requests::new(depth),
             storage: VecDeque::with_capacity(depth),
             sqhd: 0,
             sq_flow_disabled: false,
@@ -158,21 +145,20 @@ impl Connection {
         self.tx = rest;
     }
 
+    /// How many of the connection's requests are in each state.
+    pub fn state_counts(&self) -> StateCounts {
+        *self.reqs.counts()
+    }
+
     /// Commands waiting for host data (in-flight writes).
     pub fn awaiting_data(&self) -> usize {
-        self.reqs
-            .iter()
-            .filter(|r| r.state == RequestState::AwaitingH2CData)
-            .count()
+        self.reqs.counts().get(RequestState::AwaitingH2CData) as usize
     }
 
     /// Commands whose storage operation is queued or in flight. The
     /// connection (and its buffers) must outlive every one of them.
     pub fn executing(&self) -> usize {
-        self.reqs
-            .iter()
-            .filter(|r| r.state == RequestState::Executing)
-            .count()
+        self.reqs.counts().get(RequestState::Executing) as usize
     }
 
     /// The next storage operation to submit and the start of its slot's
@@ -182,7 +168,7 @@ impl Connection {
     pub fn take_storage(&mut self) -> Option<(StorageOp, *mut u8)> {
         let op = self.storage.pop_front()?;
         let r = &mut self.reqs[op.slot as usize];
-        debug_assert_eq!(r.state, RequestState::Executing);
+        debug_assert_eq!(r.state(), RequestState::Executing);
         debug_assert!(
             !matches!(op.kind, StorageKind::Read | StorageKind::Write)
                 || r.buf.len() >= op.len as usize
@@ -192,14 +178,13 @@ impl Connection {
 
     /// Queues a storage operation for the reactor; the request waits in
     /// `Executing`.
-    pub(crate) fn queue_storage(&mut self, op: StorageOp) -> Outcome {
+    pub(crate) fn queue_storage(&mut self, op: StorageOp) {
         assert!(
             self.storage.len() < self.reqs.len(),
             "one operation per request"
         );
         self.reqs[op.slot as usize].storage = Some(op);
         self.storage.push_back(op);
-        Outcome::Submitted
     }
 
     /// A storage operation finished with `res` (bytes or a negated errno):
@@ -208,7 +193,7 @@ impl Connection {
         let slot = slot as usize;
         let r = &mut self.reqs[slot];
         assert_eq!(
-            r.state,
+            r.state(),
             RequestState::Executing,
             "completion for slot {slot}"
         );
@@ -216,15 +201,16 @@ impl Connection {
             .storage
             .take()
             .expect("an executing request has its operation");
-        let res = crate::io::zero_fallback(self, &op, res);
-        if let Some(next) = crate::io::next_piece(self, &op, res) {
+        let b = self.binding.as_ref();
+        let res = super::io::zero_fallback(b, &r.sqe, &op, res);
+        if let Some(next) = super::io::next_piece(b, r, &op, res) {
             // The command's next storage operation; it stays `Executing`.
             self.queue_storage(next);
             return;
         }
-        let outcome = crate::io::finish(self, op.kind, op.len, res);
+        let outcome = super::io::finish(op.kind, op.len, res);
         let next = self.apply(slot, outcome);
-        self.reqs[slot].state = next;
+        self.reqs.set_state(slot, next);
         self.advance(slot);
     }
 
@@ -232,31 +218,10 @@ impl Connection {
     /// driving a connection without a reactor, as the unit tests do).
     pub fn run_storage_blocking(&mut self) {
         while let Some((op, buf)) = self.take_storage() {
-            let len = op.len as usize;
-            // SAFETY: buf points at the slot's buffer of at least `len`
+            // SAFETY: buf points at the slot's buffer of at least `op.len`
             // bytes (take_storage), which nothing else touches until the
-            // completion below; fd is the namespace's open descriptor.
-            let res = unsafe {
-                match op.kind {
-                    StorageKind::Read => {
-                        libc::pread(op.fd, buf as *mut libc::c_void, len, op.offset as i64)
-                    }
-                    StorageKind::Write => {
-                        libc::pwrite(op.fd, buf as *const libc::c_void, len, op.offset as i64)
-                    }
-                    StorageKind::Flush => libc::fdatasync(op.fd) as isize,
-                    StorageKind::Zero { mode } => {
-                        libc::fallocate(op.fd, mode, op.offset as i64, len as i64) as isize
-                    }
-                }
-            };
-            let res = if res < 0 {
-                -std::io::Error::last_os_error()
-                    .raw_os_error()
-                    .unwrap_or(libc::EIO)
-            } else {
-                res as i32
-            };
+            // completion below.
+            let res = unsafe { op.run_blocking(buf) };
             self.complete_storage(op.slot, res);
         }
     }
@@ -389,254 +354,6 @@ impl Connection {
         self.phase = Phase::Ready;
     }
 
-    fn active_depth(&self) -> usize {
-        match &self.binding {
-            Some(b) => b.sq_entries as usize,
-            None => 1,
-        }
-    }
-
-    fn on_capsule(&mut self, sqe: Sqe, data: &[u8], digest_ok: bool) {
-        self.sqhd = self.sqhd.wrapping_add(1);
-        if let Some(b) = &self.binding {
-            self.sqhd %= b.sq_entries.max(1);
-        }
-        if self.reqs.iter().any(|r| r.busy() && r.sqe.cid == sqe.cid) {
-            self.send_response(sqe.cid, Status::CID_CONFLICT, 0);
-            return;
-        }
-        let depth = self.active_depth().min(self.reqs.len());
-        let Some(slot) = self.reqs[..depth].iter().position(|r| !r.busy()) else {
-            let e = FatalError {
-                fes: fes::PDU_SEQUENCE_ERROR,
-                fei: 0,
-                what: "more commands outstanding than the queue size",
-            };
-            self.fatal(e, &sqe.encode());
-            return;
-        };
-        let r = &mut self.reqs[slot];
-        r.sqe = sqe;
-        r.xfer = Xfer::of(&sqe);
-        r.len_bytes = sqe.dptr.length;
-        r.received_bytes = 0;
-        r.in_capsule = !data.is_empty();
-        r.digest_failed = !digest_ok;
-        r.status = Status::SUCCESS;
-        r.result = 0;
-        r.out_len = 0;
-        r.storage = None;
-        r.storage_progress = 0;
-        r.buf.clear();
-        if !data.is_empty() && data.len() <= sqe.dptr.length as usize {
-            r.buf.assign(data);
-            r.received_bytes = data.len() as u32;
-        } else if !data.is_empty() {
-            // More in-capsule data than the SGL describes.
-            r.in_capsule = true;
-            r.received_bytes = u32::MAX;
-        }
-        r.state = RequestState::New;
-        self.advance(slot);
-    }
-
-    /// The one place a request changes state. Runs until the request waits
-    /// for something (host data, an event) or is free again.
-    pub(crate) fn advance(&mut self, slot: usize) {
-        loop {
-            let state = self.reqs[slot].state;
-            let next = match state {
-                RequestState::Free | RequestState::AwaitingEvent | RequestState::Executing => {
-                    return
-                }
-                RequestState::New => self.plan_transfer(slot),
-                RequestState::AwaitingH2CData => {
-                    let r = &self.reqs[slot];
-                    if r.received_bytes < r.len_bytes {
-                        return;
-                    }
-                    RequestState::ReadyToExecute
-                }
-                RequestState::ReadyToExecute => self.execute(slot),
-                RequestState::Completed => {
-                    self.send_completion(slot);
-                    // Keep small buffers for reuse; give large ones back so an
-                    // idle queue does not pin depth x MDTS bytes.
-                    self.reqs[slot].buf.shrink_above(RETAINED_BUF_BYTES);
-                    RequestState::Free
-                }
-            };
-            self.reqs[slot].state = next;
-        }
-    }
-
-    /// New → AwaitingH2CData (R2T sent), ReadyToExecute or Completed (error).
-    fn plan_transfer(&mut self, slot: usize) -> RequestState {
-        let max_xfer = self.target.limits.max_transfer_bytes;
-        let io_queue = self.qid().is_some_and(|q| q > 0);
-        let in_capsule_max = if io_queue {
-            self.target.limits.io_in_capsule_bytes
-        } else {
-            ADMIN_IN_CAPSULE_BYTES
-        };
-        let r = &mut self.reqs[slot];
-        let fail = |r: &mut Request, s: Status| {
-            r.status = s;
-            RequestState::Completed
-        };
-        if r.digest_failed {
-            return fail(r, Status::TRANSIENT_TRANSPORT);
-        }
-        let len = r.len_bytes;
-        if len == 0 {
-            return if r.in_capsule {
-                fail(r, Status::SGL_LENGTH_INVALID)
-            } else {
-                RequestState::ReadyToExecute
-            };
-        }
-        if r.xfer == Xfer::None {
-            return fail(r, Status::INVALID_FIELD);
-        }
-        match r.sqe.dptr.type_byte {
-            SGL_IN_CAPSULE => {
-                if r.xfer != Xfer::HostToCtrl || r.sqe.dptr.addr != 0 {
-                    return fail(r, Status::SGL_OFFSET_INVALID);
-                }
-                if len > in_capsule_max || r.received_bytes != len {
-                    return fail(r, Status::SGL_LENGTH_INVALID);
-                }
-                RequestState::ReadyToExecute
-            }
-            SGL_TRANSPORT => {
-                if r.in_capsule || len > max_xfer {
-                    return fail(r, Status::SGL_LENGTH_INVALID);
-                }
-                // I/O data is wholly overwritten (by storage or the host)
-                // before it is used; admin replies start from zeroes.
-                if io_queue {
-                    r.buf.set_len_stale(len as usize);
-                } else {
-                    r.buf.set_len_zeroed(len as usize);
-                }
-                if r.xfer == Xfer::CtrlToHost {
-                    return RequestState::ReadyToExecute;
-                }
-                r.r2t_sent_bytes = 0;
-                self.send_r2ts(slot);
-                RequestState::AwaitingH2CData
-            }
-            _ => fail(r, Status::SGL_TYPE_INVALID),
-        }
-    }
-
-    /// ReadyToExecute → Completed, Executing or AwaitingEvent.
-    fn execute(&mut self, slot: usize) -> RequestState {
-        let sqe = self.reqs[slot].sqe;
-        let outcome = if sqe.opcode == admin::FABRICS {
-            crate::fabrics::execute(self, slot)
-        } else {
-            match &self.binding {
-                None => Outcome::err(Status::CMD_SEQ_ERROR),
-                Some(b) if b.qid == 0 => crate::admin::execute(self, slot),
-                Some(_) => crate::io::execute(self, slot),
-            }
-        };
-        self.apply(slot, outcome)
-    }
-
-    /// The state an outcome leads to, with its status recorded.
-    fn apply(&mut self, slot: usize, outcome: Outcome) -> RequestState {
-        let r = &mut self.reqs[slot];
-        match outcome {
-            Outcome::Deferred => RequestState::AwaitingEvent,
-            Outcome::Submitted => RequestState::Executing,
-            Outcome::Done {
-                status,
-                result,
-                out_len,
-            } => {
-                r.status = status;
-                r.result = result;
-                r.out_len = out_len.min(r.len_bytes);
-                RequestState::Completed
-            }
-        }
-    }
-
-    /// Sends C2HData (for successful reads) and the response capsule.
-    fn send_completion(&mut self, slot: usize) {
-        let chunk = self.target.limits.max_c2h_data_bytes as usize;
-        let r = &self.reqs[slot];
-        let (cid, status, result) = (r.sqe.cid, r.status, r.result);
-        let send_data = status.is_success() && r.xfer == Xfer::CtrlToHost && r.out_len > 0;
-        let mut skip_resp = false;
-        if send_data {
-            let total = r.out_len as usize;
-            let mut off = 0;
-            while off < total {
-                let n = chunk.min(total - off);
-                let last = off + n == total;
-                let mut fl = 0;
-                if last {
-                    fl |= flags::DATA_LAST;
-                    if self.sq_flow_disabled {
-                        fl |= flags::DATA_SUCCESS;
-                        skip_resp = true;
-                    }
-                }
-                let body = tcp::data_body(cid, 0, off as u32, n as u32);
-                tcp::frame(
-                    &mut self.tx,
-                    pdu_type::C2H_DATA,
-                    fl,
-                    &body,
-                    &r.buf[off..off + n],
-                    &self.framing,
-                );
-                off += n;
-            }
-        }
-        if !status.is_success() {
-            if let Some(b) = &self.binding {
-                b.ctrl.log_error(nvme_spec::log::ErrorEntry {
-                    sqid: b.qid,
-                    cid,
-                    status: status.field() << 1,
-                    nsid: r.sqe.nsid,
-                    ..Default::default()
-                });
-            }
-        }
-        if !skip_resp {
-            self.send_response(cid, status, result);
-        }
-    }
-
-    pub(crate) fn send_response(&mut self, cid: u16, status: Status, result: u64) {
-        let mut cqe = Cqe {
-            result: result as u32,
-            dw1: (result >> 32) as u32,
-            sqhd: if self.sq_flow_disabled {
-                0xFFFF
-            } else {
-                self.sqhd
-            },
-            sqid: self.qid().unwrap_or(0),
-            cid,
-            ..Default::default()
-        };
-        cqe.set_status(status);
-        tcp::frame(
-            &mut self.tx,
-            pdu_type::CAPSULE_RESP,
-            0,
-            &cqe.encode(),
-            &[],
-            &self.framing,
-        );
-    }
-
     /// Periodic work: keep alive enforcement, controller teardown, counters.
     /// Returns false when the connection should close.
     pub fn tick(&mut self, now: Instant) -> bool {
@@ -644,10 +361,13 @@ impl Connection {
             let s = &b.ctrl.stats;
             let c = std::mem::take(&mut self.counters);
             use std::sync::atomic::Ordering::Relaxed;
-            s.read_bytes.fetch_add(c.read_bytes, Relaxed);
-            s.written_bytes.fetch_add(c.written_bytes, Relaxed);
-            s.reads.fetch_add(c.reads, Relaxed);
-            s.writes.fetch_add(c.writes, Relaxed);
+            if c.reads + c.writes > 0 {
+                s.read_bytes.fetch_add(c.read_bytes, Relaxed);
+                s.written_bytes.fetch_add(c.written_bytes, Relaxed);
+                s.reads.fetch_add(c.reads, Relaxed);
+                s.writes.fetch_add(c.writes, Relaxed);
+                self.target.changed();
+            }
             if !b.ctrl.is_alive() {
                 self.close("controller torn down".into());
             } else if b.qid == 0 {
@@ -670,16 +390,12 @@ impl Connection {
         let Some(ctrl) = self.binding.as_ref().map(|b| b.ctrl.clone()) else {
             return;
         };
-        while let Some(slot) = self
-            .reqs
-            .iter()
-            .position(|r| r.state == RequestState::AwaitingEvent)
-        {
+        while let Some(slot) = self.reqs.first_in(RequestState::AwaitingEvent) {
             let Some(event) = ctrl.take_event() else {
                 return;
             };
             let next = self.apply(slot, Outcome::ok(u64::from(event)));
-            self.reqs[slot].state = next;
+            self.reqs.set_state(slot, next);
             self.advance(slot);
         }
     }
@@ -699,8 +415,10 @@ impl Connection {
             0,
             "a connection is released only when no storage operation is in flight"
         );
-        for r in &mut self.reqs {
-            r.state = RequestState::Free;
+        for slot in 0..self.reqs.len() {
+            if self.reqs[slot].busy() {
+                self.reqs.set_state(slot, RequestState::Free);
+            }
         }
         self.phase = Phase::Closing;
     }

@@ -11,23 +11,48 @@
 //! shutdown are checked even when nothing arrives.
 
 use std::net::TcpStream;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types};
 
-use crate::io::{StorageKind, StorageOp};
-use crate::queue::{Connection, Phase};
-use crate::reactor::{DRAIN_GRACE, TICK};
-use crate::ring::{Ring, Tag};
-use crate::subsystem::Target;
+use super::error::TargetError;
+use super::queue::{Connection, Phase};
+use super::ring::{Ring, Tag};
+use super::storage::{StorageKind, StorageOp};
+use super::subsystem::Target;
+
+/// How long in-flight writes get to finish after SIGINT/SIGTERM.
+pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
+/// Longest a reactor waits before checking keep-alive and shutdown.
+pub const TICK: Duration = Duration::from_millis(100);
 
 /// Receive buffer per connection: one H2CData PDU of the default
 /// MAXH2CDATA arrives in one or two receives.
 const RECV_BYTES: usize = 128 * 1024;
+
+pub(crate) fn eventfd() -> Result<OwnedFd, TargetError> {
+    // SAFETY: eventfd returns a new descriptor or -1; a valid one is owned
+    // by exactly one OwnedFd.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(TargetError::Os {
+            what: "creating a reactor wake-up eventfd",
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: fd is fresh and owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+pub(crate) fn poke(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live local to an eventfd.
+    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+}
 
 /// One connection on this reactor.
 struct Slot {
@@ -177,7 +202,7 @@ impl Reactor {
             ring,
             slots: Vec::new(),
             free: Vec::new(),
-            cqes: Vec::with_capacity(crate::ring::CQ_ENTRIES as usize),
+            cqes: Vec::with_capacity(super::ring::CQ_ENTRIES as usize),
         }
     }
 
@@ -379,6 +404,7 @@ impl Reactor {
             }
             s.conn.release();
             self.target.connections.fetch_sub(1, Ordering::AcqRel);
+            self.target.changed();
         }
         while self.slots.last().is_some_and(Option::is_none) {
             self.slots.pop();
@@ -430,25 +456,26 @@ fn storage_entry(op: &StorageOp, buf: *mut u8) -> squeue::Entry {
 
 #[cfg(test)]
 mod tests {
+    use super::super::config::TargetConfig;
     use super::*;
-    use crate::config::TargetConfig;
-    use crate::initiator::{Initiator, InitiatorOptions};
+    use crate::host::{Initiator, InitiatorError, InitiatorOptions};
     use std::net::TcpListener;
-    use std::time::Duration;
+
+    /// A failure bound, not a wait: each step below waits for its event.
+    const LONG: Duration = Duration::from_secs(60);
 
     /// The fallback for kernels without IORING_FEAT_EXT_ARG (before 5.11):
-    /// the tick is an IORING_OP_TIMEOUT, so a reactor with nothing to do
-    /// still sees shutdown, with no wake-up poke.
+    /// the tick is an IORING_OP_TIMEOUT, so a reactor whose connection
+    /// sends nothing still ticks: it expires the keep-alive timeout and
+    /// closes the connection, and later sees shutdown, with no wake-up poke.
     #[test]
     fn tick_by_timeout_op_without_ext_arg() {
+        const NQN: &str = "nqn.2026-01.io.numio:tick";
         let cfg = TargetConfig::from_toml(
-            r#"
-            [[subsystem]]
-            nqn = "nqn.2026-01.io.numio:tick"
-            allow_any_host = true
-            [[subsystem.namespace]]
-            backing = "mem:1M"
-            "#,
+            &format!(
+                "[[subsystem]]\nnqn = \"{NQN}\"\nallow_any_host = true\n\
+                 [[subsystem.namespace]]\nbacking = \"mem:1M\"\n"
+            ),
             "test",
         )
         .unwrap();
@@ -456,7 +483,7 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        let wake = Arc::new(crate::reactor::eventfd().unwrap());
+        let wake = Arc::new(eventfd().unwrap());
         let (t, w) = (target.clone(), wake.clone());
         let (done_tx, done_rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -466,26 +493,32 @@ mod tests {
             done_tx.send(()).unwrap();
         });
         let client = std::thread::spawn(move || {
-            let o = InitiatorOptions::default();
-            let mut a = Initiator::connect_admin(addr, "nqn.2026-01.io.numio:tick", &o)?;
+            let o = InitiatorOptions {
+                kato_ms: 300,
+                timeout: LONG,
+                ..Default::default()
+            };
+            let mut a = Initiator::connect_admin(addr, NQN, &o)?;
             a.enable()?;
-            std::thread::sleep(Duration::from_millis(250));
-            a.keep_alive()
+            // Silence: only a tick can notice the keep-alive timeout, and
+            // the target then closes the connection (the event).
+            a.recv_pdu_bytes().map(|_| ())
         });
         let (s, _) = listener.accept().unwrap();
         target.connections.fetch_add(1, Ordering::AcqRel);
         tx.send(s).unwrap();
-        crate::reactor::poke(wake.as_raw_fd());
-        client.join().unwrap().unwrap();
-        let t = target.clone();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while t.connections.load(Ordering::Acquire) > 0 {
-            assert!(Instant::now() < deadline, "connection released");
-            std::thread::sleep(Duration::from_millis(20));
+        poke(wake.as_raw_fd());
+        match client.join().unwrap() {
+            Err(InitiatorError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {}
+            other => panic!("expected the target to close the connection, got {other:?}"),
         }
+        assert!(
+            target.wait_until(LONG, |t| t.connections.load(Ordering::Acquire) == 0),
+            "connection released"
+        );
         target.shutting_down.store(true, Ordering::Release);
         done_rx
-            .recv_timeout(Duration::from_secs(5))
+            .recv_timeout(LONG)
             .expect("the reactor saw shutdown through its timeout tick");
     }
 }

@@ -1,0 +1,302 @@
+//! The `tcp` backend: NVMe/TCP from user space, one I/O queue (one TCP
+//! connection) per worker, as a thin adapter over nvmf's host queue
+//! ([`nvmf::host::HostQueue`]), which holds all of the protocol.
+//!
+//! Target syntax: `nvme-tcp://HOST[:PORT]/SUBNQN[/NSID]` (port 4420 and
+//! NSID 1 by default; `setup.rs`). Set-up uses the blocking
+//! [`nvmf::Initiator`]: an admin queue (Connect with keep-alive off, CC.EN,
+//! Number of Queues = 1), then I/O queue 1 with `iodepth + 1` entries,
+//! whose socket and queue [`Initiator::into_parts`] hands over. What is
+//! left here is the adapter: a slot's command id is its slot index and its
+//! buffer is the command's data ([`DataBuffers`]); `queue` hands the Read
+//! or Write to the host queue, `submit` writes what the queue has to send
+//! without waiting, `reap` reads what the socket holds into the queue and
+//! turns its completions into the worker's, waiting in poll(2) only while
+//! fewer than `min` are done. Nothing allocates in steady state (the
+//! queue's buffers are sized at connect). The admin queue stays open for
+//! the run: closing it would end the controller and its I/O queue.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+
+use nvmf::host::{command, DataBuffers, HostCompletion, HostError, HostQueue};
+use nvmf::Initiator;
+
+use super::{Backend, Completion, IoRequest};
+use crate::result::NVME_STATUS_BASE;
+use crate::stats::Dir;
+
+mod setup;
+
+use setup::{admin_queue, setup_error, MAX_QUEUE_ENTRIES, REPLY_TIMEOUT};
+pub use setup::{
+    inspect, is_tcp_target, parse_url, NvmeTcp, TcpOptions, TcpUrl, DEFAULT_PORT, SCHEME,
+};
+
+/// A slot's I/O while its command is in flight.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    buf: *mut u8,
+    len_bytes: u32,
+    dir: Dir,
+}
+
+/// The worker's slot buffers by command id (= slot index).
+struct Slots(Box<[Slot]>);
+
+impl DataBuffers for Slots {
+    fn outgoing(&self, cid: u16) -> &[u8] {
+        let s = self.0[cid as usize];
+        // SAFETY: the host queue reaches a command's data only while the
+        // command is in flight, i.e. between `queue` (which stored this
+        // slot's buffer, `len_bytes` long, handed to the backend by the
+        // worker) and the completion `reap` returns; the worker leaves the
+        // buffer alone meanwhile.
+        unsafe { std::slice::from_raw_parts(s.buf, s.len_bytes as usize) }
+    }
+    fn incoming(&mut self, cid: u16) -> &mut [u8] {
+        let s = self.0[cid as usize];
+        // SAFETY: as in `outgoing`; the queue writes a read's data into it
+        // while the command is in flight, from its receive buffer, which
+        // never overlaps a slot buffer.
+        unsafe { std::slice::from_raw_parts_mut(s.buf, s.len_bytes as usize) }
+    }
+}
+
+/// One NVMe/TCP I/O queue driven without allocation.
+pub struct TcpBackend {
+    /// Kept open: the controller lives as long as its admin queue.
+    _admin: Initiator,
+    stream: TcpStream,
+    queue: HostQueue,
+    slots: Slots,
+    nsid: u32,
+    lba_shift: u32,
+    /// A command the queue refused (a bug here or a failed queue), reported
+    /// by the next `reap`.
+    refused: Option<HostError>,
+    /// What set-up negotiated, reported with the result.
+    pub note: String,
+}
+
+impl TcpBackend {
+    /// Connects one admin and one I/O queue (`depth + 1` entries) to `t`,
+    /// for I/Os of up to `max_io_bytes`.
+    pub fn connect(
+        t: &NvmeTcp,
+        lba_bytes: u32,
+        depth: usize,
+        max_io_bytes: usize,
+        o: &TcpOptions,
+    ) -> Result<TcpBackend, String> {
+        let depth = depth.max(1);
+        let entries = depth as u32 + 1;
+        if entries > t.max_queue_entries.min(MAX_QUEUE_ENTRIES) {
+            return Err(format!(
+                "iodepth={depth} needs a {entries}-entry queue; the controller grants at most {} (CAP.MQES); use --iodepth {} or less",
+                t.max_queue_entries,
+                t.max_queue_entries - 1
+            ));
+        }
+        let mut io_opts = o.initiator();
+        io_opts.queue_entries = entries as u16;
+        io_opts.in_capsule_max_bytes = t.in_capsule_max_bytes;
+        io_opts.max_data_bytes = max_io_bytes as u32;
+        let admin = admin_queue(&t.url, t.addr, &io_opts)?;
+        let q = Initiator::connect_io(t.addr, &t.url.subnqn, admin.cntlid, 1, &io_opts)
+            .map_err(|e| setup_error(&t.url, t.addr, "connecting I/O queue 1", e))?;
+        let (stream, queue) = q.into_parts().map_err(|e| format!("{}: {e}", t.addr))?;
+        stream
+            .set_nonblocking(true)
+            .map_err(|e| format!("{}: making the socket non-blocking: {e}", t.addr))?;
+        let on = |b: bool| if b { "on" } else { "off" };
+        let framing = queue.framing();
+        let note = format!(
+            "tcp backend: NVMe/TCP I/O queue of {entries} entries to {}, header digest {}, data digest {}, writes up to {} B in the capsule",
+            t.addr,
+            on(framing.header_digest),
+            on(framing.data_digest),
+            t.in_capsule_max_bytes
+        );
+        let idle = Slot {
+            buf: std::ptr::null_mut(),
+            len_bytes: 0,
+            dir: Dir::Read,
+        };
+        Ok(TcpBackend {
+            _admin: admin,
+            stream,
+            queue,
+            slots: Slots(vec![idle; depth].into_boxed_slice()),
+            nsid: t.url.nsid,
+            lba_shift: lba_bytes.trailing_zeros(),
+            refused: None,
+            note,
+        })
+    }
+
+    /// Writes what the socket takes now.
+    fn flush(&mut self) -> io::Result<()> {
+        loop {
+            let b = self.queue.tx_pending(&self.slots);
+            if b.is_empty() {
+                return Ok(());
+            }
+            match self.stream.write(b) {
+                Ok(0) => return Err(closed()),
+                Ok(n) => self.queue.tx_sent(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Reads what the socket holds into the queue; false when nothing was
+    /// there.
+    fn receive(&mut self) -> io::Result<bool> {
+        let space = self.queue.rx_space();
+        let n = loop {
+            match self.stream.read(space) {
+                Ok(0) => return Err(closed()),
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        self.queue
+            .on_received(n, &mut self.slots)
+            .map_err(protocol)?;
+        Ok(true)
+    }
+
+    /// The worker's completion of a command the queue completed.
+    fn completion(&self, c: HostCompletion) -> io::Result<Completion> {
+        let slot = c.cqe.cid;
+        let s = self.slots.0[slot as usize];
+        let st = c.cqe.status();
+        let result = if !st.is_success() {
+            -(NVME_STATUS_BASE + i32::from(st.field() & 0x7ff))
+        } else if s.dir == Dir::Read && c.data_bytes != s.len_bytes {
+            return Err(bad(format!(
+                "read cid {slot} completed with {} of {} bytes",
+                c.data_bytes, s.len_bytes
+            )));
+        } else {
+            s.len_bytes as i32
+        };
+        Ok(Completion {
+            slot: u32::from(slot),
+            result,
+        })
+    }
+
+    /// Waits until the socket is readable (or writable, with bytes to send).
+    fn wait(&self) -> io::Result<()> {
+        let mut pfd = libc::pollfd {
+            fd: self.stream.as_raw_fd(),
+            events: libc::POLLIN
+                | if self.queue.wants_to_send() {
+                    libc::POLLOUT
+                } else {
+                    0
+                },
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd on the stack for the duration of the call.
+        let rc = unsafe { libc::poll(&mut pfd, 1, REPLY_TIMEOUT.as_millis() as i32) };
+        match rc {
+            0 => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "no reply from the NVMe/TCP target in {}s with {} I/Os in flight",
+                    REPLY_TIMEOUT.as_secs(),
+                    self.queue.in_flight()
+                ),
+            )),
+            r if r < 0 => {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Backend for TcpBackend {
+    fn queue(&mut self, io: IoRequest) {
+        debug_assert!(
+            !self.queue.is_in_flight(io.slot as u16),
+            "slot queued twice"
+        );
+        debug_assert_eq!(io.offset_bytes & ((1 << self.lba_shift) - 1), 0);
+        debug_assert_eq!(io.len_bytes & ((1 << self.lba_shift) - 1), 0);
+        let (sqe, xfer) = match io.dir {
+            Dir::Read => command::read(self.nsid, io.offset_bytes, io.len_bytes, self.lba_shift),
+            Dir::Write => command::write(self.nsid, io.offset_bytes, io.len_bytes, self.lba_shift),
+        };
+        self.slots.0[io.slot as usize] = Slot {
+            buf: io.buf,
+            len_bytes: io.len_bytes,
+            dir: io.dir,
+        };
+        if let Err(e) = self.queue.submit(io.slot as u16, sqe, xfer, &self.slots) {
+            self.refused.get_or_insert(e);
+        }
+    }
+
+    fn submit(&mut self) -> io::Result<()> {
+        self.flush()
+    }
+
+    fn reap(&mut self, out: &mut [Completion], min: usize) -> io::Result<usize> {
+        if let Some(e) = self.refused.take() {
+            return Err(bad(e.to_string()));
+        }
+        loop {
+            self.flush()?;
+            let got = self.receive()?;
+            if self.queue.wants_to_send() {
+                // H2CData answering the R2Ts just read.
+                self.flush()?;
+            }
+            let done = self.queue.completions_ready();
+            if done >= min.max(1) || (min == 0 && !got) {
+                break;
+            }
+            if !got {
+                self.wait()?;
+            }
+        }
+        let mut n = 0;
+        while n < out.len() {
+            let Some(c) = self.queue.completion() else {
+                break;
+            };
+            out[n] = self.completion(c)?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+fn closed() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionAborted,
+        "the NVMe/TCP target closed the connection",
+    )
+}
+
+fn bad(what: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("NVMe/TCP: {what}"))
+}
+
+fn protocol(e: HostError) -> io::Error {
+    bad(e.to_string())
+}

@@ -1,0 +1,28 @@
+//! The NVMe/TCP host: the protocol once, without I/O, for every driver.
+//!
+//! - [`HostQueue`] (`queue.rs`) is one queue (one connection) as a state
+//!   machine: commands in, bytes out; bytes in, completions out. Its
+//!   buffers are sized at start-up from a [`QueueConfig`]; command data
+//!   stays in the caller's memory, reached by command id through
+//!   [`DataBuffers`].
+//! - [`Controller`] (`controller.rs`) is what the queues of one controller
+//!   share: the host's identity, the subsystem, the controller id and its
+//!   limits. Each queue has its own transport below it, so several paths
+//!   or a TLS layer fit under the same state machine.
+//! - `command.rs` builds the SQEs a host sends (Connect, Property Get/Set,
+//!   Identify, Set Features, Get Log Page, Keep Alive, Read, Write).
+//! - [`Initiator`] (`initiator.rs`) is a blocking socket driver over one
+//!   queue, for the target's tests and for setting controllers up; the
+//!   engine's `tcp` backend drives a queue the initiator connected from its
+//!   own non-blocking, allocation-free loop.
+
+pub mod command;
+pub mod controller;
+pub mod error;
+pub mod initiator;
+pub mod queue;
+
+pub use controller::{Controller, ControllerLimits};
+pub use error::{HostError, InitiatorError};
+pub use initiator::{Completion, Initiator, InitiatorOptions};
+pub use queue::{DataBuffers, HostCompletion, HostQueue, QueueConfig, QueuePhase, Transfer};

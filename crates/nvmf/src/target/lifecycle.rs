@@ -1,0 +1,319 @@
+//! A command's way through its states on one connection: its capsule
+//! arrives (`New`), its data transfer is planned (in the capsule, or asked
+//! for by R2T in `transfer.rs`), its handler runs and the connection
+//! applies the [`Outcome`] (a status, a storage operation, an event to wait
+//! for, a binding), then its data and response go out and it is `Free`
+//! again. [`Connection::advance`] drives it; `Requests::set_state` makes
+//! each move.
+
+use std::time::Instant;
+
+use nvme_spec::command::{admin, io, SGL_IN_CAPSULE, SGL_TRANSPORT};
+use nvme_spec::tcp::{self, fes, flags, pdu_type, FatalError};
+use nvme_spec::{Cqe, Sqe, Status};
+
+use super::command::{Ctx, Outcome};
+use super::config::ADMIN_IN_CAPSULE_BYTES;
+use super::queue::{Connection, RETAINED_BUF_BYTES};
+use super::request::{Request, RequestState, Xfer};
+
+impl Connection {
+    fn active_depth(&self) -> usize {
+        match &self.binding {
+            Some(b) => b.sq_entries as usize,
+            None => 1,
+        }
+    }
+
+    pub(crate) fn on_capsule(&mut self, sqe: Sqe, data: &[u8], digest_ok: bool) {
+        self.sqhd = self.sqhd.wrapping_add(1);
+        if let Some(b) = &self.binding {
+            self.sqhd %= b.sq_entries.max(1);
+        }
+        if self.reqs.iter().any(|r| r.busy() && r.sqe.cid == sqe.cid) {
+            self.send_response(sqe.cid, Status::CID_CONFLICT, 0);
+            return;
+        }
+        let depth = self.active_depth().min(self.reqs.len());
+        let Some(slot) = self.reqs.first_free(depth) else {
+            let e = FatalError {
+                fes: fes::PDU_SEQUENCE_ERROR,
+                fei: 0,
+                what: "more commands outstanding than the queue size",
+            };
+            self.fatal(e, &sqe.encode());
+            return;
+        };
+        let r = &mut self.reqs[slot];
+        r.sqe = sqe;
+        r.xfer = Xfer::of(&sqe);
+        r.len_bytes = sqe.dptr.length;
+        r.received_bytes = 0;
+        r.in_capsule = !data.is_empty();
+        r.digest_failed = !digest_ok;
+        r.status = Status::SUCCESS;
+        r.result = 0;
+        r.out_len = 0;
+        r.storage = None;
+        r.storage_progress = 0;
+        r.buf.clear();
+        if !data.is_empty() && data.len() <= sqe.dptr.length as usize {
+            r.buf.assign(data);
+            r.received_bytes = data.len() as u32;
+        } else if !data.is_empty() {
+            // More in-capsule data than the SGL describes.
+            r.in_capsule = true;
+            r.received_bytes = u32::MAX;
+        }
+        self.reqs.set_state(slot, RequestState::New);
+        self.advance(slot);
+    }
+
+    /// Moves a request on from state to state ([`Requests::set_state`]
+    /// makes each move) until it waits for something (host data, storage,
+    /// an event) or is free again.
+    pub(crate) fn advance(&mut self, slot: usize) {
+        loop {
+            let state = self.reqs[slot].state();
+            let next = match state {
+                RequestState::Free | RequestState::AwaitingEvent | RequestState::Executing => {
+                    return
+                }
+                RequestState::New => self.plan_transfer(slot),
+                RequestState::AwaitingH2CData => {
+                    let r = &self.reqs[slot];
+                    if r.received_bytes < r.len_bytes {
+                        return;
+                    }
+                    RequestState::ReadyToExecute
+                }
+                RequestState::ReadyToExecute => self.execute(slot),
+                RequestState::Completed => {
+                    self.count(slot);
+                    self.send_completion(slot);
+                    // Keep small buffers for reuse; give large ones back so an
+                    // idle queue does not pin depth x MDTS bytes.
+                    self.reqs[slot].buf.shrink_above(RETAINED_BUF_BYTES);
+                    RequestState::Free
+                }
+            };
+            self.reqs.set_state(slot, next);
+        }
+    }
+
+    /// New → AwaitingH2CData (R2T sent), ReadyToExecute or Completed (error).
+    fn plan_transfer(&mut self, slot: usize) -> RequestState {
+        let max_xfer = self.target.limits.max_transfer_bytes;
+        let io_queue = self.qid().is_some_and(|q| q > 0);
+        let in_capsule_max = if io_queue {
+            self.target.limits.io_in_capsule_bytes
+        } else {
+            ADMIN_IN_CAPSULE_BYTES
+        };
+        let r = &mut self.reqs[slot];
+        let fail = |r: &mut Request, s: Status| {
+            r.status = s;
+            RequestState::Completed
+        };
+        if r.digest_failed {
+            return fail(r, Status::TRANSIENT_TRANSPORT);
+        }
+        let len = r.len_bytes;
+        if len == 0 {
+            return if r.in_capsule {
+                fail(r, Status::SGL_LENGTH_INVALID)
+            } else {
+                RequestState::ReadyToExecute
+            };
+        }
+        if r.xfer == Xfer::None {
+            return fail(r, Status::INVALID_FIELD);
+        }
+        match r.sqe.dptr.type_byte {
+            SGL_IN_CAPSULE => {
+                if r.xfer != Xfer::HostToCtrl || r.sqe.dptr.addr != 0 {
+                    return fail(r, Status::SGL_OFFSET_INVALID);
+                }
+                if len > in_capsule_max || r.received_bytes != len {
+                    return fail(r, Status::SGL_LENGTH_INVALID);
+                }
+                RequestState::ReadyToExecute
+            }
+            SGL_TRANSPORT => {
+                if r.in_capsule || len > max_xfer {
+                    return fail(r, Status::SGL_LENGTH_INVALID);
+                }
+                // I/O data is wholly overwritten (by storage or the host)
+                // before it is used; admin replies start from zeroes.
+                if io_queue {
+                    r.buf.set_len_stale(len as usize);
+                } else {
+                    r.buf.set_len_zeroed(len as usize);
+                }
+                if r.xfer == Xfer::CtrlToHost {
+                    return RequestState::ReadyToExecute;
+                }
+                r.r2t_sent_bytes = 0;
+                self.send_r2ts(slot);
+                RequestState::AwaitingH2CData
+            }
+            _ => fail(r, Status::SGL_TYPE_INVALID),
+        }
+    }
+
+    /// ReadyToExecute → Completed, Executing or AwaitingEvent: the
+    /// command's handler decides, the connection applies its outcome. Every
+    /// admin command counts as a keep-alive.
+    fn execute(&mut self, slot: usize) -> RequestState {
+        let is_fabrics = self.reqs[slot].sqe.opcode == admin::FABRICS;
+        let qid = self.qid();
+        if !is_fabrics && qid == Some(0) {
+            self.last_keepalive = Instant::now();
+        }
+        let events_waiting = self.reqs.counts().get(RequestState::AwaitingEvent) as usize;
+        let mut ctx = Ctx {
+            target: &self.target,
+            binding: self.binding.as_ref(),
+            framing: self.framing,
+            slot: slot as u16,
+            req: &mut self.reqs[slot],
+            events_waiting,
+        };
+        let outcome = match qid {
+            _ if is_fabrics => super::fabrics::execute(&mut ctx),
+            None => Outcome::err(Status::CMD_SEQ_ERROR),
+            Some(0) => super::admin::execute(&mut ctx),
+            Some(_) => super::io::execute(&mut ctx),
+        };
+        self.apply(slot, outcome)
+    }
+
+    /// Applies a handler's outcome: the state it leads to, with the
+    /// command's status recorded, its storage operation queued or the queue
+    /// bound.
+    pub(crate) fn apply(&mut self, slot: usize, outcome: Outcome) -> RequestState {
+        let (status, result, out_len) = match outcome {
+            Outcome::Deferred => return RequestState::AwaitingEvent,
+            Outcome::Storage(op) => {
+                debug_assert_eq!(op.slot as usize, slot);
+                self.queue_storage(op);
+                return RequestState::Executing;
+            }
+            Outcome::Connected {
+                binding,
+                sq_flow_disabled,
+            } => {
+                let cntlid = binding.ctrl.cntlid;
+                self.binding = Some(binding);
+                self.sq_flow_disabled = sq_flow_disabled;
+                self.last_keepalive = Instant::now();
+                (Status::SUCCESS, u64::from(cntlid), 0)
+            }
+            Outcome::Done {
+                status,
+                result,
+                out_len,
+            } => (status, result, out_len),
+        };
+        let r = &mut self.reqs[slot];
+        r.status = status;
+        r.result = result;
+        r.out_len = out_len.min(r.len_bytes);
+        RequestState::Completed
+    }
+
+    /// Counts a successful read or write on this I/O queue (folded into the
+    /// controller's SMART counters on the next tick).
+    fn count(&mut self, slot: usize) {
+        let r = &self.reqs[slot];
+        let io_queue = self.qid().is_some_and(|q| q > 0);
+        if !r.status.is_success() || !io_queue {
+            return;
+        }
+        let len = u64::from(r.len_bytes);
+        match r.sqe.opcode {
+            io::READ => {
+                self.counters.reads += 1;
+                self.counters.read_bytes += len;
+            }
+            io::WRITE => {
+                self.counters.writes += 1;
+                self.counters.written_bytes += len;
+            }
+            _ => {}
+        }
+    }
+
+    /// Sends C2HData (for successful reads) and the response capsule.
+    fn send_completion(&mut self, slot: usize) {
+        let chunk = self.target.limits.max_c2h_data_bytes as usize;
+        let r = &self.reqs[slot];
+        let (cid, status, result) = (r.sqe.cid, r.status, r.result);
+        let send_data = status.is_success() && r.xfer == Xfer::CtrlToHost && r.out_len > 0;
+        let mut skip_resp = false;
+        if send_data {
+            let total = r.out_len as usize;
+            let mut off = 0;
+            while off < total {
+                let n = chunk.min(total - off);
+                let last = off + n == total;
+                let mut fl = 0;
+                if last {
+                    fl |= flags::DATA_LAST;
+                    if self.sq_flow_disabled {
+                        fl |= flags::DATA_SUCCESS;
+                        skip_resp = true;
+                    }
+                }
+                let body = tcp::data_body(cid, 0, off as u32, n as u32);
+                tcp::frame(
+                    &mut self.tx,
+                    pdu_type::C2H_DATA,
+                    fl,
+                    &body,
+                    &r.buf[off..off + n],
+                    &self.framing,
+                );
+                off += n;
+            }
+        }
+        if !status.is_success() {
+            if let Some(b) = &self.binding {
+                b.ctrl.log_error(nvme_spec::log::ErrorEntry {
+                    sqid: b.qid,
+                    cid,
+                    status: status.field() << 1,
+                    nsid: r.sqe.nsid,
+                    ..Default::default()
+                });
+            }
+        }
+        if !skip_resp {
+            self.send_response(cid, status, result);
+        }
+    }
+
+    pub(crate) fn send_response(&mut self, cid: u16, status: Status, result: u64) {
+        let mut cqe = Cqe {
+            result: result as u32,
+            dw1: (result >> 32) as u32,
+            sqhd: if self.sq_flow_disabled {
+                0xFFFF
+            } else {
+                self.sqhd
+            },
+            sqid: self.qid().unwrap_or(0),
+            cid,
+            ..Default::default()
+        };
+        cqe.set_status(status);
+        tcp::frame(
+            &mut self.tx,
+            pdu_type::CAPSULE_RESP,
+            0,
+            &cqe.encode(),
+            &[],
+            &self.framing,
+        );
+    }
+}

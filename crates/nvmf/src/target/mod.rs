@@ -1,0 +1,36 @@
+//! The NVMe/TCP target (`numio serve`).
+//!
+//! - [`queue::Connection`] is one connection as a pure state machine
+//!   (bytes in, bytes out, storage operations out, their completions in);
+//!   each command's life is an explicit [`request::RequestState`], moved by
+//!   `lifecycle.rs` and changed in one place ([`request::Requests::set_state`],
+//!   which also counts requests per state). R2T flow is in `transfer.rs`.
+//! - The handlers ([`fabrics`], [`admin`], [`io`]) take a
+//!   [`command::Ctx`] and return a [`command::Outcome`]; the connection
+//!   applies it.
+//! - [`subsystem::Target`] holds what the queues of a controller share
+//!   (registers, the controller registry), which only Connect and admin
+//!   commands lock; [`namespace`] and [`config`] are below it.
+//! - [`reactor::Server`] runs one reactor thread per CPU, each owning its
+//!   connections and one io_uring that carries their socket receives and
+//!   sends, the wake-up for new connections and the storage I/O of file and
+//!   block device namespaces ([`ring`] sets it up; the loop, `event_loop.rs`,
+//!   is private to the crate).
+
+pub mod admin;
+pub mod buf;
+pub mod command;
+pub mod config;
+pub mod error;
+mod event_loop;
+pub mod fabrics;
+pub mod io;
+mod lifecycle;
+pub mod namespace;
+pub mod queue;
+pub mod reactor;
+pub mod request;
+pub mod ring;
+pub mod storage;
+pub mod subsystem;
+mod transfer;
