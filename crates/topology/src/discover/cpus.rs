@@ -83,18 +83,23 @@ fn online_cpus(r: &mut Reader) -> Result<(Vec<u32>, Option<Vec<u32>>), TopologyE
 
 fn read_cpus(r: &mut Reader, present: &[u32], online: &[u32], map: &NodeMap) -> Vec<Cpu> {
     let mut cpus: Vec<Cpu> = Vec::with_capacity(present.len());
-    // CPU → SMT siblings already read from a sibling: `thread_siblings` is
-    // the same set for every thread of a core, so a machine with SMT reads
-    // it once per core. Package and core id are read for each CPU: threads
-    // of one core need not share a core id (AMD compute units).
-    let mut known_siblings: BTreeMap<u32, Vec<CpuId>> = BTreeMap::new();
+    // CPU → (package, SMT siblings) already read from a sibling: the
+    // threads of a core are in one package and `thread_siblings` is the
+    // same set for each, so a machine with SMT reads those once per core.
+    // The core id is read for each CPU: threads of one core need not share
+    // it (AMD compute units).
+    let mut known: BTreeMap<u32, Shared> = BTreeMap::new();
     for &id in present {
         let online = online.binary_search(&id).is_ok();
         let node = map.node_of(r, id);
-        let cpu = read_cpu(r, id, online, node, known_siblings.remove(&id));
+        let cpu = read_cpu(r, id, online, node, known.remove(&id));
         if cpu.online {
             for s in cpu.siblings.iter().filter(|s| s.0 > id) {
-                known_siblings.insert(s.0, cpu.siblings.clone());
+                let shared = Shared {
+                    package: cpu.package,
+                    siblings: cpu.siblings.clone(),
+                };
+                known.insert(s.0, shared);
             }
         }
         cpus.push(cpu);
@@ -102,12 +107,18 @@ fn read_cpus(r: &mut Reader, present: &[u32], online: &[u32], map: &NodeMap) -> 
     cpus
 }
 
+/// What the SMT threads of one core share.
+struct Shared {
+    package: Option<u32>,
+    siblings: Vec<CpuId>,
+}
+
 fn read_cpu(
     r: &mut Reader,
     id: u32,
     online: bool,
     node: Option<NodeId>,
-    siblings: Option<Vec<CpuId>>,
+    shared: Option<Shared>,
 ) -> Cpu {
     let dir = format!("{CPU_DIR}/cpu{id}");
     if !online {
@@ -121,23 +132,25 @@ fn read_cpu(
             node,
         };
     }
-    let package = r
-        .parse(&format!("{dir}/topology/physical_package_id"), parse_id)
-        .flatten();
     let core = r
         .parse(&format!("{dir}/topology/core_id"), parse_id)
         .flatten();
-    let mut siblings = siblings.unwrap_or_else(|| {
-        r.cpu_set(
-            &format!("{dir}/topology/thread_siblings_list"),
-            &format!("{dir}/topology/thread_siblings"),
-            parse_list,
-        )
-        .unwrap_or_default()
-        .into_iter()
-        .map(CpuId)
-        .collect()
+    let shared = shared.unwrap_or_else(|| Shared {
+        package: r
+            .parse(&format!("{dir}/topology/physical_package_id"), parse_id)
+            .flatten(),
+        siblings: r
+            .cpu_set(
+                &format!("{dir}/topology/thread_siblings_list"),
+                &format!("{dir}/topology/thread_siblings"),
+                parse_list,
+            )
+            .unwrap_or_default()
+            .into_iter()
+            .map(CpuId)
+            .collect(),
     });
+    let (package, mut siblings) = (shared.package, shared.siblings);
     if !siblings.contains(&CpuId(id)) {
         siblings.push(CpuId(id));
         siblings.sort_unstable();
