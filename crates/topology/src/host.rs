@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cpulist::CpuList;
+use crate::cpulist::{CpuList, ListOf};
 use crate::device::{reader, DevNum};
 use crate::error::TopologyError;
 use crate::model::{CpuId, NodeId};
@@ -175,11 +175,24 @@ pub fn cpu_node(root: &Path, cpu: CpuId) -> Result<Option<NodeId>, TopologyError
     }))
 }
 
-/// The CPUs of node `node` (`nodeN/cpulist`, online CPUs). Errors: no such
-/// node, or its list cannot be read.
+/// The CPUs of node `node` (`nodeN/cpulist`, or the `nodeN/cpumap` mask of
+/// kernels that write no list; online CPUs). Errors: no such node, or its
+/// list cannot be read.
 pub fn node_cpus(root: &Path, node: NodeId) -> Result<CpuList, TopologyError> {
     let mut r = reader(root)?;
-    let rel = format!("sys/devices/system/node/node{}/cpulist", node.0);
+    let dir = format!("sys/devices/system/node/node{}", node.0);
+    let rel = format!("{dir}/cpulist");
+    let mask = format!("{dir}/cpumap");
+    if r.read(&rel).is_none() {
+        if let Some(text) = r.read(&mask) {
+            return CpuList::parse_mask(&text, ListOf::Cpus).map_err(|e| {
+                TopologyError::BadRequired {
+                    path: r.abs(&mask),
+                    reason: e.to_string(),
+                }
+            });
+        }
+    }
     match r.read(&rel) {
         Some(text) => CpuList::parse(&text).map_err(|e| TopologyError::BadRequired {
             path: r.abs(&rel),
