@@ -345,3 +345,23 @@ fn doctor_cites_the_numa_node_file_it_read() {
     let f = &diagnose(&t)[0];
     assert_eq!(f.evidence[0].path, "/sys/class/nvme/nvme0/numa_node");
 }
+
+#[test]
+fn a_machine_without_distances_is_told_so_once() {
+    let mut t = discover("no-online-lists");
+    t.nodes.iter_mut().for_each(|n| n.distances.clear());
+    let codes: Vec<(Severity, String, String)> = findings(&t)
+        .into_iter()
+        .filter(|f| f.1.starts_with("distance"))
+        .collect();
+    assert_eq!(
+        codes,
+        vec![finding(Severity::Info, "distance-table-missing", "nodes")]
+    );
+    t.nodes[1].distances = vec![21, 10];
+    let codes: Vec<String> = findings(&t).into_iter().map(|f| f.1).collect();
+    assert!(
+        codes.contains(&"distance-table-mismatch".to_string()),
+        "{codes:?}"
+    );
+}

@@ -50,9 +50,26 @@ fn note_kind(note: &DiscoveryNote) -> (Severity, &'static str, &'static str) {
     }
 }
 
-/// Distance rows whose length is not the number of nodes.
+/// Distance rows whose length is not the number of nodes (or no distance
+/// table at all on a multi-node machine).
 pub fn distance_rows(t: &Topology, out: &mut Vec<Finding>) {
     let count = t.nodes.len();
+    if count > 1 && t.nodes.iter().all(|n| n.distances.is_empty()) {
+        let path = format!("/sys/devices/system/node/node{}/distance", t.nodes[0].id);
+        let message = format!(
+            "the kernel wrote no node distances (nodeN/distance is missing on all {count} nodes): numio cannot tell which node is nearest, so a node without CPUs or memory borrows from the lowest-numbered one"
+        );
+        let fix = "nothing to fix on a kernel that does not report distances; pass --cpus-for to place jobs of drives on nodes without CPUs or memory".to_string();
+        out.push(finding(
+            Severity::Info,
+            "distance-table-missing",
+            "nodes",
+            message,
+            vec![evidence(path, "missing")],
+            fix,
+        ));
+        return;
+    }
     let bad: Vec<_> = t
         .nodes
         .iter()

@@ -15,6 +15,7 @@
 //! | `controller-not-live` | warning | a controller's state is not `live` |
 //! | `unreadable-files` | info | discovery could not read some files |
 //! | `distance-table-mismatch` | warning | a node's distance row does not have one entry per node |
+//! | `distance-table-missing` | info | no node has a distance row, on a multi-node machine |
 //! | `cpu-node-not-listed` | warning | CPUs belong to a node that is not among the online nodes |
 //! | `cpus-not-in-node-lists` | warning | online CPUs that no node lists |
 //! | `controller-node-not-online` | warning | a controller reports a node that is not among the online nodes |
