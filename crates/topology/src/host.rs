@@ -11,7 +11,7 @@ use crate::cpulist::{CpuList, ListOf};
 use crate::device::{reader, DevNum};
 use crate::error::TopologyError;
 use crate::model::{CpuId, NodeId};
-use crate::parse::{parse_list, parse_num};
+use crate::parse::parse_num;
 
 /// The machine's side of the environment recorded with a result.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,9 +43,9 @@ pub fn host_record(root: &Path) -> Result<HostRecord, TopologyError> {
             .read("proc/cpuinfo")
             .map(|t| cpu_model(&t))
             .unwrap_or_default(),
-        online_cpus: r
-            .parse("sys/devices/system/cpu/online", parse_list)
-            .map(CpuList::from_ids)
+        // `cpu/online`, or on kernels without it the cpuN directories.
+        online_cpus: crate::discover::online_cpus(&mut r)
+            .map(|(online, _)| CpuList::from_ids(online))
             .unwrap_or_default(),
         nvme_poll_queues: r.parse("sys/module/nvme/parameters/poll_queues", parse_num::<u32>),
     })

@@ -353,3 +353,9 @@ fn a_nodes_cpus_come_from_its_mask_where_the_kernel_wrote_no_list() {
     let cpus = node_cpus(&root("masks-only"), NodeId(3)).expect("node 3");
     assert_eq!(cpus.to_string(), "27-35,63-71");
 }
+
+#[test]
+fn the_host_records_online_cpus_where_the_kernel_wrote_no_list() {
+    let h = host_record(&root("no-online-lists")).expect("root");
+    assert_eq!(h.online_cpus.to_string(), "0-5,7-13,15");
+}

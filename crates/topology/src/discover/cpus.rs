@@ -31,7 +31,7 @@ pub fn discover(r: &mut Reader) -> Result<(Vec<Node>, Vec<Cpu>), TopologyError> 
 
 /// The online CPUs (`cpu/online`), and when the kernel wrote no such list,
 /// every CPU directory too (then `online` is derived from them).
-fn online_cpus(r: &mut Reader) -> Result<(Vec<u32>, Option<Vec<u32>>), TopologyError> {
+pub(crate) fn online_cpus(r: &mut Reader) -> Result<(Vec<u32>, Option<Vec<u32>>), TopologyError> {
     let rel = format!("{CPU_DIR}/online");
     if let Some(text) = r.read(&rel) {
         return parse_list(&text).map(|ids| (ids, None)).map_err(|reason| {

@@ -10,6 +10,7 @@ use crate::recording::{manifest_unreadable, Recording};
 use crate::source::Source;
 
 mod cpus;
+pub(crate) use cpus::online_cpus;
 mod dirs;
 mod irq;
 mod nodes;
