@@ -26,6 +26,8 @@
 pub mod backend;
 pub mod env;
 pub mod error;
+#[cfg(test)]
+mod fixtures;
 pub mod gen;
 pub mod progress;
 pub mod run;

@@ -259,20 +259,9 @@ fn job_node(job: &planner::JobPlacement, t: &TargetPlacement) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::fixture_device;
     use crate::target::NvmeGeneric;
     use planner::Workload;
-    use std::path::Path;
-    use topology::device::{BlockDevice, DevNum};
-
-    /// The facts of block device `name` of the `2node-blockstack` fixture.
-    fn fixture_device(name: &str) -> BlockDevice {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/sysfs/2node-blockstack");
-        let text = std::fs::read_to_string(root.join(format!("sys/class/block/{name}/dev")))
-            .expect("dev file");
-        let dev = DevNum::parse(&text).expect("MAJ:MIN");
-        topology::device::block_device(&root, dev).expect("facts")
-    }
 
     fn placed(direct: bool) -> TargetPlacement {
         TargetPlacement {

@@ -9,8 +9,7 @@ use std::path::Path;
 
 use planner::{Distribution, Workload};
 
-use super::{NvmeGeneric, TargetInfo, TargetKind, SYS_ROOT};
-use crate::backend::tcp::NvmeTcp;
+use super::{TargetInfo, TargetKind, SYS_ROOT};
 use crate::backend::BackendKind;
 use crate::error::EngineError;
 
@@ -168,9 +167,21 @@ pub fn validate(w: &Workload, t: &TargetInfo) -> Result<Region, EngineError> {
     check_basic(w).map_err(bad)?;
     let lbs = u64::from(t.logical_block_size_bytes);
     if let TargetKind::NvmeGeneric(ng) = &t.kind {
-        check_nvme_command_size(w, lbs, ng).map_err(bad)?;
+        let source = format!("queue/max_hw_sectors_kb of {}", ng.block_device);
+        let limit = CommandLimit {
+            namespace: "the namespace",
+            max_transfer_bytes: ng.max_transfer_bytes,
+            limit_source: &source,
+        };
+        check_command_size(w, lbs, &limit).map_err(bad)?;
     } else if let TargetKind::NvmeTcp(nt) = &t.kind {
-        check_tcp_command_size(w, lbs, nt).map_err(bad)?;
+        let namespace = format!("namespace {}", nt.url.nsid);
+        let limit = CommandLimit {
+            namespace: &namespace,
+            max_transfer_bytes: nt.max_transfer_bytes,
+            limit_source: "the controller's MDTS",
+        };
+        check_command_size(w, lbs, &limit).map_err(bad)?;
     } else if w.direct {
         for (name, v) in [
             ("bs", w.bs_min_bytes),
@@ -218,33 +229,19 @@ pub fn validate(w: &Workload, t: &TargetInfo) -> Result<Region, EngineError> {
     })
 }
 
-/// NVMe commands move whole logical blocks, at most 65536 of them and no
-/// more than the controller's largest transfer.
-fn check_nvme_command_size(w: &Workload, lbs: u64, ng: &NvmeGeneric) -> Result<(), String> {
-    for (name, v) in [
-        ("bs", w.bs_min_bytes),
-        ("bs (max)", w.bs_max_bytes),
-        ("offset", w.offset_bytes),
-    ] {
-        if v % lbs != 0 {
-            return Err(format!(
-                "{name}={v} is not a multiple of the namespace's LBA size {lbs} (NVMe commands move whole logical blocks); use a multiple of {lbs}"
-            ));
-        }
-    }
-    let max = ng.max_transfer_bytes.min(lbs * NVME_MAX_BLOCKS_PER_COMMAND);
-    if w.bs_max_bytes > max {
-        return Err(format!(
-            "bs={} is larger than one NVMe command can move here ({max} bytes: queue/max_hw_sectors_kb of {} and the 16-bit block count); use --bs {max} or less",
-            w.bs_max_bytes, ng.block_device
-        ));
-    }
-    Ok(())
+/// How one NVMe command's size is bounded where it is checked: the
+/// namespace as an error names it, its largest transfer and where that
+/// limit comes from.
+struct CommandLimit<'a> {
+    namespace: &'a str,
+    max_transfer_bytes: u64,
+    limit_source: &'a str,
 }
 
-/// [`check_nvme_command_size`] for an NVMe/TCP namespace: whole logical
-/// blocks (from Identify Namespace), within the controller's MDTS.
-fn check_tcp_command_size(w: &Workload, lbs: u64, t: &NvmeTcp) -> Result<(), String> {
+/// NVMe commands move whole logical blocks, at most 65536 of them and no
+/// more than the controller's largest transfer (a generic device's
+/// `queue/max_hw_sectors_kb`, an NVMe/TCP controller's MDTS).
+fn check_command_size(w: &Workload, lbs: u64, limit: &CommandLimit) -> Result<(), String> {
     for (name, v) in [
         ("bs", w.bs_min_bytes),
         ("bs (max)", w.bs_max_bytes),
@@ -252,16 +249,18 @@ fn check_tcp_command_size(w: &Workload, lbs: u64, t: &NvmeTcp) -> Result<(), Str
     ] {
         if v % lbs != 0 {
             return Err(format!(
-                "{name}={v} is not a multiple of namespace {}'s LBA size {lbs} (Identify Namespace; NVMe commands move whole logical blocks); use a multiple of {lbs}",
-                t.url.nsid
+                "{name}={v} is not a multiple of {}'s LBA size {lbs} (NVMe commands move whole logical blocks); use a multiple of {lbs}",
+                limit.namespace
             ));
         }
     }
-    let max = t.max_transfer_bytes.min(lbs * NVME_MAX_BLOCKS_PER_COMMAND);
+    let max = limit
+        .max_transfer_bytes
+        .min(lbs * NVME_MAX_BLOCKS_PER_COMMAND);
     if w.bs_max_bytes > max {
         return Err(format!(
-            "bs={} is larger than one NVMe command can move here ({max} bytes: the controller's MDTS and the 16-bit block count); use --bs {max} or less",
-            w.bs_max_bytes
+            "bs={} is larger than one NVMe command can move here ({max} bytes: {} and the 16-bit block count); use --bs {max} or less",
+            w.bs_max_bytes, limit.limit_source
         ));
     }
     Ok(())
@@ -312,7 +311,8 @@ fn check_basic(w: &Workload) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::backend::NvmeNamespace;
-    use topology::device::{BlockDevice, DevNum};
+    use crate::fixtures::fixture_device;
+    use crate::target::NvmeGeneric;
 
     fn file_target(size: u64) -> TargetInfo {
         TargetInfo::file("/t", size)
@@ -388,16 +388,6 @@ mod tests {
             assert!(check_backend(&file, k).is_ok(), "{k:?}");
         }
         assert!(check_write_safety(&file).is_ok(), "files are not checked");
-    }
-
-    /// The facts of block device `name` of the `2node-blockstack` fixture.
-    fn fixture_device(name: &str) -> BlockDevice {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/sysfs/2node-blockstack");
-        let text = std::fs::read_to_string(root.join(format!("sys/class/block/{name}/dev")))
-            .expect("dev file");
-        let dev = DevNum::parse(&text).expect("MAJ:MIN");
-        topology::device::block_device(&root, dev).expect("facts")
     }
 
     #[test]
