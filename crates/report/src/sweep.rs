@@ -209,6 +209,16 @@ fn findings(
             points[k.saturating_sub(1)].efficiency.unwrap_or(1.0) * 100.0,
             points[k.saturating_sub(1)].label,
         )),
+        None if points
+            .iter()
+            .any(|p| p.efficiency.is_some_and(|e| e < threshold)) =>
+        {
+            out.push(format!(
+                "no confirmed knee: efficiency falls below {:.0} % only within the 95 % intervals of the repeats; \
+                 run more --repeat rounds or a longer --runtime to narrow them",
+                threshold * 100.0
+            ))
+        }
         None if scales_work(axis) && points.len() > 1 => out.push(format!(
             "no knee: every step keeps {:.0} % or more of linear scaling",
             threshold * 100.0
