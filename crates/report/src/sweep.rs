@@ -278,68 +278,80 @@ pub fn table(sweep: &Sweep) -> String {
 /// as error bars and, for scaling axes, the ideal linear line from the
 /// first point; below it the CPU headroom against the axis.
 pub fn svg(sweep: &Sweep, title: &str) -> String {
-    const W: f64 = 960.0;
-    const H: f64 = 640.0;
-    let mut svg = Svg::new(W, H);
-    svg.text(W / 2.0, 30.0, 18.0, Anchor::Middle, title, TextStyle::BOLD);
-    let xs: Vec<f64> = sweep.points.iter().map(|p| p.x).collect();
-    let (x_lo, x_hi) = (
-        xs.iter().cloned().fold(f64::INFINITY, f64::min),
-        xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+    let mut svg = Svg::new(CHART_WIDTH, 640.0);
+    svg.text(
+        CHART_WIDTH / 2.0,
+        30.0,
+        18.0,
+        Anchor::Middle,
+        title,
+        TextStyle::BOLD,
     );
-    let x_hi = if x_hi > x_lo { x_hi } else { x_lo + 1.0 };
-    let ideal = |p: &SweepPoint| {
-        let (p0, x0) = (&sweep.points[0], xs[0]);
-        p0.iops * p.x / x0
-    };
+    let xs: Vec<f64> = sweep.points.iter().map(|p| p.x).collect();
+    let x_lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let x_hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let x_range = (x_lo, if x_hi > x_lo { x_hi } else { x_lo + 1.0 });
+    iops_panel(&mut svg, sweep, &xs, x_range);
+    headroom_panel(&mut svg, sweep, &xs, x_range);
+    svg.finish()
+}
+
+/// Width of a sweep chart in px.
+const CHART_WIDTH: f64 = 960.0;
+
+/// The plot area of the panel whose top is `top`: `(x, y, w, h)`.
+fn panel(top: f64) -> (f64, f64, f64, f64) {
+    (100.0, top, CHART_WIDTH - 140.0, 200.0)
+}
+
+/// A point of the panel `area` over `x_range` and `(lo, hi)` in y.
+fn place(
+    area: (f64, f64, f64, f64),
+    x_range: (f64, f64),
+    lo: f64,
+    hi: f64,
+    x: f64,
+    y: f64,
+) -> (f64, f64) {
+    let (fx, fy, fw, fh) = area;
+    (
+        axis::map(x, x_range.0, x_range.1, fx, fx + fw),
+        axis::map(y, lo, hi, fy + fh, fy),
+    )
+}
+
+fn iops_panel(svg: &mut Svg, sweep: &Sweep, xs: &[f64], x_range: (f64, f64)) {
+    let area = panel(70.0);
     let linear = scales_work(&sweep.axis) && xs.first().is_some_and(|&x| x > 0.0);
+    let ideal = |p: &SweepPoint| sweep.points[0].iops * p.x / xs[0];
     let y_hi = sweep
         .points
         .iter()
         .map(|p| (p.iops + p.iops_ci95.unwrap_or(0.0)).max(if linear { ideal(p) } else { 0.0 }))
         .fold(1.0, f64::max);
-    let panel = |top: f64| (100.0, top, W - 140.0, 200.0);
-    let (fx, fy, fw, fh) = panel(70.0);
-    let yaxis = axis::linear(0.0, y_hi, 5);
-    frame(
-        &mut svg,
-        (fx, fy, fw, fh),
-        &sweep.axis,
-        "IOPS",
-        &yaxis,
-        x_lo,
-        x_hi,
-        &xs,
-    );
-    let map = |x: f64, y: f64, lo: f64, hi: f64, top: f64| {
-        (
-            axis::map(x, x_lo, x_hi, fx, fx + fw),
-            axis::map(y, lo, hi, top + fh, top),
-        )
-    };
+    let y = axis::linear(0.0, y_hi, 5);
+    frame(svg, area, &sweep.axis, "IOPS", &y, x_range.0, x_range.1, xs);
+    let at = |x: f64, v: f64| place(area, x_range, y.min, y.max, x, v);
     if linear {
         let pts: Vec<(f64, f64)> = sweep
             .points
             .iter()
-            .map(|p| map(p.x, ideal(p).min(yaxis.max), yaxis.min, yaxis.max, fy))
+            .map(|p| at(p.x, ideal(p).min(y.max)))
             .collect();
         for w in pts.windows(2) {
             svg.line(w[0], w[1], "#888888", 1.5, true);
         }
     }
-    let pts: Vec<(f64, f64)> = sweep
-        .points
-        .iter()
-        .map(|p| map(p.x, p.iops, yaxis.min, yaxis.max, fy))
-        .collect();
-    svg.polyline(&pts, crate::chart::color(0), 2.0);
+    let color = crate::chart::color(0);
+    let pts: Vec<(f64, f64)> = sweep.points.iter().map(|p| at(p.x, p.iops)).collect();
+    svg.polyline(&pts, color, 2.0);
     for (p, &(cx, cy)) in sweep.points.iter().zip(&pts) {
         if let Some(ci) = p.iops_ci95 {
-            let (_, lo) = map(p.x, (p.iops - ci).max(0.0), yaxis.min, yaxis.max, fy);
-            let (_, hi) = map(p.x, p.iops + ci, yaxis.min, yaxis.max, fy);
-            svg.line((cx, lo), (cx, hi), crate::chart::color(0), 1.5, false);
+            let (_, lo) = at(p.x, (p.iops - ci).max(0.0));
+            let (_, hi) = at(p.x, p.iops + ci);
+            svg.line((cx, lo), (cx, hi), color, 1.5, false);
         }
-        svg.circle(cx, cy, 4.0, crate::chart::color(0));
+        svg.circle(cx, cy, 4.0, color);
     }
     if let Some(k) = sweep.knee {
         let (cx, cy) = pts[k];
@@ -358,29 +370,39 @@ pub fn svg(sweep: &Sweep, title: &str) -> String {
     } else {
         "measured (95 % CI bars)"
     };
-    svg.text(fx, fy - 10.0, 12.0, Anchor::Start, legend, TextStyle::PLAIN);
-    let (_, hy, _, _) = panel(380.0);
-    let haxis = axis::linear(0.0, 100.0, 5);
+    svg.text(
+        area.0,
+        area.1 - 10.0,
+        12.0,
+        Anchor::Start,
+        legend,
+        TextStyle::PLAIN,
+    );
+}
+
+fn headroom_panel(svg: &mut Svg, sweep: &Sweep, xs: &[f64], x_range: (f64, f64)) {
+    let area = panel(380.0);
+    let y = axis::linear(0.0, 100.0, 5);
     frame(
-        &mut svg,
-        (fx, hy, fw, fh),
+        svg,
+        area,
         &sweep.axis,
         "CPU headroom %",
-        &haxis,
-        x_lo,
-        x_hi,
-        &xs,
+        &y,
+        x_range.0,
+        x_range.1,
+        xs,
     );
-    let hp: Vec<(f64, f64)> = sweep
+    let color = crate::chart::color(2);
+    let pts: Vec<(f64, f64)> = sweep
         .points
         .iter()
-        .filter_map(|p| Some(map(p.x, p.cpu_headroom_pct?, 0.0, 100.0, hy)))
+        .filter_map(|p| Some(place(area, x_range, 0.0, 100.0, p.x, p.cpu_headroom_pct?)))
         .collect();
-    svg.polyline(&hp, crate::chart::color(2), 2.0);
-    for &(cx, cy) in &hp {
-        svg.circle(cx, cy, 4.0, crate::chart::color(2));
+    svg.polyline(&pts, color, 2.0);
+    for &(cx, cy) in &pts {
+        svg.circle(cx, cy, 4.0, color);
     }
-    svg.finish()
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use clap::ValueEnum;
-use planner::{PlanRequest, Policy, Workload};
+use planner::{PlanRequest, Policy};
 use session::{interrupt, LiveArm, Schedule};
 use topology::Topology;
 
@@ -189,39 +189,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (targets, labels) = super::bench::choose_targets(&given, Some(&topo), &base)?;
     let mut arms = Vec::with_capacity(grid.len());
     for (label, values) in &grid {
-        let mut w = args.workload.clone();
-        let mut use_targets = targets.clone();
-        for (axis, (_, v)) in axes.iter().zip(values) {
-            if axis.name == "devices" {
-                let n: usize = v
-                    .parse()
-                    .ok()
-                    .filter(|n| *n >= 1)
-                    .with_context(|| format!("devices={v}: give a count of 1 or more"))?;
-                anyhow::ensure!(
-                    n <= targets.len(),
-                    "devices={n}: only {} targets given ({}); name more targets",
-                    targets.len(),
-                    targets.join(", ")
-                );
-                use_targets.truncate(n);
-            } else {
-                apply(&mut w, &axis.name, v)?;
-            }
-        }
-        let workload: Workload = w.workload().with_context(|| format!("point {label}"))?;
-        let request = PlanRequest {
-            targets: session::targets::target_specs(Path::new("/"), &use_targets),
-            workload,
-            policy: Policy::Local,
-        };
-        let placement =
-            planner::plan(&topo, &request).with_context(|| format!("placing point {label}"))?;
+        let mut o = opts.clone();
+        o.labels = labels.clone();
+        let placement = point_placement(&args.workload, &axes, values, &targets, &topo)
+            .with_context(|| format!("point {label}"))?;
         for warn in &placement.warnings {
             eprintln!("numio: {label}: warning: {warn}");
         }
-        let mut o = opts.clone();
-        o.labels = labels.clone();
         arms.push(LiveArm {
             label: label.clone(),
             spec: label.clone(),
@@ -257,6 +231,43 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let code = i32::from(outcome.failed_runs > 0);
     Ok(interrupt::exit_code().unwrap_or(code))
+}
+
+/// The plan of one point: the workload flags with the point's values, on
+/// its targets (the first `devices`), placed by the local policy.
+fn point_placement(
+    flags: &WorkloadArgs,
+    axes: &[Axis],
+    values: &[(usize, String)],
+    targets: &[String],
+    topo: &Topology,
+) -> anyhow::Result<planner::Placement> {
+    let mut w = flags.clone();
+    let mut use_targets = targets.to_vec();
+    for (axis, (_, v)) in axes.iter().zip(values) {
+        if axis.name == "devices" {
+            let n: usize = v
+                .parse()
+                .ok()
+                .filter(|n| *n >= 1)
+                .with_context(|| format!("devices={v}: give a count of 1 or more"))?;
+            anyhow::ensure!(
+                n <= targets.len(),
+                "devices={n}: only {} targets given ({}); name more targets",
+                targets.len(),
+                targets.join(", ")
+            );
+            use_targets.truncate(n);
+        } else {
+            apply(&mut w, &axis.name, v)?;
+        }
+    }
+    let request = PlanRequest {
+        targets: session::targets::target_specs(Path::new("/"), &use_targets),
+        workload: w.workload()?,
+        policy: Policy::Local,
+    };
+    Ok(planner::plan(topo, &request)?)
 }
 
 /// One analysis per value of the second axis (one in all without it).
