@@ -25,6 +25,9 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Run two arms (policies, plans, job files or saved results) and compare them.
     Compare(cmd::compare::Args),
+    /// Scaling study: run a bench per point of an axis (jobs, iodepth, bs,
+    /// devices, rw, rwmixread), find the knee and the CPU headroom.
+    Sweep(cmd::sweep::Args),
     /// Reprint or export a saved result file.
     Report(cmd::report::Args),
     /// Serve namespaces over NVMe/TCP.
@@ -39,6 +42,7 @@ fn main() {
         Command::Plan(args) => cmd::plan::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Compare(args) => cmd::compare::run(args),
+        Command::Sweep(args) => cmd::sweep::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Serve(args) => cmd::serve::run(args),
     };

@@ -224,3 +224,73 @@ fn repeats_keep_the_mode_the_first_trial_chose() {
         .iter()
         .all(|r| r["raw"]["targets"][0]["workers"][0]["taskrun_trial"].is_null()));
 }
+
+/// The machine's counters ride along every run: CPU headroom and per-I/O
+/// costs from /proc, checked against /proc/stat read here around the run.
+#[test]
+fn every_run_counts_the_machine_cpu_and_context_switches() {
+    let stat = || {
+        let text = std::fs::read_to_string("/proc/stat").unwrap();
+        let cpu: Vec<u64> = text
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .skip(1)
+            .map(|w| w.parse().unwrap())
+            .collect();
+        // user nice system idle iowait irq softirq steal: busy, all (ticks).
+        (
+            cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6],
+            cpu[..8].iter().sum::<u64>(),
+        )
+    };
+    let t = Temp::new("counters", 16 << 20);
+    let before = stat();
+    let (code, out, err) = numio(&[
+        "bench",
+        t.path(),
+        "--backend",
+        "null",
+        "--runtime",
+        "500ms",
+        "--jobs",
+        "2",
+        "--json",
+    ]);
+    let after = stat();
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    let c = &j["counters"];
+    let window_ns = c["window_ns"].as_u64().expect("counted");
+    assert!(
+        (400_000_000..2_000_000_000).contains(&window_ns),
+        "{window_ns}"
+    );
+    let cpu = &c["cpu"];
+    let field = |k: &str| cpu[k].as_u64().unwrap();
+    let busy_ns: u64 = ["user_ns", "nice_ns", "system_ns", "irq_ns", "softirq_ns"]
+        .iter()
+        .map(|k| field(k))
+        .sum();
+    let total_ns = busy_ns + field("idle_ns") + field("iowait_ns") + field("steal_ns");
+    // The run's window lies inside this test's: never more ticks than it saw.
+    let tick_ns = 10_000_000;
+    assert!(total_ns <= (after.1 - before.1) * tick_ns, "{total_ns} ns");
+    assert!(busy_ns <= (after.0 - before.0) * tick_ns, "{busy_ns} ns");
+    // Two null workers spin: the machine was busy for a good share.
+    assert!(busy_ns * 4 >= window_ns, "busy {busy_ns} of {window_ns} ns");
+    assert!(c["context_switches"].as_u64().unwrap() > 0);
+    assert!(c["process"]["user_ns"].as_u64().unwrap() > 0);
+    // A file in /tmp is not on an NVMe controller here, or it is: either
+    // way the target says which controllers it counted.
+    let tc = &c["targets"][0];
+    assert_eq!(tc["path"], t.path());
+    if tc["controllers"].as_array().unwrap().is_empty() {
+        assert!(tc["interrupts"].is_null(), "not counted, not a made-up 0");
+    }
+    let (code, text, err) = numio(&["bench", t.path(), "--backend", "null", "--runtime", "200ms"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("CPU headroom"), "{text}");
+    assert!(text.contains("per I/O interrupts"), "{text}");
+}

@@ -190,8 +190,10 @@ pub fn compare(a: &Arm, b: &Arm) -> Option<Comparison> {
                 .map(|tb| (ta, tb))
         }));
     for (ta, tb) in scopes {
-        for metric in Metric::ALL {
-            metrics.push(compare_metric(&sa.label, &sb.label, ta, tb, metric));
+        for metric in Metric::ALL.into_iter().chain(Metric::COUNTERS) {
+            if ta.get(metric).is_some() && tb.get(metric).is_some() {
+                metrics.push(compare_metric(&sa.label, &sb.label, ta, tb, metric));
+            }
         }
     }
     let mut warnings: Vec<String> = sa.warnings.iter().chain(&sb.warnings).cloned().collect();

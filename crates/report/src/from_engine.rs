@@ -46,6 +46,7 @@ pub fn metrics(target: &str, io: &IoStats) -> TargetMetrics {
                 latency_ns: p.latency_ns as f64,
             })
             .collect(),
+        per_io: Default::default(),
     }
 }
 
@@ -57,9 +58,16 @@ pub fn record(seq: usize, result: &RunResult) -> RunRecord {
         targets: result
             .targets
             .iter()
-            .map(|t| metrics(&t.path, &t.total))
+            .enumerate()
+            .map(|(i, t)| TargetMetrics {
+                per_io: result.target_per_io(i),
+                ..metrics(&t.path, &t.total)
+            })
             .collect(),
-        total: metrics(TOTAL, &result.total),
+        total: TargetMetrics {
+            per_io: result.per_io(),
+            ..metrics(TOTAL, &result.total)
+        },
         raw: serde_json::to_value(result).ok(),
     }
 }

@@ -19,6 +19,8 @@
 //!   order;
 //! * [`repeat`] (one arm over its runs) and [`compare`] (two arms, with a
 //!   plain verdict), gathered by [`analysis`];
+//! * [`sweep`]: a curve of points (one arm each) over an axis: efficiency,
+//!   knee, saturation, CPU headroom, its table and chart;
 //! * [`export`]: one [`Exporter`] trait, four formats; [`chart`] draws the
 //!   SVG (and rasterizes it to PNG); both write numbers through [`mod@format`].
 #![deny(missing_docs)]
@@ -35,6 +37,7 @@ pub mod from_engine;
 pub mod model;
 pub mod repeat;
 pub mod stats;
+pub mod sweep;
 
 pub use analysis::{analyze, Analysis};
 pub use error::ReportError;

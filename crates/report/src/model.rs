@@ -39,6 +39,11 @@ pub struct TargetMetrics {
     /// Latency percentiles, ascending (for the percentile curves).
     #[serde(default)]
     pub percentiles: Vec<LatencyPoint>,
+    /// What one I/O cost (interrupts, context switches, CPU) and the CPU
+    /// headroom, from the machine's counters; every field `None` in
+    /// results saved before they were measured.
+    #[serde(default, skip_serializing_if = "results::PerIo::is_unmeasured")]
+    pub per_io: results::PerIo,
 }
 
 /// A measured quantity of a run.
@@ -51,11 +56,34 @@ pub enum Metric {
     LatMean,
     /// 99th percentile latency.
     LatP99,
+    /// NVMe queue interrupts per I/O.
+    InterruptsPerIo,
+    /// The workers' context switches per I/O.
+    CtxSwitchesPerIo,
+    /// The whole machine's context switches per I/O (total only).
+    MachineCtxSwitchesPerIo,
+    /// The workers' CPU time per I/O, nanoseconds.
+    CpuPerIo,
+    /// The whole machine's busy CPU time per I/O, nanoseconds (total only).
+    MachineCpuPerIo,
+    /// The share of the machine's CPU left unused, percent (total only).
+    CpuHeadroom,
 }
 
 impl Metric {
     /// All metrics, in report order.
     pub const ALL: [Metric; 3] = [Metric::Iops, Metric::LatMean, Metric::LatP99];
+
+    /// The metrics from the machine's counters, in report order: present
+    /// where every run measured them.
+    pub const COUNTERS: [Metric; 6] = [
+        Metric::InterruptsPerIo,
+        Metric::CtxSwitchesPerIo,
+        Metric::MachineCtxSwitchesPerIo,
+        Metric::CpuPerIo,
+        Metric::MachineCpuPerIo,
+        Metric::CpuHeadroom,
+    ];
 
     /// Name in verdicts ("IOPS", "mean latency", "p99 latency").
     pub fn name(self) -> &'static str {
@@ -63,20 +91,54 @@ impl Metric {
             Metric::Iops => "IOPS",
             Metric::LatMean => "mean latency",
             Metric::LatP99 => "p99 latency",
+            Metric::InterruptsPerIo => "interrupts per I/O",
+            Metric::CtxSwitchesPerIo => "context switches per I/O",
+            Metric::MachineCtxSwitchesPerIo => "machine context switches per I/O",
+            Metric::CpuPerIo => "CPU per I/O",
+            Metric::MachineCpuPerIo => "machine CPU per I/O",
+            Metric::CpuHeadroom => "CPU headroom",
         }
     }
 
     /// Whether a larger value is better.
     pub fn higher_is_better(self) -> bool {
-        matches!(self, Metric::Iops)
+        matches!(self, Metric::Iops | Metric::CpuHeadroom)
     }
 
-    /// The value in a target's metrics (latencies in nanoseconds).
+    /// The value in a target's metrics (latencies and CPU times in
+    /// nanoseconds); NaN for a counter that was not measured.
     pub fn of(self, m: &TargetMetrics) -> f64 {
+        self.value(m).unwrap_or(f64::NAN)
+    }
+
+    /// The value in a target's metrics, when it was measured.
+    pub fn value(self, m: &TargetMetrics) -> Option<f64> {
+        let p = &m.per_io;
         match self {
-            Metric::Iops => m.iops,
-            Metric::LatMean => m.lat_mean_ns,
-            Metric::LatP99 => m.lat_p99_ns,
+            Metric::Iops => Some(m.iops),
+            Metric::LatMean => Some(m.lat_mean_ns),
+            Metric::LatP99 => Some(m.lat_p99_ns),
+            Metric::InterruptsPerIo => p.interrupts,
+            Metric::CtxSwitchesPerIo => p.worker_ctx_switches,
+            Metric::MachineCtxSwitchesPerIo => p.machine_ctx_switches,
+            Metric::CpuPerIo => p.worker_cpu_ns,
+            Metric::MachineCpuPerIo => p.machine_cpu_ns,
+            Metric::CpuHeadroom => p.cpu_headroom_pct,
+        }
+    }
+
+    /// Its unit as a table column says it.
+    pub fn column(self) -> &'static str {
+        match self {
+            Metric::Iops => "IOPS",
+            Metric::LatMean => "lat mean µs",
+            Metric::LatP99 => "lat p99 µs",
+            Metric::InterruptsPerIo => "interrupts/IO",
+            Metric::CtxSwitchesPerIo => "ctx sw/IO",
+            Metric::MachineCtxSwitchesPerIo => "machine ctx sw/IO",
+            Metric::CpuPerIo => "CPU µs/IO",
+            Metric::MachineCpuPerIo => "machine CPU µs/IO",
+            Metric::CpuHeadroom => "CPU headroom %",
         }
     }
 }

@@ -48,17 +48,20 @@ pub struct MetricStats {
 pub struct ScopeStats {
     /// Target path, or `total`.
     pub scope: String,
-    /// IOPS, mean latency, p99 latency, in [`Metric::ALL`] order.
+    /// IOPS, mean latency, p99 latency, in [`Metric::ALL`] order, then
+    /// those of [`Metric::COUNTERS`] that every run measured.
     pub metrics: Vec<MetricStats>,
 }
 
 impl ScopeStats {
-    /// The statistics of `metric`.
+    /// The statistics of `metric`, one of [`Metric::ALL`].
     pub fn metric(&self, metric: Metric) -> &MetricStats {
-        self.metrics
-            .iter()
-            .find(|m| m.metric == metric)
-            .expect("every scope has every metric")
+        self.get(metric).expect("every scope has every metric")
+    }
+
+    /// The statistics of `metric`, when every run measured it.
+    pub fn get(&self, metric: Metric) -> Option<&MetricStats> {
+        self.metrics.iter().find(|m| m.metric == metric)
     }
 }
 
@@ -86,32 +89,49 @@ fn scope_stats(scope: &str, runs: &[&RunRecord]) -> Option<ScopeStats> {
         .collect();
     let metrics = Metric::ALL
         .iter()
-        .map(|&metric| {
-            let values: Vec<f64> = rows.iter().map(|(_, m)| metric.of(m)).collect();
-            let flagged = if values.len() >= MIN_RUNS_FOR_OUTLIERS {
-                stats::outliers(&values)
-            } else {
-                Vec::new()
-            };
-            let outliers = flagged
-                .into_iter()
-                .map(|o| OutlierRun {
-                    seq: rows[o.index].0,
-                    value: o.value,
-                    z: o.z,
-                })
-                .collect();
-            stats::summarize(&values).map(|summary| MetricStats {
-                metric,
-                values,
-                summary,
-                outliers,
-            })
-        })
-        .collect::<Option<Vec<_>>>()?;
+        .map(|&metric| metric_stats(metric, &rows))
+        .collect::<Option<Vec<_>>>()?
+        .into_iter()
+        .chain(
+            Metric::COUNTERS
+                .iter()
+                .filter_map(|&metric| metric_stats(metric, &rows)),
+        )
+        .collect();
     Some(ScopeStats {
         scope: scope.to_string(),
         metrics,
+    })
+}
+
+/// The statistics of `metric` over `rows` (`(seq, metrics)` of each run);
+/// `None` when some run did not measure it.
+fn metric_stats(metric: Metric, rows: &[(usize, &TargetMetrics)]) -> Option<MetricStats> {
+    let values: Vec<f64> = rows
+        .iter()
+        .map(|(_, m)| metric.value(m))
+        .collect::<Option<Vec<f64>>>()?;
+    // Outliers are looked for in the measured metrics only: the counters
+    // move with them (and CPU ticks are 10 ms coarse), so a run that
+    // stands out is already flagged by its IOPS or latency.
+    let flagged = if values.len() >= MIN_RUNS_FOR_OUTLIERS && Metric::ALL.contains(&metric) {
+        stats::outliers(&values)
+    } else {
+        Vec::new()
+    };
+    let outliers = flagged
+        .into_iter()
+        .map(|o| OutlierRun {
+            seq: rows[o.index].0,
+            value: o.value,
+            z: o.z,
+        })
+        .collect();
+    stats::summarize(&values).map(|summary| MetricStats {
+        metric,
+        values,
+        summary,
+        outliers,
     })
 }
 

@@ -33,6 +33,7 @@ pub fn metrics(target: &str, iops: f64) -> TargetMetrics {
                 latency_ns: 2.0 * 64.0e9 / iops.max(1.0),
             },
         ],
+        per_io: Default::default(),
     }
 }
 

@@ -16,6 +16,10 @@
 
 use serde::{Deserialize, Serialize};
 
+mod counters;
+
+pub use counters::{CpuSplit, NodeCpu, PerIo, ProcessCounters, RunCounters, TargetCounters};
+
 use planner::{RwMode, Workload};
 use topology::{CpuId, NodeId};
 
@@ -355,6 +359,11 @@ pub struct RunResult {
     /// the time actually measured, `runtime_ns`, not the planned runtime.
     #[serde(default)]
     pub interrupted: bool,
+    /// The machine's counters over the run (CPU time, context switches,
+    /// interrupts); `None` where `/proc` could not be read, and in results
+    /// saved before they were measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<RunCounters>,
 }
 
 impl RunResult {
@@ -366,5 +375,44 @@ impl RunResult {
         } else {
             self.total.ops as f64 * 1e9 / cpu_ns as f64
         }
+    }
+
+    /// What one I/O cost over all targets: interrupts, the workers' and
+    /// the machine's context switches and CPU time, and the CPU headroom.
+    pub fn per_io(&self) -> PerIo {
+        let c = self.counters.as_ref();
+        let iops = self.total.iops;
+        let mut out = workers_per_io(&self.cpu_usage, self.total.ops);
+        out.interrupts = c.and_then(|c| c.per_io(c.nvme_interrupts?, iops));
+        out.machine_ctx_switches = c.and_then(|c| c.per_io(c.context_switches, iops));
+        out.machine_cpu_ns = c.and_then(|c| c.per_io(c.cpu.busy_ns(), iops));
+        out.cpu_headroom_pct = c.and_then(|c| c.cpu.headroom_pct());
+        out
+    }
+
+    /// What one I/O of target `index` cost: its controllers' interrupts
+    /// and its workers' context switches and CPU time (the machine's are
+    /// shared and only in [`RunResult::per_io`]).
+    pub fn target_per_io(&self, index: usize) -> PerIo {
+        let Some(t) = self.targets.get(index) else {
+            return PerIo::default();
+        };
+        let mut out = workers_per_io(&t.cpu_usage, t.total.ops);
+        out.interrupts = self.counters.as_ref().and_then(|c| {
+            let tc = c.targets.iter().find(|tc| tc.path == t.path)?;
+            c.per_io(tc.interrupts?, t.total.iops)
+        });
+        out
+    }
+}
+
+/// The workers' context switches and CPU time per I/O (both over the
+/// measured time).
+fn workers_per_io(cpu: &CpuUsage, ops: u64) -> PerIo {
+    let per = |n: u64| (ops > 0).then(|| n as f64 / ops as f64);
+    PerIo {
+        worker_ctx_switches: per(cpu.voluntary_ctx_switches + cpu.involuntary_ctx_switches),
+        worker_cpu_ns: per(cpu.user_ns + cpu.system_ns),
+        ..PerIo::default()
     }
 }

@@ -193,6 +193,7 @@ mod tests {
             lat_mean_ns: 1.0,
             lat_p99_ns: 1.0,
             percentiles: vec![],
+            per_io: Default::default(),
         };
         report::RunRecord {
             seq,

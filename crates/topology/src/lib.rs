@@ -13,6 +13,9 @@
 //! down to its NVMe controllers' node) and [`host`] (the environment record,
 //! the mount table, a CPU's node, a node's CPUs). The engine, `numio serve`
 //! and the CLI take plain values from these instead of reading `/sys`.
+//! [`counters`] samples the machine's CPU time, context switches and
+//! interrupts (per IRQ line and CPU) and a process's threads, to be
+//! subtracted around a measured interval.
 //! [`CpuList`] is the workspace's one parser and printer of the kernel's CPU
 //! list format.
 //!
@@ -29,6 +32,7 @@
 //! `discover` and `snapshot`), `parse` (sysfs text formats).
 #![deny(missing_docs)]
 
+pub mod counters;
 pub mod cpulist;
 pub mod device;
 mod discover;

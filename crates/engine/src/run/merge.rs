@@ -61,6 +61,7 @@ pub(super) fn merge(
         errors: all.errno_counts(),
         runtime_ns: run_ns,
         interrupted: false,
+        counters: None,
     }
 }
 

@@ -12,8 +12,11 @@
 //! * `job`, `resources`, `build`, `trial`: one worker's thread: its
 //!   resources, its backend built by that backend's own constructor, and
 //!   for an `auto` uring set-up the task-run trial;
-//! * `merge`: the workers' numbers into the run's result.
+//! * `merge`: the workers' numbers into the run's result;
+//! * `counters`: the machine's CPU time, context switches and interrupts
+//!   around the measured time (from `topology`), into the result.
 
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -27,6 +30,7 @@ use crate::sys;
 mod build;
 mod checks;
 mod control;
+mod counters;
 mod job;
 mod merge;
 pub mod options;
@@ -79,12 +83,24 @@ pub fn run_until(
         planned_ns: planned_ns(placement),
     };
     let process0 = sys::process_usage();
+    let mut counters = counters::CounterWatch::new(Path::new(crate::target::SYS_ROOT), &checked);
+    if clock.ramp_ns == 0 {
+        counters.begin();
+    }
     if !ctl.aborted() {
         // Every worker passed the start barrier: set-up and any task-run
         // trial are done. Callers wait for this call, not for a clock.
         on_progress(&snapshot(&progress, 0, clock.planned_ns));
     }
-    let watched = spawn::watch(&ctl, &progress, interrupt, clock, on_progress);
+    let watched = spawn::watch(
+        &ctl,
+        &progress,
+        interrupt,
+        clock,
+        &mut counters,
+        on_progress,
+    );
+    let counted = counters.end();
     let outputs = spawn::join_workers(handles, &specs)?;
     let process = sys::delta(
         &sys::process_usage(),
@@ -94,6 +110,7 @@ pub fn run_until(
     let mut result = merge::merge(placement, opts, &checked, &specs, outputs, started_unix_s);
     result.process_cpu_usage = process;
     result.interrupted = watched.interrupted;
+    result.counters = counted;
     if watched.interrupted_in_ramp {
         result.environment.notes.push(
             "interrupted during the ramp (warm-up): the numbers are warm-up I/O over the time the workers ran".into(),

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::control::Control;
+use super::counters::CounterWatch;
 use super::job::worker_main;
 use super::spec::{JobOutput, JobSpec};
 use crate::error::EngineError;
@@ -65,7 +66,8 @@ pub(super) struct RunClock {
 }
 
 /// Watches the workers from the calling thread once they passed the start
-/// barrier: every tick it stops them when `interrupt` is set,
+/// barrier: every tick it stops them when `interrupt` is set and, once
+/// the ramp is over, starts `counters` (the measured time begins),
 /// and every [`PROGRESS_EVERY_TICKS`] it calls `on_progress`; returns when
 /// every worker finished or one aborted the run.
 pub(super) fn watch(
@@ -73,6 +75,7 @@ pub(super) fn watch(
     progress: &[Arc<WorkerProgress>],
     interrupt: &AtomicBool,
     clock: RunClock,
+    counters: &mut CounterWatch,
     on_progress: &mut dyn FnMut(&ProgressSnapshot),
 ) -> Watched {
     let mut w = Watched::default();
@@ -85,6 +88,9 @@ pub(super) fn watch(
         }
         std::thread::sleep(WATCH_TICK);
         tick += 1;
+        if !counters.started() && sys::now_ns() - clock.t0_ns >= clock.ramp_ns {
+            counters.begin();
+        }
         if tick % PROGRESS_EVERY_TICKS == 0 {
             let elapsed_ns = sys::now_ns() - clock.t0_ns;
             on_progress(&snapshot(progress, elapsed_ns, clock.planned_ns));

@@ -64,7 +64,7 @@ fn io_block(out: &mut String, name: &str, s: &IoStats) {
     lat_line(out, "lat", &s.latency.lat);
 }
 
-fn target_block(out: &mut String, t: &TargetResult, placement: &Placement) {
+fn target_block(out: &mut String, r: &RunResult, t: &TargetResult, placement: &Placement) {
     let _ = writeln!(out, "\ntarget {}", t.path);
     if let Some(l) = &t.label {
         let _ = writeln!(out, "  ({l})");
@@ -99,7 +99,105 @@ fn target_block(out: &mut String, t: &TargetResult, placement: &Placement) {
         c.involuntary_ctx_switches,
         si(per_cpu_s(t.total.ops, c.user_ns + c.system_ns))
     );
+    if let Some(i) = r.targets.iter().position(|x| x.path == t.path) {
+        per_io_line(out, r, i);
+    }
     errors_line(out, &t.errors);
+}
+
+/// One target's costs per I/O: its controllers' interrupts (and on which
+/// CPUs), its workers' context switches and CPU time.
+fn per_io_line(out: &mut String, r: &RunResult, i: usize) {
+    let p = r.target_per_io(i);
+    let counted = r
+        .counters
+        .as_ref()
+        .and_then(|c| c.targets.iter().find(|x| x.path == r.targets[i].path));
+    let ints = match (p.interrupts, counted) {
+        (Some(v), Some(c)) => {
+            let cpus: Vec<String> = c
+                .interrupts_per_cpu
+                .iter()
+                .map(|(cpu, n)| format!("CPU{} {}", cpu.0, si(*n as f64)))
+                .collect();
+            let on = if cpus.is_empty() {
+                String::new()
+            } else {
+                format!(" on {}", cpus.join(", "))
+            };
+            format!("interrupts {} ({}{on})", small(v), c.controllers.join("+"))
+        }
+        (_, Some(c)) if c.controllers.is_empty() => {
+            "interrupts n/a (not on a PCIe NVMe controller)".to_string()
+        }
+        _ => "interrupts n/a (no queue IRQ lines: NVMe over fabrics)".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "  per I/O {ints}  ctx switches {}  CPU {}",
+        opt(p.worker_ctx_switches, small),
+        opt(p.worker_cpu_ns, |v| format!("{:.2} µs", v / 1000.0)),
+    );
+}
+
+/// A per-I/O count with three significant digits: `0.984`, `0.0000150`.
+fn small(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let decimals = ((-v.abs().log10()).ceil().max(0.0) as usize + 2).max(3);
+    format!("{v:.decimals$}")
+}
+
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map_or_else(|| "n/a".to_string(), f)
+}
+
+/// The machine over the measured time: CPU headroom (in total and per
+/// node) and what one I/O cost it, from /proc.
+fn machine_block(out: &mut String, r: &RunResult) {
+    let Some(c) = &r.counters else {
+        let _ = writeln!(
+            out,
+            "
+machine: not measured (/proc/stat unreadable)"
+        );
+        return;
+    };
+    let p = r.per_io();
+    let nodes: Vec<String> = c
+        .nodes
+        .iter()
+        .filter_map(|n| Some(format!("node {} {:.1}%", n.node.0, n.cpu.headroom_pct()?)))
+        .collect();
+    let nodes = if nodes.len() > 1 {
+        format!(" ({})", nodes.join(", "))
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        out,
+        "
+machine over {:.2}s ({} CPUs): CPU headroom {}{nodes}",
+        c.window_ns as f64 / 1e9,
+        c.online_cpus,
+        opt(p.cpu_headroom_pct, |v| format!("{v:.1}%")),
+    );
+    let ns = |v: u64| {
+        v as f64 / c.window_ns.max(1) as f64 * 1e9 / r.total.iops.max(f64::MIN_POSITIVE) / 1000.0
+    };
+    let _ = writeln!(
+        out,
+        "  per I/O interrupts {}  ctx switches {} (workers {})  CPU {} (usr {:.2} sys {:.2} irq {:.2} softirq {:.2} µs)",
+        opt(p.interrupts, small),
+        opt(p.machine_ctx_switches, small),
+        opt(p.worker_ctx_switches, small),
+        opt(p.machine_cpu_ns, |v| format!("{:.2} µs", v / 1000.0)),
+        ns(c.cpu.user_ns + c.cpu.nice_ns),
+        ns(c.cpu.system_ns),
+        ns(c.cpu.irq_ns),
+        ns(c.cpu.softirq_ns),
+    );
 }
 
 fn per_cpu_s(ops: u64, cpu_ns: u64) -> f64 {
@@ -160,7 +258,7 @@ pub fn render(r: &RunResult, placement: &Placement) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     for t in &r.targets {
-        target_block(&mut out, t, placement);
+        target_block(&mut out, r, t, placement);
     }
     let p = &r.process_cpu_usage;
     let _ = writeln!(
@@ -170,6 +268,7 @@ pub fn render(r: &RunResult, placement: &Placement) -> String {
         p.system_ns as f64 / 1e9,
         si(per_cpu_s(r.total.ops, p.user_ns + p.system_ns))
     );
+    machine_block(&mut out, r);
     if r.targets.len() > 1 {
         let _ = writeln!(out, "\ntotal ({} targets)", r.targets.len());
         io_block(&mut out, "read", &r.read);

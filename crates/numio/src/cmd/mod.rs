@@ -13,4 +13,5 @@ pub mod human;
 pub mod plan;
 pub mod report;
 pub mod serve;
+pub mod sweep;
 pub mod topo;

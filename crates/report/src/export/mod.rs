@@ -9,7 +9,7 @@ use crate::model::ResultSet;
 
 mod csv;
 mod json;
-mod table;
+pub(crate) mod table;
 mod text;
 
 pub use crate::format::runs as runs_label;

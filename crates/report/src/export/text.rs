@@ -11,7 +11,7 @@ use crate::compare::Comparison;
 use crate::error::ReportError;
 use crate::format::{cv, grouped, metric_number, micros, runs};
 use crate::model::{ResultSet, SetKind, TOTAL};
-use crate::repeat::{ArmStats, Metric};
+use crate::repeat::ArmStats;
 
 /// Human-readable report.
 #[derive(Debug, Clone, Copy, Default)]
@@ -113,11 +113,7 @@ fn stats_table(arms: &[ArmStats]) -> String {
         });
         for scope in scopes {
             for m in &scope.metrics {
-                let unit = match m.metric {
-                    Metric::Iops => "IOPS",
-                    Metric::LatMean => "lat mean µs",
-                    Metric::LatP99 => "lat p99 µs",
-                };
+                let unit = m.metric.column();
                 let n = |v: f64| metric_number(m.metric, v);
                 let s = &m.summary;
                 t.row(vec![

@@ -1,0 +1,78 @@
+//! One process's CPU time (`/proc/PID/stat`) and context switches (the
+//! sum over its threads' `/proc/PID/task/TID/status`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::reader::Reader;
+
+/// What one reading of a process holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ProcessSample {
+    /// Process id.
+    pub pid: u32,
+    /// User time of every thread, live and exited, in clock ticks.
+    pub user_ticks: u64,
+    /// System time, likewise.
+    pub system_ticks: u64,
+    /// Voluntary context switches of its live threads.
+    pub voluntary_switches: u64,
+    /// Involuntary context switches of its live threads.
+    pub involuntary_switches: u64,
+}
+
+/// `(utime, stime)` in ticks from a `/proc/PID/stat` text. The command
+/// name in parentheses may hold spaces and parentheses itself, so the
+/// fields are counted from the last `)`.
+pub fn parse_pid_stat(text: &str) -> Result<(u64, u64), String> {
+    let (_, rest) = text
+        .rsplit_once(')')
+        .ok_or("no `(comm)` field (is this /proc/PID/stat?)")?;
+    // After the name: state(3) ppid pgrp session tty_nr tpgid flags minflt
+    // cminflt majflt cmajflt utime(14) stime(15), numbered as proc(5) does.
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize, name: &str| -> Result<u64, String> {
+        let w = fields
+            .get(i)
+            .ok_or_else(|| format!("no {name} field ({} fields after the name)", fields.len()))?;
+        w.parse()
+            .map_err(|_| format!("{name} `{w}` is not a tick count"))
+    };
+    Ok((field(11, "utime")?, field(12, "stime")?))
+}
+
+/// `(voluntary, nonvoluntary)` context switches from a
+/// `/proc/PID/status` text; 0 where a line is missing (kernels before
+/// 2.6.23).
+pub fn parse_status_switches(text: &str) -> (u64, u64) {
+    let value = |key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (
+        value("voluntary_ctxt_switches:"),
+        value("nonvoluntary_ctxt_switches:"),
+    )
+}
+
+/// Reads process `pid` under `r`; `None` when it has ended (or its stat
+/// cannot be parsed).
+pub(super) fn read(r: &mut Reader, pid: u32) -> Option<ProcessSample> {
+    let (user_ticks, system_ticks) = parse_pid_stat(&r.read(&format!("proc/{pid}/stat"))?).ok()?;
+    let task_dir = format!("proc/{pid}/task");
+    let (mut voluntary, mut involuntary) = (0, 0);
+    for tid in r.list(&task_dir).unwrap_or_default() {
+        if let Some(text) = r.read(&format!("{task_dir}/{tid}/status")) {
+            let (v, i) = parse_status_switches(&text);
+            voluntary += v;
+            involuntary += i;
+        }
+    }
+    Some(ProcessSample {
+        pid,
+        user_ticks,
+        system_ticks,
+        voluntary_switches: voluntary,
+        involuntary_switches: involuntary,
+    })
+}
