@@ -14,10 +14,8 @@ use std::io;
 
 use crate::stats::Dir;
 
-mod enter;
 pub mod null;
 pub mod passthru;
-mod sq;
 pub mod sync;
 pub mod tcp;
 pub mod uring;
