@@ -4,7 +4,9 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-NUMIO="$ROOT/target/release/numio"
+# NUMIO=PATH measures that binary (e.g. an older build, for before/after
+# tables) instead of building this tree's release binary.
+NUMIO="${NUMIO:-}"
 CPU="${CPU:-1}"            # the one pinned core every side runs on
 RUNTIME="${RUNTIME:-5}"    # seconds per run
 REPEATS="${REPEATS:-3}"    # alternating runs per side
@@ -15,8 +17,14 @@ need fio
 need python3
 
 build_release() {
+  if [ -n "$NUMIO" ]; then
+    [ -x "$NUMIO" ] || { echo "bench: NUMIO=$NUMIO is not an executable file" >&2; exit 2; }
+    echo "==> measuring $NUMIO (NUMIO is set: nothing built)" >&2
+    return
+  fi
   echo "==> building release binaries" >&2
   (cd "$ROOT" && cargo build --release -p numio "$@" >&2)
+  NUMIO="$ROOT/target/release/numio"
 }
 
 # fio_json FILE -> "iops iops_per_cpu_s clat_p50_ns lat_mean_ns"

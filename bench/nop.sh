@@ -2,11 +2,14 @@
 # numio's nop backend vs the bare io_uring NOP loop (crates/engine/examples/
 # nop_ceiling.rs, t/io_uring -N1's loop with numio's best ring set-up):
 # 1 pinned core, QD 128, alternating runs. Target: within 5 % of the ceiling.
-# Env: CPU (default 1), RUNTIME seconds (5), REPEATS (3).
+# Env: CPU (default 1), RUNTIME seconds (5), REPEATS (3), NUMIO (a numio
+# binary to measure instead of this tree's), CEIL (a nop_ceiling binary).
 source "$(dirname "$0")/lib.sh"
 build_release
-(cd "$ROOT" && cargo build --release -p engine --example nop_ceiling >&2)
-CEIL="$ROOT/target/release/examples/nop_ceiling"
+if [ -z "${CEIL:-}" ]; then
+  (cd "$ROOT" && cargo build --release -p engine --example nop_ceiling >&2)
+  CEIL="$ROOT/target/release/examples/nop_ceiling"
+fi
 target="$RESULTS/nop-target"
 truncate -s 1G "$target"
 for i in $(seq "$REPEATS"); do

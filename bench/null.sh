@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # numio's null backend vs fio --ioengine=null: 1 pinned core, QD 128, 4 KiB
 # random reads, alternating runs in one invocation. Target: >= 10x fio's ops/s.
-# Env: CPU (default 1), RUNTIME seconds (5), REPEATS (3).
+# Env: CPU (default 1), RUNTIME seconds (5), REPEATS (3), NUMIO (a numio
+# binary to measure instead of building this tree's).
 source "$(dirname "$0")/lib.sh"
 build_release
 target="$RESULTS/null-target"

@@ -15,7 +15,8 @@
 # The script creates and removes its own zram and loop devices (needs root)
 # and confines the kernel's unbound workqueues to $CPU while it runs.
 # Env: CPU (default 1), RUNTIME seconds (5), REPEATS (3), SIZE_MB (1024),
-# DEVICES ("zram loop"), QDS ("128 1").
+# DEVICES ("zram loop"), QDS ("128 1"), NUMIO (a numio binary to measure
+# instead of building this tree's).
 source "$(dirname "$0")/lib.sh"
 [ "${RUNTIME:-5}" -ge 3 ] || { echo "bench/randread.sh needs RUNTIME >= 3 (it samples the core from 1 s in)" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "bench/randread.sh needs root (zram and loop set-up)" >&2; exit 2; }
