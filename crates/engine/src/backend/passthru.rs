@@ -270,13 +270,20 @@ impl PassthruBackend {
     /// Sends one read of `len` bytes at LBA 0; `Err(errno)` or `Err` of an
     /// NVMe status code (≥ [`NVME_STATUS_BASE`]) when it fails.
     fn probe_once(&mut self, len: u32) -> Result<(), i32> {
-        self.queue(IoRequest {
-            slot: 0,
-            dir: Dir::Read,
-            offset_bytes: 0,
-            len_bytes: len,
-            buf: self.region.0,
-        });
+        // SAFETY: the region is the worker's, outlives this backend and is
+        // at least `len` bytes long (checked by `probe`); no other I/O is in
+        // flight (the worker has not started), and `probe` touches the
+        // region again only after this read's completion is reaped (or the
+        // submit failed and the backend is dropped with the error).
+        unsafe {
+            self.queue(IoRequest {
+                slot: 0,
+                dir: Dir::Read,
+                offset_bytes: 0,
+                len_bytes: len,
+                buf: self.region.0,
+            })
+        };
         self.submit()
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
         let mut out = [Completion::default()];
@@ -403,7 +410,7 @@ fn register_slot_buffers(
 
 impl Backend for PassthruBackend {
     #[inline]
-    fn queue(&mut self, io: IoRequest) {
+    unsafe fn queue(&mut self, io: IoRequest) {
         debug_assert!(io.len_bytes >> self.lba_shift >= 1);
         debug_assert!(io.len_bytes >> self.lba_shift <= 1 << 16);
         self.slot_len[io.slot as usize] = io.len_bytes;

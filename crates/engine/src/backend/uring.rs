@@ -258,7 +258,7 @@ fn patch_sqe(template: &Sqe, io: &IoRequest) -> Sqe {
 
 impl Backend for UringBackend {
     #[inline]
-    fn queue(&mut self, io: IoRequest) {
+    unsafe fn queue(&mut self, io: IoRequest) {
         debug_assert!(self.staged < self.depth, "more I/Os queued than the depth");
         let e = self.sq.entry(self.staged);
         if self.nop {
@@ -276,9 +276,11 @@ impl Backend for UringBackend {
     }
 
     #[inline]
-    fn queue_many(&mut self, io: IoRequest, n: usize) {
+    unsafe fn queue_many(&mut self, io: IoRequest, n: usize) {
         if !self.nop {
-            (0..n).for_each(|_| self.queue(io));
+            // SAFETY: the caller keeps `io.buf` for each copy (this fn's
+            // contract, the same as `queue`'s).
+            (0..n).for_each(|_| unsafe { self.queue(io) });
             return;
         }
         debug_assert!(self.staged as usize + n <= self.depth as usize);
