@@ -18,7 +18,7 @@
 //!
 //! The io_uring `unsafe` lives at one boundary, `sysapi::uring` (the ring
 //! set-up fallback chain, the registered-fd `io_uring_enter`, typed SQE
-//! views, the in-place submission queue); what stays here is the promise
+//! views); what stays here is the promise
 //! about buffers: [`Backend::queue`] is an `unsafe fn`, since the buffer it
 //! hands over belongs to the kernel until the completion arrives.
 //!

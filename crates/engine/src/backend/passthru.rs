@@ -27,18 +27,17 @@
 //! polled rings on one namespace).
 //!
 //! Hot path: like `uring`, each command's per-I/O fields are patched from
-//! a per-direction template straight into the ring's next SQE, typed as
-//! `sysapi::uring::NvmeSqe` (the SQE head and `struct nvme_uring_cmd`,
-//! offsets asserted there) and written in place by `DirectSq`; a batch is
-//! published with one tail store at submit. The NVMe opcodes are
-//! `nvme_spec`'s.
+//! a per-direction template, typed as `sysapi::uring::NvmeSqe` (the SQE
+//! head and `struct nvme_uring_cmd`, offsets asserted there), into the
+//! next staged entry; a batch goes into the ring with the crate's
+//! `push_multiple` at submit. The NVMe opcodes are `nvme_spec`'s.
 
 use std::io;
 use std::os::fd::RawFd;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use nvme_spec::command::io::{READ as NVME_CMD_READ, WRITE as NVME_CMD_WRITE};
-use sysapi::uring::{DirectSq, Enter, NvmeSqe, NvmeUringCmd, RingSpec, SqeView, NVME_URING_CMD_IO};
+use sysapi::uring::{Enter, NvmeSqe, NvmeUringCmd, RingSpec, SqeView, NVME_URING_CMD_IO};
 
 use super::uring::{UringOptions, UringSetup};
 use super::{Backend, Completion, IoRequest};
@@ -61,10 +60,9 @@ pub struct NvmeNamespace {
 pub struct PassthruBackend {
     /// Before `ring`: dropped first, it unregisters the ring fd by the fd.
     enter: Enter,
-    /// The ring's submission queue, written in place: `queue` patches a
-    /// template into the next free SQE, `submit` publishes the batch.
-    /// Before `ring`: unmapped first.
-    sq: DirectSq<NvmeSqe>,
+    /// The commands queued since the last submit, in order, patched by
+    /// `queue` from a template and copied into the ring by `submit`.
+    sqes: Vec<squeue::Entry128>,
     ring: IoUring<squeue::Entry128, cqueue::Entry32>,
     fd: RawFd,
     ns: NvmeNamespace,
@@ -158,7 +156,6 @@ impl PassthruBackend {
         let fixed_buffers =
             opts.fixed_buffers && register_slot_buffers(&ring, region, slots, &mut notes);
         let enter = Enter::register(&ring, &mut features, &mut notes);
-        let sq = DirectSq::new(&ring)?;
         let mut b = PassthruBackend {
             ring,
             fd,
@@ -169,7 +166,7 @@ impl PassthruBackend {
             fixed_buffers,
             buf_index_mask: 0,
             enter,
-            sq,
+            sqes: vec![opcode::Nop::new().build().into(); slots],
             staged: 0,
             templates: [NvmeSqe::default(); 2],
             slot_len: vec![0; slots],
@@ -419,19 +416,26 @@ impl Backend for PassthruBackend {
             "more I/Os queued than the depth"
         );
         let t = &self.templates[io.dir as usize];
-        *self.sq.entry(self.staged) = patch_sqe(t, &io, self.lba_shift, self.buf_index_mask);
+        self.sqes[self.staged as usize] =
+            patch_sqe(t, &io, self.lba_shift, self.buf_index_mask).into_entry();
         self.staged += 1;
     }
 
     fn submit(&mut self) -> io::Result<()> {
         let n = std::mem::take(&mut self.staged);
-        // SAFETY (of what the kernel is handed): each published command
-        // points at its slot's buffer in this worker's region (registered or
-        // not); the worker does not touch or free that slot until the
-        // completion carrying its index is reaped, and the region outlives
-        // the ring. No more than `depth` ≤ ring entries I/Os are ever in
-        // flight, so no position is reused while the kernel may read it.
-        self.sq.publish(n);
+        if n > 0 {
+            // SAFETY: only this worker's thread touches this ring, so no
+            // other SubmissionQueue exists.
+            let mut sq = unsafe { self.ring.submission_shared() };
+            // SAFETY: each command points at its slot's buffer in this
+            // worker's region (registered or not), which the worker keeps
+            // and leaves alone until the completion carrying the slot is
+            // reaped (`Backend::queue`'s contract). The ring has at least
+            // `depth` entries and no more than `depth` I/Os are ever in
+            // flight, so the push cannot fail.
+            let pushed = unsafe { sq.push_multiple(&self.sqes[..n as usize]) };
+            debug_assert!(pushed.is_ok(), "more I/Os queued than the ring holds");
+        }
         self.enter.submit(n)
     }
 

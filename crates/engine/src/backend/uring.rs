@@ -6,11 +6,11 @@
 //! the worker's whole buffer region registered as one fixed buffer, and the
 //! ring fd registered so `io_uring_enter` skips the fd lookup.
 //!
-//! SQEs are written in place in the ring (`sysapi::uring::DirectSq`):
 //! `queue` patches the per-I/O fields of a per-direction template (an
-//! [`Sqe`] made by the io-uring crate's builders) into the next SQE,
-//! `submit` publishes the batch with one tail store. A NOP ring holds the
-//! NOP in every SQE from the start and writes only `user_data`. The ring
+//! [`Sqe`] made by the io-uring crate's builders) into the next staged
+//! entry, `submit` copies the batch into the ring with the crate's
+//! `push_multiple`. A NOP ring stages the NOP in every entry from the
+//! start and writes only `user_data`. The ring
 //! set-up chain and the registered-fd `io_uring_enter` are
 //! `sysapi::uring`'s too.
 //!
@@ -22,7 +22,7 @@ use std::io;
 use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types, IoUring};
-use sysapi::uring::{DirectSq, Enter, RingSpec, Sqe, SqeView, TaskRun};
+use sysapi::uring::{Enter, RingSpec, Sqe, SqeView, TaskRun};
 
 use super::{Backend, Completion, IoRequest};
 use crate::stats::Dir;
@@ -63,10 +63,9 @@ impl Default for UringOptions {
 pub struct UringBackend {
     /// Before `ring`: dropped first, it unregisters the ring fd by the fd.
     enter: Enter,
-    /// The ring's submission queue, written in place: `queue` patches a
-    /// template into the next free SQE, `submit` publishes the batch.
-    /// Before `ring`: unmapped first.
-    sq: DirectSq<Sqe>,
+    /// The SQEs queued since the last submit, in order, patched by `queue`
+    /// from a template and copied into the ring by `submit` in one go.
+    sqes: Vec<squeue::Entry>,
     ring: IoUring,
     fd: RawFd,
     fixed_file: bool,
@@ -164,7 +163,7 @@ impl UringBackend {
             }
         }
         let enter = Enter::register(&ring, &mut features, &mut notes);
-        let sq = DirectSq::new(&ring)?;
+        let sqes = vec![opcode::Nop::new().build(); depth.max(1) as usize];
         let mut b = UringBackend {
             sqpoll: opts.sqpoll_idle_ms.is_some(),
             ring,
@@ -173,7 +172,7 @@ impl UringBackend {
             fixed_buffers,
             nop,
             enter,
-            sq,
+            sqes,
             staged: 0,
             depth: depth.max(1),
             templates: [Sqe::default(); 2],
@@ -186,7 +185,8 @@ impl UringBackend {
         if nop {
             // A NOP ring only ever carries NOPs: lay the template into every
             // SQE once, so `queue` writes just the user_data.
-            b.sq.fill(b.templates[Dir::Read as usize]);
+            let t = b.templates[Dir::Read as usize].into_entry();
+            b.sqes.iter_mut().for_each(|e| *e = t.clone());
         }
         Ok(b)
     }
@@ -260,40 +260,15 @@ impl Backend for UringBackend {
     #[inline]
     unsafe fn queue(&mut self, io: IoRequest) {
         debug_assert!(self.staged < self.depth, "more I/Os queued than the depth");
-        let e = self.sq.entry(self.staged);
+        let e = &mut self.sqes[self.staged as usize];
         if self.nop {
-            // Every SQE of a NOP ring already is the NOP template (laid
-            // down at construction, never overwritten otherwise).
-            debug_assert_eq!(
-                e.head.opcode,
-                self.templates[Dir::Read as usize].head.opcode
-            );
-            e.head.user_data = u64::from(io.slot);
+            // Every staged entry of a NOP ring already is the NOP template
+            // (laid down at construction, never overwritten otherwise).
+            *e = e.clone().user_data(u64::from(io.slot));
         } else {
-            *e = patch_sqe(&self.templates[io.dir as usize], &io);
+            *e = patch_sqe(&self.templates[io.dir as usize], &io).into_entry();
         }
         self.staged += 1;
-    }
-
-    #[inline]
-    unsafe fn queue_many(&mut self, io: IoRequest, n: usize) {
-        if !self.nop {
-            // SAFETY: the caller keeps `io.buf` for each copy (this fn's
-            // contract, the same as `queue`'s).
-            (0..n).for_each(|_| unsafe { self.queue(io) });
-            return;
-        }
-        debug_assert!(self.staged as usize + n <= self.depth as usize);
-        let tag = u64::from(io.slot);
-        for i in 0..n as u32 {
-            let e = self.sq.entry(self.staged + i);
-            debug_assert_eq!(
-                e.head.opcode,
-                self.templates[Dir::Read as usize].head.opcode
-            );
-            e.head.user_data = tag;
-        }
-        self.staged += n as u32;
     }
 
     #[inline]
@@ -303,13 +278,18 @@ impl Backend for UringBackend {
 
     fn submit(&mut self) -> io::Result<()> {
         let n = std::mem::take(&mut self.staged);
-        // SAFETY (of what the kernel is handed): each published SQE points
-        // at its slot's buffer in this worker's region (registered or not);
-        // the worker does not touch or free that slot until the completion
-        // carrying its index is reaped, and the region outlives the ring.
-        // No more than `depth` ≤ ring entries I/Os are ever in flight, so
-        // no position is reused while the kernel may read it.
-        self.sq.publish(n);
+        if n > 0 {
+            // SAFETY: only this worker's thread touches this ring, so no
+            // other SubmissionQueue exists.
+            let mut sq = unsafe { self.ring.submission_shared() };
+            // SAFETY: each entry points at its slot's buffer, which the
+            // worker keeps and leaves alone until the completion carrying
+            // the slot is reaped (`Backend::queue`'s contract). The ring
+            // has at least `depth` entries and no more than `depth` I/Os
+            // are ever in flight, so the push cannot fail.
+            let pushed = unsafe { sq.push_multiple(&self.sqes[..n as usize]) };
+            debug_assert!(pushed.is_ok(), "more I/Os queued than the ring holds");
+        }
         if self.sqpoll {
             self.ring.submit()?;
             return Ok(());

@@ -130,7 +130,7 @@ impl Enter {
             // 0) on the ring this was registered for, which its owner keeps
             // open. It reads only the SQEs already published to the ring,
             // whose buffers their publishers keep until the completions
-            // (the contract of `DirectSq` and of the backends' `queue`).
+            // (the contract of the crate's `push` and of the backends' `queue`).
             let rc = unsafe {
                 libc::syscall(
                     libc::SYS_io_uring_enter,
