@@ -3,50 +3,15 @@
 //!
 //! It does what t/io_uring -N1 does: keep `depth` NOPs in flight, submit a
 //! batch and wait for completions in one io_uring_enter, reap, resubmit. The
-//! ring gets the same set-up as numio's best (SINGLE_ISSUER + DEFER_TASKRUN,
-//! the ring fd registered, one raw io_uring_enter per batch).
+//! ring gets the same set-up as numio's best (`sysapi::uring`'s chain:
+//! SINGLE_ISSUER + DEFER_TASKRUN where granted, the ring fd registered, one
+//! io_uring_enter per batch).
 //!
 //! Usage: nop_ceiling [SECONDS] [DEPTH] [CPU]; prints one line:
 //! `ops=N seconds=S ops_per_s=R cpu_s=C ops_per_cpu_s=P`.
 
-use std::os::fd::AsRawFd;
-
-use io_uring::{opcode, IoUring};
-
-const IORING_ENTER_GETEVENTS: u32 = 1;
-const IORING_ENTER_REGISTERED_RING: u32 = 1 << 4;
-const IORING_REGISTER_RING_FDS: u32 = 20;
-
-#[repr(C)]
-struct RsrcUpdate {
-    offset: u32,
-    resv: u32,
-    data: u64,
-}
-
-/// Registers the ring fd; returns (fd or index, extra enter flags).
-fn register_ring(ring: &IoUring) -> (i32, u32) {
-    let mut up = RsrcUpdate {
-        offset: u32::MAX,
-        resv: 0,
-        data: ring.as_raw_fd() as u64,
-    };
-    // SAFETY: the update struct lives on the stack for the call.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_register,
-            ring.as_raw_fd(),
-            IORING_REGISTER_RING_FDS,
-            &mut up as *mut RsrcUpdate,
-            1u32,
-        )
-    };
-    if rc >= 0 {
-        (up.offset as i32, IORING_ENTER_REGISTERED_RING)
-    } else {
-        (ring.as_raw_fd(), 0)
-    }
-}
+use io_uring::opcode;
+use sysapi::uring::{build_ring, Enter, RingSpec};
 
 fn cpu_seconds() -> f64 {
     // SAFETY: rusage is plain data and a valid out-parameter.
@@ -64,15 +29,8 @@ fn main() -> std::io::Result<()> {
     if let Some(cpu) = args.get(3).and_then(|s| s.parse::<u32>().ok()) {
         sysapi::affinity::pin_current_thread(&[cpu])?;
     }
-    let mut ring = match IoUring::builder()
-        .setup_single_issuer()
-        .setup_defer_taskrun()
-        .build(depth)
-    {
-        Ok(r) => r,
-        Err(_) => IoUring::new(depth)?,
-    };
-    let (enter_fd, enter_flags) = register_ring(&ring);
+    let mut ring: io_uring::IoUring = build_ring(&RingSpec::new(depth))?.ring;
+    let mut enter = Enter::register(&ring, &mut Vec::new(), &mut Vec::new());
     let nop = opcode::Nop::new().build();
     let batch = vec![nop; depth as usize];
     let start = std::time::Instant::now();
@@ -87,21 +45,7 @@ fn main() -> std::io::Result<()> {
             unsafe { ring.submission().push_multiple(&batch[..room]) }.expect("room was counted");
             inflight += room;
         }
-        // SAFETY: plain io_uring_enter on our own ring; NOPs carry no buffers.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_io_uring_enter,
-                enter_fd,
-                room as u32,
-                1u32,
-                IORING_ENTER_GETEVENTS | enter_flags,
-                std::ptr::null::<libc::c_void>(),
-                0usize,
-            )
-        };
-        if rc < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
+        enter.submit_and_wait(room as u32, 1)?;
         let n = ring.completion().count();
         inflight -= n;
         ops += n as u64;

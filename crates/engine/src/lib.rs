@@ -16,6 +16,12 @@
 //! decides each job's backend once per target, then starts the workers,
 //! each building its backend by that backend's own constructor.
 //!
+//! The io_uring `unsafe` lives at one boundary, `sysapi::uring` (the ring
+//! set-up fallback chain, the registered-fd `io_uring_enter`, typed SQE
+//! views); what stays here is the promise
+//! about buffers: [`Backend::queue`] is an `unsafe fn`, since the buffer it
+//! hands over belongs to the kernel until the completion arrives.
+//!
 //! The shape follows the hot path: a worker owns its ring, buffers, slot slab
 //! and statistics; it shares nothing with other workers but a stop flag read
 //! once per batch and its own progress counters, stored a few times a second

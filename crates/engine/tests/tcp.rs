@@ -255,13 +255,18 @@ fn reap_with_min_zero_never_waits_and_min_one_does() {
     let mut buf = vec![0xAAu8; 4 * 4096];
     let base = buf.as_mut_ptr();
     for slot in 0..4u32 {
-        b.queue(IoRequest {
-            slot,
-            dir: Dir::Read,
-            offset_bytes: u64::from(slot) * 4096,
-            len_bytes: 4096,
-            buf: base.wrapping_add(slot as usize * 4096),
-        });
+        // SAFETY: each slot reads into its own 4 KiB of `buf`, which is
+        // neither touched nor freed until all four completions are reaped
+        // below.
+        unsafe {
+            b.queue(IoRequest {
+                slot,
+                dir: Dir::Read,
+                offset_bytes: u64::from(slot) * 4096,
+                len_bytes: 4096,
+                buf: base.wrapping_add(slot as usize * 4096),
+            })
+        };
     }
     b.submit().unwrap();
     let mut got = b.reap(&mut out, 0).unwrap();

@@ -28,6 +28,7 @@
 //! round-trip properties, explicit offsets stay. Revisit if a dense struct is
 //! ever read in place (say, queue entries in memory shared with a device).
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod bytes;
 pub mod command;

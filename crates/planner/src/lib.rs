@@ -20,6 +20,7 @@
 //!   ([`fio::to_job_file`]);
 //! - [`numactl::to_numactl`]: one numactl command line per target.
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod cpuset;
 mod error;

@@ -24,6 +24,7 @@
 //! * [`export`]: one [`Exporter`] trait, four formats; [`chart`] draws the
 //!   SVG (and rasterizes it to PNG); both write numbers through [`mod@format`].
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod analysis;
 pub mod arm;

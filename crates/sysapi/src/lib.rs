@@ -1,14 +1,19 @@
 //! The OS calls the engine and the NVMe/TCP target both make, each in one
-//! place as a safe function: the calling thread's CPU affinity
-//! ([`affinity`]), and a block device's size, logical block size and NVMe
-//! namespace id ([`block`]).
+//! place: the calling thread's CPU affinity ([`affinity`]), a block
+//! device's size, logical block size and NVMe namespace id ([`block`]),
+//! and the io_uring boundary ([`uring`]: the ring set-up fallback chain,
+//! entering through the registered ring fd, typed SQE views).
 //!
-//! A leaf below `engine` and `nvmf` (it depends on rustix alone), so
-//! neither carries its own copy of an ioctl number or a `cpu_set_t` loop.
-//! Reading `/sys` and `/proc` is not here: that is `topology`'s job.
-//! rustix covers affinity and `BLKSSZGET`; the two ioctls it has no wrapper
-//! for go through its typed `ioctl` with a `// SAFETY:` line each.
+//! A leaf below `engine` and `nvmf` (it depends on rustix, libc and the
+//! io-uring crate), so neither carries its own copy of an ioctl number, a
+//! `cpu_set_t` loop or a ring set-up chain. Reading `/sys` and `/proc` is
+//! not here: that is `topology`'s job. rustix covers affinity,
+//! `BLKSSZGET`; the two ioctls it has no wrapper for go
+//! through its typed `ioctl`, and the io_uring calls neither rustix nor the
+//! io-uring crate can make as the hot path needs them go through
+//! `libc::syscall`, each with a `// SAFETY:` line.
 #![deny(missing_docs)]
 
 pub mod affinity;
 pub mod block;
+pub mod uring;

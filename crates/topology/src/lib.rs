@@ -31,6 +31,7 @@
 //! snapshot) and `relpath`, `recording` (what a discovery read, below both
 //! `discover` and `snapshot`), `parse` (sysfs text formats).
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod counters;
 pub mod cpulist;

@@ -14,10 +14,8 @@ use std::io;
 
 use crate::stats::Dir;
 
-mod enter;
 pub mod null;
 pub mod passthru;
-mod sq;
 pub mod sync;
 pub mod tcp;
 pub mod uring;
@@ -74,13 +72,27 @@ pub struct Completion {
 pub trait Backend {
     /// Adds one I/O to the current batch. The caller never has more than the
     /// depth given at construction in flight, so this cannot run out of room.
-    fn queue(&mut self, io: IoRequest);
+    ///
+    /// # Safety
+    ///
+    /// `io.buf` must point at `io.len_bytes` bytes that the kernel (or a
+    /// peer's data transfer) may read or write from this call until the
+    /// completion carrying `io.slot` is reaped, or, if it never is, until
+    /// the backend is dropped. Until then the caller neither reads, writes
+    /// nor frees that buffer, nor queues it again. A backend that does not
+    /// move data ([`Backend::moves_data`] false) ignores `buf`.
+    unsafe fn queue(&mut self, io: IoRequest);
     /// Adds `n` copies of `io` to the current batch (a backend that does
     /// not move data gets one tag for a whole batch; see
     /// [`Backend::moves_data`]).
+    ///
+    /// # Safety
+    ///
+    /// As for [`Backend::queue`], for each of the `n` I/Os.
     #[inline]
-    fn queue_many(&mut self, io: IoRequest, n: usize) {
-        (0..n).for_each(|_| self.queue(io));
+    unsafe fn queue_many(&mut self, io: IoRequest, n: usize) {
+        // SAFETY: the caller keeps `io.buf` for each copy (this fn's contract).
+        (0..n).for_each(|_| unsafe { self.queue(io) });
     }
     /// Submits the batch queued since the last call. Does not wait.
     fn submit(&mut self) -> io::Result<()>;

@@ -24,7 +24,7 @@ impl NullBackend {
 
 impl Backend for NullBackend {
     #[inline]
-    fn queue(&mut self, io: IoRequest) {
+    unsafe fn queue(&mut self, io: IoRequest) {
         self.done[self.len] = Completion {
             slot: io.slot,
             result: io.len_bytes as i32,

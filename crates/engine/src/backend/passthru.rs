@@ -26,18 +26,19 @@
 //! protection fault in `bio_poll` under `nvme_ns_chr_uring_cmd_iopoll`, two
 //! polled rings on one namespace).
 //!
-//! Hot path: like `uring`, each command is patched from a per-direction
-//! template as whole 64-bit words straight into the ring's next SQE
-//! (`DirectSq`, `sq.rs`), and a batch is published with one tail store at
-//! submit.
+//! Hot path: like `uring`, each command's per-I/O fields are patched from
+//! a per-direction template, typed as `sysapi::uring::NvmeSqe` (the SQE
+//! head and `struct nvme_uring_cmd`, offsets asserted there), into the
+//! next staged entry; a batch goes into the ring with the crate's
+//! `push_multiple` at submit. The NVMe opcodes are `nvme_spec`'s.
 
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use nvme_spec::command::io::{READ as NVME_CMD_READ, WRITE as NVME_CMD_WRITE};
+use sysapi::uring::{Enter, NvmeSqe, NvmeUringCmd, RingSpec, SqeView, NVME_URING_CMD_IO};
 
-use super::enter::Enter;
-use super::sq::DirectSq;
 use super::uring::{UringOptions, UringSetup};
 use super::{Backend, Completion, IoRequest};
 use crate::stats::Dir;
@@ -45,98 +46,6 @@ use results::NVME_STATUS_BASE;
 
 /// The kernel refuses registered buffers larger than this.
 const MAX_FIXED_BUFFER_BYTES: usize = 1 << 30;
-
-/// NVMe I/O command set opcodes.
-const NVME_CMD_WRITE: u8 = 0x01;
-const NVME_CMD_READ: u8 = 0x02;
-
-/// `struct nvme_uring_cmd` of `include/uapi/linux/nvme_ioctl.h`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct NvmeUringCmd {
-    opcode: u8,
-    flags: u8,
-    rsvd1: u16,
-    nsid: u32,
-    cdw2: u32,
-    cdw3: u32,
-    metadata: u64,
-    addr: u64,
-    metadata_len: u32,
-    data_len: u32,
-    /// Starting LBA, low 32 bits.
-    cdw10: u32,
-    /// Starting LBA, high 32 bits.
-    cdw11: u32,
-    /// Number of logical blocks, 0's based, in bits 15:0.
-    cdw12: u32,
-    cdw13: u32,
-    cdw14: u32,
-    cdw15: u32,
-    timeout_ms: u32,
-    rsvd2: u32,
-}
-
-// The kernel ABI, field by field.
-const _: () = assert!(std::mem::size_of::<NvmeUringCmd>() == 72);
-const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, nsid) == 4);
-const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, metadata) == 16);
-const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, addr) == 24);
-const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, data_len) == 36);
-const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, cdw10) == 40);
-const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, cdw12) == 48);
-const _: () = assert!(std::mem::offset_of!(NvmeUringCmd, timeout_ms) == 64);
-// 128-byte SQEs as 16 words; the word patching below assumes little endian.
-const _: () = assert!(std::mem::size_of::<squeue::Entry128>() == 128);
-const _: () = assert!(std::mem::align_of::<squeue::Entry128>() >= 8);
-const _: () = assert!(cfg!(target_endian = "little"));
-
-/// `_IOWR('N', 0x80, struct nvme_uring_cmd)`.
-const NVME_URING_CMD_IO: u32 =
-    (3 << 30) | ((std::mem::size_of::<NvmeUringCmd>() as u32) << 16) | ((b'N' as u32) << 8) | 0x80;
-
-/// SQE words holding per-I/O fields: the command area starts at byte 48
-/// (word 6), so `addr` is word 9, `data_len` the high half of word 10,
-/// `cdw10`/`cdw11` (the starting LBA) word 11 and `cdw12` the low half of
-/// word 12. Word 4 is `user_data`.
-const W_USER_DATA: usize = 4;
-/// `buf_index` is the low 16 bits of word 5.
-const W_BUF_INDEX: usize = 5;
-const W_ADDR: usize = 9;
-const W_DATA_LEN: usize = 10;
-const W_SLBA: usize = 11;
-const W_NLB: usize = 12;
-
-impl NvmeUringCmd {
-    /// Little-endian bytes as the SQE's 80-byte command area holds them.
-    fn to_cmd_area(self) -> [u8; 80] {
-        let mut b = [0u8; 80];
-        b[0] = self.opcode;
-        b[1] = self.flags;
-        b[2..4].copy_from_slice(&self.rsvd1.to_le_bytes());
-        let words32 = [
-            (4, self.nsid),
-            (8, self.cdw2),
-            (12, self.cdw3),
-            (32, self.metadata_len),
-            (36, self.data_len),
-            (40, self.cdw10),
-            (44, self.cdw11),
-            (48, self.cdw12),
-            (52, self.cdw13),
-            (56, self.cdw14),
-            (60, self.cdw15),
-            (64, self.timeout_ms),
-            (68, self.rsvd2),
-        ];
-        for (at, v) in words32 {
-            b[at..at + 4].copy_from_slice(&v.to_le_bytes());
-        }
-        b[16..24].copy_from_slice(&self.metadata.to_le_bytes());
-        b[24..32].copy_from_slice(&self.addr.to_le_bytes());
-        b
-    }
-}
 
 /// The namespace commands go to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +58,11 @@ pub struct NvmeNamespace {
 
 /// One io_uring of 128-byte SQEs owned by one worker, sending NVMe commands.
 pub struct PassthruBackend {
+    /// Before `ring`: dropped first, it unregisters the ring fd by the fd.
+    enter: Enter,
+    /// The commands queued since the last submit, in order, patched by
+    /// `queue` from a template and copied into the ring by `submit`.
+    sqes: Vec<squeue::Entry128>,
     ring: IoUring<squeue::Entry128, cqueue::Entry32>,
     fd: RawFd,
     ns: NvmeNamespace,
@@ -156,18 +70,14 @@ pub struct PassthruBackend {
     region: (*mut u8, usize),
     fixed_file: bool,
     fixed_buffers: bool,
-    /// Bits of word 5 that take the slot index (`buf_index`): all 16 with
-    /// fixed buffers, none without.
-    buf_index_mask: u64,
-    enter: Enter,
-    /// The ring's submission queue, written in place: `queue` patches a
-    /// template into the next free SQE, `submit` publishes the batch.
-    sq: DirectSq<16>,
+    /// Bits of `buf_index` that take the slot index: all 16 with fixed
+    /// buffers, none without.
+    buf_index_mask: u16,
     /// SQEs written since the last submit (at most the depth, which is
     /// `slot_len.len()`).
     staged: u32,
     /// Read and write SQEs with user_data, addr, data_len, SLBA and NLB zero.
-    templates: [[u64; 16]; 2],
+    templates: [NvmeSqe; 2],
     /// Bytes of the I/O in each slot (a successful command reports 0).
     slot_len: Vec<u32>,
     /// Features granted, e.g. `DEFER_TASKRUN`, `fixed buffers`.
@@ -192,11 +102,15 @@ fn build_ring(
     depth: u32,
     setup: UringSetup,
 ) -> io::Result<(PassthruRing, Vec<String>, Vec<String>)> {
-    let (ring, granted, notes) =
-        super::enter::build_ring(depth, setup, None, "SQE128+CQE32", |_| {})?;
+    let spec = RingSpec {
+        taskrun: super::uring::taskrun(setup),
+        label: "SQE128+CQE32",
+        ..RingSpec::new(depth)
+    };
+    let b = sysapi::uring::build_ring(&spec)?;
     let mut features = vec!["SQE128+CQE32".to_string()];
-    features.extend(granted);
-    Ok((ring, features, notes))
+    features.extend(b.features);
+    Ok((b.ring, features, b.notes))
 }
 
 impl PassthruBackend {
@@ -241,8 +155,7 @@ impl PassthruBackend {
         let slots = depth.max(1) as usize;
         let fixed_buffers =
             opts.fixed_buffers && register_slot_buffers(&ring, region, slots, &mut notes);
-        let enter = Enter::register(ring.as_raw_fd(), &mut features, &mut notes);
-        let sq = DirectSq::new(ring.as_raw_fd(), ring.params().sq_entries())?;
+        let enter = Enter::register(&ring, &mut features, &mut notes);
         let mut b = PassthruBackend {
             ring,
             fd,
@@ -253,9 +166,9 @@ impl PassthruBackend {
             fixed_buffers,
             buf_index_mask: 0,
             enter,
-            sq,
+            sqes: vec![opcode::Nop::new().build().into(); slots],
             staged: 0,
-            templates: [[0; 16]; 2],
+            templates: [NvmeSqe::default(); 2],
             slot_len: vec![0; slots],
             features,
             notes,
@@ -283,8 +196,7 @@ impl PassthruBackend {
     fn build_templates(&mut self) {
         self.buf_index_mask = if self.fixed_buffers { 0xffff } else { 0 };
         for dir in [Dir::Read, Dir::Write] {
-            let mut e = self.entry(&IoRequest::blank(dir));
-            self.templates[dir as usize] = *sqe_words_mut(&mut e);
+            self.templates[dir as usize] = NvmeSqe::from_entry(self.entry(&IoRequest::blank(dir)));
         }
     }
 
@@ -355,13 +267,20 @@ impl PassthruBackend {
     /// Sends one read of `len` bytes at LBA 0; `Err(errno)` or `Err` of an
     /// NVMe status code (≥ [`NVME_STATUS_BASE`]) when it fails.
     fn probe_once(&mut self, len: u32) -> Result<(), i32> {
-        self.queue(IoRequest {
-            slot: 0,
-            dir: Dir::Read,
-            offset_bytes: 0,
-            len_bytes: len,
-            buf: self.region.0,
-        });
+        // SAFETY: the region is the worker's, outlives this backend and is
+        // at least `len` bytes long (checked by `probe`); no other I/O is in
+        // flight (the worker has not started), and `probe` touches the
+        // region again only after this read's completion is reaped (or the
+        // submit failed and the backend is dropped with the error).
+        unsafe {
+            self.queue(IoRequest {
+                slot: 0,
+                dir: Dir::Read,
+                offset_bytes: 0,
+                len_bytes: len,
+                buf: self.region.0,
+            })
+        };
         self.submit()
             .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))?;
         let mut out = [Completion::default()];
@@ -425,34 +344,29 @@ fn probe_error(code: i32) -> io::Error {
     }
 }
 
-/// The 64-bit words of a 128-byte SQE.
-fn sqe_words_mut(e: &mut squeue::Entry128) -> &mut [u64; 16] {
-    // SAFETY: `squeue::Entry128` is a repr(C) pair of the kernel's 64-byte
-    // `io_uring_sqe` and 64 command bytes: 128 bytes (asserted above),
-    // aligned to 8, made only of integers and unions of integers, so every
-    // bit pattern is valid.
-    unsafe { &mut *(e as *mut squeue::Entry128).cast::<[u64; 16]>() }
-}
-
-/// `template` with the per-I/O fields of `io` written as whole words (see
-/// the `W_*` constants): user_data, fixed buffer index (the bits of
-/// `buf_index_mask`), buffer address, data length, starting LBA and the 0's
-/// based block count.
+/// `template` with the per-I/O fields of `io` written: user_data, fixed
+/// buffer index (the bits of `buf_index_mask`), buffer address, data
+/// length, starting LBA (CDW10-11) and the 0's based block count (CDW12).
 #[inline(always)]
-fn patch_sqe(
-    template: &[u64; 16],
-    io: &IoRequest,
-    lba_shift: u32,
-    buf_index_mask: u64,
-) -> [u64; 16] {
-    let mut w = *template;
-    w[W_USER_DATA] = u64::from(io.slot);
-    w[W_BUF_INDEX] |= u64::from(io.slot) & buf_index_mask;
-    w[W_ADDR] = io.buf as u64;
-    w[W_DATA_LEN] = u64::from(io.len_bytes) << 32;
-    w[W_SLBA] = io.offset_bytes >> lba_shift;
-    w[W_NLB] = u64::from((io.len_bytes >> lba_shift).wrapping_sub(1) & 0xffff);
-    w
+fn patch_sqe(template: &NvmeSqe, io: &IoRequest, lba_shift: u32, buf_index_mask: u16) -> NvmeSqe {
+    let t = template;
+    let slba = io.offset_bytes >> lba_shift;
+    NvmeSqe {
+        head: sysapi::uring::SqeHead {
+            user_data: u64::from(io.slot),
+            buf_index: t.head.buf_index | (io.slot as u16 & buf_index_mask),
+            ..t.head
+        },
+        cmd: NvmeUringCmd {
+            addr: io.buf as u64,
+            data_len: io.len_bytes,
+            cdw10: slba as u32,
+            cdw11: (slba >> 32) as u32,
+            cdw12: (io.len_bytes >> lba_shift).wrapping_sub(1) & 0xffff,
+            ..t.cmd
+        },
+        ..*t
+    }
 }
 
 /// Registers each of the `slots` equal slots of `region` as its own fixed
@@ -493,7 +407,7 @@ fn register_slot_buffers(
 
 impl Backend for PassthruBackend {
     #[inline]
-    fn queue(&mut self, io: IoRequest) {
+    unsafe fn queue(&mut self, io: IoRequest) {
         debug_assert!(io.len_bytes >> self.lba_shift >= 1);
         debug_assert!(io.len_bytes >> self.lba_shift <= 1 << 16);
         self.slot_len[io.slot as usize] = io.len_bytes;
@@ -502,19 +416,26 @@ impl Backend for PassthruBackend {
             "more I/Os queued than the depth"
         );
         let t = &self.templates[io.dir as usize];
-        *self.sq.entry(self.staged) = patch_sqe(t, &io, self.lba_shift, self.buf_index_mask);
+        self.sqes[self.staged as usize] =
+            patch_sqe(t, &io, self.lba_shift, self.buf_index_mask).into_entry();
         self.staged += 1;
     }
 
     fn submit(&mut self) -> io::Result<()> {
         let n = std::mem::take(&mut self.staged);
-        // SAFETY (of what the kernel is handed): each published command
-        // points at its slot's buffer in this worker's region (registered or
-        // not); the worker does not touch or free that slot until the
-        // completion carrying its index is reaped, and the region outlives
-        // the ring. No more than `depth` ≤ ring entries I/Os are ever in
-        // flight, so no position is reused while the kernel may read it.
-        self.sq.publish(n);
+        if n > 0 {
+            // SAFETY: only this worker's thread touches this ring, so no
+            // other SubmissionQueue exists.
+            let mut sq = unsafe { self.ring.submission_shared() };
+            // SAFETY: each command points at its slot's buffer in this
+            // worker's region (registered or not), which the worker keeps
+            // and leaves alone until the completion carrying the slot is
+            // reaped (`Backend::queue`'s contract). The ring has at least
+            // `depth` entries and no more than `depth` I/Os are ever in
+            // flight, so the push cannot fail.
+            let pushed = unsafe { sq.push_multiple(&self.sqes[..n as usize]) };
+            debug_assert!(pushed.is_ok(), "more I/Os queued than the ring holds");
+        }
         self.enter.submit(n)
     }
 

@@ -31,7 +31,7 @@ impl SyncBackend {
 
 impl Backend for SyncBackend {
     #[inline]
-    fn queue(&mut self, io: IoRequest) {
+    unsafe fn queue(&mut self, io: IoRequest) {
         debug_assert!(self.queued.len() < self.queued.capacity());
         self.queued.push(io);
     }

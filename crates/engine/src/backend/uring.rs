@@ -6,22 +6,24 @@
 //! the worker's whole buffer region registered as one fixed buffer, and the
 //! ring fd registered so `io_uring_enter` skips the fd lookup.
 //!
-//! SQEs are written in place in the ring (`DirectSq`, `sq.rs`): `queue`
-//! patches a per-direction template into the next SQE, `submit` publishes
-//! the batch with one tail store. A NOP ring holds the NOP in every SQE from the start
-//! and writes only `user_data`.
+//! `queue` patches the per-I/O fields of a per-direction template (an
+//! [`Sqe`] made by the io-uring crate's builders) into the next staged
+//! entry, `submit` copies the batch into the ring with the crate's
+//! `push_multiple`. A NOP ring stages the NOP in every entry from the
+//! start and writes only `user_data`. The ring
+//! set-up chain and the registered-fd `io_uring_enter` are
+//! `sysapi::uring`'s too.
 //!
 //! Timing model (fio's): `submit` enters the kernel without waiting (with
 //! GETEVENTS so deferred completions are flushed), `reap` drains the CQ and
 //! only waits when fewer than `min` completions are there.
 
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 
 use io_uring::{opcode, squeue, types, IoUring};
+use sysapi::uring::{Enter, RingSpec, Sqe, SqeView, TaskRun};
 
-use super::enter::Enter;
-use super::sq::DirectSq;
 use super::{Backend, Completion, IoRequest};
 use crate::stats::Dir;
 pub use results::UringSetup;
@@ -59,23 +61,24 @@ impl Default for UringOptions {
 
 /// One io_uring owned by one worker.
 pub struct UringBackend {
+    /// Before `ring`: dropped first, it unregisters the ring fd by the fd.
+    enter: Enter,
+    /// The SQEs queued since the last submit, in order, patched by `queue`
+    /// from a template and copied into the ring by `submit` in one go.
+    sqes: Vec<squeue::Entry>,
     ring: IoUring,
     fd: RawFd,
     fixed_file: bool,
     fixed_buffers: bool,
     sqpoll: bool,
     nop: bool,
-    enter: Enter,
-    /// The ring's submission queue, written in place: `queue` patches a
-    /// template into the next free SQE, `submit` publishes the batch.
-    sq: DirectSq<8>,
     /// SQEs written since the last submit.
     staged: u32,
     /// The most SQEs one batch may stage (the depth).
     depth: u32,
     /// The read and write SQEs of this ring with offset, address, length
-    /// and user_data zero, as 64-bit words.
-    templates: [[u64; 8]; 2],
+    /// and user_data zero.
+    templates: [Sqe; 2],
     /// Features granted, e.g. `DEFER_TASKRUN`, `fixed buffers`.
     pub features: Vec<String>,
     /// Fallbacks taken, in words.
@@ -90,22 +93,28 @@ impl std::fmt::Debug for UringBackend {
     }
 }
 
+/// Where a ring's set-up chain starts for `setup`.
+pub(crate) fn taskrun(setup: UringSetup) -> TaskRun {
+    match setup {
+        UringSetup::Auto | UringSetup::DeferTaskrun => TaskRun::Defer,
+        UringSetup::CoopTaskrun => TaskRun::Coop,
+        UringSetup::Plain => TaskRun::Plain,
+    }
+}
+
 fn build_ring(
     depth: u32,
     opts: &UringOptions,
     nop: bool,
 ) -> io::Result<(IoUring, Vec<String>, Vec<String>)> {
-    let iopoll = opts.iopoll && !nop;
-    let (ring, mut features, notes) =
-        super::enter::build_ring(depth, opts.setup, opts.sqpoll_idle_ms, "", |b| {
-            if iopoll {
-                b.setup_iopoll();
-            }
-        })?;
-    if iopoll {
-        features.push("IOPOLL".into());
-    }
-    Ok((ring, features, notes))
+    let spec = RingSpec {
+        taskrun: taskrun(opts.setup),
+        sqpoll_idle_ms: opts.sqpoll_idle_ms,
+        iopoll: opts.iopoll && !nop,
+        ..RingSpec::new(depth)
+    };
+    let b = sysapi::uring::build_ring(&spec)?;
+    Ok((b.ring, b.features, b.notes))
 }
 
 impl UringBackend {
@@ -153,8 +162,8 @@ impl UringBackend {
                 }
             }
         }
-        let enter = Enter::register(ring.as_raw_fd(), &mut features, &mut notes);
-        let sq = DirectSq::new(ring.as_raw_fd(), ring.params().sq_entries())?;
+        let enter = Enter::register(&ring, &mut features, &mut notes);
+        let sqes = vec![opcode::Nop::new().build(); depth.max(1) as usize];
         let mut b = UringBackend {
             sqpoll: opts.sqpoll_idle_ms.is_some(),
             ring,
@@ -163,22 +172,21 @@ impl UringBackend {
             fixed_buffers,
             nop,
             enter,
-            sq,
+            sqes,
             staged: 0,
             depth: depth.max(1),
-            templates: [[0; 8]; 2],
+            templates: [Sqe::default(); 2],
             features,
             notes,
         };
         for dir in [Dir::Read, Dir::Write] {
-            let mut e = b.entry(&IoRequest::blank(dir));
-            b.templates[dir as usize] = *sqe_words_mut(&mut e);
+            b.templates[dir as usize] = Sqe::from_entry(b.entry(&IoRequest::blank(dir)));
         }
         if nop {
             // A NOP ring only ever carries NOPs: lay the template into every
             // SQE once, so `queue` writes just the user_data.
-            let t = b.templates[Dir::Read as usize];
-            b.sq.all().iter_mut().for_each(|e| *e = t);
+            let t = b.templates[Dir::Read as usize].into_entry();
+            b.sqes.iter_mut().for_each(|e| *e = t.clone());
         }
         Ok(b)
     }
@@ -231,67 +239,36 @@ impl UringBackend {
     }
 }
 
-// The kernel ABI: a submission queue entry is 64 bytes of plain integers.
-const _: () = assert!(std::mem::size_of::<squeue::Entry>() == 64);
-const _: () = assert!(std::mem::align_of::<squeue::Entry>() >= 8);
-
-/// The 64-bit words of an SQE.
-fn sqe_words_mut(e: &mut squeue::Entry) -> &mut [u64; 8] {
-    // SAFETY: `squeue::Entry` is a repr(C) wrapper of the kernel's
-    // `io_uring_sqe`: 64 bytes (asserted above), aligned to 8, made only of
-    // integers and unions of integers, so every bit pattern is valid.
-    unsafe { &mut *(e as *mut squeue::Entry).cast::<[u64; 8]>() }
-}
-
-/// `template` with the per-I/O fields of `io` filled in, as the kernel lays
-/// them out: word 1 `off`, word 2 `addr`, low half of word 3 `len`, word 4
-/// `user_data`. Written as whole words into the slot's prepared SQE, which
-/// avoids the store-forwarding stalls of copying a struct built on the stack.
+/// `template` with the per-I/O fields of `io` filled in: offset, buffer
+/// address, length and user_data (the slot).
 #[inline(always)]
-fn patch_sqe(template: &[u64; 8], io: &IoRequest) -> [u64; 8] {
+fn patch_sqe(template: &Sqe, io: &IoRequest) -> Sqe {
     let t = template;
-    [
-        t[0],
-        io.offset_bytes,
-        io.buf as u64,
-        (t[3] & !0xffff_ffff) | u64::from(io.len_bytes),
-        u64::from(io.slot),
-        t[5],
-        t[6],
-        t[7],
-    ]
+    Sqe {
+        head: sysapi::uring::SqeHead {
+            off: io.offset_bytes,
+            addr: io.buf as u64,
+            len: io.len_bytes,
+            user_data: u64::from(io.slot),
+            ..t.head
+        },
+        ..*t
+    }
 }
 
 impl Backend for UringBackend {
     #[inline]
-    fn queue(&mut self, io: IoRequest) {
+    unsafe fn queue(&mut self, io: IoRequest) {
         debug_assert!(self.staged < self.depth, "more I/Os queued than the depth");
-        let words = self.sq.entry(self.staged);
+        let e = &mut self.sqes[self.staged as usize];
         if self.nop {
-            // Every SQE of a NOP ring already is the NOP template (laid
-            // down at construction, never overwritten otherwise).
-            debug_assert_eq!(words[..4], self.templates[Dir::Read as usize][..4]);
-            words[4] = u64::from(io.slot);
+            // Every staged entry of a NOP ring already is the NOP template
+            // (laid down at construction, never overwritten otherwise).
+            *e = e.clone().user_data(u64::from(io.slot));
         } else {
-            *words = patch_sqe(&self.templates[io.dir as usize], &io);
+            *e = patch_sqe(&self.templates[io.dir as usize], &io).into_entry();
         }
         self.staged += 1;
-    }
-
-    #[inline]
-    fn queue_many(&mut self, io: IoRequest, n: usize) {
-        if !self.nop {
-            (0..n).for_each(|_| self.queue(io));
-            return;
-        }
-        debug_assert!(self.staged as usize + n <= self.depth as usize);
-        let tag = u64::from(io.slot);
-        for i in 0..n as u32 {
-            let words = self.sq.entry(self.staged + i);
-            debug_assert_eq!(words[..4], self.templates[Dir::Read as usize][..4]);
-            words[4] = tag;
-        }
-        self.staged += n as u32;
     }
 
     #[inline]
@@ -301,13 +278,18 @@ impl Backend for UringBackend {
 
     fn submit(&mut self) -> io::Result<()> {
         let n = std::mem::take(&mut self.staged);
-        // SAFETY (of what the kernel is handed): each published SQE points
-        // at its slot's buffer in this worker's region (registered or not);
-        // the worker does not touch or free that slot until the completion
-        // carrying its index is reaped, and the region outlives the ring.
-        // No more than `depth` ≤ ring entries I/Os are ever in flight, so
-        // no position is reused while the kernel may read it.
-        self.sq.publish(n);
+        if n > 0 {
+            // SAFETY: only this worker's thread touches this ring, so no
+            // other SubmissionQueue exists.
+            let mut sq = unsafe { self.ring.submission_shared() };
+            // SAFETY: each entry points at its slot's buffer, which the
+            // worker keeps and leaves alone until the completion carrying
+            // the slot is reaped (`Backend::queue`'s contract). The ring
+            // has at least `depth` entries and no more than `depth` I/Os
+            // are ever in flight, so the push cannot fail.
+            let pushed = unsafe { sq.push_multiple(&self.sqes[..n as usize]) };
+            debug_assert!(pushed.is_ok(), "more I/Os queued than the ring holds");
+        }
         if self.sqpoll {
             self.ring.submit()?;
             return Ok(());
@@ -361,7 +343,7 @@ impl UringBackend {
 mod tests {
     use super::*;
 
-    // Pins the SQE word layout `patch_sqe` relies on against the crate's builders.
+    // Pins the fields `patch_sqe` writes against the crate's builders.
     #[test]
     fn patched_template_equals_built_entry() {
         let buf = 0x7f12_3456_7000usize as *mut u8;
@@ -372,10 +354,7 @@ mod tests {
             len_bytes: 12_288,
             buf,
         };
-        let blank = |e: squeue::Entry| {
-            let mut e = e;
-            *sqe_words_mut(&mut e)
-        };
+        let blank = Sqe::from_entry;
         let cases: Vec<(Dir, squeue::Entry, squeue::Entry)> = vec![
             (
                 Dir::Read,

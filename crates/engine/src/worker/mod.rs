@@ -408,16 +408,20 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             dir: u32::from(write),
         }
         .pack();
-        self.backend.queue_many(
-            IoRequest {
-                slot: code,
-                dir,
-                offset_bytes: 0,
-                len_bytes: len,
-                buf: std::ptr::null_mut(),
-            },
-            n,
-        );
+        // SAFETY: this backend moves no data (`fill_fixed` runs only then),
+        // so it ignores the null `buf` and hands the kernel no memory.
+        unsafe {
+            self.backend.queue_many(
+                IoRequest {
+                    slot: code,
+                    dir,
+                    offset_bytes: 0,
+                    len_bytes: len,
+                    buf: std::ptr::null_mut(),
+                },
+                n,
+            )
+        };
         self.free_len -= n;
         self.inflight += n;
         self.issued_ios += n as u64;
@@ -459,13 +463,21 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
                     fill_pattern(b, io.offset_bytes, io.len_bytes, seed);
                 }
             }
-            backend.queue(IoRequest {
-                slot,
-                dir: io.dir,
-                offset_bytes: io.offset_bytes,
-                len_bytes: io.len_bytes,
-                buf,
-            });
+            // SAFETY: `buf` is slot `slot`'s `slot_bytes` (≥ the I/O's
+            // length) of the caller's region, which outlives the loop and
+            // every I/O it issues (`LoopConfig::buf_base`); the slot was just
+            // popped from the free stack and goes back only when the
+            // completion carrying it is reaped, so until then nothing else
+            // touches or queues that buffer.
+            unsafe {
+                backend.queue(IoRequest {
+                    slot,
+                    dir: io.dir,
+                    offset_bytes: io.offset_bytes,
+                    len_bytes: io.len_bytes,
+                    buf,
+                })
+            };
             tags[slot as usize] = Tag {
                 stamp,
                 dir: u32::from(write),

@@ -36,7 +36,7 @@ impl Scripted {
 }
 
 impl Backend for Scripted {
-    fn queue(&mut self, io: IoRequest) {
+    unsafe fn queue(&mut self, io: IoRequest) {
         self.queued.push(io);
     }
     fn submit(&mut self) -> std::io::Result<()> {
@@ -175,8 +175,9 @@ fn no_data_backend_counts_requested_bytes_and_errors() {
 struct Doubling(Scripted, bool);
 
 impl Backend for Doubling {
-    fn queue(&mut self, io: IoRequest) {
-        self.0.queue(io);
+    unsafe fn queue(&mut self, io: IoRequest) {
+        // SAFETY: passed on with this fn's own contract.
+        unsafe { self.0.queue(io) };
     }
     fn submit(&mut self) -> std::io::Result<()> {
         let first = self.0.queued.first().copied();

@@ -11,7 +11,7 @@
 //! shutdown are checked even when nothing arrives.
 
 use std::net::TcpStream;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -34,24 +34,21 @@ pub const TICK: Duration = Duration::from_millis(100);
 /// MAXH2CDATA arrives in one or two receives.
 const RECV_BYTES: usize = 128 * 1024;
 
+/// A reactor's wake-up eventfd (non-blocking, close-on-exec).
 pub(crate) fn eventfd() -> Result<OwnedFd, TargetError> {
-    // SAFETY: eventfd returns a new descriptor or -1; a valid one is owned
-    // by exactly one OwnedFd.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(TargetError::Os {
+    use rustix::event::EventfdFlags;
+    rustix::event::eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC).map_err(|e| {
+        TargetError::Os {
             what: "creating a reactor wake-up eventfd",
-            source: std::io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: fd is fresh and owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+            source: e.into(),
+        }
+    })
 }
 
-pub(crate) fn poke(fd: RawFd) {
-    let one: u64 = 1;
-    // SAFETY: writes 8 bytes from a live local to an eventfd.
-    unsafe { libc::write(fd, &one as *const u64 as *const libc::c_void, 8) };
+/// Wakes the reactor polling `fd` (an [`eventfd`]). A full counter
+/// (EAGAIN) already means a wake-up is pending, so the result is ignored.
+pub(crate) fn poke(fd: impl AsFd) {
+    let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
 }
 
 /// One connection on this reactor.
@@ -507,7 +504,7 @@ mod tests {
         let (s, _) = listener.accept().unwrap();
         target.connections.fetch_add(1, Ordering::AcqRel);
         tx.send(s).unwrap();
-        poke(wake.as_raw_fd());
+        poke(&*wake);
         match client.join().unwrap() {
             Err(InitiatorError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {}
             other => panic!("expected the target to close the connection, got {other:?}"),

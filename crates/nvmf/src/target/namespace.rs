@@ -11,7 +11,7 @@
 //! `fdatasync` (the target reports a volatile write cache).
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -67,15 +67,8 @@ fn fnv128(parts: &[&[u8]], salt: u8) -> [u8; 16] {
 }
 
 fn memory_file(size_bytes: u64) -> std::io::Result<File> {
-    let name = c"numio-ns";
-    // SAFETY: name is a valid NUL-terminated string; the returned fd is
-    // checked and then owned by exactly one File.
-    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: fd was just created and is owned by nobody else.
-    let f = unsafe { File::from_raw_fd(fd) };
+    let fd = rustix::fs::memfd_create(c"numio-ns", rustix::fs::MemfdFlags::CLOEXEC)?;
+    let f = File::from(fd);
     f.set_len(size_bytes)?;
     Ok(f)
 }

@@ -255,7 +255,7 @@ fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, Targ
     if let Some(e) = failed {
         target.shutting_down.store(true, Ordering::Release);
         for (_, w) in &inboxes {
-            poke(w.as_raw_fd());
+            poke(w);
         }
         for h in threads {
             let _ = h.join();
@@ -307,13 +307,13 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<In
                 let (tx, wake) = &inboxes[next % inboxes.len()];
                 next += 1;
                 if tx.send(s).is_ok() {
-                    poke(wake.as_raw_fd());
+                    poke(wake);
                 }
             }
         }
     }
     for (_, wake) in &inboxes {
-        poke(wake.as_raw_fd());
+        poke(wake);
     }
 }
 

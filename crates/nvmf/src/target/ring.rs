@@ -6,6 +6,7 @@
 //! completion arrives.
 
 use io_uring::{opcode, squeue, IoUring};
+use sysapi::uring::{RingSpec, TaskRun};
 
 /// Submission queue entries per reactor ring.
 pub const RING_ENTRIES: u32 = 512;
@@ -72,7 +73,7 @@ impl Tag {
 pub struct Ring {
     /// The ring.
     pub ring: IoUring,
-    /// Set-up flags in use, in words.
+    /// Set-up flags in use, one name each (`no set-up flags` for none).
     pub features: Vec<String>,
     /// Fallbacks taken, in words (printed at start-up).
     pub notes: Vec<String>,
@@ -93,54 +94,41 @@ impl std::fmt::Debug for Ring {
     }
 }
 
-type Attempt = (&'static str, fn(&mut io_uring::Builder));
-
 impl Ring {
-    /// Builds a ring, trying the cheapest task-work mode first (plain when
-    /// `defer_taskrun` is false: its fd is then pollable), and checks
-    /// the kernel has every operation the reactor uses. Must run on the
-    /// thread that will submit (single-issuer rings remember it).
+    /// Builds a ring by the one set-up chain (`sysapi::uring::build_ring`),
+    /// trying the cheapest task-work mode first (plain when
+    /// `defer_taskrun` is false: its fd is then pollable), and checks the
+    /// kernel has every operation the reactor uses. Must run on the thread
+    /// that will submit (single-issuer rings remember it).
     pub fn new(defer_taskrun: bool) -> Result<Self, String> {
-        let attempts: &[Attempt] = &[
-            ("SINGLE_ISSUER+DEFER_TASKRUN", |b| {
-                b.setup_single_issuer().setup_defer_taskrun();
-            }),
-            ("COOP_TASKRUN", |b| {
-                b.setup_coop_taskrun();
-            }),
-            ("no set-up flags", |_| {}),
-        ];
-        let first = if defer_taskrun { 0 } else { 2 };
-        let mut notes = Vec::new();
-        let mut last = String::new();
-        for (name, apply) in &attempts[first..] {
-            let mut b = IoUring::builder();
-            apply(&mut b);
-            b.setup_cqsize(CQ_ENTRIES);
-            match b.build(RING_ENTRIES) {
-                Ok(ring) => {
-                    let mut me = Self {
-                        ext_arg: ring.params().is_feature_ext_arg(),
-                        backlog: std::collections::VecDeque::new(),
-                        ring,
-                        features: vec![name.to_string()],
-                        notes,
-                    };
-                    me.probe()?;
-                    return Ok(me);
-                }
-                Err(e) => {
-                    notes.push(format!(
-                        "io_uring set-up with {name} refused ({e}); falling back"
-                    ));
-                    last = e.to_string();
-                }
-            }
+        let spec = RingSpec {
+            taskrun: if defer_taskrun {
+                TaskRun::Defer
+            } else {
+                TaskRun::Plain
+            },
+            cq_entries: Some(CQ_ENTRIES),
+            ..RingSpec::new(RING_ENTRIES)
+        };
+        let built = sysapi::uring::build_ring(&spec).map_err(|e| {
+            format!(
+                "cannot create an io_uring ({e}); numio serve needs io_uring (Linux 5.11 or later, \
+                 and not disabled by the kernel.io_uring_disabled sysctl or a seccomp filter)"
+            )
+        })?;
+        let mut features = built.features;
+        if features.is_empty() {
+            features.push("no set-up flags".into());
         }
-        Err(format!(
-            "cannot create an io_uring ({last}); numio serve needs io_uring (Linux 5.11 or later, \
-             and not disabled by the kernel.io_uring_disabled sysctl or a seccomp filter)"
-        ))
+        let mut me = Self {
+            ext_arg: built.ring.params().is_feature_ext_arg(),
+            backlog: std::collections::VecDeque::new(),
+            ring: built.ring,
+            features,
+            notes: built.notes,
+        };
+        me.probe()?;
+        Ok(me)
     }
 
     fn probe(&mut self) -> Result<(), String> {

@@ -230,7 +230,7 @@ impl TcpBackend {
 }
 
 impl Backend for TcpBackend {
-    fn queue(&mut self, io: IoRequest) {
+    unsafe fn queue(&mut self, io: IoRequest) {
         debug_assert!(
             !self.queue.is_in_flight(io.slot as u16),
             "slot queued twice"
