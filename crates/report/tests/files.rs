@@ -97,6 +97,29 @@ fn engine_run_json_reads_as_a_single_run_set() {
     assert_eq!(arm.runs.len(), 1);
 }
 
+/// Issue #16: a bench JSON of an unknown schema_version was accepted.
+#[test]
+fn engine_run_json_of_an_unknown_schema_version_is_refused() {
+    let path = common::fixtures().join("engine_run.json");
+    let mut run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for version in [0, results::RESULT_SCHEMA_VERSION + 1] {
+        run["schema_version"] = version.into();
+        let future = tmp(&format!("engine-v{version}.json"));
+        std::fs::write(&future, run.to_string()).unwrap();
+        let err = report::file::load(&future).unwrap_err();
+        let arm_err = report::file::load_arm(&future, None).unwrap_err();
+        std::fs::remove_file(&future).unwrap();
+        assert!(matches!(err, ReportError::Schema { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("version {version}")) && text.contains("numio bench --json"),
+            "{text}"
+        );
+        assert!(matches!(arm_err, ReportError::Schema { .. }), "{arm_err}");
+    }
+}
+
 #[test]
 fn result_arms_pick_by_label_and_say_which_exist() {
     let path = common::fixtures().join("compare_local_spread.json");
