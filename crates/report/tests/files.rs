@@ -58,6 +58,16 @@ fn csv_has_a_row_per_run_per_target_plus_total() {
     assert!(lines.iter().all(|l| l.split(',').count() == 10));
 }
 
+/// Issue #16: a chart named out.xyz was written as SVG without a word.
+#[test]
+fn a_chart_of_an_unknown_format_is_refused() {
+    let set = pair(&[100.0, 101.0], &[90.0, 91.0]);
+    let path = tmp("chart.xyz");
+    let err = report::chart::write_chart(&set, &report::analyze(&set), &path).unwrap_err();
+    assert!(err.to_string().contains(".svg or .png"), "{err}");
+    assert!(!path.exists(), "nothing written");
+}
+
 #[test]
 fn png_chart_is_a_real_non_blank_image() {
     if !report::chart::png::system_fonts_available() {

@@ -54,7 +54,7 @@ pub struct EngineArgs {
     #[arg(long)]
     pub no_registered_files: bool,
     /// Completions to wait for per reap (default: iodepth/4, 1..=32).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_batch_complete)]
     pub batch_complete: Option<usize>,
     /// The live progress line on stderr.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
@@ -62,6 +62,17 @@ pub struct EngineArgs {
     /// No live progress line even on a terminal (--progress never).
     #[arg(long, conflicts_with = "progress")]
     pub no_progress: bool,
+}
+
+/// `--batch-complete N`: at least one completion, at most the deepest queue.
+fn parse_batch_complete(text: &str) -> Result<usize, String> {
+    let most = engine::target::MAX_IODEPTH as usize;
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=most).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "--batch-complete={text}: give 1 to {most} completions per reap (more than --iodepth waits for --iodepth)"
+        )),
+    }
 }
 
 impl EngineArgs {

@@ -305,8 +305,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if cfg.cpus.is_empty() {
         (cfg.cpus, node) = local_cpus(&cfg);
     } else {
-        let allowed = sysapi::affinity::allowed_cpus()
-            .context("reading the CPUs this process may run on")?;
+        let allowed =
+            sysapi::affinity::allowed_cpus().context("reading the CPUs this process may run on")?;
         let named_by = if args.cpus.is_some() {
             "--cpus"
         } else {
