@@ -79,16 +79,25 @@ pub fn is_online(topo: &Topology, cpu: CpuId) -> bool {
     }
 }
 
-/// Online CPUs of `node`, ascending.
+/// Online CPUs of `node`, ascending: those its CPU list names, and online
+/// CPUs no node lists whose own node is `node` (where the kernel's node
+/// lists are missing or unreadable, `numio doctor` says so).
 pub fn node_cpus(topo: &Topology, node: NodeId) -> Vec<CpuId> {
     let Some(n) = topo.nodes.iter().find(|n| n.id == node) else {
         return Vec::new();
     };
+    let listed_nowhere = |c: CpuId| topo.nodes.iter().all(|x| !x.cpus.contains(&c));
+    let unlisted = topo
+        .cpus
+        .iter()
+        .filter(|c| c.online && c.node == Some(node) && listed_nowhere(c.id))
+        .map(|c| c.id);
     let mut cpus: Vec<CpuId> = n
         .cpus
         .iter()
         .copied()
         .filter(|&c| is_online(topo, c))
+        .chain(unlisted)
         .collect();
     cpus.sort_unstable();
     cpus.dedup();

@@ -12,17 +12,24 @@
 //! - A node without CPUs or memory borrows them from the nearest node by
 //!   distance; a target whose node is unknown goes to the node with the most
 //!   free cores (ties: lowest id), with a warning.
+//! - Where no node has an online CPU (node lists that do not match the
+//!   CPUs), jobs go to every online CPU without NUMA locality, with a
+//!   warning: a job is never left without a CPU.
 
 use std::collections::BTreeMap;
 
 use topology::{CpuId, CpuList, NodeId, Topology};
 
-use crate::cpuset::{distance, has_memory, node_cores, node_cpus, nodes_by_distance, Core};
+use crate::cpuset::{
+    cores_of, distance, has_memory, node_cores, node_cpus, nodes_by_distance, online_cpus, Core,
+};
 use crate::placement::{JobPlacement, MemPolicy, TargetPlacement};
 
 /// Where a target's jobs run and where their memory lives.
 struct Home {
-    cpu_node: NodeId,
+    /// The node whose cores the jobs take; `None`: every online CPU (no
+    /// node has one, so there is no NUMA locality to keep).
+    cpu_node: Option<NodeId>,
     mem: MemPolicy,
 }
 
@@ -45,20 +52,23 @@ pub(crate) fn place(
 ) {
     let mut pieces = home_pieces(topo, targets, local_nodes, warnings);
     pieces.sort_by_key(|p| p.target);
-    let mut by_node: BTreeMap<NodeId, Vec<usize>> = BTreeMap::new();
+    let mut by_node: BTreeMap<Option<NodeId>, Vec<usize>> = BTreeMap::new();
     for (k, p) in pieces.iter().enumerate() {
         by_node.entry(p.home.cpu_node).or_default().push(k);
     }
     // Per piece: the CPUs its jobs take in order, and how many cores those are.
     let mut placed: Vec<(Vec<CpuId>, usize)> = vec![(Vec::new(), 0); pieces.len()];
     for (node, members) in by_node {
-        let cores = node_cores(topo, node);
+        let cores = match node {
+            Some(node) => node_cores(topo, node),
+            None => cores_of(topo, &online_cpus(topo)),
+        };
         let demands: Vec<u32> = members.iter().map(|&k| pieces[k].jobs).collect();
         let total: u64 = demands.iter().map(|&d| u64::from(d)).sum();
         if total > cores.len() as u64 {
             warnings.push(format!(
                 "{}: {total} jobs on {} physical cores; jobs share cores (SMT siblings first, then time-sharing) rather than run remote; lower --jobs or add targets on other nodes",
-                node_label(node),
+                node.map_or("every online CPU".to_string(), node_label),
                 cores.len()
             ));
         }
@@ -100,22 +110,47 @@ fn home_pieces(
     // Jobs per node so far, to put targets of unknown node where cores are free.
     let mut load: BTreeMap<NodeId, i64> = BTreeMap::new();
     for p in &pieces {
-        *load.entry(p.home.cpu_node).or_default() += i64::from(p.jobs);
+        if let Some(node) = p.home.cpu_node {
+            *load.entry(node).or_default() += i64::from(p.jobs);
+        }
     }
     for i in unknown {
-        let node = fallback_node(topo, &load);
-        fallback_notes(&mut targets[i], node, warnings);
-        *load.entry(node).or_default() += i64::from(targets[i].workload.numjobs);
+        let home = match fallback_node(topo, &load) {
+            Some(node) => {
+                fallback_notes(&mut targets[i], node, warnings);
+                *load.entry(node).or_default() += i64::from(targets[i].workload.numjobs);
+                Home {
+                    cpu_node: Some(node),
+                    mem: MemPolicy::Local,
+                }
+            }
+            None => {
+                no_node_notes(topo, &mut targets[i], warnings);
+                Home {
+                    cpu_node: None,
+                    mem: MemPolicy::Default,
+                }
+            }
+        };
         pieces.push(Piece {
             target: i,
             jobs: targets[i].workload.numjobs,
-            home: Home {
-                cpu_node: node,
-                mem: MemPolicy::Local,
-            },
+            home,
         });
     }
     pieces
+}
+
+/// Notes for a target planned on every online CPU because no node has one.
+fn no_node_notes(topo: &Topology, t: &mut TargetPlacement, warnings: &mut Vec<String>) {
+    let all = CpuList::of(&online_cpus(topo));
+    warnings.push(format!(
+        "{}: no NUMA node lists an online CPU (the node CPU lists do not match the online CPUs; run `numio doctor`), so its jobs run on every online CPU ({all}) without NUMA locality (pass --cpus-for {}=LIST to choose)",
+        t.path, t.path
+    ));
+    t.notes.push(format!(
+        "no node has an online CPU: planned on all online CPUs ({all}), memory not bound"
+    ));
 }
 
 /// One piece per local node of a multipath head, its jobs dealt evenly
@@ -151,8 +186,9 @@ fn split_pieces(
 
 /// The node a target of unknown node is planned on: among nodes with CPUs
 /// (those with memory first), the one with the most physical cores not yet
-/// asked for by other targets; ties go to the lowest-numbered node.
-fn fallback_node(topo: &Topology, load: &BTreeMap<NodeId, i64>) -> NodeId {
+/// asked for by other targets; ties go to the lowest-numbered node. `None`
+/// when no node has an online CPU.
+fn fallback_node(topo: &Topology, load: &BTreeMap<NodeId, i64>) -> Option<NodeId> {
     let free = |n: NodeId| node_cores(topo, n).len() as i64 - load.get(&n).copied().unwrap_or(0);
     let with_cpus: Vec<NodeId> = topo
         .nodes
@@ -173,7 +209,6 @@ fn fallback_node(topo: &Topology, load: &BTreeMap<NodeId, i64>) -> NodeId {
     pool.iter()
         .copied()
         .max_by_key(|&n| (free(n), std::cmp::Reverse(n)))
-        .unwrap_or(NodeId(0))
 }
 
 fn fallback_notes(t: &mut TargetPlacement, node: NodeId, warnings: &mut Vec<String>) {
@@ -233,7 +268,10 @@ fn known_home(topo: &Topology, t: &mut TargetPlacement) -> Option<Home> {
     } else {
         MemPolicy::Bind(vec![mem_node])
     };
-    Some(Home { cpu_node, mem })
+    Some(Home {
+        cpu_node: Some(cpu_node),
+        mem,
+    })
 }
 
 fn distance_text(topo: &Topology, a: NodeId, b: NodeId) -> String {
@@ -347,6 +385,85 @@ mod tests {
         assert_eq!(sizes, vec![4, 4, 2]);
         let flat: Vec<usize> = a.concat();
         assert_eq!(flat, (0..10).collect::<Vec<_>>(), "no core given twice");
+    }
+
+    /// Two nodes of 4 CPUs each whose node lists say `lists` while every
+    /// CPU names its node (`cpus N/node`), and `/dev/nvme0n1` on node 1.
+    fn two_nodes(lists: [&[u32]; 2]) -> Topology {
+        let cpus: Vec<serde_json::Value> = (0..8u32)
+            .map(|i| serde_json::json!({"id": i, "online": true, "package": i / 4, "core": i % 4, "siblings": [i], "node": i / 4}))
+            .collect();
+        let ns = serde_json::json!({"block_device": "nvme0n1", "generic_device": null, "nsid": 1, "size_bytes": 1u64 << 30, "logical_block_size": 512, "queue": {"hw_queues": []}, "paths": [], "controller": "nvme0"});
+        serde_json::from_value(serde_json::json!({
+            "schema_version": topology::SCHEMA_VERSION,
+            "nodes": [
+                {"id": 0, "cpus": lists[0], "memory_bytes": 1u64 << 30, "distances": [10, 21]},
+                {"id": 1, "cpus": lists[1], "memory_bytes": 1u64 << 30, "distances": [21, 10]}
+            ],
+            "cpus": cpus,
+            "controllers": [{"name": "nvme0", "transport": "pcie", "address": "0000:81:00.0", "model": "m", "serial": "s", "firmware": "1", "state": "live", "cntlid": 1, "numa_node": {"known": 1}, "pci_path": [], "local_cpus": [], "subsystem": "nvme-subsys0", "queue_count": 0, "irqs": []}],
+            "subsystems": [{"name": "nvme-subsys0", "nqn": "nqn.x", "iopolicy": null, "controllers": ["nvme0"], "namespaces": [ns]}],
+            "nvme_params": {}, "unreadable": []
+        }))
+        .expect("topology JSON")
+    }
+
+    fn local(topo: &Topology, numjobs: u32) -> crate::Placement {
+        let request = crate::PlanRequest {
+            targets: vec![crate::TargetSpec::new("/dev/nvme0n1")],
+            workload: crate::Workload {
+                numjobs,
+                ..crate::Workload::default()
+            },
+            policy: crate::Policy::Local,
+        };
+        crate::plan(topo, &request).expect("a plan")
+    }
+
+    /// Regression: node lists naming no CPU (an ARM server's lists ending
+    /// in NUL were read as empty) planned "4 jobs, each on -".
+    #[test]
+    fn empty_node_lists_plan_on_the_cpus_that_name_the_node() {
+        let p = local(&two_nodes([&[], &[]]), 4);
+        let t = &p.targets[0];
+        assert_eq!(CpuList::of(&t.cpus).to_string(), "4-7");
+        assert!(t.jobs.iter().all(|j| j.cpus.len() == 1), "{:?}", t.jobs);
+    }
+
+    #[test]
+    fn no_node_with_cpus_plans_on_every_online_cpu_with_a_warning() {
+        let mut topo = two_nodes([&[], &[]]);
+        topo.cpus.iter_mut().for_each(|c| c.node = None);
+        let p = local(&topo, 4);
+        let t = &p.targets[0];
+        assert_eq!(CpuList::of(&t.cpus).to_string(), "0-3");
+        assert!(t
+            .jobs
+            .iter()
+            .all(|j| !j.cpus.is_empty() && j.mem == MemPolicy::Default));
+        assert!(
+            p.warnings
+                .iter()
+                .any(|w| w.contains("no NUMA node lists an online CPU")
+                    && w.contains("every online CPU (0-7)")),
+            "{:?}",
+            p.warnings
+        );
+    }
+
+    #[test]
+    fn nothing_online_is_an_error_not_an_empty_plan() {
+        let mut topo = two_nodes([&[], &[]]);
+        topo.cpus.iter_mut().for_each(|c| c.online = false);
+        let request = crate::PlanRequest {
+            targets: vec![crate::TargetSpec::new("/dev/nvme0n1")],
+            workload: crate::Workload::default(),
+            policy: crate::Policy::Local,
+        };
+        assert!(matches!(
+            crate::plan(&topo, &request),
+            Err(crate::PlanError::NoCpus)
+        ));
     }
 
     #[test]

@@ -57,6 +57,15 @@ pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, Pla
             }
         }
     }
+    // Postcondition: every policy but `none` gives each job a CPU.
+    if !matches!(request.policy, Policy::None)
+        && targets
+            .iter()
+            .flat_map(|t| &t.jobs)
+            .any(|j| j.cpus.is_empty())
+    {
+        return Err(PlanError::NoCpus);
+    }
     Ok(Placement {
         policy: request.policy.name().to_string(),
         targets,

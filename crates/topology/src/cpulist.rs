@@ -7,6 +7,12 @@
 //! the same format. Users write it in `--cpus`, `--cpus-for` and fio's
 //! `cpus_allowed`. A [`CpuList`] is always ascending and without repeats, so
 //! printing it gives the compact form and parsing that gives it back.
+//!
+//! The kernel also writes the same sets as hex masks (`cpumap`,
+//! `local_cpus`, `thread_siblings`, `smp_affinity`): comma-separated 32-bit
+//! words, most significant first (`00000000,0000ffff`), as wide as the
+//! kernel's CPU count; older kernels write only those.
+//! [`CpuList::parse_mask`] reads them.
 
 use std::fmt;
 use std::str::FromStr;
@@ -33,6 +39,13 @@ impl ListOf {
         match self {
             ListOf::Cpus => "CPU list",
             ListOf::Nodes => "node list",
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            ListOf::Cpus => "CPU",
+            ListOf::Nodes => "node",
         }
     }
 
@@ -85,6 +98,32 @@ pub enum CpuListError {
         /// The whole list.
         list: String,
     },
+    /// A word of a hex mask that is not 1 to 8 hex digits.
+    #[error("`{word}` in {} mask `{mask}` is not a 32-bit hex word (the kernel writes masks as comma-separated words of up to 8 hex digits)", .of.noun())]
+    BadMaskWord {
+        /// CPUs or nodes.
+        of: ListOf,
+        /// The bad word.
+        word: String,
+        /// The whole mask.
+        mask: String,
+    },
+    /// A mask with a bit set at or past [`LIST_MAX`].
+    #[error("{} mask `{mask}` sets bit {bit}, past {}, the largest number numio accepts", .of.noun(), LIST_MAX - 1)]
+    MaskTooWide {
+        /// CPUs or nodes.
+        of: ListOf,
+        /// The highest bit set.
+        bit: u64,
+        /// The whole mask.
+        mask: String,
+    },
+}
+
+/// Surrounding whitespace and NUL bytes off: some kernels end attributes
+/// with `\n\0`.
+pub(crate) fn trim_attr(text: &str) -> &str {
+    text.trim_matches(|c: char| c.is_whitespace() || c == '\0')
 }
 
 /// A set of CPU (or node) numbers in the kernel's list format: ascending,
@@ -133,7 +172,7 @@ impl CpuList {
 
     /// [`CpuList::parse`] with errors worded for `of`.
     pub fn parse_of(text: &str, of: ListOf) -> Result<CpuList, CpuListError> {
-        let whole = text.trim_matches(|c: char| c.is_whitespace() || c == '\0');
+        let whole = trim_attr(text);
         let mut ids = Vec::new();
         if whole.is_empty() {
             return Ok(CpuList { ids });
@@ -161,6 +200,44 @@ impl CpuList {
                 });
             }
             ids.extend(lo..=hi);
+        }
+        Ok(CpuList::from_ids(ids))
+    }
+
+    /// Parses a hex mask as the kernel writes it (`cpumap`, `local_cpus`,
+    /// `thread_siblings`, `smp_affinity`): comma-separated words of up to 8
+    /// hex digits, most significant first, any number of words
+    /// (`ff`, `00000000,00000f0f`); bit N set means N is in the set.
+    /// Surrounding whitespace and a trailing `\0` are allowed; an empty
+    /// text is the empty set.
+    pub fn parse_mask(text: &str, of: ListOf) -> Result<CpuList, CpuListError> {
+        let whole = trim_attr(text);
+        let mut ids = Vec::new();
+        if whole.is_empty() {
+            return Ok(CpuList { ids });
+        }
+        let words: Vec<&str> = whole.split(',').collect();
+        for (rank, word) in words.iter().rev().enumerate() {
+            let w = word.trim();
+            let hex = (1..=8).contains(&w.len()) && w.bytes().all(|b| b.is_ascii_hexdigit());
+            let value = u32::from_str_radix(w, 16).ok().filter(|_| hex);
+            let Some(value) = value else {
+                return Err(CpuListError::BadMaskWord {
+                    of,
+                    word: w.to_string(),
+                    mask: whole.to_string(),
+                });
+            };
+            let base = rank as u64 * 32;
+            if value != 0 && base + u64::from(31 - value.leading_zeros()) >= u64::from(LIST_MAX) {
+                return Err(CpuListError::MaskTooWide {
+                    of,
+                    bit: base + u64::from(31 - value.leading_zeros()),
+                    mask: whole.to_string(),
+                });
+            }
+            let bits = (0..32u32).filter(|b| value & (1 << b) != 0);
+            ids.extend(bits.map(|b| base as u32 + b));
         }
         Ok(CpuList::from_ids(ids))
     }
@@ -340,7 +417,54 @@ mod tests {
         assert!(serde_json::from_str::<CpuList>("\"3-1\"").is_err());
     }
 
+    #[test]
+    fn masks_of_any_width() {
+        let ids = |t: &str| CpuList::parse_mask(t, ListOf::Cpus).unwrap().ids().to_vec();
+        assert_eq!(ids("ff\n"), (0..8).collect::<Vec<_>>());
+        assert_eq!(ids("00000000,00000f0f\n\0"), vec![0, 1, 2, 3, 8, 9, 10, 11]);
+        assert_eq!(ids("1,00000000,00000001"), vec![0, 64]);
+        assert_eq!(ids("80000000,00000000"), vec![63]);
+        assert_eq!(ids("00000000\n"), Vec::<u32>::new());
+        assert_eq!(ids(""), Vec::<u32>::new());
+        // 2048 words: the widest mask numio accepts (65536 CPUs).
+        let mut wide = vec!["00000000"; 2048];
+        wide[0] = "80000000";
+        assert_eq!(ids(&wide.join(",")), vec![LIST_MAX - 1]);
+        let err = |t: &str| {
+            CpuList::parse_mask(t, ListOf::Cpus)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err("ff,xyz"),
+            "`xyz` in CPU mask `ff,xyz` is not a 32-bit hex word (the kernel writes masks as comma-separated words of up to 8 hex digits)"
+        );
+        assert!(err("123456789").contains("not a 32-bit hex word"));
+        assert!(err("ff,,ff").contains("``"));
+        wide[0] = "1";
+        wide.push("00000000");
+        assert_eq!(
+            err(&wide.join(",")),
+            format!(
+                "CPU mask `{}` sets bit 65536, past 65535, the largest number numio accepts",
+                wide.join(",")
+            )
+        );
+    }
+
     proptest! {
+        /// A mask printed from a set parses back to it.
+        #[test]
+        fn masks_round_trip(ids in proptest::collection::vec(0..2048u32, 0..100)) {
+            let list = CpuList::from_ids(ids);
+            let words = list.ids().last().map_or(1, |&m| m / 32 + 1);
+            let text: Vec<String> = (0..words).rev().map(|w| {
+                let v = list.ids().iter().filter(|&&i| i / 32 == w).fold(0u32, |v, &i| v | 1 << (i % 32));
+                format!("{v:08x}")
+            }).collect();
+            prop_assert_eq!(CpuList::parse_mask(&text.join(","), ListOf::Cpus), Ok(list));
+        }
+
         /// parse(print(x)) == x for any set of numbers below LIST_MAX.
         #[test]
         fn print_then_parse_round_trips(ids in proptest::collection::vec(0..LIST_MAX, 0..200)) {

@@ -7,11 +7,11 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cpulist::CpuList;
+use crate::cpulist::{CpuList, ListOf};
 use crate::device::{reader, DevNum};
 use crate::error::TopologyError;
 use crate::model::{CpuId, NodeId};
-use crate::parse::{parse_list, parse_num};
+use crate::parse::parse_num;
 
 /// The machine's side of the environment recorded with a result.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,9 +43,9 @@ pub fn host_record(root: &Path) -> Result<HostRecord, TopologyError> {
             .read("proc/cpuinfo")
             .map(|t| cpu_model(&t))
             .unwrap_or_default(),
-        online_cpus: r
-            .parse("sys/devices/system/cpu/online", parse_list)
-            .map(CpuList::from_ids)
+        // `cpu/online`, or on kernels without it the cpuN directories.
+        online_cpus: crate::discover::online_cpus(&mut r)
+            .map(|(online, _)| CpuList::from_ids(online))
             .unwrap_or_default(),
         nvme_poll_queues: r.parse("sys/module/nvme/parameters/poll_queues", parse_num::<u32>),
     })
@@ -175,11 +175,24 @@ pub fn cpu_node(root: &Path, cpu: CpuId) -> Result<Option<NodeId>, TopologyError
     }))
 }
 
-/// The CPUs of node `node` (`nodeN/cpulist`, online CPUs). Errors: no such
-/// node, or its list cannot be read.
+/// The CPUs of node `node` (`nodeN/cpulist`, or the `nodeN/cpumap` mask of
+/// kernels that write no list; online CPUs). Errors: no such node, or its
+/// list cannot be read.
 pub fn node_cpus(root: &Path, node: NodeId) -> Result<CpuList, TopologyError> {
     let mut r = reader(root)?;
-    let rel = format!("sys/devices/system/node/node{}/cpulist", node.0);
+    let dir = format!("sys/devices/system/node/node{}", node.0);
+    let rel = format!("{dir}/cpulist");
+    let mask = format!("{dir}/cpumap");
+    if r.read(&rel).is_none() {
+        if let Some(text) = r.read(&mask) {
+            return CpuList::parse_mask(&text, ListOf::Cpus).map_err(|e| {
+                TopologyError::BadRequired {
+                    path: r.abs(&mask),
+                    reason: e.to_string(),
+                }
+            });
+        }
+    }
     match r.read(&rel) {
         Some(text) => CpuList::parse(&text).map_err(|e| TopologyError::BadRequired {
             path: r.abs(&rel),

@@ -62,6 +62,28 @@ pub struct Topology {
     /// (the order of [`QueueIrq::per_cpu_counts`]).
     #[serde(default)]
     pub interrupt_cpus: Vec<CpuId>,
+    /// What discovery read instead of a file older kernels do not write,
+    /// and which of two contradicting files it believed; empty on a
+    /// current kernel with a consistent sysfs. `numio doctor` reports each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<DiscoveryNote>,
+}
+
+/// Something discovery could not read as today's kernels write it: a file
+/// missing on older kernels (and what numio read instead), or files that
+/// contradict each other (and which one numio believed). Never silent: each
+/// becomes a `numio doctor` finding with the same code.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiscoveryNote {
+    /// Stable identifier (`cpu-online-missing`, `node-lists-overlap`, ...).
+    pub code: String,
+    /// The file (or directory) concerned, relative to the root.
+    pub path: String,
+    /// What that file holds (`missing`, `0-7`).
+    pub value: String,
+    /// What was missing or inconsistent, which kernel feature that is, and
+    /// what numio did instead.
+    pub message: String,
 }
 
 /// One NUMA node.
@@ -147,6 +169,11 @@ pub struct Controller {
     pub cntlid: Option<u32>,
     /// NUMA node exactly as the kernel reports it.
     pub numa_node: DeviceNode,
+    /// The file `numa_node` was read from, relative to the root
+    /// (`sys/class/nvme/nvme0/numa_node`, or `sys/class/nvme/nvme0/device/numa_node`
+    /// where the controller has no attribute of its own); empty when neither exists.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub numa_node_file: String,
     /// PCI path from the host bridge down to the device (BDFs), PCIe only.
     pub pci_path: Vec<String>,
     /// The PCI device's `local_cpulist`, PCIe only.
@@ -186,6 +213,11 @@ pub struct Subsystem {
     pub controllers: Vec<String>,
     /// Namespaces (head devices) of the subsystem.
     pub namespaces: Vec<Namespace>,
+    /// Set on a kernel without NVMe subsystems (before Linux 4.15, no
+    /// `/sys/class/nvme-subsystem`): a stand-in named after its one
+    /// controller (`nvme0`) that holds the controller's namespaces.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stand_in: bool,
 }
 
 /// One namespace as its head block device (`nvmeXnY`).

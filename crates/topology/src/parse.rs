@@ -1,9 +1,11 @@
 //! Parsers for the text formats of sysfs and procfs files.
 //!
 //! Each returns `Err(reason)` with a message naming what was expected, so the
-//! caller can record the file as unreadable.
+//! caller can record the file as unreadable. Each reads the text as any
+//! kernel writes it: surrounding whitespace and a trailing `\0` (some
+//! kernels end attributes with `\n\0`) are not part of the value.
 
-use crate::cpulist::{CpuList, ListOf};
+use crate::cpulist::{trim_attr, CpuList, ListOf};
 
 /// A CPU list file as numbers ([`CpuList::parse`]), for `Reader::parse`.
 pub fn parse_list(text: &str) -> Result<Vec<u32>, String> {
@@ -21,9 +23,33 @@ fn parse_list_of(text: &str, of: ListOf) -> Result<Vec<u32>, String> {
         .map_err(|e| e.to_string())
 }
 
+/// A CPU mask file (`cpumap`, `local_cpus`, `thread_siblings`,
+/// `smp_affinity`) as numbers ([`CpuList::parse_mask`]).
+pub fn parse_mask(text: &str) -> Result<Vec<u32>, String> {
+    CpuList::parse_mask(text, ListOf::Cpus)
+        .map(|l| l.ids().to_vec())
+        .map_err(|e| e.to_string())
+}
+
+/// An id the kernel writes as `-1` when it does not know it
+/// (`physical_package_id` on s390 and some virtual machines, `core_id`):
+/// `None` for any negative value or an empty file.
+pub fn parse_id(text: &str) -> Result<Option<u32>, String> {
+    if trim_attr(text).is_empty() {
+        return Ok(None);
+    }
+    let v: i64 = parse_num(text)?;
+    if v < 0 {
+        return Ok(None);
+    }
+    u32::try_from(v)
+        .map(Some)
+        .map_err(|_| format!("expected an id below 2^32, found `{v}`"))
+}
+
 /// `MemTotal` of a `nodeN/meminfo` (`Node 0 MemTotal:  5073112 kB`), in bytes.
 pub fn parse_meminfo_total_bytes(text: &str) -> Result<u64, String> {
-    for line in text.lines() {
+    for line in trim_attr(text).lines() {
         let Some((key, value)) = line.split_once(':') else {
             continue;
         };
@@ -45,13 +71,16 @@ pub fn parse_meminfo_total_bytes(text: &str) -> Result<u64, String> {
 
 /// A whitespace-separated row of numbers (`nodeN/distance`).
 pub fn parse_u32_row(text: &str) -> Result<Vec<u32>, String> {
-    text.split_whitespace().map(parse_num::<u32>).collect()
+    trim_attr(text)
+        .split_whitespace()
+        .map(parse_num::<u32>)
+        .collect()
 }
 
 /// The active scheduler of `queue/scheduler`: the bracketed entry, or the
 /// only entry (`none` on bio-based devices).
 pub fn parse_scheduler(text: &str) -> Result<String, String> {
-    let text = text.trim();
+    let text = trim_attr(text);
     if let Some(start) = text.find('[') {
         let rest = &text[start + 1..];
         let end = rest
@@ -68,7 +97,7 @@ pub fn parse_scheduler(text: &str) -> Result<String, String> {
 
 /// A kernel boolean: `0`/`1`, `Y`/`N`.
 pub fn parse_bool(text: &str) -> Result<bool, String> {
-    match text.trim() {
+    match trim_attr(text) {
         "1" | "Y" | "y" => Ok(true),
         "0" | "N" | "n" => Ok(false),
         other => Err(format!("expected 0/1 or Y/N, found `{other}`")),
@@ -77,9 +106,15 @@ pub fn parse_bool(text: &str) -> Result<bool, String> {
 
 /// A decimal number.
 pub fn parse_num<T: std::str::FromStr>(text: &str) -> Result<T, String> {
-    text.trim()
-        .parse()
-        .map_err(|_| format!("expected a number, found `{}`", text.trim()))
+    let text = trim_attr(text);
+    text.parse()
+        .map_err(|_| format!("expected a number, found `{text}`"))
+}
+
+/// A file's text without surrounding whitespace and NULs, for attributes
+/// kept as strings (`model`, `state`, `transport`).
+pub fn parse_text(text: &str) -> String {
+    trim_attr(text).to_string()
 }
 
 /// One NVMe queue line of `/proc/interrupts`.
@@ -185,6 +220,35 @@ mod tests {
             parse_meminfo_total_bytes("Node 2 MemTotal: 0 kB").unwrap(),
             0
         );
+    }
+
+    /// Regression: `node/online` of older kernels ends `0\n\0` and was
+    /// refused as "expected a number, found `0⏎\0`".
+    #[test]
+    fn values_end_with_newline_and_nul_on_some_kernels() {
+        assert_eq!(parse_num::<u32>("7\n\0"), Ok(7));
+        assert_eq!(parse_node_list("0\n\0"), Ok(vec![0]));
+        assert_eq!(parse_bool("Y\n\0"), Ok(true));
+        assert_eq!(parse_u32_row("10 21\n\0"), Ok(vec![10, 21]));
+        assert_eq!(parse_scheduler("[none] mq-deadline\n\0").unwrap(), "none");
+        assert_eq!(
+            parse_mask(",00000000,000000f0\n\0".trim_start_matches(',')),
+            Ok(vec![4, 5, 6, 7])
+        );
+        assert_eq!(parse_text(" live\n\0"), "live");
+        assert_eq!(
+            parse_meminfo_total_bytes("Node 0 MemTotal: 4 kB\n\0").unwrap(),
+            4096
+        );
+    }
+
+    #[test]
+    fn minus_one_is_an_unknown_id() {
+        assert_eq!(parse_id("-1\n"), Ok(None));
+        assert_eq!(parse_id("3\n"), Ok(Some(3)));
+        assert_eq!(parse_id("\n"), Ok(None), "an empty file says nothing");
+        assert!(parse_id("x").is_err());
+        assert!(parse_id("4294967296").is_err());
     }
 
     #[test]

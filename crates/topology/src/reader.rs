@@ -9,7 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::ErrorKind;
 use std::path::PathBuf;
 
-use crate::model::Unreadable;
+use crate::cpulist::trim_attr;
+use crate::model::{DiscoveryNote, Unreadable};
+use crate::parse::parse_mask;
 use crate::relpath::{join_normalized, parent};
 use crate::source::{Source, LINK_HOPS_MAX, READ_CHUNK_BYTES};
 
@@ -25,6 +27,11 @@ pub struct Reader {
     pub dirs: BTreeSet<String>,
     /// Files that exist but could not be read or parsed.
     pub unreadable: Vec<Unreadable>,
+    /// What discovery read instead of files older kernels lack, and which
+    /// of two contradicting files it believed.
+    pub notes: Vec<DiscoveryNote>,
+    /// List files that were missing, so their mask was read ([`Reader::cpu_set`]).
+    pub masks_read: Vec<String>,
     /// Files a snapshot manifest says were unreadable when it was taken.
     preset_unreadable: BTreeMap<String, String>,
     /// Read buffer reused across files.
@@ -40,6 +47,8 @@ impl Reader {
             links: BTreeMap::new(),
             dirs: BTreeSet::new(),
             unreadable: Vec::new(),
+            notes: Vec::new(),
+            masks_read: Vec::new(),
             preset_unreadable,
             scratch: vec![0; READ_CHUNK_BYTES],
         }
@@ -106,9 +115,43 @@ impl Reader {
         }
     }
 
-    /// A file's contents, trimmed of surrounding whitespace.
+    /// A file's contents, trimmed of surrounding whitespace and NULs.
     pub fn read_trimmed(&mut self, rel: &str) -> Option<String> {
-        self.read(rel).map(|t| t.trim().to_string())
+        self.read(rel).map(|t| trim_attr(&t).to_string())
+    }
+
+    /// A set of CPUs the kernel writes as a list (`list`, e.g.
+    /// `nodeN/cpulist`) and as a hex mask (`mask`, e.g. `nodeN/cpumap`):
+    /// the list, or the mask where an older kernel wrote no list (noted in
+    /// [`Reader::masks_read`]). `None` when neither can be read.
+    pub fn cpu_set(
+        &mut self,
+        list: &str,
+        mask: &str,
+        parse_list: fn(&str) -> Result<Vec<u32>, String>,
+    ) -> Option<Vec<u32>> {
+        if let Some(ids) = self.parse(list, parse_list) {
+            return Some(ids);
+        }
+        if self.unreadable.iter().any(|u| u.path == list) {
+            return None;
+        }
+        let ids = self.parse(mask, parse_mask)?;
+        self.masks_read.push(list.to_string());
+        Some(ids)
+    }
+
+    /// Records a discovery note (once per code and path).
+    pub fn note(&mut self, code: &str, path: &str, value: String, message: String) {
+        if self.notes.iter().any(|n| n.code == code && n.path == path) {
+            return;
+        }
+        self.notes.push(DiscoveryNote {
+            code: code.to_string(),
+            path: path.to_string(),
+            value,
+            message,
+        });
     }
 
     /// The sorted entry names of a directory; `None` when it is absent.

@@ -68,6 +68,7 @@ pub fn tree(t: &Topology) -> String {
     for node in &t.nodes {
         node_section(&mut out, t, node);
     }
+    outside_nodes(&mut out, t);
     let homeless: Vec<&Controller> = t
         .controllers
         .iter()
@@ -87,6 +88,33 @@ pub fn tree(t: &Topology) -> String {
     }
     trailer(&mut out, t);
     out
+}
+
+/// Online CPUs that no listed node holds: their own node is not online,
+/// or the node lists leave them out (`numio doctor` explains).
+fn outside_nodes(out: &mut String, t: &Topology) {
+    let listed = |c: CpuId| t.nodes.iter().any(|n| n.cpus.contains(&c));
+    let outside: Vec<&crate::model::Cpu> = t
+        .cpus
+        .iter()
+        .filter(|c| c.online && !listed(c.id))
+        .collect();
+    if outside.is_empty() {
+        return;
+    }
+    let ids: Vec<CpuId> = outside.iter().map(|c| c.id).collect();
+    let mut nodes: Vec<String> = outside
+        .iter()
+        .map(|c| c.node.map_or("none".to_string(), |n| n.to_string()))
+        .collect();
+    nodes.sort();
+    nodes.dedup();
+    let _ = writeln!(
+        out,
+        "cpus in no node's list: {} (their own node: {})",
+        cpu_list(&ids),
+        nodes.join(", ")
+    );
 }
 
 fn node_section(out: &mut String, t: &Topology, node: &Node) {
@@ -143,15 +171,23 @@ fn node_section(out: &mut String, t: &Topology, node: &Node) {
 
 fn controller_lines(out: &mut String, t: &Topology, c: &Controller) {
     let transport = c.transport.name();
+    // Kernels before 4.5 report no model, firmware or state.
+    let mut about = String::new();
+    if !c.model.is_empty() {
+        let _ = write!(about, " \"{}\"", c.model);
+    }
+    if !c.firmware.is_empty() {
+        let _ = write!(about, " fw {}", c.firmware);
+    }
+    if !c.state.is_empty() {
+        let _ = write!(about, " {}", c.state);
+    }
     let _ = writeln!(
         out,
-        "  {} [node {}] {transport} {} \"{}\" fw {} {}, {} I/O queues, {}",
+        "  {} [node {}] {transport} {}{about}, {} I/O queues, {}",
         c.name,
         c.numa_node,
         c.address,
-        c.model,
-        c.firmware,
-        c.state,
         c.queue_count,
         c.subsystem.as_deref().unwrap_or("no subsystem")
     );
@@ -205,6 +241,19 @@ fn trailer(out: &mut String, t: &Topology) {
                 None => name.clone(),
             })
             .collect();
+        if sub.stand_in {
+            let nqn = if sub.nqn.is_empty() {
+                "not reported"
+            } else {
+                &sub.nqn
+            };
+            let _ = writeln!(
+                out,
+                "controller {} without a subsystem (a kernel before 4.15 has none): nqn {nqn}",
+                ctrls.join(", ")
+            );
+            continue;
+        }
         let _ = writeln!(
             out,
             "subsystem {}: iopolicy {}, controllers {}, nqn {}",
@@ -224,6 +273,16 @@ fn trailer(out: &mut String, t: &Topology) {
             show(p.multipath.map(|v| if v { "Y" } else { "N" }.to_string())),
             show(p.iopolicy.clone())
         );
+    }
+    if !t.notes.is_empty() {
+        let _ = writeln!(
+            out,
+            "discovery notes: {} (`numio doctor` reports each)",
+            t.notes.len()
+        );
+        for n in &t.notes {
+            let _ = writeln!(out, "  {}: {}", n.code, n.message);
+        }
     }
     if !t.unreadable.is_empty() {
         let _ = writeln!(out, "unreadable files: {}", t.unreadable.len());

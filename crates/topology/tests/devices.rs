@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use common::fixtures_dir;
 use topology::device::{
     block_device, block_stack, generic_device, generic_name, multipath_head, node_of_path,
-    nvme_namespace, BlockKind, DevNum, PartitionOf, StackNode,
+    nvme_namespace, BlockKind, ControllerNode, DevNum, PartitionOf, StackNode,
 };
 use topology::host::{cpu_node, host_record, mount_of, mounts, node_cpus};
 use topology::{CpuId, DeviceNode, NodeId, TopologyError};
@@ -319,4 +319,43 @@ fn paths_on_this_machine_are_stat_ed() {
     assert!(e.to_string().contains("/dev/null"), "{e}");
     let e = node_of_path(live, Path::new("/nonexistent/file")).expect_err("missing");
     assert!(e.to_string().contains("/nonexistent/file"), "{e}");
+}
+
+/// Regression (issue #15): the namespaces of kernels before 4.15 (no
+/// subsystems) and 4.0 and older (misc-class controllers, namespaces in
+/// `<pci>/block/`) resolve to their controller and its node.
+#[test]
+fn older_kernels_namespaces_resolve_to_their_controllers_node() {
+    for (fixture, name, controller) in [
+        ("nvme-no-subsystems", "nvme1n1", "nvme1"),
+        ("nvme-misc-class", "nvme1n2", "nvme1"),
+    ] {
+        let ns = nvme_namespace(&root(fixture), name)
+            .expect("root")
+            .unwrap_or_else(|| panic!("{fixture}: {name} is a namespace"));
+        assert!(!ns.multipath);
+        assert_eq!(
+            ns.controllers,
+            vec![ControllerNode {
+                name: controller.to_string(),
+                numa_node: DeviceNode::Known(NodeId(1)),
+            }],
+            "{fixture}"
+        );
+        let dev = dev_of(&root(fixture), &format!("sys/class/block/{name}"));
+        let stack = block_stack(&root(fixture), dev).expect("stack");
+        assert_eq!(stack.node(), StackNode::Node(NodeId(1)), "{fixture}");
+    }
+}
+
+#[test]
+fn a_nodes_cpus_come_from_its_mask_where_the_kernel_wrote_no_list() {
+    let cpus = node_cpus(&root("masks-only"), NodeId(3)).expect("node 3");
+    assert_eq!(cpus.to_string(), "27-35,63-71");
+}
+
+#[test]
+fn the_host_records_online_cpus_where_the_kernel_wrote_no_list() {
+    let h = host_record(&root("no-online-lists")).expect("root");
+    assert_eq!(h.online_cpus.to_string(), "0-5,7-13,15");
 }

@@ -138,3 +138,54 @@ fn vm_one_node_is_clean() {
     assert!(!t.controllers.is_empty());
     assert_eq!(serious(&t), vec![]);
 }
+
+#[test]
+fn vm_four_node_has_smt_pairs_split_over_four_nodes_and_an_offline_thread() {
+    let Some(t) = capture("vm-four-node") else {
+        return;
+    };
+    let cpus = |ids: &[u32]| ids.iter().copied().map(topology::CpuId).collect::<Vec<_>>();
+    assert_eq!(t.nodes.len(), 4);
+    assert_eq!(t.nodes[0].cpus, cpus(&[0, 1]));
+    assert_eq!(t.nodes[2].cpus, cpus(&[4]), "CPU 5 was taken offline");
+    assert_eq!(t.nodes[3].distances, vec![21, 21, 11, 10]);
+    assert_eq!(t.cpus[0].siblings, cpus(&[0, 1]));
+    assert_eq!(t.cpus[7].siblings, cpus(&[6, 7]));
+    assert_eq!(
+        (t.cpus[1].package, t.cpus[1].core),
+        (Some(0), Some(0)),
+        "the second thread of core 0"
+    );
+    let offline = &t.cpus[5];
+    assert!(!offline.online);
+    assert_eq!(offline.node, Some(topology::NodeId(2)));
+    assert_eq!(t.cpus[4].siblings, cpus(&[4]), "its sibling is offline");
+    let nodes: Vec<(String, Option<topology::NodeId>)> = t
+        .controllers
+        .iter()
+        .map(|c| (c.serial.clone(), c.numa_node.node()))
+        .collect();
+    assert!(nodes.contains(&("NUMIO-4N-0".to_string(), Some(topology::NodeId(0)))));
+    assert!(nodes.contains(&("NUMIO-4N-3".to_string(), Some(topology::NodeId(3)))));
+    assert!(serious(&t).contains(&("cpus-offline".to_string(), "cpus".to_string())));
+}
+
+#[test]
+fn vm_eight_node_has_one_cpu_per_node_and_a_three_level_distance_table() {
+    let Some(t) = capture("vm-eight-node") else {
+        return;
+    };
+    assert_eq!(t.nodes.len(), 8);
+    for n in &t.nodes {
+        assert_eq!(n.cpus, vec![topology::CpuId(n.id.0)]);
+        assert_eq!(n.distances.len(), 8);
+    }
+    assert_eq!(t.nodes[5].distances, vec![32, 32, 32, 32, 12, 10, 22, 22]);
+    let c = &t.controllers[0];
+    assert_eq!(
+        (c.serial.as_str(), c.numa_node.node()),
+        ("NUMIO-8N-5", Some(topology::NodeId(5)))
+    );
+    assert_eq!(c.local_cpus, vec![topology::CpuId(5)]);
+    assert!(t.notes.is_empty() && t.unreadable.is_empty());
+}

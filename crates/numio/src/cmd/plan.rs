@@ -248,7 +248,9 @@ fn text_table(p: &Placement) -> String {
             .iter()
             .map(|j| {
                 if j.cpus.is_empty() {
-                    "-".to_string()
+                    // Only policy none leaves a job unpinned (the planner
+                    // gives every job of the others a CPU).
+                    "unpinned".to_string()
                 } else {
                     CpuList::of(&j.cpus).to_string()
                 }
@@ -266,7 +268,7 @@ fn text_table(p: &Placement) -> String {
             _ => "default".to_string(),
         };
         let cpus = if t.cpus.is_empty() {
-            "-".to_string()
+            "any".to_string()
         } else {
             CpuList::of(&t.cpus).to_string()
         };
@@ -276,7 +278,9 @@ fn text_table(p: &Placement) -> String {
             node,
             cpus,
             mem,
-            if same {
+            if same && t.jobs[0].cpus.is_empty() {
+                format!("{} jobs, unpinned", t.jobs.len())
+            } else if same {
                 format!("{} jobs, each on {}", t.jobs.len(), jobs[0])
             } else {
                 jobs.join(" ")
@@ -385,6 +389,25 @@ mod tests {
             fio.contains("[drive1]") && fio.contains("cpus_allowed=4-7,116-119"),
             "{fio}"
         );
+    }
+
+    /// Regression (issue #15): on a kernel without NVMe subsystems the
+    /// namespace was "not a namespace of this topology" and planned on
+    /// node 0; a job is never shown on "-".
+    #[test]
+    fn older_kernels_plan_on_the_drives_node_and_never_on_a_dash() {
+        for (fixture, target) in [
+            ("nvme-no-subsystems", "/dev/nvme1n1"),
+            ("nvme-misc-class", "/dev/nvme1n2"),
+        ] {
+            let root = repo(&format!("tests/fixtures/sysfs/{fixture}"));
+            let text = plan_text(&["--root", &root, target, "--jobs", "2"]).unwrap();
+            let line = text.lines().find(|l| l.starts_with(target)).unwrap();
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(cols[1..4], ["1", "4-5", "local"], "{fixture}: {text}");
+            let none = plan_text(&["--root", &root, target, "--policy", "none"]).unwrap();
+            assert!(none.contains("any") && !none.contains(" -"), "{none}");
+        }
     }
 
     #[test]

@@ -96,6 +96,10 @@ pub(crate) fn namespace_of(r: &mut Reader, name: &str) -> Option<NvmeDevices> {
     let owner_name = base_name(&owner).to_string();
     let (multipath, controllers) = if nvme_numbers(&owner_name, "nvme", "").is_some() {
         (false, vec![owner_name.clone()])
+    } else if owner_name == "block" {
+        // Linux 4.0 and older: `<pci>/block/nvmeXnY`, controller nvmeX.
+        let x = nvme_numbers(name, "nvme", "n")?[0];
+        (false, vec![format!("nvme{x}")])
     } else if let Some(sub) = nvme_numbers(&owner_name, "nvme-subsys", "") {
         (true, head_controllers(r, &owner, sub[0], name))
     } else if let Some(n) = nvme_numbers(name, "nvme", "cn") {
@@ -151,14 +155,24 @@ fn head_controllers(r: &mut Reader, sub_dir: &str, subsys: u32, head: &str) -> V
 }
 
 /// A controller's `numa_node`, else its PCI device's; `-1` or missing is
-/// [`DeviceNode::Unknown`].
+/// [`DeviceNode::Unknown`]. Linux 4.0 and older keep controllers in the
+/// `misc` class, as children of their PCI device.
 pub(crate) fn controller_node(r: &mut Reader, controller: &str) -> DeviceNode {
-    let Some(dir) = r.resolve(&format!("sys/class/nvme/{controller}")) else {
+    let misc = format!("sys/class/misc/{controller}");
+    let Some(dir) = r
+        .resolve(&format!("sys/class/nvme/{controller}"))
+        .or_else(|| r.resolve(&misc))
+    else {
         return DeviceNode::Unknown;
     };
     let mut node = r.parse(&join(&dir, "numa_node"), parse_num::<i64>);
     if node.is_none() {
-        if let Some(pci) = r.resolve(&join(&dir, "device")) {
+        let pci = if base_name(parent(&dir)) == "misc" {
+            Some(parent(parent(&dir)).to_string())
+        } else {
+            r.resolve(&join(&dir, "device"))
+        };
+        if let Some(pci) = pci {
             node = r.parse(&join(&pci, "numa_node"), parse_num::<i64>);
         }
     }

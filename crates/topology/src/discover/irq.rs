@@ -57,11 +57,21 @@ pub fn discover(r: &mut Reader) -> NvmeIrqs {
             continue;
         };
         // Kernels without effective affinity (or architectures that do not
-        // report it) have only the requested mask.
+        // report it) have only the requested affinity; old ones only masks.
         let dir = format!("proc/irq/{}", line.irq);
         let effective_affinity = r
-            .parse(&format!("{dir}/effective_affinity_list"), parse_list)
-            .or_else(|| r.parse(&format!("{dir}/smp_affinity_list"), parse_list))
+            .cpu_set(
+                &format!("{dir}/effective_affinity_list"),
+                &format!("{dir}/effective_affinity"),
+                parse_list,
+            )
+            .or_else(|| {
+                r.cpu_set(
+                    &format!("{dir}/smp_affinity_list"),
+                    &format!("{dir}/smp_affinity"),
+                    parse_list,
+                )
+            })
             .unwrap_or_default()
             .into_iter()
             .map(CpuId)

@@ -10,7 +10,10 @@ use crate::recording::{manifest_unreadable, Recording};
 use crate::source::Source;
 
 mod cpus;
+pub(crate) use cpus::online_cpus;
+mod dirs;
 mod irq;
+mod nodes;
 mod nvme;
 
 impl Topology {
@@ -50,8 +53,10 @@ pub(crate) fn discover_source(source: Source) -> Result<(Topology, Recording), T
     let irqs = irq::discover(&mut r);
     let (controllers, subsystems) = nvme::discover(&mut r, &irqs);
     let nvme_params = read_params(&mut r);
+    masks_note(&mut r);
     let mut unreadable = r.unreadable.clone();
     unreadable.sort_by(|a, b| a.path.cmp(&b.path));
+    let notes = r.notes.clone();
     let topology = Topology {
         schema_version: SCHEMA_VERSION,
         nodes,
@@ -61,8 +66,29 @@ pub(crate) fn discover_source(source: Source) -> Result<(Topology, Recording), T
         nvme_params,
         unreadable,
         interrupt_cpus: irqs.columns,
+        notes,
     };
     Ok((topology, Recording::from_reader(r)))
+}
+
+/// One note for every CPU list file that was missing and read as a mask.
+fn masks_note(r: &mut Reader) {
+    let Some(first) = r.masks_read.first().cloned() else {
+        return;
+    };
+    let mut kinds: Vec<&str> = r
+        .masks_read
+        .iter()
+        .map(|p| p.rsplit('/').next().unwrap_or(p))
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    let message = format!(
+        "{} CPU list file(s) are missing: older kernels write these CPU sets only as hex masks; numio read the masks beside them (cpumap, local_cpus, thread_siblings, effective_affinity, smp_affinity) instead",
+        r.masks_read.len()
+    );
+    let value = format!("missing ({})", kinds.join(", "));
+    r.note("cpu-lists-missing", &first, value, message);
 }
 
 fn read_params(r: &mut Reader) -> NvmeParams {

@@ -7,14 +7,14 @@ use crate::cpulist::CpuList;
 use crate::model::{Controller, CpuId, DeviceNode, HwQueue, NodeId, QueueIrq, Topology, Transport};
 use crate::parse::nvme_numbers;
 
-fn evidence(path: impl Into<String>, value: impl Into<String>) -> Evidence {
+pub(super) fn evidence(path: impl Into<String>, value: impl Into<String>) -> Evidence {
     Evidence {
         path: path.into(),
         value: value.into(),
     }
 }
 
-fn finding(
+pub(super) fn finding(
     severity: Severity,
     code: &str,
     subject: &str,
@@ -32,16 +32,63 @@ fn finding(
     }
 }
 
-fn ids(cpus: &[CpuId]) -> String {
+pub(super) fn ids(cpus: &[CpuId]) -> String {
     CpuList::of(cpus).to_string()
 }
 
-fn node_numa_evidence(c: &Controller) -> Evidence {
-    let value = match c.numa_node {
-        DeviceNode::Known(n) => n.0.to_string(),
-        DeviceNode::Unknown => "-1".to_string(),
+/// A CPU list for a message: `none` when empty, never a blank.
+pub(super) fn ids_or_none(cpus: &[CpuId]) -> String {
+    if cpus.is_empty() {
+        "none".to_string()
+    } else {
+        ids(cpus)
+    }
+}
+
+/// Whether discovery read `kind` (`cpulist`, `local_cpulist`) from its hex
+/// mask because the kernel wrote no list (a `cpu-lists-missing` note).
+fn read_as_mask(t: &Topology, kind: &str) -> bool {
+    // The note's value lists the missing kinds: `missing (cpulist, ...)`.
+    t.notes.iter().any(|n| {
+        n.code == "cpu-lists-missing"
+            && n.value
+                .trim_start_matches("missing (")
+                .trim_end_matches(')')
+                .split(", ")
+                .any(|k| k == kind)
+    })
+}
+
+/// The file a node's CPUs were read from (`nodeN/cpulist`, or `cpumap` on
+/// kernels that write only masks), with the CPUs.
+pub(super) fn node_cpus_evidence(t: &Topology, node: &crate::model::Node) -> Evidence {
+    let file = if read_as_mask(t, "cpulist") {
+        "cpumap"
+    } else {
+        "cpulist"
     };
-    evidence(format!("/sys/class/nvme/{}/numa_node", c.name), value)
+    evidence(
+        format!("/sys/devices/system/node/node{}/{file}", node.id),
+        ids_or_none(&node.cpus),
+    )
+}
+
+/// The `numa_node` file discovery read for `c` (its own attribute, or its
+/// PCI device's), with the value seen.
+fn node_numa_evidence(c: &Controller) -> Evidence {
+    let (path, value) = match (c.numa_node_file.as_str(), c.numa_node) {
+        ("", DeviceNode::Unknown) => (
+            format!("/sys/class/nvme/{}/numa_node", c.name),
+            "missing (and no device/numa_node)".to_string(),
+        ),
+        ("", DeviceNode::Known(n)) => (
+            format!("/sys/class/nvme/{}/numa_node", c.name),
+            n.0.to_string(),
+        ),
+        (file, DeviceNode::Known(n)) => (format!("/{file}"), n.0.to_string()),
+        (file, DeviceNode::Unknown) => (format!("/{file}"), "-1".to_string()),
+    };
+    evidence(path, value)
 }
 
 /// Namespaces reached through controller `name`, and whether any of them
@@ -76,9 +123,14 @@ pub fn controller_node_unknown(t: &Topology, out: &mut Vec<Finding>) {
         };
         let mut ev = vec![node_numa_evidence(c)];
         let (severity, message, fix) = if c.transport == Transport::Pcie {
+            let file = if read_as_mask(t, "local_cpulist") {
+                "local_cpus"
+            } else {
+                "local_cpulist"
+            };
             ev.push(evidence(
-                format!("/sys/class/nvme/{}/device/local_cpulist", c.name),
-                ids(&c.local_cpus),
+                format!("/sys/class/nvme/{}/device/{file}", c.name),
+                ids_or_none(&c.local_cpus),
             ));
             (
                 Severity::Error,
@@ -225,8 +277,8 @@ pub fn irq_remote_node(t: &Topology, out: &mut Vec<Finding>) {
             if bad.len() > 4 { format!(" (first 4 shown of {})", bad.len()) } else { String::new() }
         );
         let fix = format!(
-            "stop irqbalance from moving NVMe IRQs (IRQBALANCE_BANNED_CPULIST or `systemctl disable --now irqbalance`) and restore each queue's affinity (`echo <cpus of the queue> > /proc/irq/N/smp_affinity_list`), or reload the nvme driver so managed affinity is recomputed; CPUs of node {home}: {}",
-            ids(&t.online_cpus_of(home))
+            "stop irqbalance from moving NVMe IRQs (IRQBALANCE_BANNED_CPULIST or `systemctl disable --now irqbalance`) and restore each queue's affinity (`echo <cpus of the queue> > /proc/irq/N/smp_affinity_list`), or reload the nvme driver so managed affinity is recomputed; online CPUs of node {home}: {}",
+            ids_or_none(&t.online_cpus_of(home))
         );
         out.push(finding(
             Severity::Warning,
@@ -353,16 +405,18 @@ pub fn nodes_without_cpus_or_memory(t: &Topology, out: &mut Vec<Finding>) {
         let names: Vec<&str> = ctrls.iter().map(|c| c.name.as_str()).collect();
         let subject = format!("node {}", node.id);
         let nearest = nearest_with_cpus(t, node.id);
+        let cpus_fix = match &nearest {
+            Some(n) => format!("nothing to fix in software: run their jobs on the nearest node with CPUs ({n}), e.g. `numactl --cpunodebind={n}`, or move the drives to a slot of a node with CPUs"),
+            None => "no node lists an online CPU, so no job can be placed near them: check `numio doctor` for node lists that do not match the CPUs, and the kernel's NUMA setup (numa=off on the command line, the firmware's SRAT)".to_string(),
+        };
+        let mem_fix = match &nearest {
+            Some(n) => format!("allocate their buffers on the nearest node ({n}), e.g. `numactl --membind={n}`, or populate the node's DIMM slots"),
+            None => "populate the node's DIMM slots; no other node with CPUs is known to allocate on".to_string(),
+        };
         if t.online_cpus_of(node.id).is_empty() {
-            let ev = vec![
-                evidence(
-                    format!("/sys/devices/system/node/node{}/cpulist", node.id),
-                    ids(&node.cpus),
-                ),
-                node_numa_evidence(ctrls[0]),
-            ];
+            let ev = vec![node_cpus_evidence(t, node), node_numa_evidence(ctrls[0])];
             let message = format!("node {} holds {} but has no online CPUs: every I/O to them is submitted and completed from another node", node.id, names.join(", "));
-            let fix = format!("nothing to fix in software: run their jobs on the nearest node with CPUs ({nearest}), e.g. `numactl --cpunodebind={nearest}`, or move the drives to a slot of a node with CPUs");
+            let fix = cpus_fix;
             out.push(finding(
                 Severity::Warning,
                 "node-without-cpus",
@@ -382,7 +436,7 @@ pub fn nodes_without_cpus_or_memory(t: &Topology, out: &mut Vec<Finding>) {
                 node.id,
                 names.join(", ")
             );
-            let fix = format!("allocate their buffers on the nearest node ({nearest}), e.g. `numactl --membind={nearest}`, or populate the node's DIMM slots");
+            let fix = mem_fix;
             out.push(finding(
                 Severity::Warning,
                 "node-without-memory",
@@ -395,17 +449,16 @@ pub fn nodes_without_cpus_or_memory(t: &Topology, out: &mut Vec<Finding>) {
     }
 }
 
-/// The node with CPUs at the smallest distance from `from`.
-fn nearest_with_cpus(t: &Topology, from: NodeId) -> String {
-    let Some(src) = t.node(from) else {
-        return "?".to_string();
-    };
+/// The node with online CPUs at the smallest distance from `from` (by id
+/// where the distance table has no entry); `None` when no other node has any.
+fn nearest_with_cpus(t: &Topology, from: NodeId) -> Option<String> {
+    let row = t.node(from).map(|n| n.distances.as_slice()).unwrap_or(&[]);
     t.nodes
         .iter()
         .enumerate()
         .filter(|(_, n)| n.id != from && !t.online_cpus_of(n.id).is_empty())
-        .min_by_key(|(i, _)| src.distances.get(*i).copied().unwrap_or(u32::MAX))
-        .map_or("?".to_string(), |(_, n)| n.id.to_string())
+        .min_by_key(|(i, n)| (row.get(*i).copied().unwrap_or(u32::MAX), n.id))
+        .map(|(_, n)| n.id.to_string())
 }
 
 /// Offline CPUs.
@@ -415,7 +468,18 @@ pub fn cpus_offline(t: &Topology, out: &mut Vec<Finding>) {
         return;
     }
     let online: Vec<CpuId> = t.cpus.iter().filter(|c| c.online).map(|c| c.id).collect();
-    let ev = vec![evidence("/sys/devices/system/cpu/online", ids(&online))];
+    // Cite the file read: `cpu/online`, or each CPU's `online` where the
+    // kernel wrote no list.
+    let derived = t.notes.iter().any(|n| n.code == "cpu-online-missing");
+    let ev = if derived {
+        offline
+            .iter()
+            .take(4)
+            .map(|c| evidence(format!("/sys/devices/system/cpu/cpu{c}/online"), "0"))
+            .collect()
+    } else {
+        vec![evidence("/sys/devices/system/cpu/online", ids(&online))]
+    };
     let message = format!(
         "CPU(s) {} offline: their queues are folded onto other CPUs and per-node capacity is lower than the hardware's",
         ids(&offline)
@@ -473,7 +537,16 @@ pub fn unreadable_files(t: &Topology, out: &mut Vec<Finding>) {
         "{} file(s) could not be read, so some facts above may be missing",
         t.unreadable.len()
     );
-    let fix = "run numio as root, or check that /sys and /proc are mounted in full (not masked by a container)".to_string();
+    let denied = t.unreadable.iter().any(|u| {
+        let reason = u.reason.to_ascii_lowercase();
+        reason.contains("permission denied") || reason.contains("operation not permitted")
+    });
+    let fix = if denied {
+        "run numio as root, or check that /sys and /proc are mounted in full (not masked by a container)"
+    } else {
+        "these files hold values numio does not understand (each reason is above); save a snapshot with `numio topo --save topo.tar.gz` and attach it to a numio issue"
+    }
+    .to_string();
     out.push(finding(
         Severity::Info,
         "unreadable-files",

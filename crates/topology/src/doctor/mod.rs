@@ -14,6 +14,17 @@
 //! | `cpus-offline` | warning | some CPUs are offline |
 //! | `controller-not-live` | warning | a controller's state is not `live` |
 //! | `unreadable-files` | info | discovery could not read some files |
+//! | `distance-table-mismatch` | warning | a node's distance row does not have one entry per node |
+//! | `distance-table-missing` | info | no node has a distance row, on a multi-node machine |
+//! | `cpu-node-not-listed` | warning | CPUs belong to a node that is not among the online nodes |
+//! | `cpus-not-in-node-lists` | warning | online CPUs that no node lists |
+//! | `controller-node-not-online` | warning | a controller reports a node that is not among the online nodes |
+//! | `node-lists-overlap` | warning | several nodes list the same CPUs (a firmware bug; discovery keeps each on the node its `cpuN/nodeM` link names) |
+//! | `cpu-online-missing`, `node-online-missing`, `cpu-lists-missing` | info | an older kernel's sysfs: discovery derived the list it lacks |
+//! | `nvme-subsystems-missing`, `nvme-misc-class` | info | an NVMe layout of a kernel before 4.15 / 4.1 |
+//!
+//! Every finding cites the file discovery actually read (a controller's
+//! `numa_node` or its PCI device's).
 
 use std::fmt::Write;
 
@@ -22,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{Topology, SCHEMA_VERSION};
 
 mod checks;
+mod consistency;
 
 /// How bad a finding is. Ordered: `Info < Warning < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -119,6 +131,9 @@ pub fn diagnose(t: &Topology) -> Vec<Finding> {
     checks::cpus_offline(t, &mut out);
     checks::controller_not_live(t, &mut out);
     checks::unreadable_files(t, &mut out);
+    consistency::distance_rows(t, &mut out);
+    consistency::cpu_nodes(t, &mut out);
+    consistency::discovery_notes(t, &mut out);
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out
 }

@@ -9,12 +9,15 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub use super::gen_cpus::{NvmeLayout, Quirks};
+
 /// One CPU.
 #[derive(Debug, Clone)]
 pub struct CpuSpec {
     pub id: u32,
     pub online: bool,
-    pub package: u32,
+    /// `physical_package_id`; -1 where the kernel does not know (s390).
+    pub package: i32,
     pub core: u32,
     pub siblings: Vec<u32>,
     pub node: u32,
@@ -36,7 +39,7 @@ pub enum Attach {
         host: String,
         bridges: Vec<String>,
         bdf: String,
-        local_cpulist: String,
+        local_cpus: Vec<u32>,
         numa_node: i32,
     },
     /// A fabrics transport (`tcp`, `rdma`, `fc`, `loop`) with its address.
@@ -99,6 +102,8 @@ pub struct Machine {
     /// Partitions, dm/md/loop devices, mounts and host files, for the
     /// machines that test the device queries.
     pub block: Option<super::gen_block::BlockLayer>,
+    /// How its sysfs departs from today's kernels (none by default).
+    pub quirks: Quirks,
 }
 
 /// A tree being built: path → file contents or symlink target.
@@ -253,10 +258,22 @@ impl Machine {
     /// The whole tree.
     pub fn tree(&self) -> Tree {
         let mut t = Tree::default();
-        self.write_nodes(&mut t);
+        if !self.nodes.is_empty() {
+            self.write_nodes(&mut t);
+        }
+        if let Some(kib) = self.quirks.meminfo_kib {
+            t.file(
+                "proc/meminfo",
+                format!(
+                    "MemTotal:       {kib:>10} kB\nMemFree:        {:>10} kB\n",
+                    kib / 2
+                ),
+            );
+        }
         self.write_cpus(&mut t);
         self.write_interrupts(&mut t);
-        if let Some(mp) = self.multipath {
+        let current = self.quirks.nvme == NvmeLayout::Subsystems;
+        if let Some(mp) = self.multipath.filter(|_| current) {
             t.file(
                 "sys/module/nvme/parameters/poll_queues",
                 format!("{}\n", self.poll_queues),
@@ -270,13 +287,17 @@ impl Machine {
                 format!("{}\n", self.iopolicy),
             );
         }
-        let ctrl_dirs: BTreeMap<u32, String> = self
-            .controllers
-            .iter()
-            .map(|c| (c.instance, self.write_controller(&mut t, c)))
-            .collect();
-        for s in &self.subsystems {
-            self.write_subsystem(&mut t, s, &ctrl_dirs);
+        if current {
+            let ctrl_dirs: BTreeMap<u32, String> = self
+                .controllers
+                .iter()
+                .map(|c| (c.instance, self.write_controller(&mut t, c)))
+                .collect();
+            for s in &self.subsystems {
+                self.write_subsystem(&mut t, s, &ctrl_dirs);
+            }
+        } else {
+            self.write_legacy_nvme(&mut t);
         }
         if let Some(layer) = &self.block {
             layer.write(&mut t);
@@ -284,140 +305,7 @@ impl Machine {
         t
     }
 
-    fn write_nodes(&self, t: &mut Tree) {
-        let base = "sys/devices/system/node";
-        let ids: Vec<u32> = self.nodes.iter().map(|n| n.id).collect();
-        t.file(&format!("{base}/online"), format!("{}\n", list(&ids)));
-        t.file(&format!("{base}/possible"), format!("{}\n", list(&ids)));
-        for n in &self.nodes {
-            let cpus: Vec<u32> = self
-                .cpus
-                .iter()
-                .filter(|c| c.node == n.id && c.online)
-                .map(|c| c.id)
-                .collect();
-            t.file(
-                &format!("{base}/node{}/cpulist", n.id),
-                format!("{}\n", list(&cpus)),
-            );
-            let dist: Vec<String> = n.distances.iter().map(u32::to_string).collect();
-            t.file(
-                &format!("{base}/node{}/distance", n.id),
-                format!("{}\n", dist.join(" ")),
-            );
-            let meminfo = format!(
-                "Node {id} MemTotal:       {total:>10} kB\nNode {id} MemFree:        {free:>10} kB\nNode {id} MemUsed:        {used:>10} kB\n",
-                id = n.id,
-                total = n.memory_kib,
-                free = n.memory_kib / 10 * 9,
-                used = n.memory_kib - n.memory_kib / 10 * 9
-            );
-            t.file(&format!("{base}/node{}/meminfo", n.id), meminfo);
-        }
-    }
-
-    fn write_cpus(&self, t: &mut Tree) {
-        let base = "sys/devices/system/cpu";
-        let all: Vec<u32> = self.cpus.iter().map(|c| c.id).collect();
-        let online: Vec<u32> = self
-            .cpus
-            .iter()
-            .filter(|c| c.online)
-            .map(|c| c.id)
-            .collect();
-        t.file(&format!("{base}/online"), format!("{}\n", list(&online)));
-        t.file(&format!("{base}/possible"), format!("{}\n", list(&all)));
-        t.file(&format!("{base}/present"), format!("{}\n", list(&all)));
-        for c in &self.cpus {
-            let dir = format!("{base}/cpu{}", c.id);
-            t.link(
-                &format!("{dir}/node{}", c.node),
-                &format!("sys/devices/system/node/node{}", c.node),
-            );
-            if c.id != 0 {
-                t.file(
-                    &format!("{dir}/online"),
-                    if c.online { "1\n" } else { "0\n" },
-                );
-            }
-            if c.online {
-                t.file(
-                    &format!("{dir}/topology/physical_package_id"),
-                    format!("{}\n", c.package),
-                );
-                t.file(&format!("{dir}/topology/core_id"), format!("{}\n", c.core));
-                t.file(
-                    &format!("{dir}/topology/thread_siblings_list"),
-                    format!("{}\n", list(&c.siblings)),
-                );
-            }
-        }
-    }
-
-    fn write_interrupts(&self, t: &mut Tree) {
-        let online: Vec<u32> = self
-            .cpus
-            .iter()
-            .filter(|c| c.online)
-            .map(|c| c.id)
-            .collect();
-        let mut text = String::from("     ");
-        for c in &online {
-            text.push_str(&format!("{:>11}", format!("CPU{c}")));
-        }
-        text.push('\n');
-        let mut line = |irq: u32, on_cpu: u32, chip: &str, name: &str, t: &mut Tree| {
-            text.push_str(&format!("{irq:>4}:"));
-            for c in &online {
-                let count = if *c == on_cpu {
-                    1000 + u64::from(irq) * 7
-                } else {
-                    0
-                };
-                text.push_str(&format!(" {count:>10}"));
-            }
-            text.push_str(&format!("  {chip}  {name}\n"));
-            t.file(
-                &format!("proc/irq/{irq}/effective_affinity_list"),
-                format!("{on_cpu}\n"),
-            );
-        };
-        line(0, online[0], "IO-APIC   2-edge     ", "timer", t);
-        line(9, online[0], "IO-APIC   9-fasteoi  ", "acpi", t);
-        for c in &self.controllers {
-            let Attach::Pci { bdf, .. } = &c.attach else {
-                continue;
-            };
-            if c.irq_cpus.is_empty() {
-                continue;
-            }
-            line(
-                c.first_irq,
-                online[0],
-                &format!("PCI-MSIX-{bdf}   0-edge     "),
-                &format!("nvme{}q0", c.instance),
-                t,
-            );
-            for (q, cpu) in c.irq_cpus.iter().enumerate() {
-                let q = q as u32 + 1;
-                line(
-                    c.first_irq + q,
-                    *cpu,
-                    &format!("PCI-MSIX-{bdf}  {q:>2}-edge     "),
-                    &format!("nvme{}q{q}", c.instance),
-                    t,
-                );
-            }
-        }
-        text.push_str(&format!("{:>4}:", "NMI"));
-        for _ in &online {
-            text.push_str(&format!(" {:>10}", 0));
-        }
-        text.push_str("   Non-maskable interrupts\n");
-        t.file("proc/interrupts", text);
-    }
-
-    fn ctrl(&self, instance: u32) -> &CtrlSpec {
+    pub(crate) fn ctrl(&self, instance: u32) -> &CtrlSpec {
         self.controllers
             .iter()
             .find(|c| c.instance == instance)
@@ -425,7 +313,7 @@ impl Machine {
     }
 }
 
-fn scheduler_line(active: &str) -> String {
+pub(crate) fn scheduler_line(active: &str) -> String {
     ["none", "mq-deadline", "kyber", "bfq"]
         .iter()
         .map(|s| {
@@ -448,23 +336,8 @@ impl Machine {
             .expect("subsystem")
             .nqn;
         let (dir, transport, address) = match &c.attach {
-            Attach::Pci {
-                host,
-                bridges,
-                bdf,
-                local_cpulist,
-                numa_node,
-            } => {
-                let mut pci = format!("sys/devices/{host}");
-                for b in bridges {
-                    pci = format!("{pci}/{b}");
-                }
-                pci = format!("{pci}/{bdf}");
-                t.file(&format!("{pci}/numa_node"), format!("{numa_node}\n"));
-                t.file(
-                    &format!("{pci}/local_cpulist"),
-                    format!("{local_cpulist}\n"),
-                );
+            Attach::Pci { bdf, .. } => {
+                let pci = self.pci_function(t, &c.attach);
                 let dir = format!("{pci}/nvme/nvme{}", c.instance);
                 t.link(&format!("{dir}/device"), &pci);
                 (dir, "pcie".to_string(), bdf.clone())
@@ -493,6 +366,34 @@ impl Machine {
         }
         t.link(&format!("sys/class/nvme/nvme{}", c.instance), &dir);
         dir
+    }
+
+    /// The PCI function directory of a PCIe controller, with its
+    /// `numa_node` and local CPUs (list, or mask on old kernels).
+    pub(crate) fn pci_function(&self, t: &mut Tree, attach: &Attach) -> String {
+        let Attach::Pci {
+            host,
+            bridges,
+            bdf,
+            local_cpus,
+            numa_node,
+        } = attach
+        else {
+            panic!("not a PCIe controller: {attach:?}");
+        };
+        let mut pci = format!("sys/devices/{host}");
+        for b in bridges {
+            pci = format!("{pci}/{b}");
+        }
+        pci = format!("{pci}/{bdf}");
+        t.file(&format!("{pci}/numa_node"), format!("{numa_node}\n"));
+        self.cpu_set(
+            t,
+            &format!("{pci}/local_cpulist"),
+            &format!("{pci}/local_cpus"),
+            local_cpus,
+        );
+        pci
     }
 
     fn write_subsystem(&self, t: &mut Tree, s: &SubsysSpec, ctrl_dirs: &BTreeMap<u32, String>) {
@@ -554,7 +455,7 @@ impl Machine {
 
     /// A gendisk: a request-based one (with `mq/`) when `ctrl` is given,
     /// else a bio-based multipath head.
-    fn write_disk(&self, t: &mut Tree, dir: &str, ns: &NsSpec, ctrl: Option<&CtrlSpec>) {
+    pub(crate) fn write_disk(&self, t: &mut Tree, dir: &str, ns: &NsSpec, ctrl: Option<&CtrlSpec>) {
         let hidden = self.multipath == Some(true) && ctrl.is_some();
         t.block_device(dir, 259, false, hidden);
         t.file(&format!("{dir}/size"), format!("{}\n", ns.size_sectors));

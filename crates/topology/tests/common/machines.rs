@@ -3,14 +3,15 @@
 //! Clean machines (no doctor finding): `r740xd-2s-12nvme`, `2s-448cpu-16nvme`,
 //! `one-node-1nvme`, `no-nvme`. Machines with planted problems:
 //! `numa-unknown`, `power-3node`, `2node-multipath-tcp` (see each function).
+//! The layouts of older kernels and odd firmware are in `machines_odd.rs`.
 #![allow(dead_code)]
 
-use super::gen::{list, Attach, CpuSpec, CtrlSpec, Machine, NodeSpec, NsSpec, SubsysSpec};
+use super::gen::{Attach, CpuSpec, CtrlSpec, Machine, NodeSpec, NsSpec, SubsysSpec};
 use super::gen_block::{BlockLayer, VirtualDisk, VirtualKind};
 
 /// Every machine, by fixture directory name.
 pub fn all() -> Vec<Machine> {
-    vec![
+    let mut all = vec![
         r740xd(),
         big_448(),
         one_node(),
@@ -19,12 +20,14 @@ pub fn all() -> Vec<Machine> {
         power_3node(),
         multipath_tcp(),
         blockstack(),
-    ]
+    ];
+    all.extend(super::machines_odd::all());
+    all
 }
 
 /// CPUs of a machine: `layout` gives, per node, the packages' CPUs as
 /// sibling groups (`[[0, 48], [2, 50], ...]`); `core` numbers each group.
-fn cpus_from(groups_per_node: &[(u32, u32, Vec<Vec<u32>>)]) -> Vec<CpuSpec> {
+pub(super) fn cpus_from(groups_per_node: &[(u32, u32, Vec<Vec<u32>>)]) -> Vec<CpuSpec> {
     let mut cpus = Vec::new();
     for (node, package, groups) in groups_per_node {
         for (core, group) in groups.iter().enumerate() {
@@ -32,7 +35,7 @@ fn cpus_from(groups_per_node: &[(u32, u32, Vec<Vec<u32>>)]) -> Vec<CpuSpec> {
                 cpus.push(CpuSpec {
                     id,
                     online: true,
-                    package: *package,
+                    package: *package as i32,
                     core: core as u32,
                     siblings: group.clone(),
                     node: *node,
@@ -83,14 +86,14 @@ pub fn spread(cpus: &[CpuSpec], nodes: &[u32], queues: u32) -> Vec<Vec<u32>> {
     out
 }
 
-struct Pci<'a> {
-    host: &'a str,
-    bridge: &'a str,
-    bdf: &'a str,
+pub(super) struct Pci<'a> {
+    pub host: &'a str,
+    pub bridge: &'a str,
+    pub bdf: &'a str,
 }
 
 #[allow(clippy::too_many_arguments)]
-fn pcie_ctrl(
+pub(super) fn pcie_ctrl(
     m: &Machine,
     instance: u32,
     pci: Pci,
@@ -118,7 +121,7 @@ fn pcie_ctrl(
             host: pci.host.to_string(),
             bridges: vec![pci.bridge.to_string()],
             bdf: pci.bdf.to_string(),
-            local_cpulist: list(&local),
+            local_cpus: local,
             numa_node: node,
         },
         model: model.to_string(),
@@ -134,7 +137,7 @@ fn pcie_ctrl(
     }
 }
 
-fn one_ns_subsys(
+pub(super) fn one_ns_subsys(
     instance: u32,
     ctrls: &[u32],
     size_sectors: u64,
@@ -161,7 +164,7 @@ fn one_ns_subsys(
     }
 }
 
-fn two_nodes(memory_kib: u64) -> Vec<NodeSpec> {
+pub(super) fn two_nodes(memory_kib: u64) -> Vec<NodeSpec> {
     vec![
         NodeSpec {
             id: 0,
@@ -176,7 +179,7 @@ fn two_nodes(memory_kib: u64) -> Vec<NodeSpec> {
     ]
 }
 
-fn machine(
+pub(super) fn machine(
     name: &str,
     nodes: Vec<NodeSpec>,
     cpus: Vec<CpuSpec>,
@@ -193,6 +196,7 @@ fn machine(
         poll_queues,
         iopolicy: "numa".to_string(),
         block: None,
+        quirks: Default::default(),
     }
 }
 

@@ -3,7 +3,11 @@
 
 pub mod gen;
 pub mod gen_block;
+pub mod gen_cpus;
+pub mod gen_legacy;
+pub mod golden;
 pub mod machines;
+pub mod machines_odd;
 
 use std::path::PathBuf;
 

@@ -75,7 +75,7 @@ fn read_common(r: &mut Reader, dir: &str, name: &str, generics: &BTreeSet<String
     Namespace {
         block_device: name.to_string(),
         generic_device: generics.contains(&generic).then_some(generic),
-        nsid: r.parse(&join(dir, "nsid"), parse_num::<u32>).unwrap_or(0),
+        nsid: read_nsid(r, dir, name),
         size_bytes: sectors.saturating_mul(SECTOR_BYTES),
         logical_block_size: r
             .parse(&join(dir, "queue/logical_block_size"), parse_num::<u32>)
@@ -84,6 +84,19 @@ fn read_common(r: &mut Reader, dir: &str, name: &str, generics: &BTreeSet<String
         paths: Vec::new(),
         controller: None,
     }
+}
+
+/// `nsid`; on kernels before 4.5, which write none, the `Y` of the name
+/// `nvmeXnY` (they name a namespace by its nsid); 0 when unreadable.
+fn read_nsid(r: &mut Reader, dir: &str, name: &str) -> u32 {
+    let file = join(dir, "nsid");
+    if let Some(nsid) = r.parse(&file, parse_num::<u32>) {
+        return nsid;
+    }
+    if r.unreadable.iter().any(|u| u.path == file) {
+        return 0;
+    }
+    nvme_numbers(name, "nvme", "n").map_or(0, |n| n[1])
 }
 
 fn read_queue(r: &mut Reader, dir: &str) -> BlockQueue {
