@@ -1,0 +1,121 @@
+//! The holes a careful tester found (issue #16), end to end through the
+//! binary: each test reproduces one and pins its fix.
+
+mod common;
+
+use common::{numio, Temp};
+
+/// Issue #16: several errors printed the OS error text twice (the message
+/// held it, and so did its source, which the error chain printed again).
+#[test]
+fn errors_print_the_os_error_text_once() {
+    let fio = std::env::temp_dir().join(format!("numio-holes-{}-none.fio", std::process::id()));
+    let fio = fio.to_str().unwrap();
+    for args in [
+        vec!["bench", "/nonexistent/numio-target", "--runtime", "1s"],
+        vec!["bench", fio],
+        vec!["plan", "--fio", fio],
+        vec!["bench", "--plan", "/nonexistent/plan.json"],
+        vec!["report", "/nonexistent/r.json"],
+    ] {
+        let (code, _, err) = numio(&args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert_eq!(
+            err.matches("No such file or directory").count(),
+            1,
+            "{args:?}: {err}"
+        );
+    }
+}
+
+/// Issue #16: `numio plan /nonexistent` succeeded and called it a regular
+/// file.
+#[test]
+fn plan_refuses_a_target_that_does_not_exist() {
+    let (code, out, err) = numio(&["plan", "/nonexistent/numio-target"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(
+        err.contains("/nonexistent/numio-target does not exist") && !err.contains("regular file"),
+        "{err}"
+    );
+    let t = Temp::new("plan-exists", 1 << 20);
+    let (code, _, err) = numio(&["plan", t.path()]);
+    assert_eq!(code, 0, "an existing file plans: {err}");
+}
+
+/// Issue #16: `numio serve --cpus 99` warned and served unpinned where
+/// `numio bench --cpus 99` refuses.
+#[test]
+fn serve_refuses_cpus_it_cannot_run_on() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_numio"))
+        .args(["serve", "--ns", "mem:1M", "--cpus", "999", "--listen"])
+        .args(["127.0.0.1:0", "--discovery-port", "0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("numio runs");
+    // The bug: serve starts and says it is ready. Stop it there.
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    for line in stdout.lines().map_while(Result::ok) {
+        if line.contains("ready") {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("numio serve started on CPU 999: {line}");
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--cpus: CPU 999 is not one this process may run on"),
+        "{err}"
+    );
+}
+
+/// Issue #16: `--repeat 0`, `--batch-complete 0` and `--chart out.xyz` were
+/// accepted silently (one run, a reap that waits for nothing, an SVG under
+/// a name that says otherwise).
+#[test]
+fn zero_repeats_zero_batches_and_unknown_chart_formats_are_refused() {
+    let t = Temp::new("flags", 1 << 20);
+    let report = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/results/engine_run.json");
+    let report = report.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["bench", t.path(), "--repeat", "0", "--runtime", "100ms"],
+            "--repeat=0: give 1 to 1000 runs",
+        ),
+        (
+            &["bench", t.path(), "--batch-complete", "0"],
+            "--batch-complete=0: give 1 to 4096 completions",
+        ),
+        (
+            &["bench", t.path(), "--chart", "out.xyz"],
+            "--chart=out.xyz: write a chart to a .svg or .png file",
+        ),
+        (
+            &["report", report, "--chart", "out.xyz"],
+            "--chart=out.xyz: write a chart to a .svg or .png file",
+        ),
+        (
+            &[
+                "compare",
+                "--a",
+                "policy=local",
+                "--b",
+                "policy=none",
+                t.path(),
+                "--chart",
+                "x",
+            ],
+            "--chart=x: write a chart to a .svg or .png file",
+        ),
+    ];
+    for (args, needle) in cases {
+        let (code, _, err) = numio(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}
