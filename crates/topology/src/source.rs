@@ -9,7 +9,7 @@ use std::io::{Error, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::relpath::{join, join_normalized, parent};
+use crate::relpath::{join_normalized, parent, walk_in_root};
 
 /// Most symlink hops followed inside one path, against loops.
 pub const LINK_HOPS_MAX: u32 = 8;
@@ -93,35 +93,9 @@ impl MemTree {
         }
     }
 
-    /// The path `rel` leads to, following symlinks in every component but
-    /// the last, and in the last too when `follow_last`.
+    /// The path `rel` leads to (see [`walk_in_root`]).
     fn walk(&self, rel: &str, follow_last: bool) -> std::io::Result<String> {
-        let parts: Vec<&str> = rel
-            .split('/')
-            .filter(|p| !p.is_empty() && *p != ".")
-            .collect();
-        let mut current = String::new();
-        let mut hops = 0;
-        for (i, part) in parts.iter().enumerate() {
-            current = if *part == ".." {
-                parent(&current).to_string()
-            } else {
-                join(&current, part)
-            };
-            while let Some(target) = self.links.get(&current) {
-                if i + 1 == parts.len() && !follow_last {
-                    break;
-                }
-                hops += 1;
-                if hops > LINK_HOPS_MAX {
-                    return Err(Error::other(format!(
-                        "more than {LINK_HOPS_MAX} symlink hops"
-                    )));
-                }
-                current = join_normalized(parent(&current), target);
-            }
-        }
-        Ok(current)
+        walk_in_root(rel, follow_last, |p| Ok(self.links.get(p).cloned()))
     }
 
     fn exists(&self, path: &str) -> bool {
@@ -152,7 +126,9 @@ impl Source {
     /// Reads a file into `buf`, returning its length (see [`read_file`]).
     pub fn read(&self, rel: &str, buf: &mut Vec<u8>) -> std::io::Result<usize> {
         match self {
-            Source::Dir(root) => read_file(&root.join(rel), !rel.starts_with("proc/"), buf),
+            Source::Dir(root) => {
+                read_file(&in_root(root, rel, true)?, !rel.starts_with("proc/"), buf)
+            }
             Source::Memory(tree) => {
                 let path = tree.walk(rel, true)?;
                 if tree.dirs.contains_key(&path) {
@@ -172,7 +148,7 @@ impl Source {
     pub fn list(&self, rel: &str) -> std::io::Result<Vec<String>> {
         match self {
             Source::Dir(root) => {
-                let mut names: Vec<String> = std::fs::read_dir(root.join(rel))?
+                let mut names: Vec<String> = std::fs::read_dir(in_root(root, rel, true)?)?
                     .filter_map(|e| e.ok())
                     .filter_map(|e| e.file_name().into_string().ok())
                     .collect();
@@ -190,7 +166,7 @@ impl Source {
     /// The target of the symlink `rel`; `InvalidInput` when it is not one.
     pub fn read_link(&self, rel: &str) -> std::io::Result<String> {
         match self {
-            Source::Dir(root) => Ok(std::fs::read_link(root.join(rel))?
+            Source::Dir(root) => Ok(std::fs::read_link(in_root(root, rel, false)?)?
                 .to_string_lossy()
                 .into_owned()),
             Source::Memory(tree) => {
@@ -209,10 +185,37 @@ impl Source {
     /// Whether `rel` exists (as anything).
     pub fn exists(&self, rel: &str) -> bool {
         match self {
-            Source::Dir(root) => std::fs::symlink_metadata(root.join(rel)).is_ok(),
+            Source::Dir(root) => {
+                in_root(root, rel, false).is_ok_and(|p| std::fs::symlink_metadata(p).is_ok())
+            }
             Source::Memory(tree) => tree.walk(rel, false).is_ok_and(|p| tree.exists(&p)),
         }
     }
+}
+
+/// The path of `rel` in the directory `root`, its symlinks resolved inside
+/// the root (see [`walk_in_root`]) so that a hostile snapshot directory
+/// cannot lead a read out of it (`/etc/shadow`, `../../..`; issue #16). The
+/// live root `/` holds everything already and is joined as is.
+pub(crate) fn in_root(root: &Path, rel: &str, follow_last: bool) -> std::io::Result<PathBuf> {
+    if root == Path::new("/") {
+        return Ok(root.join(rel));
+    }
+    let inside = walk_in_root(rel, follow_last, |p| {
+        match std::fs::read_link(root.join(p)) {
+            Ok(target) => Ok(Some(target.to_string_lossy().into_owned())),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::InvalidInput | ErrorKind::NotFound | ErrorKind::NotADirectory
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    })?;
+    Ok(root.join(inside))
 }
 
 /// Reads a whole file into `buf` (grown as needed; never shrunk) without the
@@ -294,5 +297,53 @@ mod tests {
             "a directory is not readable"
         );
         assert!(s.exists("sys/class/nvme/nvme0") && !s.exists("sys/nope"));
+    }
+}
+
+#[cfg(test)]
+mod root_tests {
+    use super::*;
+
+    /// Issue #16: a directory `--root` followed symlinks out of the root
+    /// (an absolute target read the live file, `..` climbed above it).
+    #[test]
+    fn a_directory_root_keeps_symlinks_inside_it() {
+        let base = std::env::temp_dir().join(format!("numio-root-escape-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("root");
+        std::fs::create_dir_all(root.join("sys/class")).unwrap();
+        let outside = base.join("secret");
+        std::fs::write(&outside, "outside\n").unwrap();
+        std::fs::write(root.join("secret"), "inside\n").unwrap();
+        let link = |target: &Path, name: &str| {
+            std::os::unix::fs::symlink(target, root.join("sys/class").join(name)).unwrap()
+        };
+        link(&outside, "abs");
+        link(Path::new("../../../secret"), "up");
+        link(Path::new("../../.."), "dir");
+        link(Path::new("abs"), "chain");
+        let s = Source::Dir(root.clone());
+        let mut buf = Vec::new();
+        for absent in ["sys/class/abs", "sys/class/chain"] {
+            let e = s
+                .read(absent, &mut buf)
+                .expect_err("an absolute target means the root");
+            assert_eq!(e.kind(), ErrorKind::NotFound, "{absent}");
+        }
+        let n = s
+            .read("sys/class/up", &mut buf)
+            .expect("`..` stops at the root");
+        assert_eq!(&buf[..n], b"inside\n");
+        let n = s
+            .read("sys/class/dir/secret", &mut buf)
+            .expect("through a dir link");
+        assert_eq!(&buf[..n], b"inside\n");
+        assert_eq!(s.list("sys/class/dir").unwrap(), vec!["secret", "sys"]);
+        assert!(!s.exists("sys/class/dir/root") && s.exists("sys/class/abs"));
+        assert_eq!(
+            s.read_link("sys/class/abs").unwrap(),
+            outside.to_str().unwrap()
+        );
+        let _ = std::fs::remove_dir_all(&base);
     }
 }
