@@ -1,7 +1,8 @@
 //! The OS calls the engine and the NVMe/TCP target both make, each in one
 //! place as a safe function: the calling thread's CPU affinity
 //! ([`affinity`]), and a block device's size, logical block size and NVMe
-//! namespace id ([`block`]).
+//! namespace id ([`block`]), and files kept where other users may write,
+//! made new and never opened through a symlink ([`file`]).
 //!
 //! A leaf below `engine` and `nvmf` (it depends on rustix alone), so
 //! neither carries its own copy of an ioctl number or a `cpu_set_t` loop.
@@ -12,3 +13,4 @@
 
 pub mod affinity;
 pub mod block;
+pub mod file;
