@@ -119,3 +119,22 @@ fn zero_repeats_zero_batches_and_unknown_chart_formats_are_refused() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+/// Issue #16: `--jobs` had no upper bound (`--jobs 10000` reached 8.1 GB
+/// with 5,135 threads); one target takes 4096, a run 4096 in all.
+#[test]
+fn jobs_are_bounded_per_target_and_in_all() {
+    let t = Temp::new("jobs", 1 << 20);
+    let (code, _, err) = numio(&["bench", t.path(), "--jobs", "10000", "--runtime", "1s"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--numjobs=10000: must be at least 1 and at most 4096"),
+        "{err}"
+    );
+    let (code, _, err) = numio(&["plan", t.path(), t.path(), "--jobs", "4096"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("8192 jobs in all (2 targets); one run takes at most 4096"),
+        "{err}"
+    );
+}
