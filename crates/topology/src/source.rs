@@ -17,6 +17,64 @@ pub const LINK_HOPS_MAX: u32 = 8;
 /// Bytes read at once; larger than a sysfs attribute (one page at most).
 pub const READ_CHUNK_BYTES: usize = 8192;
 
+/// Most bytes one file of a snapshot may hold. A sysfs attribute is one
+/// page; `/proc/interrupts` of a machine with a thousand CPUs a few MiB.
+pub const FILE_BYTES_MAX: u64 = 16 << 20;
+
+/// Most bytes a snapshot's tar stream may hold uncompressed (headers
+/// included), so a gzip bomb stops here. A two-socket server's snapshot is
+/// a few MiB.
+pub const ARCHIVE_BYTES_MAX: u64 = 64 << 20;
+
+/// A reader that fails once more than `left` bytes came through.
+struct Capped<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.left = self.left.checked_sub(n as u64).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidData,
+                format!(
+                    "more than {} MiB uncompressed, which no snapshot numio saves holds (a gzip bomb?)",
+                    ARCHIVE_BYTES_MAX >> 20
+                ),
+            )
+        })?;
+        Ok(n)
+    }
+}
+
+/// The contents of one archive entry, its claimed size checked against
+/// [`FILE_BYTES_MAX`] before anything is allocated, and read no further
+/// than it.
+fn read_bounded<R: Read>(entry: &mut tar::Entry<R>, name: &str) -> std::io::Result<Vec<u8>> {
+    let claimed = entry.size();
+    if claimed > FILE_BYTES_MAX {
+        return Err(too_big(name, Some(claimed)));
+    }
+    let mut bytes = Vec::with_capacity(claimed as usize);
+    entry.take(FILE_BYTES_MAX + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > FILE_BYTES_MAX {
+        return Err(too_big(name, None));
+    }
+    Ok(bytes)
+}
+
+fn too_big(name: &str, claimed: Option<u64>) -> Error {
+    let claim = claimed.map_or(String::new(), |n| format!(" (its header claims {n} bytes)"));
+    Error::new(
+        ErrorKind::InvalidData,
+        format!(
+            "{name} is larger than {} MiB{claim}, which no snapshot file is; this is not a snapshot `numio topo --save` made",
+            FILE_BYTES_MAX >> 20
+        ),
+    )
+}
+
 /// Where files come from.
 #[derive(Debug, Clone)]
 pub enum Source {
@@ -43,10 +101,16 @@ fn clean(path: &str) -> String {
 }
 
 impl MemTree {
-    /// Reads a gzip-compressed tar archive.
+    /// Reads a gzip-compressed tar archive, within [`FILE_BYTES_MAX`] a
+    /// file and [`ARCHIVE_BYTES_MAX`] in all: a hostile archive (a header
+    /// claiming 2^45 bytes, a gzip bomb) is refused, never allocated for.
     pub fn from_tar_gz(path: &Path) -> std::io::Result<MemTree> {
         let file = std::fs::File::open(path)?;
-        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+        let capped = Capped {
+            inner: flate2::read::GzDecoder::new(file),
+            left: ARCHIVE_BYTES_MAX,
+        };
+        let mut archive = tar::Archive::new(capped);
         let mut tree = MemTree {
             origin: path.to_path_buf(),
             ..MemTree::default()
@@ -69,8 +133,7 @@ impl MemTree {
                     tree.links.insert(name.clone(), target);
                 }
                 tar::EntryType::Regular => {
-                    let mut bytes = Vec::with_capacity(entry.size() as usize);
-                    entry.read_to_end(&mut bytes)?;
+                    let bytes = read_bounded(&mut entry, &name)?;
                     tree.files.insert(name.clone(), bytes);
                 }
                 _ => continue,
