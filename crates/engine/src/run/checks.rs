@@ -78,6 +78,20 @@ fn check_target(t: &TargetPlacement, opts: &RunOptions) -> Result<CheckedTarget,
         target::inspect(&t.path)?
     };
     let region = target::validate(&t.workload, &info)?;
+    let block = u64::from(results::VERIFY_BLOCK_BYTES);
+    let w = &t.workload;
+    if opts.verify
+        && (w.bs_min_bytes % block != 0
+            || w.bs_max_bytes % block != 0
+            || w.offset_bytes % block != 0)
+    {
+        return Err(EngineError::Workload {
+            path: t.path.clone(),
+            reason: format!(
+                "--verify checks {block}-byte blocks: the block sizes and the offset must be multiples of {block} (use --bs 4k, for one)"
+            ),
+        });
+    }
     if t.jobs.is_empty() {
         return Err(EngineError::Workload {
             path: t.path.clone(),

@@ -55,7 +55,7 @@ fn applies(spec: &JobSpec, uring: &UringOptions) -> bool {
     uring.setup == UringSetup::Auto
         && uring.sqpoll_idle_ms.is_none()
         && !uring.iopoll
-        && !spec.verify
+        && spec.verify.is_none()
         && spec.limits.rate_iops.is_none()
         && w.time_based
         && w.direct

@@ -35,7 +35,7 @@ use results::{CpuUsage, VERIFY_ERRNO};
 mod verify;
 
 use verify::Verify;
-pub use verify::{check_pattern, fill_pattern};
+pub use verify::{check_blocks, classify, fill_blocks, VerifyKey, VerifyLog, BLOCK_BYTES};
 
 /// How often a worker publishes progress.
 const PUBLISH_INTERVAL_NS: u64 = 250_000_000;
@@ -67,8 +67,8 @@ pub struct LoopConfig<'a> {
     pub buf_base: *mut u8,
     /// Bytes of one slot (the largest I/O).
     pub slot_bytes: usize,
-    /// Write the verify pattern with this seed and check it on reads.
-    pub verify_seed: Option<u64>,
+    /// Write verify blocks with this key and check them on reads.
+    pub verify: Option<VerifyKey>,
     /// Limits and timing.
     pub limits: LoopLimits,
     /// Stop issuing and drain once set (read once per batch).
@@ -86,6 +86,9 @@ pub struct LoopOutput {
     pub cpu_usage: CpuUsage,
     /// Length of the measured period.
     pub runtime_ns: u64,
+    /// What verifying found (with a verify key only); kept from the
+    /// start, ramp included: a mismatch is one whenever it is seen.
+    pub verify: Option<VerifyLog>,
 }
 
 /// What a slot remembers about its I/O in flight.
@@ -158,7 +161,10 @@ pub struct WorkerLoop<'a, B: Backend> {
     inflight: usize,
     issued_ios: u64,
     issued_bytes: u64,
-    verify_seed: Option<u64>,
+    verify: Option<VerifyKey>,
+    verify_log: VerifyLog,
+    /// Writes issued with a verify key (their sequence numbers).
+    verify_writes: u64,
     limits: LoopLimits,
     stop: &'a AtomicBool,
     progress: &'a WorkerProgress,
@@ -184,14 +190,14 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             depth,
             buf_base,
             slot_bytes,
-            verify_seed,
+            verify,
             limits,
             stop,
             progress,
         } = config;
         let depth = depth.max(1);
         let moves_data = backend.moves_data();
-        let fixed = if moves_data || verify_seed.is_some() {
+        let fixed = if moves_data || verify.is_some() {
             None
         } else {
             gen.fixed_shape()
@@ -203,7 +209,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             tags: vec![Tag::default(); depth].into_boxed_slice(),
             stamps: vec![Stamp::default(); depth + 1].into_boxed_slice(),
             stamp: 0,
-            offsets: vec![0; if verify_seed.is_some() { depth } else { 0 }].into_boxed_slice(),
+            offsets: vec![0; if verify.is_some() { depth } else { 0 }].into_boxed_slice(),
             free: (0..depth as u32).rev().collect(),
             free_len: depth,
             batch_counts: [0; 2],
@@ -214,7 +220,16 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             inflight: 0,
             issued_ios: 0,
             issued_bytes: 0,
-            verify_seed,
+            verify,
+            verify_log: if verify.is_some() {
+                VerifyLog::default()
+            } else {
+                VerifyLog {
+                    ranges: Vec::new(),
+                    ..VerifyLog::default()
+                }
+            },
+            verify_writes: 0,
             limits,
             stop,
             progress,
@@ -289,6 +304,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             cpu_usage: sys::usage_since(&usage0, runtime_ns),
             stats: self.stats,
             runtime_ns,
+            verify: self.verify.map(|_| self.verify_log),
         })
     }
 
@@ -450,13 +466,14 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             // Inside the caller's region of depth * slot_bytes (slot < depth).
             let buf = buf_base.wrapping_add(slot as usize * slot_bytes);
             let write = io.dir == Dir::Write;
-            if let Some(seed) = self.verify_seed {
+            if let Some(key) = &self.verify {
                 self.offsets[slot as usize] = io.offset_bytes;
                 if write {
                     // SAFETY: the slot is free (just popped): no I/O owns its
                     // buffer until `queue` hands it to the backend below.
                     let b = unsafe { std::slice::from_raw_parts_mut(buf, slot_bytes) };
-                    fill_pattern(b, io.offset_bytes, io.len_bytes, seed);
+                    fill_blocks(b, io.offset_bytes, io.len_bytes, key, self.verify_writes);
+                    self.verify_writes += 1;
                 }
             }
             backend.queue(IoRequest {
@@ -568,8 +585,9 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         let free = &mut self.free[..];
         let stamps = &mut self.stamps[..];
         let stats = &mut self.stats;
-        let verify = self.verify_seed.map(|seed| Verify {
-            seed,
+        let log = &mut self.verify_log;
+        let verify = self.verify.map(|key| Verify {
+            key,
             offsets: &self.offsets,
             buf_base: self.buf_base,
             slot_bytes: self.slot_bytes,
@@ -593,7 +611,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
                 continue;
             }
             if let Some(v) = &verify {
-                if tag.dir == 0 && !v.check(c) {
+                if tag.dir == 0 && !v.check(c, log) {
                     stats.record_error(VERIFY_ERRNO);
                     continue;
                 }

@@ -16,6 +16,8 @@ pub mod bench_jobs;
 pub mod bench_repeat;
 #[path = "bench_report.rs"]
 pub mod bench_report;
+#[path = "bench_verify.rs"]
+pub mod bench_verify;
 
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
@@ -84,6 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     interrupt::install(super::display::on_signal)?;
     let mut opts = args.engine.run_options()?;
     let placement = bench_placement(&args, &mut opts)?;
+    let (placement, verify_run) = bench_verify::prepare(&args.engine, placement, &mut opts)?;
     let groups = bench_jobs::groups(&placement);
     let progress = args.engine.progress_mode(args.json);
     if args.repeat.wanted() {
@@ -99,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Display::new(progress, Runs::Single),
         args.json,
     )?;
+    bench_verify::finish(verify_run, &results)?;
     if args.json {
         match results.as_slice() {
             [one] => println!("{}", serde_json::to_string_pretty(one)?),
