@@ -103,10 +103,17 @@ fn fresh_seed() -> u64 {
 }
 
 /// What each target of `placement` writes and expects, given `state`: a
-/// write takes the next generation and a fresh seed; reads expect the
-/// saved generation (a mixed run: this run's, or the saved one for blocks
-/// it has not rewritten yet). A target without saved state reads any.
-pub fn keys(placement: &Placement, state: &VerifyState) -> BTreeMap<String, TargetVerify> {
+/// write takes the next generation and a fresh seed. The reads of a
+/// `replay` (`--verify-only`) expect the saved generation, since they read
+/// exactly the blocks the saved run wrote; other reads take any generation
+/// (a later write run may have rewritten only part of the target, so an
+/// older generation elsewhere is no lost write) and still catch corrupt,
+/// misdirected and zeroed blocks.
+pub fn keys(
+    placement: &Placement,
+    state: &VerifyState,
+    replay: bool,
+) -> BTreeMap<String, TargetVerify> {
     let mut keys = BTreeMap::new();
     for t in &placement.targets {
         let saved = state.targets.get(&target_key(&t.path)).map(|s| s.stamp);
@@ -114,17 +121,12 @@ pub fn keys(placement: &Placement, state: &VerifyState) -> BTreeMap<String, Targ
             generation: saved.map_or(1, |s| s.generation + 1),
             seed: fresh_seed(),
         };
-        let (expect, also) = match t.workload.rw {
-            RwMode::Read | RwMode::RandRead => (saved, None),
-            RwMode::Write | RwMode::RandWrite => (None, None),
-            RwMode::ReadWrite | RwMode::RandRw => (Some(write), saved),
-        };
         keys.insert(
             t.path.clone(),
             TargetVerify {
                 write,
-                expect,
-                also,
+                expect: if replay { saved } else { None },
+                also: None,
             },
         );
     }

@@ -38,7 +38,7 @@ pub fn prepare(
     } else {
         placement
     };
-    opts.verify_keys = verify_state::keys(&placement, &state);
+    opts.verify_keys = verify_state::keys(&placement, &state, args.verify_only);
     Ok((placement, Some(VerifyRun { path, state })))
 }
 
