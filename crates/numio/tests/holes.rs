@@ -138,3 +138,80 @@ fn jobs_are_bounded_per_target_and_in_all() {
         "{err}"
     );
 }
+
+/// Issue #16: with its NVMe/TCP target killed mid-run, numio ended with
+/// exit 2 and no report (the loop's error dropped every number). Now the
+/// run ends at once, reports what it measured, counts the I/Os then in
+/// flight as errors and exits 1.
+#[test]
+fn a_tcp_target_killed_mid_run_still_gets_its_report() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let bin = env!("CARGO_BIN_EXE_numio");
+    let mut serve = Command::new(bin)
+        .args(["serve", "--ns", "mem:16M", "--listen", "127.0.0.1:0"])
+        .args(["--discovery-port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("numio serve runs");
+    let mut port = None;
+    for line in BufReader::new(serve.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if let Some(p) = line.strip_prefix("numio serve: NVMe/TCP listening on 127.0.0.1:") {
+            port = Some(p.trim().to_string());
+        }
+        if line.contains("ready") {
+            break;
+        }
+    }
+    let url = format!(
+        "nvme-tcp://127.0.0.1:{}/nqn.2026-01.io.numio:subsys0/1",
+        port.expect("serve says its port")
+    );
+    let mut bench = Command::new(bin)
+        .args([
+            "bench",
+            &url,
+            "--backend",
+            "tcp",
+            "--iodepth",
+            "8",
+            "--runtime",
+            "60s",
+        ])
+        .args(["--progress", "always", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("numio bench runs");
+    // The event: a progress line with I/O done; then the target goes.
+    let mut err = BufReader::new(bench.stderr.take().unwrap());
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        if line.contains("IOPS") && !line.contains(" 0 IOPS") {
+            break;
+        }
+        line.clear();
+    }
+    serve.kill().unwrap();
+    serve.wait().unwrap();
+    let killed = std::time::Instant::now();
+    let out = bench.wait_with_output().unwrap();
+    let after = killed.elapsed();
+    assert!(after.as_secs() < 10, "bench ended {after:?} after the kill");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert!(v["total"]["ops"].as_u64().unwrap() > 0, "{v}");
+    // The I/Os in flight (8), as the socket's error (ECONNRESET) or EIO.
+    let e = &v["errors"][0];
+    assert!(e["name"] == "ECONNRESET" || e["name"] == "EIO", "{e}");
+    assert_eq!(e["count"], 8, "{e}");
+    let notes = v["environment"]["notes"].to_string();
+    assert!(notes.contains("the I/O loop ended early"), "{notes}");
+}

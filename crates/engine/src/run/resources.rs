@@ -117,10 +117,17 @@ impl<'a> Resources<'a> {
             return Err(EngineError::Aborted);
         }
         let out = wl.run().map_err(|e| self.backend_error("I/O loop", e))?;
+        let mut notes = built.notes;
+        if let Some(e) = &out.failure {
+            notes.push(format!(
+                "job {} of {}: the I/O loop ended early: {e}; its I/Os in flight count as errors",
+                spec.job, spec.path
+            ));
+        }
         Ok(Ran {
             out,
             features: built.features,
-            notes: built.notes,
+            notes,
         })
     }
 }

@@ -89,6 +89,11 @@ pub struct LoopOutput {
     /// What verifying found (with a verify key only); kept from the
     /// start, ramp included: a mismatch is one whenever it is seen.
     pub verify: Option<VerifyLog>,
+    /// The backend failure that ended the loop early (a lost connection,
+    /// a failed submit or reap): the statistics so far are kept and the
+    /// I/Os then in flight counted as errors with its errno (EIO when it
+    /// has none), so the run still reports (issue #16).
+    pub failure: Option<std::io::Error>,
 }
 
 /// What a slot remembers about its I/O in flight.
@@ -244,7 +249,8 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
     }
 
     /// Runs until the time, I/O or byte limit or the stop flag, then drains
-    /// every I/O in flight. A backend error ends the loop with that error.
+    /// every I/O in flight. A backend error ends the loop early: the output
+    /// holds it as `failure` (see [`LoopOutput::failure`]).
     pub fn run(mut self) -> std::io::Result<LoopOutput> {
         self.begin_ns = sys::now_ns();
         let ramp_end_ns = self.begin_ns + self.limits.ramp_ns;
@@ -259,7 +265,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         let mut stopping = false;
         let mut now_ns = self.begin_ns;
         self.publish(measuring);
-        loop {
+        let failure = loop {
             if !stopping
                 && (now_ns >= end_ns || self.stop.load(Ordering::Relaxed) || self.exhausted())
             {
@@ -272,18 +278,24 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
                 measuring = true;
             }
             if stopping && self.inflight == 0 {
-                break;
+                break None;
             }
             let queued = if stopping { 0 } else { self.fill(now_ns) };
-            self.backend.submit()?;
+            if let Err(e) = self.backend.submit() {
+                break Some(e);
+            }
             if queued > 0 {
                 self.stamp_batch(queued, now_ns, sys::now_ns());
             }
             let min = self.limits.batch_complete_min.min(self.inflight);
-            let n = if self.fixed.is_some() {
-                self.reap_fixed(min)?
+            let reaped = if self.fixed.is_some() {
+                self.reap_fixed(min)
             } else {
-                self.backend.reap(&mut self.comps, min)?
+                self.backend.reap(&mut self.comps, min)
+            };
+            let n = match reaped {
+                Ok(n) => n,
+                Err(e) => break Some(e),
             };
             self.assert_reaped(n);
             now_ns = sys::now_ns();
@@ -296,8 +308,19 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             if n == 0 && self.inflight == 0 && !stopping {
                 self.throttle(now_ns);
             }
+        };
+        match &failure {
+            None => self.assert_drained(),
+            Some(e) => {
+                // The I/Os in flight will never complete here: each is an
+                // error (one at least, so the run says it failed).
+                let errno = e.raw_os_error().unwrap_or(libc::EIO);
+                for _ in 0..self.inflight.max(1) {
+                    self.stats.record_error(errno);
+                }
+                now_ns = sys::now_ns();
+            }
         }
-        self.assert_drained();
         self.publish(measuring);
         let runtime_ns = now_ns.saturating_sub(measure_start_ns);
         Ok(LoopOutput {
@@ -305,6 +328,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             stats: self.stats,
             runtime_ns,
             verify: self.verify.map(|_| self.verify_log),
+            failure,
         })
     }
 
