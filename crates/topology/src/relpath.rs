@@ -35,18 +35,21 @@ pub fn join(base: &str, name: &str) -> String {
     }
 }
 
+/// Most symlink hops followed inside one path, against loops.
+pub const LINK_HOPS_MAX: u32 = 8;
+
 /// The path `rel` leads to inside a root, following symlinks in every
 /// component but the last, and in the last too when `follow_last`.
 /// `link_of(path)` gives a path's symlink target, `None` when it is not a
 /// symlink (or absent). A target never leads out of the root: an absolute
 /// one means the root, and `..` stops at it (as a chroot would). Errors
-/// after [`LINK_HOPS_MAX`](crate::source::LINK_HOPS_MAX) hops, against loops.
+/// after [`LINK_HOPS_MAX`] hops, against loops.
 pub fn walk_in_root(
     rel: &str,
     follow_last: bool,
     mut link_of: impl FnMut(&str) -> std::io::Result<Option<String>>,
 ) -> std::io::Result<String> {
-    let hops_max = crate::source::LINK_HOPS_MAX;
+    let hops_max = LINK_HOPS_MAX;
     let parts: Vec<&str> = rel
         .split('/')
         .filter(|p| !p.is_empty() && *p != ".")

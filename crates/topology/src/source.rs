@@ -11,8 +11,7 @@ use std::sync::Arc;
 
 use crate::relpath::{join_normalized, parent, walk_in_root};
 
-/// Most symlink hops followed inside one path, against loops.
-pub const LINK_HOPS_MAX: u32 = 8;
+pub use crate::relpath::LINK_HOPS_MAX;
 
 /// Bytes read at once; larger than a sysfs attribute (one page at most).
 pub const READ_CHUNK_BYTES: usize = 8192;

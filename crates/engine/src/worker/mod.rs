@@ -312,12 +312,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         match &failure {
             None => self.assert_drained(),
             Some(e) => {
-                // The I/Os in flight will never complete here: each is an
-                // error (one at least, so the run says it failed).
-                let errno = e.raw_os_error().unwrap_or(libc::EIO);
-                for _ in 0..self.inflight.max(1) {
-                    self.stats.record_error(errno);
-                }
+                self.count_lost(e);
                 now_ns = sys::now_ns();
             }
         }
@@ -330,6 +325,16 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             verify: self.verify.map(|_| self.verify_log),
             failure,
         })
+    }
+
+    /// After the backend failed with `e`: the I/Os in flight will never
+    /// complete here, so each is an error with its errno (EIO when it has
+    /// none), one at least, so the run says it failed.
+    fn count_lost(&mut self, e: &std::io::Error) {
+        let errno = e.raw_os_error().unwrap_or(libc::EIO);
+        for _ in 0..self.inflight.max(1) {
+            self.stats.record_error(errno);
+        }
     }
 
     /// What must not happen, checked once per batch before `n` reaped
