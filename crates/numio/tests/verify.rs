@@ -181,3 +181,29 @@ fn a_partial_rewrite_is_no_lost_write() {
         "{out}"
     );
 }
+
+/// A verify state that cannot be saved (a read-only home, as in the VM
+/// lab's guest) is a warning: the run and its report stand.
+#[test]
+fn an_unsavable_state_is_a_warning_not_a_failure() {
+    let t = Temp::new("verify-unsavable", 1 << 20);
+    let (code, out, err) = numio(&[
+        "bench",
+        t.path(),
+        "--rw",
+        "write",
+        "--no-time-based",
+        "--verify",
+        "--json",
+        "--no-progress",
+        "--verify-state",
+        "/proc/numio-verify-state.json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("warning: cannot save the verify state to /proc/numio-verify-state.json"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).expect("the report");
+    assert_eq!(v["targets"][0]["verify"]["written"]["generation"], 1);
+}

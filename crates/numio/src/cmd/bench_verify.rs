@@ -5,7 +5,6 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
 use engine::result::verify::VerifyState;
 use planner::Placement;
 use session::verify_state;
@@ -42,22 +41,28 @@ pub fn prepare(
     Ok((placement, Some(VerifyRun { path, state })))
 }
 
-/// Records what the runs wrote and saves the state when they wrote.
-pub fn finish(run: Option<VerifyRun>, results: &[engine::RunResult]) -> anyhow::Result<()> {
+/// Records what the runs wrote and saves the state when they wrote. A
+/// state that cannot be saved is a warning: the run and its report stand,
+/// only a later `--verify-only` lacks it.
+pub fn finish(run: Option<VerifyRun>, results: &[engine::RunResult]) {
     let Some(VerifyRun { path, mut state }) = run else {
-        return Ok(());
+        return;
     };
     let before = state.clone();
     for r in results {
         verify_state::record(&mut state, r, r.environment.started_unix_s);
     }
-    if state != before {
-        verify_state::save(&path, &state)
-            .with_context(|| format!("cannot save the verify state to {}", path.display()))?;
-        eprintln!(
+    if state == before {
+        return;
+    }
+    match verify_state::save(&path, &state) {
+        Ok(()) => eprintln!(
             "numio: verify state saved to {} (check it later with --verify-only)",
             path.display()
-        );
+        ),
+        Err(e) => eprintln!(
+            "numio: warning: cannot save the verify state to {}: {e}; a later --verify-only needs it: name a writable file with --verify-state FILE",
+            path.display()
+        ),
     }
-    Ok(())
 }
