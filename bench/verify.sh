@@ -21,7 +21,8 @@ fio_job() { # PHASE(write|verify) OUT
   local only=0; [ "$1" = verify ] && only=1
   fio --name=v --filename="$DIR/fio.img" --size="${SIZE_MB}M" --ioengine=io_uring --direct=0 \
       --rw=write --bs="$BS" --iodepth="$QD" --verify=crc32c --verify_only="$only" \
-      --do_verify="$only" --cpus_allowed="$CPU" --output-format=json --output="$2" >/dev/null
+      --do_verify="$only" --verify_state_save=0 --cpus_allowed="$CPU" \
+      --output-format=json --output="$2" >/dev/null
 }
 
 numio_job() { # PHASE(write|verify) OUT
