@@ -639,6 +639,12 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
                 stats.record_error(-c.result);
                 continue;
             }
+            if moves_data && c.result == 0 {
+                // No byte moved: the device is gone (reads past its end,
+                // as after a controller's removal), never a success.
+                stats.record_error(libc::ENODATA);
+                continue;
+            }
             if let Some(v) = &verify {
                 if tag.dir == 0 && !v.check(c, log) {
                     stats.record_error(VERIFY_ERRNO);

@@ -18,6 +18,8 @@ struct Scripted {
     moves_data: bool,
     fail_every: u32,
     count: u32,
+    /// Data I/Os complete with 0 bytes (a device that went away).
+    empty: bool,
 }
 
 impl Scripted {
@@ -31,6 +33,7 @@ impl Scripted {
             moves_data,
             fail_every,
             count: 0,
+            empty: false,
         }
     }
 }
@@ -44,7 +47,7 @@ impl Backend for Scripted {
             self.count += 1;
             let result = if self.fail_every > 0 && self.count % self.fail_every == 0 {
                 -libc::EIO
-            } else if self.moves_data {
+            } else if self.moves_data && !self.empty {
                 io.len_bytes as i32
             } else {
                 0
@@ -139,6 +142,18 @@ fn a_long_io_keeps_its_batch_stamp() {
         let p50 = out.stats.hist[0].clat.value_at_quantile(0.5);
         assert!(max > 20 * p50.max(1), "max {max} vs p50 {p50}");
     }
+}
+
+/// Issue #16: reads of an NVMe namespace whose controller was removed
+/// complete with 0 bytes; they counted as successes (520k IOPS of 0 bytes,
+/// exit 0). A data I/O that moves no byte is an error (ENODATA).
+#[test]
+fn a_data_io_of_zero_bytes_is_an_error() {
+    let mut gone = Scripted::new(0, true, 0);
+    gone.empty = true;
+    let out = run_scripted(gone, RwMode::RandRead, (4096, 4096), 100);
+    assert_eq!(out.stats.ops, [0, 0]);
+    assert_eq!(out.stats.errors[libc::ENODATA as usize], 100);
 }
 
 // A backend that moves no data reports result 0: bytes come from the
