@@ -52,4 +52,4 @@ pub use results as result;
 pub use results::{
     CpuUsage, Environment, LatencySummary, RunResult, TargetResult, TaskrunTrial, WorkerResult,
 };
-pub use run::{run, run_until, IoPoll, RunOptions, DEFAULT_PERCENTILES};
+pub use run::{run, run_until, IoPoll, RunOptions, TargetVerify, DEFAULT_PERCENTILES};

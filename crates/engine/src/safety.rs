@@ -3,11 +3,16 @@
 //! loop) is refused unless the user passes `--force-write`.
 //!
 //! [`judge`] is a function of values: the device's facts from `topology`
-//! (partitions, holders), the mount table (`topology::host::mounts`) and
-//! the device's first bytes ([`read_head`]), so it is tested on fixtures.
+//! (partitions, holders), the mount table (`topology::host::mounts`),
+//! what libblkid's probe found (`sysapi::blkid`, the library of `blkid -p`
+//! and `wipefs`, which knows every signature util-linux knows) and the
+//! device's first bytes ([`read_head`]) for the few signatures an older
+//! libblkid lacks (bcachefs before util-linux 2.39), so it is tested on
+//! fixtures.
 
 use std::io::Read;
 
+use sysapi::blkid::Signature;
 use topology::device::{BlockDevice, DevNum};
 use topology::host::{mount_of, Mount};
 
@@ -16,13 +21,15 @@ pub const PROBE_BYTES: usize = 1 << 20;
 
 /// What on the block device `path` (number `dev`, facts `device`) is worth
 /// keeping, in words, or `None` when nothing is: a partition table, a
-/// holder, a mounted filesystem (the device's or a partition's), or a known
-/// signature in `head`, checked in that order.
+/// holder, a mounted filesystem (the device's or a partition's), a
+/// signature libblkid found (`probed`), or a known signature in `head`,
+/// checked in that order.
 pub fn judge(
     path: &str,
     dev: Option<DevNum>,
     device: Option<&BlockDevice>,
     mounts: &[Mount],
+    probed: Option<&Signature>,
     head: &[u8],
 ) -> Option<String> {
     let mut devs: Vec<(String, DevNum)> = dev.map(|d| (path.to_string(), d)).into_iter().collect();
@@ -50,6 +57,9 @@ pub fn judge(
                 m.mount_point
             ));
         }
+    }
+    if let Some(sig) = probed {
+        return Some(format!("a {sig} signature"));
     }
     probe_signature(head).map(|sig| format!("a {sig} signature"))
 }
@@ -170,6 +180,7 @@ mod tests {
                 Some(dev),
                 Some(&d),
                 &mounts,
+                None,
                 &blank,
             )
         };
@@ -195,21 +206,30 @@ mod tests {
         );
         let (dev, d) = facts("md0");
         assert_eq!(
-            judge("/dev/md0", Some(dev), Some(&d), &[], &blank),
+            judge("/dev/md0", Some(dev), Some(&d), &[], None, &blank),
             None,
             "unmounted, blank"
         );
         let mut ext4 = blank.clone();
         ext4[1080..1082].copy_from_slice(&[0x53, 0xef]);
         assert_eq!(
-            judge("/dev/md0", Some(dev), Some(&d), &[], &ext4).as_deref(),
+            judge("/dev/md0", Some(dev), Some(&d), &[], None, &ext4).as_deref(),
             Some("a ext2/3/4 filesystem signature")
         );
         // No sysfs facts: the device's own mount and signature still count.
         assert_eq!(
-            judge("/dev/x", Some(facts("dm-1").0), None, &mounts, &blank).as_deref(),
+            judge("/dev/x", Some(facts("dm-1").0), None, &mounts, None, &blank).as_deref(),
             Some("a mounted filesystem (/dev/x on /span)")
         );
-        assert_eq!(judge("/dev/x", None, None, &mounts, &blank), None);
+        assert_eq!(judge("/dev/x", None, None, &mounts, None, &blank), None);
+        let minix = Signature::Superblock {
+            type_name: "minix".into(),
+            usage: Some("filesystem".into()),
+        };
+        assert_eq!(
+            judge("/dev/x", None, None, &[], Some(&minix), &blank).as_deref(),
+            Some("a minix filesystem signature"),
+            "what libblkid finds is refused (issue #16)"
+        );
     }
 }

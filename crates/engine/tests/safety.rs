@@ -78,7 +78,10 @@ fn filesystem_signature_is_refused_without_force_write() {
     };
     let e = write_run(&l.dev, false).unwrap_err().to_string();
     assert!(
-        e.contains("ext2/3/4 filesystem") && e.contains("--force-write") && e.contains(&l.dev),
+        // libblkid names it (ext2: only the magic is there).
+        e.contains("a ext2 filesystem signature")
+            && e.contains("--force-write")
+            && e.contains(&l.dev),
         "{e}"
     );
     let r = write_run(&l.dev, true).expect("--force-write overrides");
@@ -116,4 +119,38 @@ fn reads_are_never_refused_and_blank_devices_are_written() {
     )
     .expect("reads are safe");
     assert_eq!(r.total.ops, 64);
+}
+
+/// A loop device over an 8 MiB file `mkfs` formatted; `None` (and a note)
+/// without root, losetup or that mkfs.
+fn loop_mkfs(tag: &str, mkfs: &str) -> Option<Loop> {
+    let f = TempFile::new(&format!("{tag}-image"), 8 << 20, 0);
+    match Command::new(mkfs).arg(&f.path).output() {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!("{mkfs}: {}", String::from_utf8_lossy(&out.stderr)),
+        Err(_) => {
+            eprintln!("skipping: {mkfs} is not installed (util-linux)");
+            return None;
+        }
+    }
+    let formatted = f.bytes();
+    loop_with(tag, |b| b.copy_from_slice(&formatted))
+}
+
+/// Issue #16: a minix and a bfs filesystem (both known to blkid) were
+/// written without --force-write, and blkid found nothing afterwards.
+#[test]
+fn filesystems_libblkid_knows_are_refused_minix_and_bfs_included() {
+    for (mkfs, name) in [("mkfs.minix", "minix"), ("mkfs.bfs", "bfs")] {
+        let Some(l) = loop_mkfs(name, mkfs) else {
+            continue;
+        };
+        let e = write_run(&l.dev, false).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("a {name} filesystem signature")) && e.contains("--force-write"),
+            "{e}"
+        );
+        let after = sysapi::blkid::probe(std::path::Path::new(&l.dev)).unwrap();
+        assert!(after.is_some(), "{name} is still there after the refusal");
+    }
 }

@@ -82,7 +82,15 @@ fn no_allocation_in_steady_state_on_tcp() {
             depth: DEPTH,
             buf_base: buf.as_ptr(),
             slot_bytes: bs,
-            verify_seed: verify.then_some(7),
+            verify: verify.then_some(engine::worker::VerifyKey {
+                write: results::VerifyStamp {
+                    generation: 1,
+                    seed: 7,
+                },
+                expect: None,
+                also: None,
+                job: 0,
+            }),
             limits,
             stop: &stop,
             progress: &progress,

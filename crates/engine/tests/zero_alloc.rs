@@ -54,12 +54,20 @@ fn allocations_during_loop<B: Backend>(
         rate_iops: None,
         batch_complete_min: 4,
     };
-    let verify = mixed.then_some(7);
+    let verify = mixed.then_some(engine::worker::VerifyKey {
+        write: results::VerifyStamp {
+            generation: 1,
+            seed: 7,
+        },
+        expect: None,
+        also: None,
+        job: 0,
+    });
     let config = LoopConfig {
         depth: DEPTH,
         buf_base: buf.as_ptr(),
         slot_bytes: 4096,
-        verify_seed: verify,
+        verify,
         limits,
         stop: &stop,
         progress: &progress,

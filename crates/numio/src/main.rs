@@ -49,8 +49,63 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(err) => {
-            eprintln!("numio: error: {err:#}");
+            eprintln!("numio: error: {}", error_text(&err));
             std::process::exit(2);
         }
+    }
+}
+
+/// `err` and its causes, joined with `: ` like `{err:#}`, leaving out a
+/// cause whose text an earlier message already holds (many messages name
+/// their OS error and keep it as their source too).
+fn error_text(err: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in err.chain() {
+        let part = cause.to_string();
+        if text.contains(&part) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&part);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_text;
+
+    /// An error whose message holds its source's text, as thiserror's
+    /// `#[error("...: {source}")]` makes them.
+    #[derive(Debug)]
+    struct Open {
+        source: std::io::Error,
+    }
+    impl std::fmt::Display for Open {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot open x: {} (check the path)", self.source)
+        }
+    }
+    impl std::error::Error for Open {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[test]
+    fn causes_already_in_the_message_are_printed_once() {
+        let os = || std::io::Error::from_raw_os_error(2);
+        let err = anyhow::Error::new(Open { source: os() }).context("run 1");
+        assert_eq!(
+            error_text(&err),
+            "run 1: cannot open x: No such file or directory (os error 2) (check the path)"
+        );
+        let err = anyhow::Error::new(os()).context("reading y");
+        assert_eq!(
+            error_text(&err),
+            "reading y: No such file or directory (os error 2)"
+        );
     }
 }

@@ -19,6 +19,22 @@ pub enum PlanError {
         /// The target.
         target: String,
     },
+    /// A target asks for more jobs than one target may have.
+    #[error("target {target}: numjobs is {jobs}; give 1 to {max} jobs per target (fio's limit too)", max = crate::workload::JOBS_PER_TARGET_MAX)]
+    TooManyJobs {
+        /// The target.
+        target: String,
+        /// The jobs asked for.
+        jobs: u32,
+    },
+    /// The targets together ask for more jobs than one run may have.
+    #[error("{jobs} jobs in all ({targets} targets); one run takes at most {max}: fewer --jobs or fewer targets", max = crate::workload::JOBS_TOTAL_MAX)]
+    TooManyJobsInAll {
+        /// The jobs of every target together.
+        jobs: u64,
+        /// The targets.
+        targets: usize,
+    },
     /// The explicit policy has no CPU list for a target.
     #[error("target {target} has no explicit CPU list; add `--cpus-for {target}=LIST`")]
     MissingCpus {

@@ -8,6 +8,30 @@ use crate::error::PlanError;
 use crate::placement::{JobPlacement, MemPolicy, Placement, TargetPlacement};
 use crate::request::{PlanRequest, Policy, TargetSpec};
 use crate::resolve::{resolve_backing, resolve_target, Resolution, TargetDevice};
+use crate::workload::{JOBS_PER_TARGET_MAX, JOBS_TOTAL_MAX};
+
+/// Refuses more than [`JOBS_PER_TARGET_MAX`] jobs on a target or more than
+/// [`JOBS_TOTAL_MAX`] in all, before anything is placed.
+fn check_job_counts(request: &PlanRequest) -> Result<(), PlanError> {
+    let mut jobs_total: u64 = 0;
+    for spec in &request.targets {
+        let jobs = spec.workload.as_ref().unwrap_or(&request.workload).numjobs;
+        if jobs > JOBS_PER_TARGET_MAX {
+            return Err(PlanError::TooManyJobs {
+                target: spec.path.clone(),
+                jobs,
+            });
+        }
+        jobs_total += u64::from(jobs);
+    }
+    if jobs_total > u64::from(JOBS_TOTAL_MAX) {
+        return Err(PlanError::TooManyJobsInAll {
+            jobs: jobs_total,
+            targets: request.targets.len(),
+        });
+    }
+    Ok(())
+}
 
 /// Plans `request` on `topology`: for every target its node, and for every
 /// job its CPUs and memory policy. Pure and deterministic: the same inputs
@@ -19,6 +43,7 @@ pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, Pla
     if online_cpus(topology).is_empty() {
         return Err(PlanError::NoCpus);
     }
+    check_job_counts(request)?;
     let mut targets = Vec::with_capacity(request.targets.len());
     let mut local_nodes = Vec::with_capacity(request.targets.len());
     for spec in &request.targets {

@@ -115,6 +115,16 @@ impl Distribution {
     }
 }
 
+/// Most jobs on one target: fio's cap on `numjobs` (`REAL_MAX_JOBS`). Each
+/// job is a thread with its ring, buffers and stats; more only exhausts
+/// memory (issue #16: `--jobs 10000` took 8 GB and crashed).
+pub const JOBS_PER_TARGET_MAX: u32 = 4096;
+/// Most jobs of one run, every target together (fio's cap on the jobs of
+/// one job file).
+pub const JOBS_TOTAL_MAX: u32 = 4096;
+/// Largest queue depth per job.
+pub const IODEPTH_MAX: u32 = 65_536;
+
 /// What one job does to one target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {

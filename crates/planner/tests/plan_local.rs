@@ -397,3 +397,23 @@ fn a_head_resolves_through_its_real_controller_not_its_name() {
         "partition of the swapped head"
     );
 }
+
+/// Issue #16: `--jobs` had no upper bound (`--jobs 10000` took 8 GB of
+/// memory and crashed); a target takes 4096 jobs at most, as in fio, and a
+/// run 4096 in all.
+#[test]
+fn jobs_are_bounded_per_target_and_in_all() {
+    let topo = common::sixteen_drives();
+    let err = plan(&topo, &request(&["/dev/nvme0n1"], 10_000, Policy::Local)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "target /dev/nvme0n1: numjobs is 10000; give 1 to 4096 jobs per target (fio's limit too)"
+    );
+    let two = ["/dev/nvme0n1", "/dev/nvme1n1"];
+    let err = plan(&topo, &request(&two, 2049, Policy::Local)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "4098 jobs in all (2 targets); one run takes at most 4096: fewer --jobs or fewer targets"
+    );
+    plan(&topo, &request(&two, 2048, Policy::None)).expect("4096 in all is allowed");
+}

@@ -13,7 +13,7 @@ pub fn load(path: &Path) -> Result<ResultSet, ReportError> {
         path: path.to_path_buf(),
         source,
     })?;
-    if let Some(arm) = engine_run_arm(&text, path) {
+    if let Some(arm) = engine_run_arm(&text, path)? {
         let created = arm.runs[0].started_unix_s;
         let command = format!("numio bench --json (read from {})", path.display());
         return Ok(ResultSet::new(SetKind::Single, command, created, vec![arm]));
@@ -21,14 +21,26 @@ pub fn load(path: &Path) -> Result<ResultSet, ReportError> {
     from_json(&text, path)
 }
 
-/// The one-run arm of an engine result (`numio bench --json`), if `text` is one.
-fn engine_run_arm(text: &str, path: &Path) -> Option<crate::model::Arm> {
-    let run: results::RunResult = serde_json::from_str(text).ok()?;
-    Some(crate::model::Arm {
+/// The one-run arm of an engine result (`numio bench --json`), if `text`
+/// is one; an engine result of a schema version this build does not read
+/// (0, or newer than [`results::RESULT_SCHEMA_VERSION`]) is refused.
+fn engine_run_arm(text: &str, path: &Path) -> Result<Option<crate::model::Arm>, ReportError> {
+    let Ok(run) = serde_json::from_str::<results::RunResult>(text) else {
+        return Ok(None);
+    };
+    let newest = results::RESULT_SCHEMA_VERSION;
+    if run.schema_version == 0 || run.schema_version > newest {
+        return Err(ReportError::Schema {
+            path: path.to_path_buf(),
+            found: format!("numio bench --json version {}", run.schema_version),
+            expected: format!("numio bench --json versions 1 to {newest}"),
+        });
+    }
+    Ok(Some(crate::model::Arm {
         label: run.policy.clone(),
         spec: format!("result={}", path.display()),
         runs: vec![crate::from_engine::record(1, &run)],
-    })
+    }))
 }
 
 /// Parses and checks result-file JSON; `path` names it in errors.
@@ -89,7 +101,7 @@ pub fn load_arm(path: &Path, arm: Option<&str>) -> Result<crate::model::Arm, Rep
         path: path.to_path_buf(),
         source,
     })?;
-    if let Some(arm) = engine_run_arm(&text, path) {
+    if let Some(arm) = engine_run_arm(&text, path)? {
         return Ok(arm);
     }
     let set = from_json(&text, path)?;

@@ -58,6 +58,16 @@ fn csv_has_a_row_per_run_per_target_plus_total() {
     assert!(lines.iter().all(|l| l.split(',').count() == 10));
 }
 
+/// Issue #16: a chart named out.xyz was written as SVG without a word.
+#[test]
+fn a_chart_of_an_unknown_format_is_refused() {
+    let set = pair(&[100.0, 101.0], &[90.0, 91.0]);
+    let path = tmp("chart.xyz");
+    let err = report::chart::write_chart(&set, &report::analyze(&set), &path).unwrap_err();
+    assert!(err.to_string().contains(".svg or .png"), "{err}");
+    assert!(!path.exists(), "nothing written");
+}
+
 #[test]
 fn png_chart_is_a_real_non_blank_image() {
     if !report::chart::png::system_fonts_available() {
@@ -95,6 +105,29 @@ fn engine_run_json_reads_as_a_single_run_set() {
     assert!(run.raw.is_some(), "the engine's result is kept whole");
     let arm = report::file::load_arm(&path, None).unwrap();
     assert_eq!(arm.runs.len(), 1);
+}
+
+/// Issue #16: a bench JSON of an unknown schema_version was accepted.
+#[test]
+fn engine_run_json_of_an_unknown_schema_version_is_refused() {
+    let path = common::fixtures().join("engine_run.json");
+    let mut run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    for version in [0, results::RESULT_SCHEMA_VERSION + 1] {
+        run["schema_version"] = version.into();
+        let future = tmp(&format!("engine-v{version}.json"));
+        std::fs::write(&future, run.to_string()).unwrap();
+        let err = report::file::load(&future).unwrap_err();
+        let arm_err = report::file::load_arm(&future, None).unwrap_err();
+        std::fs::remove_file(&future).unwrap();
+        assert!(matches!(err, ReportError::Schema { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("version {version}")) && text.contains("numio bench --json"),
+            "{text}"
+        );
+        assert!(matches!(arm_err, ReportError::Schema { .. }), "{arm_err}");
+    }
 }
 
 #[test]

@@ -19,6 +19,10 @@ use serde::{Deserialize, Serialize};
 mod counters;
 
 pub use counters::{CpuSplit, NodeCpu, PerIo, ProcessCounters, RunCounters, TargetCounters};
+pub mod verify;
+pub use verify::{
+    MismatchKind, MismatchRange, VerifyResult, VerifyStamp, MISMATCH_RANGES_MAX, VERIFY_BLOCK_BYTES,
+};
 
 use planner::{RwMode, Workload};
 use topology::{CpuId, NodeId};
@@ -262,6 +266,9 @@ pub struct TargetResult {
     pub workers: Vec<WorkerResult>,
     /// Raw histograms of `total`.
     pub histograms: RawHistograms,
+    /// What `--verify` found (absent without it, and in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyResult>,
 }
 
 impl TargetResult {

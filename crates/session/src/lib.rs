@@ -38,6 +38,7 @@ pub mod once;
 pub mod schedule;
 pub mod settle;
 pub mod targets;
+pub mod verify_state;
 
 pub use error::SessionError;
 pub use event::{Event, RunInfo};

@@ -149,7 +149,9 @@ pub(crate) fn manifest_unreadable(
 ) -> Result<BTreeMap<String, String>, TopologyError> {
     let path = source.abs(MANIFEST_NAME);
     let text = match source {
-        Source::Dir(root) => match std::fs::read_to_string(root.join(MANIFEST_NAME)) {
+        Source::Dir(root) => match crate::source::in_root(root, MANIFEST_NAME, true)
+            .and_then(std::fs::read_to_string)
+        {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
             Err(e) => {

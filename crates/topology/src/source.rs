@@ -9,13 +9,70 @@ use std::io::{Error, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::relpath::{join, join_normalized, parent};
+use crate::relpath::{join_normalized, parent, walk_in_root};
 
-/// Most symlink hops followed inside one path, against loops.
-pub const LINK_HOPS_MAX: u32 = 8;
+pub use crate::relpath::LINK_HOPS_MAX;
 
 /// Bytes read at once; larger than a sysfs attribute (one page at most).
 pub const READ_CHUNK_BYTES: usize = 8192;
+
+/// Most bytes one file of a snapshot may hold. A sysfs attribute is one
+/// page; `/proc/interrupts` of a machine with a thousand CPUs a few MiB.
+pub const FILE_BYTES_MAX: u64 = 16 << 20;
+
+/// Most bytes a snapshot's tar stream may hold uncompressed (headers
+/// included), so a gzip bomb stops here. A two-socket server's snapshot is
+/// a few MiB.
+pub const ARCHIVE_BYTES_MAX: u64 = 64 << 20;
+
+/// A reader that fails once more than `left` bytes came through.
+struct Capped<R> {
+    inner: R,
+    left: u64,
+}
+
+impl<R: Read> Read for Capped<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.left = self.left.checked_sub(n as u64).ok_or_else(|| {
+            Error::new(
+                ErrorKind::InvalidData,
+                format!(
+                    "more than {} MiB uncompressed, which no snapshot numio saves holds (a gzip bomb?)",
+                    ARCHIVE_BYTES_MAX >> 20
+                ),
+            )
+        })?;
+        Ok(n)
+    }
+}
+
+/// The contents of one archive entry, its claimed size checked against
+/// [`FILE_BYTES_MAX`] before anything is allocated, and read no further
+/// than it.
+fn read_bounded<R: Read>(entry: &mut tar::Entry<R>, name: &str) -> std::io::Result<Vec<u8>> {
+    let claimed = entry.size();
+    if claimed > FILE_BYTES_MAX {
+        return Err(too_big(name, Some(claimed)));
+    }
+    let mut bytes = Vec::with_capacity(claimed as usize);
+    entry.take(FILE_BYTES_MAX + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > FILE_BYTES_MAX {
+        return Err(too_big(name, None));
+    }
+    Ok(bytes)
+}
+
+fn too_big(name: &str, claimed: Option<u64>) -> Error {
+    let claim = claimed.map_or(String::new(), |n| format!(" (its header claims {n} bytes)"));
+    Error::new(
+        ErrorKind::InvalidData,
+        format!(
+            "{name} is larger than {} MiB{claim}, which no snapshot file is; this is not a snapshot `numio topo --save` made",
+            FILE_BYTES_MAX >> 20
+        ),
+    )
+}
 
 /// Where files come from.
 #[derive(Debug, Clone)]
@@ -43,10 +100,16 @@ fn clean(path: &str) -> String {
 }
 
 impl MemTree {
-    /// Reads a gzip-compressed tar archive.
+    /// Reads a gzip-compressed tar archive, within [`FILE_BYTES_MAX`] a
+    /// file and [`ARCHIVE_BYTES_MAX`] in all: a hostile archive (a header
+    /// claiming 2^45 bytes, a gzip bomb) is refused, never allocated for.
     pub fn from_tar_gz(path: &Path) -> std::io::Result<MemTree> {
         let file = std::fs::File::open(path)?;
-        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
+        let capped = Capped {
+            inner: flate2::read::GzDecoder::new(file),
+            left: ARCHIVE_BYTES_MAX,
+        };
+        let mut archive = tar::Archive::new(capped);
         let mut tree = MemTree {
             origin: path.to_path_buf(),
             ..MemTree::default()
@@ -69,8 +132,7 @@ impl MemTree {
                     tree.links.insert(name.clone(), target);
                 }
                 tar::EntryType::Regular => {
-                    let mut bytes = Vec::with_capacity(entry.size() as usize);
-                    entry.read_to_end(&mut bytes)?;
+                    let bytes = read_bounded(&mut entry, &name)?;
                     tree.files.insert(name.clone(), bytes);
                 }
                 _ => continue,
@@ -93,35 +155,9 @@ impl MemTree {
         }
     }
 
-    /// The path `rel` leads to, following symlinks in every component but
-    /// the last, and in the last too when `follow_last`.
+    /// The path `rel` leads to (see [`walk_in_root`]).
     fn walk(&self, rel: &str, follow_last: bool) -> std::io::Result<String> {
-        let parts: Vec<&str> = rel
-            .split('/')
-            .filter(|p| !p.is_empty() && *p != ".")
-            .collect();
-        let mut current = String::new();
-        let mut hops = 0;
-        for (i, part) in parts.iter().enumerate() {
-            current = if *part == ".." {
-                parent(&current).to_string()
-            } else {
-                join(&current, part)
-            };
-            while let Some(target) = self.links.get(&current) {
-                if i + 1 == parts.len() && !follow_last {
-                    break;
-                }
-                hops += 1;
-                if hops > LINK_HOPS_MAX {
-                    return Err(Error::other(format!(
-                        "more than {LINK_HOPS_MAX} symlink hops"
-                    )));
-                }
-                current = join_normalized(parent(&current), target);
-            }
-        }
-        Ok(current)
+        walk_in_root(rel, follow_last, |p| Ok(self.links.get(p).cloned()))
     }
 
     fn exists(&self, path: &str) -> bool {
@@ -152,7 +188,9 @@ impl Source {
     /// Reads a file into `buf`, returning its length (see [`read_file`]).
     pub fn read(&self, rel: &str, buf: &mut Vec<u8>) -> std::io::Result<usize> {
         match self {
-            Source::Dir(root) => read_file(&root.join(rel), !rel.starts_with("proc/"), buf),
+            Source::Dir(root) => {
+                read_file(&in_root(root, rel, true)?, !rel.starts_with("proc/"), buf)
+            }
             Source::Memory(tree) => {
                 let path = tree.walk(rel, true)?;
                 if tree.dirs.contains_key(&path) {
@@ -172,7 +210,7 @@ impl Source {
     pub fn list(&self, rel: &str) -> std::io::Result<Vec<String>> {
         match self {
             Source::Dir(root) => {
-                let mut names: Vec<String> = std::fs::read_dir(root.join(rel))?
+                let mut names: Vec<String> = std::fs::read_dir(in_root(root, rel, true)?)?
                     .filter_map(|e| e.ok())
                     .filter_map(|e| e.file_name().into_string().ok())
                     .collect();
@@ -190,7 +228,7 @@ impl Source {
     /// The target of the symlink `rel`; `InvalidInput` when it is not one.
     pub fn read_link(&self, rel: &str) -> std::io::Result<String> {
         match self {
-            Source::Dir(root) => Ok(std::fs::read_link(root.join(rel))?
+            Source::Dir(root) => Ok(std::fs::read_link(in_root(root, rel, false)?)?
                 .to_string_lossy()
                 .into_owned()),
             Source::Memory(tree) => {
@@ -209,10 +247,37 @@ impl Source {
     /// Whether `rel` exists (as anything).
     pub fn exists(&self, rel: &str) -> bool {
         match self {
-            Source::Dir(root) => std::fs::symlink_metadata(root.join(rel)).is_ok(),
+            Source::Dir(root) => {
+                in_root(root, rel, false).is_ok_and(|p| std::fs::symlink_metadata(p).is_ok())
+            }
             Source::Memory(tree) => tree.walk(rel, false).is_ok_and(|p| tree.exists(&p)),
         }
     }
+}
+
+/// The path of `rel` in the directory `root`, its symlinks resolved inside
+/// the root (see [`walk_in_root`]) so that a hostile snapshot directory
+/// cannot lead a read out of it (`/etc/shadow`, `../../..`; issue #16). The
+/// live root `/` holds everything already and is joined as is.
+pub(crate) fn in_root(root: &Path, rel: &str, follow_last: bool) -> std::io::Result<PathBuf> {
+    if root == Path::new("/") {
+        return Ok(root.join(rel));
+    }
+    let inside = walk_in_root(rel, follow_last, |p| {
+        match std::fs::read_link(root.join(p)) {
+            Ok(target) => Ok(Some(target.to_string_lossy().into_owned())),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::InvalidInput | ErrorKind::NotFound | ErrorKind::NotADirectory
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    })?;
+    Ok(root.join(inside))
 }
 
 /// Reads a whole file into `buf` (grown as needed; never shrunk) without the
@@ -294,5 +359,53 @@ mod tests {
             "a directory is not readable"
         );
         assert!(s.exists("sys/class/nvme/nvme0") && !s.exists("sys/nope"));
+    }
+}
+
+#[cfg(test)]
+mod root_tests {
+    use super::*;
+
+    /// Issue #16: a directory `--root` followed symlinks out of the root
+    /// (an absolute target read the live file, `..` climbed above it).
+    #[test]
+    fn a_directory_root_keeps_symlinks_inside_it() {
+        let base = std::env::temp_dir().join(format!("numio-root-escape-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let root = base.join("root");
+        std::fs::create_dir_all(root.join("sys/class")).unwrap();
+        let outside = base.join("secret");
+        std::fs::write(&outside, "outside\n").unwrap();
+        std::fs::write(root.join("secret"), "inside\n").unwrap();
+        let link = |target: &Path, name: &str| {
+            std::os::unix::fs::symlink(target, root.join("sys/class").join(name)).unwrap()
+        };
+        link(&outside, "abs");
+        link(Path::new("../../../secret"), "up");
+        link(Path::new("../../.."), "dir");
+        link(Path::new("abs"), "chain");
+        let s = Source::Dir(root.clone());
+        let mut buf = Vec::new();
+        for absent in ["sys/class/abs", "sys/class/chain"] {
+            let e = s
+                .read(absent, &mut buf)
+                .expect_err("an absolute target means the root");
+            assert_eq!(e.kind(), ErrorKind::NotFound, "{absent}");
+        }
+        let n = s
+            .read("sys/class/up", &mut buf)
+            .expect("`..` stops at the root");
+        assert_eq!(&buf[..n], b"inside\n");
+        let n = s
+            .read("sys/class/dir/secret", &mut buf)
+            .expect("through a dir link");
+        assert_eq!(&buf[..n], b"inside\n");
+        assert_eq!(s.list("sys/class/dir").unwrap(), vec!["secret", "sys"]);
+        assert!(!s.exists("sys/class/dir/root") && s.exists("sys/class/abs"));
+        assert_eq!(
+            s.read_link("sys/class/abs").unwrap(),
+            outside.to_str().unwrap()
+        );
+        let _ = std::fs::remove_dir_all(&base);
     }
 }

@@ -60,7 +60,7 @@ fn setup_and_run(
             source,
         })?;
     notes.extend(note);
-    if !spec.verify {
+    if spec.verify.is_none() {
         fill_random(&buf, w.randseed ^ u64::from(spec.job));
     }
     let res = Resources {

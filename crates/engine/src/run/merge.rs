@@ -3,7 +3,8 @@
 
 use planner::{Placement, TargetPlacement};
 use results::{
-    CpuUsage, Environment, RunResult, TargetResult, WorkerResult, RESULT_SCHEMA_VERSION,
+    CpuUsage, Environment, MismatchKind, MismatchRange, RunResult, TargetResult, VerifyResult,
+    WorkerResult, RESULT_SCHEMA_VERSION,
 };
 use topology::CpuId;
 
@@ -101,8 +102,57 @@ fn merge_target(
         errors: stats.errno_counts(),
         workers,
         histograms: stats.raw_histograms(),
+        verify: verify_result(ti, t, specs, outputs),
     };
     (result, stats)
+}
+
+/// What the verifying workers of target `ti` found, merged: counts per
+/// kind, and ranges in offset order with adjacent ones of a kind joined.
+fn verify_result(
+    ti: usize,
+    t: &TargetPlacement,
+    specs: &[JobSpec],
+    outputs: &[JobOutput],
+) -> Option<VerifyResult> {
+    let mut merged: Option<VerifyResult> = None;
+    for (spec, o) in specs.iter().zip(outputs).filter(|(s, _)| s.target == ti) {
+        let (Some(key), Some(log)) = (&spec.verify, &o.out.verify) else {
+            continue;
+        };
+        let r = merged.get_or_insert_with(|| VerifyResult {
+            written: t.workload.rw.writes().then_some(key.write),
+            expected: (t.workload.rw != planner::RwMode::Write
+                && t.workload.rw != planner::RwMode::RandWrite)
+                .then_some(key.expect)
+                .flatten(),
+            ..VerifyResult::default()
+        });
+        r.checked_blocks += log.checked_blocks;
+        for (kind, n) in MismatchKind::ALL.iter().zip(log.mismatched) {
+            if n > 0 {
+                *r.mismatched_blocks.entry(*kind).or_default() += n;
+            }
+        }
+        r.ranges.extend_from_slice(&log.ranges);
+        r.ranges_dropped += log.dropped;
+    }
+    let mut r = merged?;
+    r.ranges.sort_by_key(|g| (g.offset_bytes, g.kind));
+    let mut joined: Vec<MismatchRange> = Vec::with_capacity(r.ranges.len());
+    for g in r.ranges.drain(..) {
+        match joined.last_mut() {
+            Some(last)
+                if last.kind == g.kind && last.offset_bytes + last.len_bytes >= g.offset_bytes =>
+            {
+                let end = (g.offset_bytes + g.len_bytes).max(last.offset_bytes + last.len_bytes);
+                last.len_bytes = end - last.offset_bytes;
+            }
+            _ => joined.push(g),
+        }
+    }
+    r.ranges = joined;
+    Some(r)
 }
 
 /// The record of one worker.

@@ -39,7 +39,7 @@ mod spawn;
 mod spec;
 mod trial;
 
-pub use options::{IoPoll, RunOptions, DEFAULT_PERCENTILES};
+pub use options::{IoPoll, RunOptions, TargetVerify, DEFAULT_PERCENTILES};
 pub use resources::VERIFY_SEED;
 
 /// Checks every target of `placement` and runs it. `on_progress` is called

@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use results::VerifyStamp;
+
 use crate::backend::{BackendKind, TcpOptions, UringOptions};
 
 /// Percentiles reported when none are asked for.
@@ -20,6 +22,31 @@ pub enum IoPoll {
     Off,
 }
 
+/// The generations one target's verify blocks are written with and
+/// checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetVerify {
+    /// What writes carry.
+    pub write: VerifyStamp,
+    /// What reads expect (`None`: any generation; lost writes go unseen).
+    pub expect: Option<VerifyStamp>,
+    /// A second stamp reads accept (a mixed run: blocks not yet rewritten).
+    pub also: Option<VerifyStamp>,
+}
+
+impl Default for TargetVerify {
+    fn default() -> Self {
+        TargetVerify {
+            write: VerifyStamp {
+                generation: 0,
+                seed: crate::run::VERIFY_SEED,
+            },
+            expect: None,
+            also: None,
+        }
+    }
+}
+
 /// How to run a placement.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunOptions {
@@ -31,8 +58,11 @@ pub struct RunOptions {
     pub iopoll: IoPoll,
     /// Percentiles to report, each in (0, 100].
     pub percentiles: Vec<f64>,
-    /// Write a verifiable pattern and check it on every read.
+    /// Write verify blocks and check them on every read.
     pub verify: bool,
+    /// Per target path, the generation and seed to write and to expect
+    /// (a target not listed writes generation 0 and accepts any on reads).
+    pub verify_keys: BTreeMap<String, TargetVerify>,
     /// Allow writes to block devices holding data.
     pub force_write: bool,
     /// Completions to wait for per reap (`None`: depth/4, 1..=32).
@@ -51,6 +81,7 @@ impl Default for RunOptions {
             iopoll: IoPoll::Auto,
             percentiles: DEFAULT_PERCENTILES.to_vec(),
             verify: false,
+            verify_keys: BTreeMap::new(),
             force_write: false,
             batch_complete_min: None,
             labels: BTreeMap::new(),

@@ -11,10 +11,9 @@ use crate::error::EngineError;
 use crate::gen::IoGen;
 use crate::progress::WorkerProgress;
 use crate::sys::NodeBuffer;
-use crate::worker::{LoopConfig, LoopLimits, LoopOutput, WorkerLoop};
+use crate::worker::{LoopConfig, LoopLimits, LoopOutput, VerifyKey, WorkerLoop};
 
-/// Seed of the verify pattern (shared by every run so a later run can check
-/// what an earlier one wrote).
+/// Seed of the verify blocks of a target without a saved verify state.
 pub const VERIFY_SEED: u64 = 0x6e75_6d69_6f76_6572;
 
 /// The worker's resources.
@@ -62,7 +61,7 @@ impl<'a> Resources<'a> {
         &self,
         b: B,
         w: &planner::Workload,
-        verify_seed: Option<u64>,
+        verify: Option<VerifyKey>,
         limits: LoopLimits,
         progress: &'p WorkerProgress,
     ) -> WorkerLoop<'p, B>
@@ -81,7 +80,7 @@ impl<'a> Resources<'a> {
             depth: w.iodepth as usize,
             buf_base: self.buf.as_ptr(),
             slot_bytes: self.slot_bytes,
-            verify_seed,
+            verify,
             limits,
             stop: &self.ctl.stop,
             progress,
@@ -110,7 +109,7 @@ impl<'a> Resources<'a> {
         let wl = self.worker_loop(
             built.backend,
             &spec.workload,
-            spec.verify.then_some(VERIFY_SEED),
+            spec.verify,
             spec.limits,
             self.progress,
         );
@@ -118,10 +117,17 @@ impl<'a> Resources<'a> {
             return Err(EngineError::Aborted);
         }
         let out = wl.run().map_err(|e| self.backend_error("I/O loop", e))?;
+        let mut notes = built.notes;
+        if let Some(e) = &out.failure {
+            notes.push(format!(
+                "job {} of {}: the I/O loop ended early: {e}; its I/Os in flight count as errors",
+                spec.job, spec.path
+            ));
+        }
         Ok(Ran {
             out,
             features: built.features,
-            notes: built.notes,
+            notes,
         })
     }
 }

@@ -10,7 +10,7 @@ use crate::backend::tcp::NvmeTcp;
 use crate::backend::{BackendKind, NvmeNamespace, TcpOptions, UringOptions};
 use crate::error::EngineError;
 use crate::target::{self, Region, TargetInfo, TargetKind};
-use crate::worker::{LoopLimits, LoopOutput};
+use crate::worker::{LoopLimits, LoopOutput, VerifyKey};
 
 /// SQPOLL idle time when a job file asks for `sqthread_poll` without one.
 const DEFAULT_SQPOLL_IDLE_MS: u32 = 1000;
@@ -123,8 +123,8 @@ pub(super) struct JobSpec {
     pub region: Region,
     /// Its backend.
     pub backend: BackendSpec,
-    /// Write the verify pattern and check it on reads.
-    pub verify: bool,
+    /// Write verify blocks with this key and check them on reads.
+    pub verify: Option<VerifyKey>,
     /// Limits and timing of its loop.
     pub limits: LoopLimits,
 }
@@ -165,7 +165,15 @@ pub(super) fn job_specs(
                 workload: t.workload.clone(),
                 region: c.region,
                 backend: backend.clone(),
-                verify: opts.verify,
+                verify: opts.verify.then(|| {
+                    let tv = opts.verify_keys.get(&t.path).copied().unwrap_or_default();
+                    VerifyKey {
+                        write: tv.write,
+                        expect: tv.expect,
+                        also: tv.also,
+                        job: j as u32,
+                    }
+                }),
                 limits,
             });
         }

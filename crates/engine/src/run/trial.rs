@@ -55,7 +55,7 @@ fn applies(spec: &JobSpec, uring: &UringOptions) -> bool {
     uring.setup == UringSetup::Auto
         && uring.sqpoll_idle_ms.is_none()
         && !uring.iopoll
-        && !spec.verify
+        && spec.verify.is_none()
         && spec.limits.rate_iops.is_none()
         && w.time_based
         && w.direct
@@ -134,6 +134,9 @@ fn run_slice(
         .worker_loop(b.backend, &tw, None, limits, &progress)
         .run()
         .map_err(|e| r.backend_error("I/O loop (task-run trial)", e))?;
+    if let Some(e) = out.failure {
+        return Err(r.backend_error("I/O loop (task-run trial)", e));
+    }
     Ok(Some((out.stats.ops[0] + out.stats.ops[1], out.runtime_ns)))
 }
 

@@ -76,8 +76,8 @@ pub fn check_backend(info: &TargetInfo, kind: BackendKind) -> Result<(), EngineE
 /// filesystem, mount or holder (see [`crate::safety`]). An NVMe generic
 /// device is judged by its namespace's block device; files always pass;
 /// an NVMe/TCP namespace never does (nothing here can see its data).
-/// Reads the mount table (through `topology`) and the device's first
-/// [`crate::safety::PROBE_BYTES`].
+/// Reads the mount table (through `topology`), probes the device with
+/// libblkid and reads its first [`crate::safety::PROBE_BYTES`].
 pub fn check_write_safety(info: &TargetInfo) -> Result<(), EngineError> {
     let (device_path, dev, device, seen_on) = match &info.kind {
         TargetKind::File { .. } => return Ok(()),
@@ -103,7 +103,12 @@ pub fn check_write_safety(info: &TargetInfo) -> Result<(), EngineError> {
         path: device_path.to_string(),
         source,
     })?;
-    let verdict = crate::safety::judge(device_path, dev, device, &mounts, &head);
+    let probed =
+        sysapi::blkid::probe(Path::new(device_path)).map_err(|source| EngineError::Inspect {
+            path: device_path.to_string(),
+            source,
+        })?;
+    let verdict = crate::safety::judge(device_path, dev, device, &mounts, probed.as_ref(), &head);
     match (verdict, seen_on) {
         (None, _) => Ok(()),
         (Some(what), None) => Err(EngineError::Unsafe {

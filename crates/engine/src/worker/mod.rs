@@ -35,7 +35,7 @@ use results::{CpuUsage, VERIFY_ERRNO};
 mod verify;
 
 use verify::Verify;
-pub use verify::{check_pattern, fill_pattern};
+pub use verify::{check_blocks, classify, fill_blocks, VerifyKey, VerifyLog, BLOCK_BYTES};
 
 /// How often a worker publishes progress.
 const PUBLISH_INTERVAL_NS: u64 = 250_000_000;
@@ -67,8 +67,8 @@ pub struct LoopConfig<'a> {
     pub buf_base: *mut u8,
     /// Bytes of one slot (the largest I/O).
     pub slot_bytes: usize,
-    /// Write the verify pattern with this seed and check it on reads.
-    pub verify_seed: Option<u64>,
+    /// Write verify blocks with this key and check them on reads.
+    pub verify: Option<VerifyKey>,
     /// Limits and timing.
     pub limits: LoopLimits,
     /// Stop issuing and drain once set (read once per batch).
@@ -86,6 +86,14 @@ pub struct LoopOutput {
     pub cpu_usage: CpuUsage,
     /// Length of the measured period.
     pub runtime_ns: u64,
+    /// What verifying found (with a verify key only); kept from the
+    /// start, ramp included: a mismatch is one whenever it is seen.
+    pub verify: Option<VerifyLog>,
+    /// The backend failure that ended the loop early (a lost connection,
+    /// a failed submit or reap): the statistics so far are kept and the
+    /// I/Os then in flight counted as errors with its errno (EIO when it
+    /// has none), so the run still reports (issue #16).
+    pub failure: Option<std::io::Error>,
 }
 
 /// What a slot remembers about its I/O in flight.
@@ -158,7 +166,10 @@ pub struct WorkerLoop<'a, B: Backend> {
     inflight: usize,
     issued_ios: u64,
     issued_bytes: u64,
-    verify_seed: Option<u64>,
+    verify: Option<VerifyKey>,
+    verify_log: VerifyLog,
+    /// Writes issued with a verify key (their sequence numbers).
+    verify_writes: u64,
     limits: LoopLimits,
     stop: &'a AtomicBool,
     progress: &'a WorkerProgress,
@@ -184,14 +195,14 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             depth,
             buf_base,
             slot_bytes,
-            verify_seed,
+            verify,
             limits,
             stop,
             progress,
         } = config;
         let depth = depth.max(1);
         let moves_data = backend.moves_data();
-        let fixed = if moves_data || verify_seed.is_some() {
+        let fixed = if moves_data || verify.is_some() {
             None
         } else {
             gen.fixed_shape()
@@ -203,7 +214,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             tags: vec![Tag::default(); depth].into_boxed_slice(),
             stamps: vec![Stamp::default(); depth + 1].into_boxed_slice(),
             stamp: 0,
-            offsets: vec![0; if verify_seed.is_some() { depth } else { 0 }].into_boxed_slice(),
+            offsets: vec![0; if verify.is_some() { depth } else { 0 }].into_boxed_slice(),
             free: (0..depth as u32).rev().collect(),
             free_len: depth,
             batch_counts: [0; 2],
@@ -214,7 +225,16 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             inflight: 0,
             issued_ios: 0,
             issued_bytes: 0,
-            verify_seed,
+            verify,
+            verify_log: if verify.is_some() {
+                VerifyLog::default()
+            } else {
+                VerifyLog {
+                    ranges: Vec::new(),
+                    ..VerifyLog::default()
+                }
+            },
+            verify_writes: 0,
             limits,
             stop,
             progress,
@@ -229,7 +249,8 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
     }
 
     /// Runs until the time, I/O or byte limit or the stop flag, then drains
-    /// every I/O in flight. A backend error ends the loop with that error.
+    /// every I/O in flight. A backend error ends the loop early: the output
+    /// holds it as `failure` (see [`LoopOutput::failure`]).
     pub fn run(mut self) -> std::io::Result<LoopOutput> {
         self.begin_ns = sys::now_ns();
         let ramp_end_ns = self.begin_ns + self.limits.ramp_ns;
@@ -244,7 +265,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         let mut stopping = false;
         let mut now_ns = self.begin_ns;
         self.publish(measuring);
-        loop {
+        let failure = loop {
             if !stopping
                 && (now_ns >= end_ns || self.stop.load(Ordering::Relaxed) || self.exhausted())
             {
@@ -257,18 +278,24 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
                 measuring = true;
             }
             if stopping && self.inflight == 0 {
-                break;
+                break None;
             }
             let queued = if stopping { 0 } else { self.fill(now_ns) };
-            self.backend.submit()?;
+            if let Err(e) = self.backend.submit() {
+                break Some(e);
+            }
             if queued > 0 {
                 self.stamp_batch(queued, now_ns, sys::now_ns());
             }
             let min = self.limits.batch_complete_min.min(self.inflight);
-            let n = if self.fixed.is_some() {
-                self.reap_fixed(min)?
+            let reaped = if self.fixed.is_some() {
+                self.reap_fixed(min)
             } else {
-                self.backend.reap(&mut self.comps, min)?
+                self.backend.reap(&mut self.comps, min)
+            };
+            let n = match reaped {
+                Ok(n) => n,
+                Err(e) => break Some(e),
             };
             self.assert_reaped(n);
             now_ns = sys::now_ns();
@@ -281,15 +308,33 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             if n == 0 && self.inflight == 0 && !stopping {
                 self.throttle(now_ns);
             }
+        };
+        match &failure {
+            None => self.assert_drained(),
+            Some(e) => {
+                self.count_lost(e);
+                now_ns = sys::now_ns();
+            }
         }
-        self.assert_drained();
         self.publish(measuring);
         let runtime_ns = now_ns.saturating_sub(measure_start_ns);
         Ok(LoopOutput {
             cpu_usage: sys::usage_since(&usage0, runtime_ns),
             stats: self.stats,
             runtime_ns,
+            verify: self.verify.map(|_| self.verify_log),
+            failure,
         })
+    }
+
+    /// After the backend failed with `e`: the I/Os in flight will never
+    /// complete here, so each is an error with its errno (EIO when it has
+    /// none), one at least, so the run says it failed.
+    fn count_lost(&mut self, e: &std::io::Error) {
+        let errno = e.raw_os_error().unwrap_or(libc::EIO);
+        for _ in 0..self.inflight.max(1) {
+            self.stats.record_error(errno);
+        }
     }
 
     /// What must not happen, checked once per batch before `n` reaped
@@ -454,13 +499,14 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             // Inside the caller's region of depth * slot_bytes (slot < depth).
             let buf = buf_base.wrapping_add(slot as usize * slot_bytes);
             let write = io.dir == Dir::Write;
-            if let Some(seed) = self.verify_seed {
+            if let Some(key) = &self.verify {
                 self.offsets[slot as usize] = io.offset_bytes;
                 if write {
                     // SAFETY: the slot is free (just popped): no I/O owns its
                     // buffer until `queue` hands it to the backend below.
                     let b = unsafe { std::slice::from_raw_parts_mut(buf, slot_bytes) };
-                    fill_pattern(b, io.offset_bytes, io.len_bytes, seed);
+                    fill_blocks(b, io.offset_bytes, io.len_bytes, key, self.verify_writes);
+                    self.verify_writes += 1;
                 }
             }
             // SAFETY: `buf` is slot `slot`'s `slot_bytes` (≥ the I/O's
@@ -580,8 +626,9 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         let free = &mut self.free[..];
         let stamps = &mut self.stamps[..];
         let stats = &mut self.stats;
-        let verify = self.verify_seed.map(|seed| Verify {
-            seed,
+        let log = &mut self.verify_log;
+        let verify = self.verify.map(|key| Verify {
+            key,
             offsets: &self.offsets,
             buf_base: self.buf_base,
             slot_bytes: self.slot_bytes,
@@ -604,8 +651,14 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
                 stats.record_error(-c.result);
                 continue;
             }
+            if moves_data && c.result == 0 {
+                // No byte moved: the device is gone (reads past its end,
+                // as after a controller's removal), never a success.
+                stats.record_error(libc::ENODATA);
+                continue;
+            }
             if let Some(v) = &verify {
-                if tag.dir == 0 && !v.check(c) {
+                if tag.dir == 0 && !v.check(c, log) {
                     stats.record_error(VERIFY_ERRNO);
                     continue;
                 }

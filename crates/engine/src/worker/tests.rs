@@ -18,6 +18,8 @@ struct Scripted {
     moves_data: bool,
     fail_every: u32,
     count: u32,
+    /// Data I/Os complete with 0 bytes (a device that went away).
+    empty: bool,
 }
 
 impl Scripted {
@@ -31,6 +33,7 @@ impl Scripted {
             moves_data,
             fail_every,
             count: 0,
+            empty: false,
         }
     }
 }
@@ -44,7 +47,7 @@ impl Backend for Scripted {
             self.count += 1;
             let result = if self.fail_every > 0 && self.count % self.fail_every == 0 {
                 -libc::EIO
-            } else if self.moves_data {
+            } else if self.moves_data && !self.empty {
                 io.len_bytes as i32
             } else {
                 0
@@ -106,7 +109,7 @@ fn run_scripted(b: Scripted, rw: RwMode, bs: (u64, u64), ios: u64) -> LoopOutput
         depth,
         buf_base: buf.as_mut_ptr(),
         slot_bytes: bs.1 as usize,
-        verify_seed: None,
+        verify: None,
         limits,
         stop: &stop,
         progress: &progress,
@@ -139,6 +142,18 @@ fn a_long_io_keeps_its_batch_stamp() {
         let p50 = out.stats.hist[0].clat.value_at_quantile(0.5);
         assert!(max > 20 * p50.max(1), "max {max} vs p50 {p50}");
     }
+}
+
+/// Issue #16: reads of an NVMe namespace whose controller was removed
+/// complete with 0 bytes; they counted as successes (520k IOPS of 0 bytes,
+/// exit 0). A data I/O that moves no byte is an error (ENODATA).
+#[test]
+fn a_data_io_of_zero_bytes_is_an_error() {
+    let mut gone = Scripted::new(0, true, 0);
+    gone.empty = true;
+    let out = run_scripted(gone, RwMode::RandRead, (4096, 4096), 100);
+    assert_eq!(out.stats.ops, [0, 0]);
+    assert_eq!(out.stats.errors[libc::ENODATA as usize], 100);
 }
 
 // A backend that moves no data reports result 0: bytes come from the
@@ -218,7 +233,7 @@ fn run_doubling(b: Doubling) -> LoopOutput {
         depth: 2,
         buf_base: buf.as_mut_ptr(),
         slot_bytes: 4096,
-        verify_seed: None,
+        verify: None,
         limits: LoopLimits {
             ramp_ns: 0,
             runtime_ns: None,
@@ -234,13 +249,106 @@ fn run_doubling(b: Doubling) -> LoopOutput {
     WorkerLoop::new(b, gen, config).run().expect("runs")
 }
 
+fn key(generation: u64) -> VerifyKey {
+    VerifyKey {
+        write: results::VerifyStamp {
+            generation,
+            seed: 7,
+        },
+        expect: Some(results::VerifyStamp {
+            generation,
+            seed: 7,
+        }),
+        also: None,
+        job: 3,
+    }
+}
+
 #[test]
-fn pattern_round_trip_and_mismatch() {
+fn verify_blocks_round_trip() {
     let mut buf = vec![0u8; 4096];
-    fill_pattern(&mut buf, 8192, 4096, 7);
-    assert!(check_pattern(&buf, 8192, 4096, 7));
-    // Stale data from another offset must not pass.
-    assert!(!check_pattern(&buf, 0, 4096, 7));
-    buf[100] ^= 1;
-    assert!(!check_pattern(&buf, 8192, 4096, 7));
+    fill_blocks(&mut buf, 8192, 4096, &key(2), 5);
+    let mut log = VerifyLog::default();
+    assert!(check_blocks(&buf, 8192, &key(2), &mut log));
+    assert_eq!(log.checked_blocks, 8);
+    assert!(log.ranges.is_empty() && log.mismatched == [0; 4]);
+    // Read back 512 bytes at a time, at any block: each block stands alone.
+    assert!(check_blocks(
+        &buf[1024..1536],
+        8192 + 1024,
+        &key(2),
+        &mut log
+    ));
+}
+
+/// Issue #16: verify said how many, not where, and its pattern depended
+/// only on the offset and a fixed seed, so a lost write over an earlier
+/// numio pattern went unnoticed. Each kind is told apart, with its offset.
+#[test]
+fn verify_classifies_every_kind_of_mismatch_at_its_offset() {
+    use results::MismatchKind::*;
+    let mut buf = vec![0u8; 8 * BLOCK_BYTES];
+    fill_blocks(&mut buf, 0, 4096, &key(2), 0);
+    // Block 1: an older generation (the write of generation 2 was lost).
+    fill_blocks(&mut buf[512..1024], 512, 512, &key(1), 0);
+    // Block 2: a flipped bit.
+    buf[2 * 512 + 300] ^= 0x10;
+    // Blocks 3 and 4: what was written for offset 1 MiB (misdirected).
+    fill_blocks(&mut buf[1536..2560], 1 << 20, 1024, &key(2), 0);
+    // Blocks 6 and 7: zeroes (discarded).
+    buf[3072..4096].fill(0);
+    let mut log = VerifyLog::default();
+    assert!(!check_blocks(&buf, 0, &key(2), &mut log));
+    let found: Vec<_> = log
+        .ranges
+        .iter()
+        .map(|r| (r.kind, r.offset_bytes, r.len_bytes))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (LostWrite, 512, 512),
+            (Corrupt, 1024, 512),
+            (Misdirected, 1536, 1024),
+            (Zeroes, 3072, 1024),
+        ]
+    );
+    assert_eq!(log.checked_blocks, 8);
+    // Counts in MismatchKind::ALL order: corrupt, lost, misdirected, zeroes.
+    assert_eq!(log.mismatched, [1, 1, 2, 2]);
+    // Without a saved state any generation passes; the rest still counts.
+    let any = VerifyKey {
+        expect: None,
+        ..key(2)
+    };
+    assert_eq!(classify(&buf[512..1024], 512, &any), None);
+    assert_eq!(classify(&buf[1024..1536], 1024, &any), Some(Corrupt));
+    // A mixed run accepts the saved generation too.
+    let mixed = VerifyKey {
+        also: Some(results::VerifyStamp {
+            generation: 1,
+            seed: 7,
+        }),
+        ..key(2)
+    };
+    assert_eq!(classify(&buf[512..1024], 512, &mixed), None);
+}
+
+#[test]
+fn verify_log_is_bounded_and_merges_adjacent_blocks() {
+    let buf = vec![0u8; 512];
+    let mut log = VerifyLog::default();
+    let cap = log.ranges.capacity();
+    for i in 0..(cap as u64 + 10) {
+        // Every other block: nothing merges.
+        check_blocks(&buf, i * 1024, &key(1), &mut log);
+    }
+    assert_eq!(log.ranges.len(), cap);
+    assert_eq!(log.dropped, 10);
+    let mut log = VerifyLog::default();
+    for i in 0..100u64 {
+        check_blocks(&buf, i * 512, &key(1), &mut log);
+    }
+    assert_eq!(log.ranges.len(), 1);
+    assert_eq!(log.ranges[0].len_bytes, 100 * 512);
 }

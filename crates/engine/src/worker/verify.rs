@@ -1,13 +1,100 @@
-//! The verify pattern: every 8-byte word holds a hash of its byte offset in
-//! the target, so misplaced or stale data is caught, not only corrupt data.
+//! The verify blocks: every 512-byte block numio writes with `--verify`
+//! starts with a header in the style of fio's `verify=crc32c` (its byte
+//! offset, the run's generation and seed, a sequence number, a CRC32C over
+//! the rest of the block) followed by a pattern. A read checks each block
+//! and classifies one that does not check out (see
+//! [`results::MismatchKind`]): all zeroes, a bad checksum or header, a
+//! valid block of another offset (misdirected), or of another generation
+//! than expected (a lost write). Findings go to the worker's
+//! [`VerifyLog`], allocated at start-up.
+
+use results::{MismatchKind, MismatchRange, VerifyStamp, MISMATCH_RANGES_MAX};
 
 use crate::backend::Completion;
 use crate::gen::mix64;
 
-/// What checking a read against the verify pattern needs.
+/// Bytes of one verify block.
+pub const BLOCK_BYTES: usize = results::VERIFY_BLOCK_BYTES as usize;
+/// `NMV1`: the header's first word.
+const MAGIC: u32 = u32::from_le_bytes(*b"NMV1");
+/// Bytes of the header: magic, CRC32C, offset, generation, seed, sequence.
+pub const HEADER_BYTES: usize = 40;
+/// Where the CRC32C covers from: everything after the magic and itself.
+const CRC_FROM: usize = 8;
+
+/// What a worker writes and what its reads accept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerifyKey {
+    /// The generation and seed this worker's writes carry.
+    pub write: VerifyStamp,
+    /// What reads accept: `None`, any generation (no saved state); else
+    /// this one, or `also` (a mixed run's blocks not yet rewritten).
+    pub expect: Option<VerifyStamp>,
+    /// A second generation reads accept.
+    pub also: Option<VerifyStamp>,
+    /// The job (the high bits of each write's sequence number).
+    pub job: u32,
+}
+
+/// A worker's verify findings: counts per kind and the first
+/// [`MISMATCH_RANGES_MAX`] ranges (adjacent blocks of one kind merged).
+#[derive(Debug, Clone)]
+pub struct VerifyLog {
+    /// Blocks checked.
+    pub checked_blocks: u64,
+    /// Mismatched blocks per kind (in [`MismatchKind::ALL`] order).
+    pub mismatched: [u64; 4],
+    /// Where, as ranges (capacity fixed at start-up).
+    pub ranges: Vec<MismatchRange>,
+    /// Ranges past the capacity.
+    pub dropped: u64,
+}
+
+impl Default for VerifyLog {
+    fn default() -> Self {
+        VerifyLog {
+            checked_blocks: 0,
+            mismatched: [0; 4],
+            ranges: Vec::with_capacity(MISMATCH_RANGES_MAX),
+            dropped: 0,
+        }
+    }
+}
+
+fn kind_index(kind: MismatchKind) -> usize {
+    MismatchKind::ALL
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(0)
+}
+
+impl VerifyLog {
+    /// Records one mismatched block at `offset_bytes`, extending the last
+    /// range when it ends there with the same kind; never allocates.
+    fn record(&mut self, kind: MismatchKind, offset_bytes: u64) {
+        self.mismatched[kind_index(kind)] += 1;
+        if let Some(last) = self.ranges.last_mut() {
+            if last.kind == kind && last.offset_bytes + last.len_bytes == offset_bytes {
+                last.len_bytes += BLOCK_BYTES as u64;
+                return;
+            }
+        }
+        if self.ranges.len() < self.ranges.capacity() {
+            self.ranges.push(MismatchRange {
+                kind,
+                offset_bytes,
+                len_bytes: BLOCK_BYTES as u64,
+            });
+        } else {
+            self.dropped += 1;
+        }
+    }
+}
+
+/// What checking a read needs.
 pub(super) struct Verify<'a> {
-    /// The pattern's seed.
-    pub seed: u64,
+    /// The worker's key.
+    pub key: VerifyKey,
     /// Target offsets of the slots' I/Os.
     pub offsets: &'a [u64],
     /// Start of the worker's buffer region.
@@ -17,9 +104,10 @@ pub(super) struct Verify<'a> {
 }
 
 impl Verify<'_> {
-    /// Whether the data the read `c` returned holds the verify pattern.
+    /// Whether every block the read `c` returned checks out; the ones that
+    /// do not go to `log`.
     #[cold]
-    pub fn check(&self, c: Completion) -> bool {
+    pub fn check(&self, c: Completion, log: &mut VerifyLog) -> bool {
         let buf = self
             .buf_base
             .wrapping_add(c.slot as usize * self.slot_bytes);
@@ -27,32 +115,82 @@ impl Verify<'_> {
         // backend has handed its buffer (slot_bytes at its offset in the
         // worker's region) back to this worker.
         let buf = unsafe { std::slice::from_raw_parts(buf, self.slot_bytes) };
-        check_pattern(
-            buf,
-            self.offsets[c.slot as usize],
-            c.result as u32,
-            self.seed,
-        )
+        let len = (c.result as usize).min(buf.len());
+        check_blocks(&buf[..len], self.offsets[c.slot as usize], &self.key, log)
     }
 }
 
-/// The pattern's word at byte `offset_bytes`.
-#[inline]
-fn pattern_word(offset_bytes: u64, seed: u64) -> u64 {
-    mix64(offset_bytes ^ seed)
-}
-
-/// Writes the verify pattern for `len` bytes at `offset` into `buf`.
-pub fn fill_pattern(buf: &mut [u8], offset_bytes: u64, len_bytes: u32, seed: u64) {
-    for (i, w) in buf[..len_bytes as usize].chunks_exact_mut(8).enumerate() {
-        w.copy_from_slice(&pattern_word(offset_bytes + 8 * i as u64, seed).to_le_bytes());
-    }
-}
-
-/// Whether `buf` holds the verify pattern for `len` bytes at `offset`.
-pub fn check_pattern(buf: &[u8], offset_bytes: u64, len_bytes: u32, seed: u64) -> bool {
-    buf[..len_bytes as usize]
-        .chunks_exact(8)
+/// Writes verify blocks for the `len_bytes` at `offset_bytes` into `buf`:
+/// each block's header (sequence `sequence`) and pattern, then its CRC32C.
+pub fn fill_blocks(
+    buf: &mut [u8],
+    offset_bytes: u64,
+    len_bytes: u32,
+    key: &VerifyKey,
+    sequence: u64,
+) {
+    let seq = u64::from(key.job) << 48 | (sequence & ((1 << 48) - 1));
+    for (i, b) in buf[..len_bytes as usize]
+        .chunks_exact_mut(BLOCK_BYTES)
         .enumerate()
-        .all(|(i, w)| w == pattern_word(offset_bytes + 8 * i as u64, seed).to_le_bytes())
+    {
+        let off = offset_bytes + (i * BLOCK_BYTES) as u64;
+        b[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+        b[8..16].copy_from_slice(&off.to_le_bytes());
+        b[16..24].copy_from_slice(&key.write.generation.to_le_bytes());
+        b[24..32].copy_from_slice(&key.write.seed.to_le_bytes());
+        b[32..40].copy_from_slice(&seq.to_le_bytes());
+        let salt = key.write.seed ^ key.write.generation.rotate_left(32);
+        for (j, w) in b[HEADER_BYTES..].chunks_exact_mut(8).enumerate() {
+            let word = mix64((off + (HEADER_BYTES + 8 * j) as u64) ^ salt);
+            w.copy_from_slice(&word.to_le_bytes());
+        }
+        let crc = crc32c::crc32c(&b[CRC_FROM..]);
+        b[4..8].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+/// Checks the verify blocks of `buf` (read at `offset_bytes`), recording
+/// each one that does not check out; whether all did.
+pub fn check_blocks(buf: &[u8], offset_bytes: u64, key: &VerifyKey, log: &mut VerifyLog) -> bool {
+    let mut ok = true;
+    for (i, b) in buf.chunks_exact(BLOCK_BYTES).enumerate() {
+        let off = offset_bytes + (i * BLOCK_BYTES) as u64;
+        log.checked_blocks += 1;
+        if let Some(kind) = classify(b, off, key) {
+            log.record(kind, off);
+            ok = false;
+        }
+    }
+    ok
+}
+
+fn word(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// Why the block `b` read at `offset_bytes` does not check out, if it
+/// does not: zeroes, then a bad header or checksum, then another offset,
+/// then a generation (and seed) reads do not accept.
+pub fn classify(b: &[u8], offset_bytes: u64, key: &VerifyKey) -> Option<MismatchKind> {
+    let magic = u32::from_le_bytes(b[0..4].try_into().expect("4 bytes"));
+    let crc = u32::from_le_bytes(b[4..8].try_into().expect("4 bytes"));
+    if magic != MAGIC || crc != crc32c::crc32c(&b[CRC_FROM..]) {
+        return Some(if b.iter().all(|&x| x == 0) {
+            MismatchKind::Zeroes
+        } else {
+            MismatchKind::Corrupt
+        });
+    }
+    if word(b, 8) != offset_bytes {
+        return Some(MismatchKind::Misdirected);
+    }
+    let found = VerifyStamp {
+        generation: word(b, 16),
+        seed: word(b, 24),
+    };
+    match key.expect {
+        Some(e) if found != e && Some(found) != key.also => Some(MismatchKind::LostWrite),
+        _ => None,
+    }
 }

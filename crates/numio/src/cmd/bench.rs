@@ -3,7 +3,6 @@
 //! events shown on stderr → human report or JSON.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
@@ -17,15 +16,12 @@ pub mod bench_jobs;
 pub mod bench_repeat;
 #[path = "bench_report.rs"]
 pub mod bench_report;
+#[path = "bench_verify.rs"]
+pub mod bench_verify;
 
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
 use super::flags::WorkloadArgs;
-
-/// Size of the embedded default target.
-pub const DEFAULT_TARGET_BYTES: u64 = 1 << 30;
-/// File name of the embedded default target under `$TMPDIR`.
-pub const DEFAULT_TARGET_NAME: &str = "numio-default-target-1GiB.bin";
 
 /// Placement policies of `numio bench` (`--numa`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -90,6 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     interrupt::install(super::display::on_signal)?;
     let mut opts = args.engine.run_options()?;
     let placement = bench_placement(&args, &mut opts)?;
+    let (placement, verify_run) = bench_verify::prepare(&args.engine, placement, &mut opts)?;
     let groups = bench_jobs::groups(&placement);
     let progress = args.engine.progress_mode(args.json);
     if args.repeat.wanted() {
@@ -105,6 +102,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Display::new(progress, Runs::Single),
         args.json,
     )?;
+    bench_verify::finish(verify_run, &results);
     if args.json {
         match results.as_slice() {
             [one] => println!("{}", serde_json::to_string_pretty(one)?),
@@ -217,57 +215,13 @@ pub fn choose_targets(
     if !nvme.is_empty() {
         return Ok((nvme, BTreeMap::new()));
     }
-    let path = default_target()?;
+    let path = super::default_target::default_target()?;
     let label = format!(
         "default target: 1 GiB file under {} (no NVMe namespace found; name a device or file to bench it)",
         path.parent().map(|p| p.display().to_string()).unwrap_or_default()
     );
     let path = path.to_string_lossy().into_owned();
     Ok((vec![path.clone()], BTreeMap::from([(path, label)])))
-}
-
-/// `$TMPDIR/numio-default-target-1GiB.bin`, created and filled with
-/// incompressible data the first time.
-fn default_target() -> anyhow::Result<PathBuf> {
-    let dir = std::env::var_os("TMPDIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/tmp"));
-    let path = dir.join(DEFAULT_TARGET_NAME);
-    if std::fs::metadata(&path).map(|m| m.len()).ok() == Some(DEFAULT_TARGET_BYTES) {
-        return Ok(path);
-    }
-    eprintln!(
-        "numio: creating the default target {} (1 GiB, once)",
-        path.display()
-    );
-    // One name per call: two threads of one process may fill at once (the
-    // unit tests do), and each renames its own complete file into place.
-    static FILLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let fill_no = FILLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = dir.join(format!(
-        "{DEFAULT_TARGET_NAME}.{}.{fill_no}.part",
-        std::process::id()
-    ));
-    let fill = || -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        let mut rng = engine::gen::Rng::new(0x006e_756d_696f);
-        let mut chunk = vec![0u8; 1 << 20];
-        for _ in 0..DEFAULT_TARGET_BYTES >> 20 {
-            for w in chunk.chunks_exact_mut(8) {
-                w.copy_from_slice(&rng.next_u64().to_le_bytes());
-            }
-            f.write_all(&chunk)?;
-        }
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)
-    };
-    if let Err(e) = fill() {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| {
-            format!("cannot create the default target in {} (set TMPDIR to a writable directory with 1 GiB free)", dir.display())
-        });
-    }
-    Ok(path)
 }
 
 /// Places the jobs with the planner (local by default; `--cpus` and `--numa`

@@ -103,6 +103,52 @@ fn target_block(out: &mut String, r: &RunResult, t: &TargetResult, placement: &P
         per_io_line(out, r, i);
     }
     errors_line(out, &t.errors);
+    if let Some(v) = &t.verify {
+        verify_lines(out, v);
+    }
+}
+
+/// Ranges of mismatched blocks the text report lists (all are in --json).
+const RANGES_SHOWN: usize = 10;
+
+/// What verify found: blocks checked, mismatches by kind, and where (the
+/// first [`RANGES_SHOWN`] ranges).
+fn verify_lines(out: &mut String, v: &engine::result::VerifyResult) {
+    let gen = |s: Option<engine::result::VerifyStamp>| {
+        s.map_or("any".to_string(), |s| s.generation.to_string())
+    };
+    let _ = write!(out, "  verify {} blocks of 512 B checked", v.checked_blocks);
+    if let Some(w) = v.written {
+        let _ = write!(out, ", wrote generation {}", w.generation);
+    }
+    if v.checked_blocks > 0 {
+        let _ = write!(out, ", expected generation {}", gen(v.expected));
+    }
+    let bad = v.mismatched_total();
+    if bad == 0 {
+        let _ = writeln!(out, ", no mismatch");
+        return;
+    }
+    let kinds: Vec<String> = v
+        .mismatched_blocks
+        .iter()
+        .map(|(k, n)| format!("{n} {}", k.describe()))
+        .collect();
+    let _ = writeln!(out, ", {bad} mismatched: {}", kinds.join(", "));
+    for r in v.ranges.iter().take(RANGES_SHOWN) {
+        let _ = writeln!(
+            out,
+            "    {:#x}..{:#x} ({} B) {}",
+            r.offset_bytes,
+            r.offset_bytes + r.len_bytes,
+            r.len_bytes,
+            r.kind.name()
+        );
+    }
+    let more = v.ranges.len().saturating_sub(RANGES_SHOWN) as u64 + v.ranges_dropped;
+    if more > 0 {
+        let _ = writeln!(out, "    ... and {more} more ranges (all in --json)");
+    }
 }
 
 /// One target's costs per I/O: its controllers' interrupts (and on which

@@ -30,9 +30,18 @@ pub struct EngineArgs {
     /// mounts, and to NVMe/TCP namespaces (which numio cannot look into).
     #[arg(long)]
     pub force_write: bool,
-    /// Write a checkable pattern and verify it on every read.
+    /// Write verify blocks (offset, generation, seed, sequence, CRC32C) and
+    /// check every read: mismatches are reported by offset and kind, exit 1.
+    /// A write run saves its generation in the verify state.
     #[arg(long)]
     pub verify: bool,
+    /// Read back what the last write run with --verify wrote on each target
+    /// (its offsets, in its order) and check it against its generation.
+    #[arg(long)]
+    pub verify_only: bool,
+    /// The verify state file [default: $XDG_STATE_HOME/numio/verify-state.json].
+    #[arg(long, value_name = "FILE")]
+    pub verify_state: Option<std::path::PathBuf>,
     /// io_uring: kernel submission polling thread, with this idle time in ms.
     #[arg(long, value_name = "IDLE_MS", num_args = 0..=1, default_missing_value = "1000")]
     pub sqpoll: Option<u32>,
@@ -54,7 +63,7 @@ pub struct EngineArgs {
     #[arg(long)]
     pub no_registered_files: bool,
     /// Completions to wait for per reap (default: iodepth/4, 1..=32).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_batch_complete)]
     pub batch_complete: Option<usize>,
     /// The live progress line on stderr.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
@@ -62,6 +71,17 @@ pub struct EngineArgs {
     /// No live progress line even on a terminal (--progress never).
     #[arg(long, conflicts_with = "progress")]
     pub no_progress: bool,
+}
+
+/// `--batch-complete N`: at least one completion, at most the deepest queue.
+fn parse_batch_complete(text: &str) -> Result<usize, String> {
+    let most = engine::target::MAX_IODEPTH as usize;
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=most).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "--batch-complete={text}: give 1 to {most} completions per reap (more than --iodepth waits for --iodepth)"
+        )),
+    }
 }
 
 impl EngineArgs {
@@ -82,7 +102,8 @@ impl EngineArgs {
             },
             iopoll: self.iopoll.unwrap_or(IoPollArg::Auto).into(),
             percentiles,
-            verify: self.verify,
+            verify: self.verify || self.verify_only,
+            verify_keys: BTreeMap::new(),
             force_write: self.force_write,
             batch_complete_min: self.batch_complete,
             labels: BTreeMap::new(),

@@ -8,6 +8,7 @@
 use anyhow::{bail, Context};
 use clap::ValueEnum;
 use planner::fio::units::{parse_size_bytes, parse_size_range, parse_time_ns};
+use planner::workload::{IODEPTH_MAX, JOBS_PER_TARGET_MAX};
 use planner::{Distribution, RwMode, Workload};
 
 /// fio's `rw`.
@@ -304,11 +305,17 @@ impl WorkloadArgs {
     /// The workload these flags describe.
     pub fn workload(&self) -> anyhow::Result<Workload> {
         let (bs_min_bytes, bs_max_bytes) = parse_bs(&self.bs)?;
-        if self.iodepth < 1 {
-            bail!("--iodepth={}: must be at least 1", self.iodepth);
+        if self.iodepth < 1 || self.iodepth > i64::from(IODEPTH_MAX) {
+            bail!(
+                "--iodepth={}: must be at least 1 and at most {IODEPTH_MAX}",
+                self.iodepth
+            );
         }
-        if self.numjobs < 1 {
-            bail!("--numjobs={}: must be at least 1", self.numjobs);
+        if self.numjobs < 1 || self.numjobs > i64::from(JOBS_PER_TARGET_MAX) {
+            bail!(
+                "--numjobs={}: must be at least 1 and at most {JOBS_PER_TARGET_MAX} jobs per target (fio's limit too)",
+                self.numjobs
+            );
         }
         if self.rwmixread > 100 {
             bail!("--rwmixread={}: must be 0..=100", self.rwmixread);

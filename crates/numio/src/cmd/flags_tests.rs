@@ -62,6 +62,17 @@ fn durations() {
 fn workload_errors_name_the_flag() {
     assert!(err(&["--iodepth", "0"]).contains("--iodepth=0"));
     assert!(err(&["--numjobs", "-1"]).contains("--numjobs=-1: must be at least 1"));
+    // Issue #16: --jobs had no upper bound (10000 took 8 GB and crashed).
+    let e = err(&["--jobs", "10000"]);
+    assert!(
+        e.contains("--numjobs=10000: must be at least 1 and at most 4096 jobs per target"),
+        "{e}"
+    );
+    let e = err(&["--iodepth", "1000000"]);
+    assert!(
+        e.contains("--iodepth=1000000: must be at least 1 and at most 65536"),
+        "{e}"
+    );
     let rw = err(&["--rw", "randomread"]);
     assert!(rw.contains("'randomread' for '--rw <MODE>'"), "{rw}");
     let w = parse(&[

@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod compare;
+pub mod default_target;
 pub mod display;
 pub mod doctor;
 pub mod engine_args;

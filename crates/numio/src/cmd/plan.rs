@@ -177,6 +177,18 @@ fn targets(args: &Args, topo: &Topology) -> anyhow::Result<Vec<String>> {
     Ok(all)
 }
 
+/// Refuses a target path (one with a `/`; bare names such as `nvme0n1` are
+/// topology's to find) that does not exist on this machine: the planner
+/// would take it for a file on an unknown node.
+fn check_paths_exist(targets: &[String]) -> anyhow::Result<()> {
+    for t in targets {
+        if t.contains('/') && !t.starts_with("nvme-tcp://") && std::fs::metadata(t).is_err() {
+            bail!("{t} does not exist; name a block device, a file or an NVMe namespace (`numio topo` lists them), or plan for another machine with --root SNAPSHOT");
+        }
+    }
+    Ok(())
+}
+
 /// `--cpus-for TARGET=LIST` values (shared with `numio bench`).
 pub fn parse_cpus_for(items: &[String]) -> anyhow::Result<Vec<(String, Vec<topology::CpuId>)>> {
     let mut lists = Vec::new();
@@ -193,6 +205,9 @@ pub fn parse_cpus_for(items: &[String]) -> anyhow::Result<Vec<(String, Vec<topol
 
 fn request(args: &Args, topo: &Topology) -> anyhow::Result<PlanRequest> {
     let targets = targets(args, topo)?;
+    if args.root == Path::new("/") {
+        check_paths_exist(&targets)?;
+    }
     let policy = if args.cpus_for.is_empty() {
         match args.policy {
             PolicyArg::Local => Policy::Local,

@@ -18,8 +18,30 @@ pub struct Args {
     #[arg(long, value_name = "OUT.csv")]
     pub csv: Option<PathBuf>,
     /// Draw the chart to this file: `.svg`, or `.png` (rasterized).
-    #[arg(long, value_name = "OUT.svg|OUT.png")]
+    #[arg(long, value_name = "OUT.svg|OUT.png", value_parser = parse_chart)]
     pub chart: Option<PathBuf>,
+}
+
+/// Most runs `--repeat` asks for (as `numio compare --repeat`).
+pub const MAX_REPEAT: usize = 1000;
+
+/// `--repeat N`: 1 to [`MAX_REPEAT`].
+fn parse_repeat(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_REPEAT).contains(&n) => Ok(n),
+        _ => Err(format!("--repeat={text}: give 1 to {MAX_REPEAT} runs")),
+    }
+}
+
+/// `--chart FILE`: a `.svg` or `.png` file (the format follows the name).
+fn parse_chart(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("svg") || e.eq_ignore_ascii_case("png") => Ok(path),
+        _ => Err(format!(
+            "--chart={text}: write a chart to a .svg or .png file (the name says the format)"
+        )),
+    }
 }
 
 /// Runs `numio report`.
@@ -76,7 +98,7 @@ pub fn now_unix_s() -> u64 {
 pub struct RepeatArgs {
     /// Run the same plan N times (each with its ramp) and report mean, median,
     /// min, max, stdev and CV of IOPS and latency over the runs, with outliers.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = parse_repeat)]
     pub repeat: usize,
     /// `--save`, `--csv`, `--chart`.
     #[command(flatten)]
@@ -94,7 +116,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "OUT.csv")]
     pub csv: Option<PathBuf>,
     /// Draw IOPS per run, stdev % per target and latency percentiles (.svg or .png).
-    #[arg(long, value_name = "OUT.svg|OUT.png")]
+    #[arg(long, value_name = "OUT.svg|OUT.png", value_parser = parse_chart)]
     pub chart: Option<PathBuf>,
 }
 

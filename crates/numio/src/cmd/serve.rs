@@ -94,6 +94,21 @@ fn parse_cpus(s: &str) -> anyhow::Result<Vec<usize>> {
     Ok(list.ids().iter().map(|&c| c as usize).collect())
 }
 
+/// Refuses reactor CPUs (`named_by` says where they were given) this
+/// process may not run on, as `numio bench` refuses them: a reactor would
+/// otherwise run unpinned.
+fn check_cpus(cpus: &[usize], allowed: &[u32], named_by: &str) -> anyhow::Result<()> {
+    for &c in cpus {
+        if !allowed.iter().any(|&a| a as usize == c) {
+            anyhow::bail!(
+                "{named_by}: CPU {c} is not one this process may run on (allowed: {}); pick CPUs from `numio topo`",
+                CpuList::from_ids(allowed.iter().copied())
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Reactor CPUs for a configuration that names none, asked of topology on
 /// this machine: the CPUs of the backing devices' shared NUMA node that
 /// this process may use (at most [`DEFAULT_REACTORS`]), else any it may use
@@ -289,6 +304,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut node = None;
     if cfg.cpus.is_empty() {
         (cfg.cpus, node) = local_cpus(&cfg);
+    } else {
+        let allowed =
+            sysapi::affinity::allowed_cpus().context("reading the CPUs this process may run on")?;
+        let named_by = if args.cpus.is_some() {
+            "--cpus"
+        } else {
+            "cpus in --config"
+        };
+        check_cpus(&cfg.cpus, &allowed, named_by)?;
     }
     nvmf::reactor::install_signal_handlers()?;
     let server = Server::start(&cfg)?;
@@ -407,6 +431,13 @@ mod tests {
     #[test]
     fn cpu_lists() {
         assert_eq!(parse_cpus("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert!(check_cpus(&[0, 2], &[0, 1, 2, 3], "--cpus").is_ok());
+        assert_eq!(
+            check_cpus(&[1, 9], &[0, 1, 2, 3], "cpus in --config")
+                .unwrap_err()
+                .to_string(),
+            "cpus in --config: CPU 9 is not one this process may run on (allowed: 0-3); pick CPUs from `numio topo`"
+        );
         let err = |s: &str| parse_cpus(s).unwrap_err().to_string();
         assert!(err("3-1").contains("runs backwards"), "{}", err("3-1"));
         assert_eq!(

@@ -13,9 +13,9 @@ use crate::workload::{Distribution, RwMode, Workload};
 /// fio's default `randseed`.
 pub const FIO_DEFAULT_RANDSEED: u64 = 0xb189_9bed;
 /// fio's limit on jobs (`REAL_MAX_JOBS`).
-pub const MAX_JOBS: u64 = 4096;
+pub const MAX_JOBS: u64 = crate::workload::JOBS_PER_TARGET_MAX as u64;
 /// Largest queue depth numio accepts.
-pub const MAX_IODEPTH: u64 = 65_536;
+pub const MAX_IODEPTH: u64 = crate::workload::IODEPTH_MAX as u64;
 
 /// How the jobs of a section share its `cpus_allowed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -141,10 +141,16 @@ pub fn write_chart(
     analysis: &Analysis,
     path: &std::path::Path,
 ) -> Result<(), crate::ReportError> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let is_png = ext.eq_ignore_ascii_case("png");
+    if !is_png && !ext.eq_ignore_ascii_case("svg") {
+        return Err(crate::ReportError::Invalid {
+            what: path.display().to_string(),
+            reason: "a chart is written as .svg or .png (the name says the format); rename it"
+                .into(),
+        });
+    }
     let svg = render_svg(set, analysis);
-    let is_png = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
     let bytes = if is_png {
         png::svg_to_png(&svg, path)?
     } else {
