@@ -42,4 +42,7 @@ pub mod sweep;
 pub use analysis::{analyze, Analysis};
 pub use error::ReportError;
 pub use export::{CsvExporter, Exporter, JsonExporter, SvgExporter, TextExporter};
-pub use model::{Arm, LatencyPoint, ResultSet, RunRecord, SetKind, TargetMetrics};
+pub use model::{
+    Arm, LatencyPoint, ResultSet, RunRecord, SetKind, SweepAxis, SweepGoal, SweepSpec,
+    TargetMetrics,
+};

@@ -135,12 +135,17 @@ pub(crate) fn frame_titles(svg: &mut Svg, frame: Frame, title: &str, x_title: &s
 }
 
 /// Writes the chart of `set` to `path`: PNG when it ends in `.png`, SVG
-/// otherwise (`.svg` recommended).
+/// otherwise (`.svg` recommended). A sweep set gets the sweep's chart
+/// (one file per curve of a grid: `STEM-1.EXT`, …).
 pub fn write_chart(
     set: &ResultSet,
     analysis: &Analysis,
     path: &std::path::Path,
 ) -> Result<(), crate::ReportError> {
+    if !analysis.sweeps.is_empty() {
+        crate::sweep::chart::write(&analysis.sweeps, path)?;
+        return Ok(());
+    }
     let svg = render_svg(set, analysis);
     let is_png = path
         .extension()
