@@ -293,9 +293,20 @@ fn caption(svg: &mut Svg, area: Area, text: &str) {
     );
 }
 
-/// A tick's label: whole numbers grouped, small steps with decimals.
-fn tick_label(t: f64, step: f64) -> String {
-    if step >= 1.0 {
+/// A tick's label: large values in k / M / G (so they fit left of the
+/// plot), whole numbers as they are, small steps with decimals.
+pub(super) fn tick_label(t: f64, step: f64) -> String {
+    let compact = |v: f64, unit: &str| {
+        let text = format!("{v:.2}");
+        format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
+    };
+    if t.abs() >= 1e9 {
+        compact(t / 1e9, "G")
+    } else if t.abs() >= 1e6 {
+        compact(t / 1e6, "M")
+    } else if t.abs() >= 1e4 {
+        compact(t / 1e3, "k")
+    } else if step >= 1.0 {
         crate::format::grouped(t)
     } else {
         let decimals = (-step.log10()).ceil().clamp(1.0, 6.0) as usize;

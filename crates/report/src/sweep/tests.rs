@@ -247,3 +247,13 @@ fn the_chart_has_iops_latency_efficiency_and_headroom_panels() {
     let s = analyze("bs", &[4096.0, 8192.0], &arms, 0.8);
     assert!(svg(&s, "t").contains("not defined for bs"));
 }
+
+#[test]
+fn tick_labels_fit_left_of_the_plot() {
+    use super::chart::tick_label;
+    assert_eq!(tick_label(50_000_000.0, 1e7), "50M");
+    assert_eq!(tick_label(2_500_000.0, 5e5), "2.5M");
+    assert_eq!(tick_label(20_000.0, 1e4), "20k");
+    assert_eq!(tick_label(5000.0, 1000.0), "5,000");
+    assert_eq!(tick_label(0.25, 0.05), "0.25");
+}
