@@ -70,10 +70,10 @@ pub fn render(points: &[PointComparison], a: &str, b: &str) -> String {
         ("A vs B ", Align::Right),
         ("verdict", Align::Left),
     ]);
-    let pct = |i: &Inference| i.pct.map_or("-".into(), signed_pct);
+    let pct = |i: &Inference| i.pct.map_or("-".into(), |p| format!("{} %", signed_pct(p)));
     let ci = |i: &Inference| {
         i.pct_ci.map_or("-".into(), |(lo, hi)| {
-            format!("{} … {}", signed_pct(lo), signed_pct(hi))
+            format!("{} … {} %", signed_pct(lo), signed_pct(hi))
         })
     };
     for p in points {
