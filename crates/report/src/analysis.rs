@@ -1,12 +1,13 @@
 //! Everything computed from a result set: repeat statistics of each arm and,
-//! for two arms, their comparison. Exporters read this, never the raw runs
+//! for two arms, their comparison; for a sweep, its curves. Exporters read this, never the raw runs
 //! alone, so every output tells the same story.
 
 use serde::{Deserialize, Serialize};
 
 use crate::compare::{compare, Comparison};
-use crate::model::ResultSet;
+use crate::model::{ResultSet, SetKind};
 use crate::repeat::{arm_stats, ArmStats};
+use crate::sweep::{analyze_set, Sweep};
 
 /// Statistics of a result set.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -16,6 +17,9 @@ pub struct Analysis {
     /// The comparison of the first two arms, when there are two with runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// The curves of a sweep set (one per value of a grid's second axis).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweeps: Vec<Sweep>,
 }
 
 impl Analysis {
@@ -39,8 +43,13 @@ impl Analysis {
 pub fn analyze(set: &ResultSet) -> Analysis {
     let arms = set.arms.iter().filter_map(arm_stats).collect();
     let comparison = match set.arms.as_slice() {
+        _ if set.kind == SetKind::Sweep => None,
         [a, b, ..] => compare(a, b),
         _ => None,
     };
-    Analysis { arms, comparison }
+    Analysis {
+        arms,
+        comparison,
+        sweeps: analyze_set(set),
+    }
 }

@@ -43,4 +43,7 @@ pub mod sweep;
 pub use analysis::{analyze, Analysis};
 pub use error::ReportError;
 pub use export::{CsvExporter, Exporter, JsonExporter, SvgExporter, TextExporter};
-pub use model::{Arm, LatencyPoint, ResultSet, RunRecord, SetKind, TargetMetrics};
+pub use model::{
+    Arm, LatencyPoint, ResultSet, RunRecord, SetKind, SweepAxis, SweepGoal, SweepSpec,
+    TargetMetrics,
+};

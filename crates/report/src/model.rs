@@ -182,6 +182,51 @@ pub enum SetKind {
     Repeat,
     /// Two arms (`numio compare`).
     Compare,
+    /// One arm per point of a sweep (`numio sweep`); the set's `sweep`
+    /// says where each arm lies on the axes.
+    Sweep,
+}
+
+/// One axis of a sweep as run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepAxis {
+    /// Its name (`jobs`, `iodepth`, `bs`, `devices`, `rw`, `rwmixread`,
+    /// `reactors`, `initiator-cores`).
+    pub name: String,
+    /// The values as written, in order.
+    pub values: Vec<String>,
+    /// Each value as a number on the chart's x axis (bs in bytes; its
+    /// place in the list for non-numeric axes).
+    pub xs: Vec<f64>,
+}
+
+/// What a sweep should reach (`--target-iops`, `--target-bw`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepGoal {
+    /// Total IOPS.
+    Iops(f64),
+    /// Total bandwidth, bytes per second.
+    BandwidthBytesPerS(f64),
+}
+
+/// How the arms of a sweep set lie on its axes: arm `i` is value
+/// `i % n0` of the first axis (of `n0` values) and `i / n0` of the second.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepSpec {
+    /// One axis, or two for a grid (the first varies fastest).
+    pub axes: Vec<SweepAxis>,
+    /// Efficiency below which a step is the knee.
+    pub knee_efficiency: f64,
+    /// Cores (pinned workers) of each arm's plan, in arm order.
+    #[serde(default)]
+    pub cores: Vec<usize>,
+    /// The goal asked for, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<SweepGoal>,
+    /// Whether Ctrl-C ended the sweep early: points after it are missing.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// A saved result: one JSON file.
@@ -197,8 +242,11 @@ pub struct ResultSet {
     pub command: String,
     /// Creation time, seconds since the Unix epoch.
     pub created_unix_s: u64,
-    /// One arm (single, repeat) or two (compare).
+    /// One arm (single, repeat), two (compare) or one per point (sweep).
     pub arms: Vec<Arm>,
+    /// Where the arms of a sweep lie on its axes (sweep sets only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepSpec>,
 }
 
 impl ResultSet {
@@ -216,6 +264,7 @@ impl ResultSet {
             command: command.into(),
             created_unix_s,
             arms,
+            sweep: None,
         }
     }
 

@@ -1,7 +1,7 @@
 //! `numio compare`: two arms (placement policies, saved plans, fio job
 //! files) run interleaved A B A B … by a session schedule, or taken from
 //! saved result files, and whether they differ (the statistics live in
-//! the `report` crate).
+//! the `report` crate). Two saved sweeps compare point by point.
 
 use std::path::Path;
 
@@ -59,6 +59,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     );
     interrupt::install(super::display::on_signal)?;
     let mut specs = [parse_arm("--a", &args.a)?, parse_arm("--b", &args.b)?];
+    if let Some(code) = compare_sweeps(&specs, &args)? {
+        return Ok(code);
+    }
     let (prepared, opts) = prepare_arms(&args, &specs)?;
     for (spec, p) in specs.iter_mut().zip(&prepared) {
         if let (Prepared::Loaded(arm), false) = (p, spec.label_given) {
@@ -105,6 +108,37 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         args.json,
     )?;
     Ok(interrupt::exit_code().unwrap_or(0))
+}
+
+/// Two saved sweeps (`result=A.json`, `result=B.json`, no `arm=`):
+/// compared point by point and printed; `None` when the arms are not two
+/// sweep files.
+fn compare_sweeps(specs: &[ArmSpec; 2], args: &Args) -> anyhow::Result<Option<i32>> {
+    let mut sets = Vec::new();
+    for spec in specs {
+        let ArmSource::Result { path, arm: None } = &spec.source else {
+            return Ok(None);
+        };
+        let set = report::file::load(path)?;
+        if set.kind != SetKind::Sweep {
+            return Ok(None);
+        }
+        sets.push((spec.label.clone(), set));
+    }
+    let [(la, a), (lb, b)] = <[_; 2]>::try_from(sets).expect("two arms");
+    let points = report::sweep::compare::compare_points(&a, &b);
+    anyhow::ensure!(
+        !points.is_empty(),
+        "{} and {}: the sweeps share no measured point (labels such as jobs=2 must match)",
+        args.a,
+        args.b
+    );
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&points)?);
+    } else {
+        print!("{}", report::sweep::compare::render(&points, &la, &lb));
+    }
+    Ok(Some(0))
 }
 
 fn parse_arm(flag: &str, text: &str) -> anyhow::Result<ArmSpec> {

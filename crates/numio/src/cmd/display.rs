@@ -1,4 +1,4 @@
-//! What `numio bench` and `numio compare` show on stderr while a session
+//! What `numio bench`, `compare` and `sweep` show on stderr while a session
 //! runs: a line per run of a repeat or comparison, the line that says
 //! set-up is done and the measured time starts (tests wait for it), the
 //! live progress line, the task-run settlement, and the signal notices.
@@ -36,6 +36,13 @@ pub enum Runs {
         /// Runs of each arm.
         rounds: usize,
     },
+    /// `numio sweep`: the points' labels, by schedule index.
+    Sweep {
+        /// Labels of the points.
+        labels: Vec<String>,
+        /// Runs of each point.
+        rounds: usize,
+    },
 }
 
 /// Turns session events into stderr lines.
@@ -47,6 +54,48 @@ pub struct Display {
     drawn: bool,
     /// Elapsed time of the run at which the next progress line is due.
     next_line_ns: u64,
+    /// A sweep's clock, for its ETA.
+    clock: SweepClock,
+}
+
+/// Where a sweep stands in time: when it started, when its last run
+/// ended, how many ended, and the planned length of one run.
+#[derive(Debug, Clone)]
+struct SweepClock {
+    started: std::time::Instant,
+    last_end_ns: u64,
+    ended: usize,
+    run: RunInfo,
+    planned_run_ns: Option<u64>,
+}
+
+/// Time left in a sweep of `total` runs, `elapsed_ns` in, of which `ended`
+/// ended by `last_end_ns`: the mean wall time of the ended runs (set-up
+/// included) times the runs left, less the time the current one has run;
+/// before any run ended, `planned_run_ns` per run. `None`: no estimate.
+pub fn sweep_eta_ns(
+    elapsed_ns: u64,
+    last_end_ns: u64,
+    ended: usize,
+    total: usize,
+    planned_run_ns: Option<u64>,
+) -> Option<u64> {
+    let left = total.saturating_sub(ended) as u64;
+    let per_run = match ended {
+        0 => planned_run_ns?,
+        n => last_end_ns / n as u64,
+    };
+    Some((per_run * left).saturating_sub(elapsed_ns.saturating_sub(last_end_ns)))
+}
+
+/// A duration as `1h02m`, `3m05s` or `12s`.
+pub fn short_duration(ns: u64) -> String {
+    let s = ns.div_ceil(1_000_000_000);
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+    }
 }
 
 /// The live status line for snapshot `s` (rates over each worker's last
@@ -120,6 +169,34 @@ impl Display {
             runs,
             drawn: false,
             next_line_ns: 0,
+            clock: SweepClock {
+                started: std::time::Instant::now(),
+                last_end_ns: 0,
+                ended: 0,
+                run: RunInfo::SINGLE,
+                planned_run_ns: None,
+            },
+        }
+    }
+
+    /// The ETA of the whole sweep now, as text.
+    fn sweep_eta(&self) -> String {
+        let c = &self.clock;
+        let now = c.started.elapsed().as_nanos() as u64;
+        sweep_eta_ns(now, c.last_end_ns, c.ended, c.run.total, c.planned_run_ns)
+            .map_or("?".to_string(), short_duration)
+    }
+
+    /// `[jobs=4, repeat 1 of 3, sweep ETA 1m10s] ` before a sweep's progress line.
+    fn sweep_prefix(&self) -> String {
+        match &self.runs {
+            Runs::Sweep { labels, rounds } => format!(
+                "[{}, repeat {} of {rounds}, sweep ETA {}] ",
+                self.label(labels, self.clock.run.arm),
+                self.clock.run.round + 1,
+                self.sweep_eta()
+            ),
+            _ => String::new(),
         }
     }
 
@@ -127,6 +204,7 @@ impl Display {
     pub fn event(&mut self, e: &Event<'_>) {
         match *e {
             Event::Starting(run) => {
+                self.clock.run = run;
                 if let Some(line) = self.run_line(run) {
                     eprintln!("{line}");
                 }
@@ -138,10 +216,13 @@ impl Display {
                 ..
             } => {
                 self.next_line_ns = 0;
+                self.clock.planned_run_ns = runtime_ns.map(|r| r + ramp_ns);
                 eprintln!("{}", measuring_line(ramp_ns, runtime_ns, may_end_early));
             }
             Event::Progress { snapshot, .. } => self.progress(snapshot),
             Event::Ended(_) => {
+                self.clock.ended += 1;
+                self.clock.last_end_ns = self.clock.started.elapsed().as_nanos() as u64;
                 if self.drawn {
                     eprint!("\r\x1b[2K");
                     self.drawn = false;
@@ -158,14 +239,14 @@ impl Display {
             ProgressMode::Off => {}
             ProgressMode::Redraw => {
                 let mut err = std::io::stderr().lock();
-                let _ = write!(err, "\r\x1b[2K{}", progress_line(s));
+                let _ = write!(err, "\r\x1b[2K{}{}", self.sweep_prefix(), progress_line(s));
                 let _ = err.flush();
                 self.drawn = true;
             }
             ProgressMode::Lines => {
                 if s.elapsed_ns >= self.next_line_ns {
                     self.next_line_ns = (s.elapsed_ns / 1_000_000_000 + 1) * 1_000_000_000;
-                    eprintln!("{}", progress_line(s));
+                    eprintln!("{}{}", self.sweep_prefix(), progress_line(s));
                 }
             }
         }
@@ -185,6 +266,16 @@ impl Display {
                 self.label(labels, run.arm),
                 run.round + 1
             )),
+            Runs::Sweep { labels, rounds } => Some(format!(
+                "numio: sweep run {} of {}: point {} ({} of {}), repeat {} of {rounds}; sweep ETA {}",
+                run.seq,
+                run.total,
+                self.label(labels, run.arm),
+                run.arm + 1,
+                labels.len(),
+                run.round + 1,
+                self.sweep_eta()
+            )),
         }
     }
 
@@ -200,7 +291,7 @@ impl Display {
             Runs::Compare { labels, .. } if arms.len() == labels.len() && arms.len() == 2 => {
                 "the later runs of both arms".to_string()
             }
-            Runs::Compare { labels, .. } => {
+            Runs::Compare { labels, .. } | Runs::Sweep { labels, .. } => {
                 let names: Vec<&str> = arms.iter().map(|&a| self.label(labels, a)).collect();
                 format!("the later runs of arms {}", names.join(", "))
             }
@@ -273,6 +364,37 @@ mod tests {
         assert_eq!(
             Display::new(ProgressMode::Off, Runs::Single).run_line(run(1, 2, 0, 0)),
             None
+        );
+    }
+
+    #[test]
+    fn a_sweep_names_its_point_and_repeat_and_the_eta_of_the_whole_sweep() {
+        let s = 1_000_000_000;
+        // Before any run ended: the planned run length times the runs left.
+        assert_eq!(sweep_eta_ns(0, 0, 0, 4, Some(2 * s)), Some(8 * s));
+        assert_eq!(sweep_eta_ns(0, 0, 0, 4, None), None);
+        // Two runs took 6 s: 3 s each, two left, 1 s into the third.
+        assert_eq!(sweep_eta_ns(7 * s, 6 * s, 2, 4, Some(2 * s)), Some(5 * s));
+        assert_eq!(sweep_eta_ns(9 * s, 9 * s, 4, 4, None), Some(0));
+        assert_eq!(short_duration(65 * s), "1m05s");
+        assert_eq!(short_duration(3 * s / 2), "2s");
+        assert_eq!(short_duration(3700 * s), "1h01m");
+        let labels = vec!["jobs=1".to_string(), "jobs=2".to_string()];
+        let mut d = Display::new(ProgressMode::Off, Runs::Sweep { labels, rounds: 3 });
+        d.clock.run = run(5, 6, 1, 2);
+        d.clock.planned_run_ns = Some(s);
+        let line = d.run_line(run(5, 6, 1, 2)).unwrap();
+        assert!(
+            line.starts_with(
+                "numio: sweep run 5 of 6: point jobs=2 (2 of 2), repeat 3 of 3; sweep ETA "
+            ),
+            "{line}"
+        );
+        assert!(
+            d.sweep_prefix()
+                .starts_with("[jobs=2, repeat 3 of 3, sweep ETA "),
+            "{}",
+            d.sweep_prefix()
         );
     }
 

@@ -15,4 +15,7 @@ pub mod plan;
 pub mod report;
 pub mod serve;
 pub mod sweep;
+pub mod sweep_axes;
+pub mod sweep_output;
+pub mod sweep_place;
 pub mod topo;

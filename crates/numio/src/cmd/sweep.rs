@@ -1,23 +1,25 @@
 //! `numio sweep AXIS=VALUES [AXIS=VALUES] [TARGETS] [bench workload flags]`:
-//! one bench plan per point (the planner's local policy places the jobs),
-//! run as a session schedule with one arm per point (`--repeat` rounds,
-//! interleaved), then analysed by `report::sweep` (efficiency, knee,
-//! saturation, CPU headroom) and printed as a table, JSON or a chart.
+//! one bench plan per point (placed by `--numa`, local unless asked, or
+//! `--cpus`), run as a session schedule with one arm per point (`--repeat`
+//! rounds, interleaved; Ctrl-C keeps the points measured), then handed to
+//! `report::sweep` as a sweep result set (efficiency, knee, saturation,
+//! CPU headroom, goal) and printed as a table, JSON, CSV, a saved file or
+//! a chart. The axes live in `sweep_axes`, placement in `sweep_place`,
+//! output in `sweep_output`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use clap::ValueEnum;
-use planner::{PlanRequest, Policy};
 use session::{interrupt, LiveArm, Schedule};
 use topology::Topology;
 
+use super::bench::NumaArg;
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
-use super::flags::{RwArg, WorkloadArgs};
-
-/// The axes a sweep can vary.
-pub const AXES: [&str; 6] = ["jobs", "iodepth", "bs", "devices", "rw", "rwmixread"];
+use super::flags::WorkloadArgs;
+use super::sweep_axes::{parse_words, points, Axis};
+use super::sweep_output::Outputs;
+use super::sweep_place::{cap_jobs, jobs_cap, point_placement, policy};
 
 /// Points above which a grid needs `--force`.
 pub const MAX_POINTS: usize = 1000;
@@ -36,166 +38,68 @@ pub struct Args {
     /// Scaling efficiency below which a step is the knee.
     #[arg(long, default_value_t = report::sweep::DEFAULT_KNEE_EFFICIENCY, value_name = "FRACTION")]
     pub knee: f64,
+    /// Name the smallest axis value (fewest cores) whose total IOPS reaches N (e.g. 1.5M).
+    #[arg(long, value_name = "N")]
+    pub target_iops: Option<String>,
+    /// Name the smallest axis value whose bandwidth reaches SIZE per second (e.g. 3G).
+    #[arg(long, value_name = "SIZE")]
+    pub target_bw: Option<String>,
     /// Print the sweep as JSON.
     #[arg(long)]
     pub json: bool,
-    /// Write the chart (IOPS with error bars and the ideal line, CPU
-    /// headroom) as SVG.
-    #[arg(long, value_name = "FILE.svg")]
+    /// Write the points as CSV, one row per point (`-`: standard output).
+    #[arg(long, value_name = "OUT.csv")]
+    pub csv: Option<PathBuf>,
+    /// Save every run to this result file (reprint: numio report FILE;
+    /// numio compare --a result=A --b result=B compares two point by point).
+    #[arg(long, value_name = "FILE.json")]
+    pub save: Option<PathBuf>,
+    /// Draw IOPS (error bars, ideal line, knee), latency percentiles,
+    /// efficiency and CPU headroom against the axis (.svg or .png).
+    #[arg(long, value_name = "FILE.svg|FILE.png")]
     pub chart: Option<PathBuf>,
     /// Run a grid of more than 1,000 points.
     #[arg(long)]
     pub force: bool,
+    /// Pin every point's jobs to these CPUs (not with the jobs axis).
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Placement policy of every point: local (default), spread or none.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub numa: Option<NumaArg>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     #[command(flatten)]
     pub engine: EngineArgs,
 }
 
-/// One axis and its values as written.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Axis {
-    /// Its name, one of [`AXES`].
-    pub name: String,
-    /// The values, in order.
-    pub values: Vec<String>,
-}
-
-/// Splits the words into axes and targets; errors name the word and the fix.
-pub fn parse_words(words: &[String]) -> anyhow::Result<(Vec<Axis>, Vec<String>)> {
-    let (mut axes, mut targets) = (Vec::<Axis>::new(), Vec::new());
-    for w in words {
-        let Some((name, list)) = w.split_once('=').filter(|(n, _)| !n.contains('/')) else {
-            targets.push(w.clone());
-            continue;
-        };
-        if !AXES.contains(&name) {
-            bail!(
-                "{w}: unknown axis `{name}`; the axes are {}",
-                AXES.join(", ")
-            );
-        }
-        let values: Vec<String> = list.split(',').map(str::trim).map(String::from).collect();
-        if values.iter().any(String::is_empty) {
-            bail!("{w}: an empty value; give a list such as {name}=1,2,4");
-        }
-        if let Some(v) = values
-            .iter()
-            .enumerate()
-            .find(|(i, v)| values[..*i].contains(v))
-        {
-            bail!("{w}: {} is repeated; give each value once", v.1);
-        }
-        if axes.iter().any(|a| a.name == name) {
-            bail!("{w}: axis {name} is given twice; give one list");
-        }
-        axes.push(Axis {
-            name: name.to_string(),
-            values,
-        });
-    }
-    match axes.len() {
-        0 => bail!(
-            "no axis: give one such as jobs=1,2,4 (axes: {})",
-            AXES.join(", ")
-        ),
-        1 | 2 => Ok((axes, targets)),
-        n => bail!("{n} axes: a sweep has one, or two for a grid"),
-    }
-}
-
-/// The workload flags with `axis` set to `value` (all but `devices`).
-fn apply(w: &mut WorkloadArgs, axis: &str, value: &str) -> anyhow::Result<()> {
-    let num = |v: &str| -> anyhow::Result<i64> {
-        v.parse()
-            .with_context(|| format!("{axis}={v}: not a whole number"))
-    };
-    match axis {
-        "jobs" => w.numjobs = num(value)?,
-        "iodepth" => w.iodepth = num(value)?,
-        "bs" => w.bs = value.to_string(),
-        "rwmixread" => {
-            w.rwmixread = value
-                .parse()
-                .ok()
-                .filter(|p| *p <= 100)
-                .with_context(|| format!("rwmixread={value}: give a percentage 0-100"))?
-        }
-        "rw" => {
-            w.rw = RwArg::from_str(value, true).map_err(|_| {
-                anyhow::anyhow!("rw={value}: give read, write, randread, randwrite, rw or randrw")
-            })?
-        }
-        _ => {}
-    }
-    Ok(())
-}
-
-/// A point's position on the chart's x axis: the number itself for numeric
-/// axes (bs in bytes), else its place in the list.
-fn x_of(axis: &str, value: &str, index: usize) -> f64 {
-    match axis {
-        "bs" => super::flags::parse_bs(value).map_or(index as f64, |(lo, _)| lo as f64),
-        "rw" => index as f64,
-        _ => value.parse().unwrap_or(index as f64),
-    }
-}
-
-/// Every point of the grid: `(label, [value per axis])`, first axis fastest.
-fn points(axes: &[Axis]) -> Vec<(String, Vec<(usize, String)>)> {
-    let second: Vec<Option<(usize, &String)>> = match axes.get(1) {
-        Some(a) => a.values.iter().enumerate().map(Some).collect(),
-        None => vec![None],
-    };
-    let mut out = Vec::new();
-    for s in &second {
-        for (i, v) in axes[0].values.iter().enumerate() {
-            let mut label = format!("{}={v}", axes[0].name);
-            let mut values = vec![(i, v.clone())];
-            if let Some((j, sv)) = s {
-                label.push_str(&format!(" {}={sv}", axes[1].name));
-                values.push((*j, (*sv).clone()));
-            }
-            out.push((label, values));
-        }
-    }
-    out
-}
-
 /// Runs `numio sweep`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     interrupt::install(super::display::on_signal)?;
-    anyhow::ensure!(
-        args.repeat >= 1,
-        "--repeat {}: give 1 or more runs",
-        args.repeat
-    );
-    anyhow::ensure!(
-        args.knee > 0.0 && args.knee <= 1.0,
-        "--knee {}: give a fraction in (0, 1], such as 0.8",
-        args.knee
-    );
-    let (axes, given) = parse_words(&args.words)?;
-    let grid = points(&axes);
-    if grid.len() > MAX_POINTS && !args.force {
-        bail!(
-            "{} points: more than {MAX_POINTS}; narrow the axes or add --force",
-            grid.len()
-        );
+    check(&args)?;
+    let goal = goal(&args)?;
+    let (mut axes, given) = parse_words(&args.words)?;
+    let grid_points = axes.iter().map(|a| a.values.len()).product::<usize>();
+    if grid_points > MAX_POINTS && !args.force {
+        bail!("{grid_points} points: more than {MAX_POINTS}; narrow the axes or add --force");
     }
     let opts = args.engine.run_options()?;
     let topo = Topology::discover(Path::new("/")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let base = args.workload.workload()?;
     let (targets, labels) = super::bench::choose_targets(&given, Some(&topo), &base)?;
-    let mut arms = Vec::with_capacity(grid.len());
-    for (label, values) in &grid {
+    let policy = policy(args.numa, args.cpus.as_deref(), &axes, &targets)?;
+    cap_jobs_axis(&mut axes, &targets, &args.workload, &topo, &policy)?;
+    let mut arms = Vec::new();
+    let mut cores = Vec::new();
+    for (label, values) in &points(&axes) {
         let mut o = opts.clone();
         o.labels = labels.clone();
-        let placement = point_placement(&args.workload, &axes, values, &targets, &topo)
+        let placement = point_placement(&args.workload, &axes, values, &targets, &topo, &policy)
             .with_context(|| format!("point {label}"))?;
         for warn in &placement.warnings {
             eprintln!("numio: {label}: warning: {warn}");
         }
+        cores.push(placement.targets.iter().map(|t| t.jobs.len()).sum());
         arms.push(LiveArm {
             label: label.clone(),
             spec: label.clone(),
@@ -209,110 +113,119 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         rounds: args.repeat,
     };
     schedule.group_by_targets();
-    let labels: Vec<String> = schedule.arms.iter().map(|a| a.label.clone()).collect();
-    let mut display = Display::new(
-        args.engine.progress_mode(args.json),
-        Runs::Compare {
-            labels,
-            rounds: args.repeat,
-        },
-    );
+    let runs = Runs::Sweep {
+        labels: schedule.arms.iter().map(|a| a.label.clone()).collect(),
+        rounds: args.repeat,
+    };
+    let mut display = Display::new(args.engine.progress_mode(args.json), runs);
     let outcome = schedule.run(interrupt::flag(), &mut |e| display.event(e))?;
-    if outcome.interrupted.is_some() {
+    let interrupted = outcome.interrupted.is_some();
+    if interrupted {
         eprintln!(
-            "numio: sweep interrupted: reporting the {} runs completed",
+            "numio: sweep interrupted: reporting the {} runs completed; the result is marked interrupted",
             outcome.completed()
         );
     }
-    let sweeps = analyse(&axes, &outcome.arms, args.knee);
-    print(&sweeps, &outcome.arms, args.json)?;
-    if let Some(path) = &args.chart {
-        write_chart(&sweeps, path)?;
-    }
+    let set =
+        super::sweep_output::result_set(&axes, outcome.arms, cores, args.knee, goal, interrupted);
+    super::sweep_output::write(&set, &outputs(&args))?;
     let code = i32::from(outcome.failed_runs > 0);
     Ok(interrupt::exit_code().unwrap_or(code))
 }
 
-/// The plan of one point: the workload flags with the point's values, on
-/// its targets (the first `devices`), placed by the local policy.
-fn point_placement(
-    flags: &WorkloadArgs,
-    axes: &[Axis],
-    values: &[(usize, String)],
-    targets: &[String],
-    topo: &Topology,
-) -> anyhow::Result<planner::Placement> {
-    let mut w = flags.clone();
-    let mut use_targets = targets.to_vec();
-    for (axis, (_, v)) in axes.iter().zip(values) {
-        if axis.name == "devices" {
-            let n: usize = v
-                .parse()
-                .ok()
-                .filter(|n| *n >= 1)
-                .with_context(|| format!("devices={v}: give a count of 1 or more"))?;
-            anyhow::ensure!(
-                n <= targets.len(),
-                "devices={n}: only {} targets given ({}); name more targets",
-                targets.len(),
-                targets.join(", ")
-            );
-            use_targets.truncate(n);
-        } else {
-            apply(&mut w, &axis.name, v)?;
-        }
+fn outputs(args: &Args) -> Outputs {
+    Outputs {
+        json: args.json,
+        csv: args.csv.clone(),
+        save: args.save.clone(),
+        chart: args.chart.clone(),
     }
-    let request = PlanRequest {
-        targets: session::targets::target_specs(Path::new("/"), &use_targets),
-        workload: w.workload()?,
-        policy: Policy::Local,
-    };
-    Ok(planner::plan(topo, &request)?)
 }
 
-/// One analysis per value of the second axis (one in all without it).
-fn analyse(axes: &[Axis], arms: &[report::Arm], knee: f64) -> Vec<report::sweep::Sweep> {
-    let first = &axes[0];
-    let xs: Vec<f64> = first
-        .values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| x_of(&first.name, v, i))
-        .collect();
-    arms.chunks(first.values.len())
-        .map(|chunk| report::sweep::analyze(&first.name, &xs, chunk, knee))
-        .collect()
-}
-
-fn print(sweeps: &[report::sweep::Sweep], arms: &[report::Arm], json: bool) -> anyhow::Result<()> {
-    if json {
-        let value = serde_json::json!({
-            "schema": "numio-sweep",
-            "schema_version": 1,
-            "sweeps": sweeps,
-            "results": report::ResultSet::new(report::SetKind::Repeat, super::report::command_line(), super::report::now_unix_s(), arms.to_vec()),
-        });
-        println!("{}", serde_json::to_string_pretty(&value)?);
-    } else {
-        for s in sweeps {
-            println!("{}", report::sweep::table(s));
-        }
-    }
+fn check(args: &Args) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.repeat >= 1,
+        "--repeat {}: give 1 or more runs",
+        args.repeat
+    );
+    anyhow::ensure!(
+        args.knee > 0.0 && args.knee <= 1.0,
+        "--knee {}: give a fraction in (0, 1], such as 0.8",
+        args.knee
+    );
+    anyhow::ensure!(
+        !(args.json && args.csv.as_deref().is_some_and(|p| p.as_os_str() == "-")),
+        "--json and --csv -: both want standard output; write the CSV to a file"
+    );
     Ok(())
 }
 
-fn write_chart(sweeps: &[report::sweep::Sweep], path: &Path) -> anyhow::Result<()> {
-    for (i, s) in sweeps.iter().enumerate() {
-        let file = if sweeps.len() == 1 {
-            path.to_path_buf()
-        } else {
-            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("sweep");
-            path.with_file_name(format!("{stem}-{}.svg", i + 1))
-        };
-        let title = format!("numio sweep: IOPS and CPU headroom against {}", s.axis);
-        std::fs::write(&file, report::sweep::svg(s, &title))
-            .with_context(|| format!("writing {}", file.display()))?;
-        eprintln!("numio: chart written to {}", file.display());
+/// The goal of `--target-iops` / `--target-bw`.
+fn goal(args: &Args) -> anyhow::Result<Option<report::SweepGoal>> {
+    match (&args.target_iops, &args.target_bw) {
+        (Some(_), Some(_)) => bail!("--target-iops and --target-bw: give one goal"),
+        (Some(text), None) => {
+            let n = parse_count(text).with_context(|| {
+                format!("--target-iops {text}: give a count such as 500000, 800k or 1.5M")
+            })?;
+            Ok(Some(report::SweepGoal::Iops(n)))
+        }
+        (None, Some(text)) => {
+            let bytes = super::flags::parse_size("--target-bw", text)?;
+            anyhow::ensure!(
+                bytes > 0,
+                "--target-bw {text}: give a bandwidth above 0, such as 3G"
+            );
+            Ok(Some(report::SweepGoal::BandwidthBytesPerS(bytes as f64)))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// `800k`, `1.5M`, `2G` or a plain number (decimal units).
+fn parse_count(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let (num, mult) = match t.chars().last()? {
+        'k' | 'K' => (&t[..t.len() - 1], 1e3),
+        'm' | 'M' => (&t[..t.len() - 1], 1e6),
+        'g' | 'G' => (&t[..t.len() - 1], 1e9),
+        _ => (t, 1.0),
+    };
+    num.parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .map(|v| v * mult)
+}
+
+/// Caps the jobs axis at the CPUs the placement gives a target (the
+/// fewest devices of a devices axis), with a warning.
+fn cap_jobs_axis(
+    axes: &mut [Axis],
+    targets: &[String],
+    flags: &WorkloadArgs,
+    topo: &Topology,
+    policy: &planner::Policy,
+) -> anyhow::Result<()> {
+    let Some(jobs) = axes.iter().position(|a| a.name == "jobs") else {
+        return Ok(());
+    };
+    let fewest = axes
+        .iter()
+        .find(|a| a.name == "devices")
+        .and_then(|a| {
+            a.values
+                .iter()
+                .filter_map(|v| v.parse::<usize>().ok())
+                .min()
+        })
+        .unwrap_or(targets.len())
+        .clamp(1, targets.len().max(1));
+    let Some(cap) = jobs_cap(topo, &targets[..fewest.min(targets.len())], flags, policy)? else {
+        return Ok(());
+    };
+    if let Some((kept, warning)) = cap_jobs(&axes[jobs].values, cap, targets) {
+        eprintln!("numio: warning: {warning}");
+        axes[jobs].values = kept;
     }
     Ok(())
 }
@@ -321,40 +234,12 @@ fn write_chart(sweeps: &[report::sweep::Sweep], path: &Path) -> anyhow::Result<(
 mod tests {
     use super::*;
 
-    fn words(w: &[&str]) -> Vec<String> {
-        w.iter().map(|s| s.to_string()).collect()
-    }
-
     #[test]
-    fn axes_and_targets_are_told_apart_and_bad_axes_named() {
-        let (axes, targets) =
-            parse_words(&words(&["jobs=1,2", "/dev/nvme0n1", "iodepth=4,16"])).unwrap();
-        assert_eq!(axes.len(), 2);
-        assert_eq!(axes[1].values, ["4", "16"]);
-        assert_eq!(targets, ["/dev/nvme0n1"]);
-        let err = |w: &[&str]| parse_words(&words(w)).unwrap_err().to_string();
-        assert!(err(&["cores=1,2"]).contains("unknown axis `cores`"));
-        assert!(err(&["jobs=1,,2"]).contains("empty value"));
-        assert!(err(&["jobs=1,2,1"]).contains("1 is repeated"));
-        assert!(err(&["jobs=1", "jobs=2"]).contains("given twice"));
-        assert!(err(&["/tmp/x"]).contains("no axis"));
-        assert!(err(&["jobs=1", "bs=4k", "rw=read"]).contains("3 axes"));
-    }
-
-    #[test]
-    fn a_grid_runs_the_first_axis_fastest() {
-        let (axes, _) = parse_words(&words(&["jobs=1,2", "bs=4k,64k"])).unwrap();
-        let labels: Vec<String> = points(&axes).into_iter().map(|(l, _)| l).collect();
-        assert_eq!(
-            labels,
-            [
-                "jobs=1 bs=4k",
-                "jobs=2 bs=4k",
-                "jobs=1 bs=64k",
-                "jobs=2 bs=64k"
-            ]
-        );
-        assert_eq!(x_of("bs", "64k", 1), 65536.0);
-        assert_eq!(x_of("rw", "randread", 1), 1.0);
+    fn goals_parse_with_units_and_bad_ones_are_named() {
+        assert_eq!(parse_count("1.5M"), Some(1.5e6));
+        assert_eq!(parse_count("800k"), Some(800e3));
+        assert_eq!(parse_count("42"), Some(42.0));
+        assert_eq!(parse_count("x"), None);
+        assert_eq!(parse_count("-1"), None);
     }
 }

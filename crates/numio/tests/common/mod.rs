@@ -4,6 +4,8 @@
 
 use std::process::Command;
 
+pub mod running;
+
 /// Runs the numio binary with `args`; returns exit code, stdout, stderr.
 pub fn numio(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_numio"))

@@ -135,7 +135,8 @@ pub(crate) fn frame_titles(svg: &mut Svg, frame: Frame, title: &str, x_title: &s
 }
 
 /// Writes the chart of `set` to `path`: PNG when it ends in `.png`, SVG
-/// otherwise (`.svg` recommended).
+/// when it ends in `.svg` (another name is refused). A sweep set gets the sweep's chart
+/// (one file per curve of a grid: `STEM-1.EXT`, …).
 pub fn write_chart(
     set: &ResultSet,
     analysis: &Analysis,
@@ -149,6 +150,10 @@ pub fn write_chart(
             reason: "a chart is written as .svg or .png (the name says the format); rename it"
                 .into(),
         });
+    }
+    if !analysis.sweeps.is_empty() {
+        crate::sweep::chart::write(&analysis.sweeps, path)?;
+        return Ok(());
     }
     let svg = render_svg(set, analysis);
     let bytes = if is_png {

@@ -31,6 +31,13 @@ impl Exporter for TextExporter {
 /// The whole text report.
 pub fn render(set: &ResultSet, analysis: &Analysis) -> String {
     let mut out = header(set);
+    if set.kind == SetKind::Sweep {
+        for s in &analysis.sweeps {
+            out.push('\n');
+            out.push_str(&crate::sweep::table(s));
+        }
+        return out;
+    }
     if let Some(c) = &analysis.comparison {
         out.push_str(&verdicts(c));
     }
@@ -56,6 +63,7 @@ fn header(set: &ResultSet) -> String {
         SetKind::Single => "single run",
         SetKind::Repeat => "repeat set",
         SetKind::Compare => "comparison, runs interleaved A B A B …",
+        SetKind::Sweep => "sweep, one arm per point",
     };
     let mut out = format!("numio results: {what}\n");
     let _ = writeln!(out, "  command: {}", set.command);

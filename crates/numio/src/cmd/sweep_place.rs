@@ -1,0 +1,206 @@
+//! Where the points of `numio sweep` run: the placement policy from
+//! `--numa` / `--cpus` (local unless asked), the cap on the jobs axis (no
+//! more cores than the placement gives a target: warned and capped, so a
+//! cores curve never measures time-sharing), and one point's plan.
+
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use planner::{PlanRequest, Policy};
+use topology::Topology;
+
+use super::bench::NumaArg;
+use super::flags::WorkloadArgs;
+use super::sweep_axes::{apply, Axis};
+
+/// The placement policy of every point, from `--numa` and `--cpus`.
+pub fn policy(
+    numa: Option<NumaArg>,
+    cpus: Option<&str>,
+    axes: &[Axis],
+    targets: &[String],
+) -> anyhow::Result<Policy> {
+    if let Some(list) = cpus {
+        if let Some(a) = axes.iter().find(|a| a.name == "jobs") {
+            bail!(
+                "jobs={} with --cpus {list}: the jobs axis takes its cores from the planner \
+                 (physical cores first); drop --cpus, or sweep another axis with --cpus",
+                a.values.join(",")
+            );
+        }
+        if numa.is_some() {
+            bail!("--cpus {list} places the jobs explicitly: drop --numa");
+        }
+        let cpus = planner::cpuset::parse_cpu_list(list)
+            .map_err(|e| anyhow::anyhow!("--cpus {list}: {e}"))?;
+        return Ok(Policy::Explicit(
+            targets.iter().map(|t| (t.clone(), cpus.clone())).collect(),
+        ));
+    }
+    Ok(match numa.unwrap_or(NumaArg::Local) {
+        NumaArg::Local => Policy::Local,
+        NumaArg::Spread => Policy::Spread,
+        NumaArg::None => Policy::None,
+        NumaArg::Auto => {
+            bail!("--numa auto places fio job files; a sweep takes local, spread or none")
+        }
+    })
+}
+
+/// The most jobs per target the policy gives distinct CPUs on `targets`
+/// (the fewest over the targets); `None` when jobs are not pinned.
+pub fn jobs_cap(
+    topo: &Topology,
+    targets: &[String],
+    flags: &WorkloadArgs,
+    policy: &Policy,
+) -> anyhow::Result<Option<usize>> {
+    if matches!(policy, Policy::None | Policy::Explicit(_)) {
+        return Ok(None);
+    }
+    let mut w = flags.clone();
+    w.numjobs = topo.cpus.len().max(1) as i64;
+    let request = PlanRequest {
+        targets: session::targets::target_specs(Path::new("/"), targets),
+        workload: w.workload()?,
+        policy: policy.clone(),
+    };
+    let placement = planner::plan(topo, &request).context("placing the widest point")?;
+    Ok(placement
+        .targets
+        .iter()
+        .map(|t| {
+            let mut cpus: Vec<_> = t.jobs.iter().flat_map(|j| j.cpus.clone()).collect();
+            cpus.sort_unstable();
+            cpus.dedup();
+            cpus.len()
+        })
+        .min())
+}
+
+/// The jobs values capped at `cap` (values above it become `cap`, once),
+/// with the warning that says so; `None` when nothing is over the cap.
+pub fn cap_jobs(
+    values: &[String],
+    cap: usize,
+    targets: &[String],
+) -> Option<(Vec<String>, String)> {
+    let over: Vec<&String> = values
+        .iter()
+        .filter(|v| v.parse::<usize>().is_ok_and(|n| n > cap))
+        .collect();
+    if over.is_empty() {
+        return None;
+    }
+    let mut kept: Vec<String> = Vec::new();
+    for v in values {
+        let v = match v.parse::<usize>() {
+            Ok(n) if n > cap => cap.to_string(),
+            _ => v.clone(),
+        };
+        if !kept.contains(&v) {
+            kept.push(v);
+        }
+    }
+    let over: Vec<&str> = over.iter().map(|s| s.as_str()).collect();
+    let warning = format!(
+        "jobs={}: more cores than the {cap} CPUs the placement gives {} on its node; \
+         capped at jobs={cap} (the sweep runs jobs={}); name targets on more nodes or use --numa spread for more",
+        over.join(","),
+        targets.first().map_or("the target", String::as_str),
+        kept.join(",")
+    );
+    Some((kept, warning))
+}
+
+/// The plan of one point: the workload flags with the point's values, on
+/// its targets (the first `devices`), placed by `policy`.
+pub fn point_placement(
+    flags: &WorkloadArgs,
+    axes: &[Axis],
+    values: &[(usize, String)],
+    targets: &[String],
+    topo: &Topology,
+    policy: &Policy,
+) -> anyhow::Result<planner::Placement> {
+    let mut w = flags.clone();
+    let mut use_targets = targets.to_vec();
+    for (axis, (_, v)) in axes.iter().zip(values) {
+        if axis.name == "devices" {
+            let n: usize = v
+                .parse()
+                .ok()
+                .filter(|n| *n >= 1)
+                .with_context(|| format!("devices={v}: give a count of 1 or more"))?;
+            anyhow::ensure!(
+                n <= targets.len(),
+                "devices={n}: only {} targets given ({}); name more targets",
+                targets.len(),
+                targets.join(", ")
+            );
+            use_targets.truncate(n);
+        } else {
+            apply(&mut w, &axis.name, v)?;
+        }
+    }
+    let policy = match policy {
+        Policy::Explicit(map) => Policy::Explicit(
+            map.iter()
+                .filter(|(t, _)| use_targets.contains(t))
+                .cloned()
+                .collect(),
+        ),
+        other => other.clone(),
+    };
+    let request = PlanRequest {
+        targets: session::targets::target_specs(Path::new("/"), &use_targets),
+        workload: w.workload()?,
+        policy,
+    };
+    Ok(planner::plan(topo, &request)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn jobs_over_the_cap_are_capped_once_and_named() {
+        let (kept, warning) = cap_jobs(&s(&["1", "2", "4", "8"]), 3, &s(&["/dev/x"])).unwrap();
+        assert_eq!(kept, ["1", "2", "3"]);
+        assert!(
+            warning.starts_with("jobs=4,8: more cores than the 3 CPUs"),
+            "{warning}"
+        );
+        assert!(warning.contains("the sweep runs jobs=1,2,3"), "{warning}");
+        assert_eq!(cap_jobs(&s(&["1", "2"]), 2, &[]), None);
+    }
+
+    #[test]
+    fn cpus_conflicts_with_the_jobs_axis_and_numa() {
+        let axis = |name: &str| Axis {
+            name: name.into(),
+            values: s(&["1", "2"]),
+        };
+        let t = s(&["/dev/x"]);
+        let err = policy(None, Some("0-1"), &[axis("jobs")], &t).unwrap_err();
+        assert!(
+            err.to_string().contains("jobs=1,2 with --cpus 0-1"),
+            "{err}"
+        );
+        let err = policy(Some(NumaArg::Local), Some("0"), &[axis("iodepth")], &t).unwrap_err();
+        assert!(err.to_string().contains("drop --numa"), "{err}");
+        assert!(matches!(
+            policy(None, Some("0"), &[axis("iodepth")], &t).unwrap(),
+            Policy::Explicit(_)
+        ));
+        assert!(matches!(
+            policy(Some(NumaArg::Spread), None, &[axis("jobs")], &t).unwrap(),
+            Policy::Spread
+        ));
+    }
+}
