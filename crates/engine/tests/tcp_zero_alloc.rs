@@ -90,6 +90,7 @@ fn no_allocation_in_steady_state_on_tcp() {
                 expect: None,
                 also: None,
                 job: 0,
+                replay_window: None,
             }),
             limits,
             stop: &stop,

@@ -62,6 +62,7 @@ fn allocations_during_loop<B: Backend>(
         expect: None,
         also: None,
         job: 0,
+        replay_window: None,
     });
     let config = LoopConfig {
         depth: DEPTH,

@@ -98,6 +98,12 @@ pub struct VerifyResult {
     pub ranges: Vec<MismatchRange>,
     /// Ranges past the cap, not listed.
     pub ranges_dropped: u64,
+    /// A write run: the most later writes any job issued while one of its
+    /// writes was in flight (0 at `--iodepth 1`); a replay takes a block's
+    /// sequence this much older than the last write there, since two
+    /// writes to a block in flight together may land in either order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_window: Option<u64>,
 }
 
 /// Ranges one worker keeps (allocated at start-up).
@@ -122,6 +128,10 @@ pub struct TargetVerifyState {
     pub workload: Workload,
     /// Writes completed per job, in job order (the replay's length).
     pub writes_per_job: Vec<u64>,
+    /// The run's [`VerifyResult::sequence_window`]: the replay checks
+    /// sequence numbers with it (none in a state saved before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_window: Option<u64>,
     /// When it was saved (seconds since the Unix epoch).
     pub saved_unix_s: u64,
 }

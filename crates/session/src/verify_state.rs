@@ -3,7 +3,11 @@
 //! in a JSON file so a later run, after a reboot or a failover, can check
 //! it: reads expect that generation (an older one found is a lost write),
 //! and `--verify-only` replays the write run's offsets as reads, as fio's
-//! `verify_state_save` / `verify_only` do.
+//! `verify_state_save` / `verify_only` do. The replay's read `i` of a job
+//! reads where its write `i` went, so it knows the sequence each block
+//! must hold without a table per block: at least `i` less the run's
+//! reorder window (one number per target), which at the last write to a
+//! block is that write's own (an older one: the overwrite was lost).
 //!
 //! Targets are keyed by their canonical path, an NVMe generic device
 //! (`/dev/ngXnY`) by its block device (`/dev/nvmeXnY`): both reach the
@@ -116,7 +120,9 @@ pub fn keys(
 ) -> BTreeMap<String, TargetVerify> {
     let mut keys = BTreeMap::new();
     for t in &placement.targets {
-        let saved = state.targets.get(&target_key(&t.path)).map(|s| s.stamp);
+        let saved = state.targets.get(&target_key(&t.path));
+        let window = saved.and_then(|s| s.sequence_window).filter(|_| replay);
+        let saved = saved.map(|s| s.stamp);
         let write = VerifyStamp {
             generation: saved.map_or(1, |s| s.generation + 1),
             seed: fresh_seed(),
@@ -127,6 +133,7 @@ pub fn keys(
                 write,
                 expect: if replay { saved } else { None },
                 also: None,
+                replay_window: window,
             },
         );
     }
@@ -137,7 +144,10 @@ pub fn keys(
 /// `--verify` left there.
 pub fn record(state: &mut VerifyState, result: &RunResult, saved_unix_s: u64) {
     for t in &result.targets {
-        let Some(stamp) = t.verify.as_ref().and_then(|v| v.written) else {
+        let Some(v) = t.verify.as_ref() else {
+            continue;
+        };
+        let Some(stamp) = v.written else {
             continue;
         };
         state.targets.insert(
@@ -146,11 +156,15 @@ pub fn record(state: &mut VerifyState, result: &RunResult, saved_unix_s: u64) {
                 stamp,
                 workload: t.workload.clone(),
                 writes_per_job: t.workers.iter().map(|w| w.write_ops).collect(),
+                sequence_window: v.sequence_window,
                 saved_unix_s,
             },
         );
     }
 }
+
+/// The least time a time-based replay may take (a day).
+const REPLAY_RUNTIME_MIN_NS: u64 = 86_400 * 1_000_000_000;
 
 /// `--verify-only`: `placement` turned into reads of what the saved write
 /// run of each target wrote, in the order it wrote it (its workload with
@@ -199,8 +213,14 @@ pub fn replay(
                 .unwrap_or(0)
                 .max(1),
         );
-        w.time_based = false;
-        w.runtime_ns = None;
+        // A time-based write run went over its region again and again:
+        // the replay does too, bounded by the I/O count (the time only
+        // bounds a replay that cannot finish: a day, or 100 times the
+        // write run's time, the longer).
+        w.runtime_ns = w.time_based.then(|| {
+            let ran = w.runtime_ns.unwrap_or(0).saturating_add(w.ramp_time_ns);
+            ran.saturating_mul(100).max(REPLAY_RUNTIME_MIN_NS)
+        });
         w.ramp_time_ns = 0;
         t.workload = w;
     }

@@ -136,6 +136,10 @@ fn verify_result(
         }
         r.ranges.extend_from_slice(&log.ranges);
         r.ranges_dropped += log.dropped;
+        if r.written.is_some() {
+            let w = r.sequence_window.get_or_insert(0);
+            *w = (*w).max(log.sequence_window);
+        }
     }
     let mut r = merged?;
     r.ranges.sort_by_key(|g| (g.offset_bytes, g.kind));

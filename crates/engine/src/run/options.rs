@@ -32,6 +32,9 @@ pub struct TargetVerify {
     pub expect: Option<VerifyStamp>,
     /// A second stamp reads accept (a mixed run: blocks not yet rewritten).
     pub also: Option<VerifyStamp>,
+    /// `--verify-only`: the saved run's reorder window; reads then check
+    /// sequence numbers too (see [`crate::worker::VerifyKey::replay_window`]).
+    pub replay_window: Option<u64>,
 }
 
 impl Default for TargetVerify {
@@ -43,6 +46,7 @@ impl Default for TargetVerify {
             },
             expect: None,
             also: None,
+            replay_window: None,
         }
     }
 }

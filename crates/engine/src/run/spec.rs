@@ -172,6 +172,7 @@ pub(super) fn job_specs(
                         expect: tv.expect,
                         also: tv.also,
                         job: j as u32,
+                        replay_window: tv.replay_window,
                     }
                 }),
                 limits,

@@ -154,6 +154,9 @@ pub struct WorkerLoop<'a, B: Backend> {
     stamp: u32,
     /// Offsets of the slots' I/Os; only kept when verifying.
     offsets: Box<[u64]>,
+    /// Indexes of the slots' I/Os among the reads (or the writes); only
+    /// kept when verifying.
+    seqs: Box<[u64]>,
     /// Free slot indexes, a stack of `free_len` entries.
     free: Box<[u32]>,
     free_len: usize,
@@ -170,6 +173,8 @@ pub struct WorkerLoop<'a, B: Backend> {
     verify_log: VerifyLog,
     /// Writes issued with a verify key (their sequence numbers).
     verify_writes: u64,
+    /// Reads issued with a verify key (a replay's write numbers).
+    verify_reads: u64,
     limits: LoopLimits,
     stop: &'a AtomicBool,
     progress: &'a WorkerProgress,
@@ -215,6 +220,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             stamps: vec![Stamp::default(); depth + 1].into_boxed_slice(),
             stamp: 0,
             offsets: vec![0; if verify.is_some() { depth } else { 0 }].into_boxed_slice(),
+            seqs: vec![0; if verify.is_some() { depth } else { 0 }].into_boxed_slice(),
             free: (0..depth as u32).rev().collect(),
             free_len: depth,
             batch_counts: [0; 2],
@@ -235,6 +241,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
                 }
             },
             verify_writes: 0,
+            verify_reads: 0,
             limits,
             stop,
             progress,
@@ -501,6 +508,12 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             let write = io.dir == Dir::Write;
             if let Some(key) = &self.verify {
                 self.offsets[slot as usize] = io.offset_bytes;
+                self.seqs[slot as usize] = if write {
+                    self.verify_writes
+                } else {
+                    self.verify_reads
+                };
+                self.verify_reads += u64::from(!write);
                 if write {
                     // SAFETY: the slot is free (just popped): no I/O owns its
                     // buffer until `queue` hands it to the backend below.
@@ -630,6 +643,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         let verify = self.verify.map(|key| Verify {
             key,
             offsets: &self.offsets,
+            seqs: &self.seqs,
             buf_base: self.buf_base,
             slot_bytes: self.slot_bytes,
         });
@@ -638,10 +652,14 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         let (mut ops, mut bytes, mut w_ops, mut w_bytes) = (0u64, 0u64, 0u64, 0u64);
         let mut free_len = self.free_len;
         let (mut run, mut run_len, mut run_ok) = (Tag::default(), 0u32, 0u64);
+        let (writes_issued, mut window) = (self.verify_writes, log.sequence_window);
         for &c in comps {
             let tag = tags[c.slot as usize];
             free[free_len] = c.slot;
             free_len += 1;
+            if let Some(v) = verify.as_ref().filter(|_| tag.dir == 1) {
+                window = window.max(v.issued_past(c.slot, writes_issued));
+            }
             if tag != run {
                 end_run(stamps, stats, run, run_len, run_ok, reaped_ns);
                 (run, run_len, run_ok) = (tag, 0, 0);
@@ -676,6 +694,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             w_bytes += w * done;
         }
         end_run(stamps, stats, run, run_len, run_ok, reaped_ns);
+        log.sequence_window = window;
         self.free_len = free_len;
         self.inflight -= n;
         self.stats.ops[0] += ops - w_ops;

@@ -261,6 +261,7 @@ fn key(generation: u64) -> VerifyKey {
         }),
         also: None,
         job: 3,
+        replay_window: None,
     }
 }
 
@@ -269,13 +270,14 @@ fn verify_blocks_round_trip() {
     let mut buf = vec![0u8; 4096];
     fill_blocks(&mut buf, 8192, 4096, &key(2), 5);
     let mut log = VerifyLog::default();
-    assert!(check_blocks(&buf, 8192, &key(2), &mut log));
+    assert!(check_blocks(&buf, 8192, 0, &key(2), &mut log));
     assert_eq!(log.checked_blocks, 8);
     assert!(log.ranges.is_empty() && log.mismatched == [0; 4]);
     // Read back 512 bytes at a time, at any block: each block stands alone.
     assert!(check_blocks(
         &buf[1024..1536],
         8192 + 1024,
+        0,
         &key(2),
         &mut log
     ));
@@ -298,7 +300,7 @@ fn verify_classifies_every_kind_of_mismatch_at_its_offset() {
     // Blocks 6 and 7: zeroes (discarded).
     buf[3072..4096].fill(0);
     let mut log = VerifyLog::default();
-    assert!(!check_blocks(&buf, 0, &key(2), &mut log));
+    assert!(!check_blocks(&buf, 0, 0, &key(2), &mut log));
     let found: Vec<_> = log
         .ranges
         .iter()
@@ -321,8 +323,8 @@ fn verify_classifies_every_kind_of_mismatch_at_its_offset() {
         expect: None,
         ..key(2)
     };
-    assert_eq!(classify(&buf[512..1024], 512, &any), None);
-    assert_eq!(classify(&buf[1024..1536], 1024, &any), Some(Corrupt));
+    assert_eq!(classify(&buf[512..1024], 512, 0, &any), None);
+    assert_eq!(classify(&buf[1024..1536], 1024, 0, &any), Some(Corrupt));
     // A mixed run accepts the saved generation too.
     let mixed = VerifyKey {
         also: Some(results::VerifyStamp {
@@ -331,7 +333,96 @@ fn verify_classifies_every_kind_of_mismatch_at_its_offset() {
         }),
         ..key(2)
     };
-    assert_eq!(classify(&buf[512..1024], 512, &mixed), None);
+    assert_eq!(classify(&buf[512..1024], 512, 0, &mixed), None);
+}
+
+/// Issue #16: sequence numbers were written but never checked, so when
+/// the last overwrite of a block was lost (the block kept an older write
+/// of the same generation) a replay took it. A replay's read `i` reads
+/// where write `i` went: an older sequence of its job there, past the
+/// reorder window, is a lost write; a newer one is a later overwrite.
+#[test]
+fn a_replay_catches_a_lost_overwrite_by_its_sequence() {
+    use results::MismatchKind::LostWrite;
+    let replay = |window| VerifyKey {
+        replay_window: Some(window),
+        ..key(2)
+    };
+    let mut buf = vec![0u8; 1024];
+    // Written at offset 4096 by writes 5 (block 0) and 9 (block 1).
+    fill_blocks(&mut buf[..512], 4096, 512, &key(2), 5);
+    fill_blocks(&mut buf[512..], 4608, 512, &key(2), 9);
+    // Read 7 replays a write 7 there: block 0 lost it (holds 5).
+    let mut log = VerifyLog::default();
+    assert!(!check_blocks(&buf, 4096, 7, &replay(0), &mut log));
+    let found: Vec<_> = log
+        .ranges
+        .iter()
+        .map(|r| (r.kind, r.offset_bytes, r.len_bytes))
+        .collect();
+    assert_eq!(found, [(LostWrite, 4096, 512)]);
+    // The write just before, in flight with it, may have landed last.
+    assert_eq!(classify(&buf[..512], 4096, 7, &replay(2)), None);
+    assert_eq!(classify(&buf[..512], 4096, 8, &replay(2)), Some(LostWrite));
+    // The replay's own write or a later one checks out.
+    assert_eq!(classify(&buf[..512], 4096, 5, &replay(0)), None);
+    assert_eq!(classify(&buf[..512], 4096, 3, &replay(0)), None);
+    // Another job's block: no order between jobs; no replay: no check.
+    let other = VerifyKey {
+        job: 4,
+        ..replay(0)
+    };
+    assert_eq!(classify(&buf[..512], 4096, 7, &other), None);
+    assert_eq!(classify(&buf[..512], 4096, 7, &key(2)), None);
+}
+
+/// The write side: the reorder window is the most writes issued while
+/// one was in flight (0 at depth 1).
+#[test]
+fn verify_window_counts_writes_issued_past_one_in_flight() {
+    let window = |depth, hold| {
+        let out = run_verify_writes(Scripted::new(hold, true, 0), depth);
+        out.verify.expect("a verify log").sequence_window
+    };
+    assert_eq!(window(1, 0), 0);
+    // Batches of 8 complete in order: the first of each saw 7 more issued.
+    assert_eq!(window(8, 0), 7);
+    // The first write held over many reaps: far more went past it.
+    assert!(window(8, 20) > 7, "{}", window(8, 20));
+}
+
+fn run_verify_writes(b: Scripted, depth: usize) -> LoopOutput {
+    let w = Workload {
+        rw: RwMode::RandWrite,
+        bs_min_bytes: 4096,
+        bs_max_bytes: 4096,
+        norandommap: true,
+        ..Workload::default()
+    };
+    let mut buf = vec![0u8; depth * 4096];
+    let stop = AtomicBool::new(false);
+    let progress = WorkerProgress::default();
+    let limits = LoopLimits {
+        ramp_ns: 0,
+        runtime_ns: None,
+        max_ios: 256,
+        max_bytes: u64::MAX,
+        rate_iops: None,
+        batch_complete_min: 1,
+    };
+    let config = LoopConfig {
+        depth,
+        buf_base: buf.as_mut_ptr(),
+        slot_bytes: 4096,
+        verify: Some(key(1)),
+        limits,
+        stop: &stop,
+        progress: &progress,
+    };
+    let gen = IoGen::new(&w, 0, 1 << 20, 512, 0);
+    WorkerLoop::new(b, gen, config)
+        .run()
+        .expect("scripted loop runs")
 }
 
 #[test]
@@ -341,13 +432,13 @@ fn verify_log_is_bounded_and_merges_adjacent_blocks() {
     let cap = log.ranges.capacity();
     for i in 0..(cap as u64 + 10) {
         // Every other block: nothing merges.
-        check_blocks(&buf, i * 1024, &key(1), &mut log);
+        check_blocks(&buf, i * 1024, 0, &key(1), &mut log);
     }
     assert_eq!(log.ranges.len(), cap);
     assert_eq!(log.dropped, 10);
     let mut log = VerifyLog::default();
     for i in 0..100u64 {
-        check_blocks(&buf, i * 512, &key(1), &mut log);
+        check_blocks(&buf, i * 512, 0, &key(1), &mut log);
     }
     assert_eq!(log.ranges.len(), 1);
     assert_eq!(log.ranges[0].len_bytes, 100 * 512);

@@ -5,8 +5,12 @@
 //! and classifies one that does not check out (see
 //! [`results::MismatchKind`]): all zeroes, a bad checksum or header, a
 //! valid block of another offset (misdirected), or of another generation
-//! than expected (a lost write). Findings go to the worker's
-//! [`VerifyLog`], allocated at start-up.
+//! than expected (a lost write). A replay (`--verify-only`) also checks
+//! sequence numbers: its read `i` reads where the saved run's write `i`
+//! went, so a block of the expected generation that this job wrote must
+//! carry a sequence of at least `i` less the saved run's reorder window
+//! (an older one: the last overwrite was lost). Findings go to the
+//! worker's [`VerifyLog`], allocated at start-up.
 
 use results::{MismatchKind, MismatchRange, VerifyStamp, MISMATCH_RANGES_MAX};
 
@@ -34,7 +38,16 @@ pub struct VerifyKey {
     pub also: Option<VerifyStamp>,
     /// The job (the high bits of each write's sequence number).
     pub job: u32,
+    /// `--verify-only`: the reads replay the saved run's writes in order
+    /// (read `i` where write `i` went), and a block of `expect` written by
+    /// this job must carry a sequence of at least `i` less this window
+    /// (the saved run's [`VerifyLog::sequence_window`]); `None` checks no
+    /// sequence.
+    pub replay_window: Option<u64>,
 }
+
+/// The low bits of a sequence number: the write's index in its job.
+const SEQUENCE_MASK: u64 = (1 << 48) - 1;
 
 /// A worker's verify findings: counts per kind and the first
 /// [`MISMATCH_RANGES_MAX`] ranges (adjacent blocks of one kind merged).
@@ -48,6 +61,11 @@ pub struct VerifyLog {
     pub ranges: Vec<MismatchRange>,
     /// Ranges past the capacity.
     pub dropped: u64,
+    /// Writes: the most later writes issued while one write was in flight
+    /// (0 at `--iodepth 1`). Two writes to a block in flight together may
+    /// land in either order, so a replay takes a sequence this much older
+    /// than the one it expects.
+    pub sequence_window: u64,
 }
 
 impl Default for VerifyLog {
@@ -57,6 +75,7 @@ impl Default for VerifyLog {
             mismatched: [0; 4],
             ranges: Vec::with_capacity(MISMATCH_RANGES_MAX),
             dropped: 0,
+            sequence_window: 0,
         }
     }
 }
@@ -97,6 +116,8 @@ pub(super) struct Verify<'a> {
     pub key: VerifyKey,
     /// Target offsets of the slots' I/Os.
     pub offsets: &'a [u64],
+    /// Indexes of the slots' I/Os among the worker's reads (or writes).
+    pub seqs: &'a [u64],
     /// Start of the worker's buffer region.
     pub buf_base: *mut u8,
     /// Bytes of one slot.
@@ -116,7 +137,20 @@ impl Verify<'_> {
         // worker's region) back to this worker.
         let buf = unsafe { std::slice::from_raw_parts(buf, self.slot_bytes) };
         let len = (c.result as usize).min(buf.len());
-        check_blocks(&buf[..len], self.offsets[c.slot as usize], &self.key, log)
+        let slot = c.slot as usize;
+        check_blocks(
+            &buf[..len],
+            self.offsets[slot],
+            self.seqs[slot],
+            &self.key,
+            log,
+        )
+    }
+
+    /// Writes issued after the write in `slot` while it was in flight,
+    /// `writes_issued` having been issued in all.
+    pub fn issued_past(&self, slot: u32, writes_issued: u64) -> u64 {
+        writes_issued - 1 - self.seqs[slot as usize]
     }
 }
 
@@ -129,7 +163,7 @@ pub fn fill_blocks(
     key: &VerifyKey,
     sequence: u64,
 ) {
-    let seq = u64::from(key.job) << 48 | (sequence & ((1 << 48) - 1));
+    let seq = u64::from(key.job) << 48 | (sequence & SEQUENCE_MASK);
     for (i, b) in buf[..len_bytes as usize]
         .chunks_exact_mut(BLOCK_BYTES)
         .enumerate()
@@ -150,14 +184,21 @@ pub fn fill_blocks(
     }
 }
 
-/// Checks the verify blocks of `buf` (read at `offset_bytes`), recording
-/// each one that does not check out; whether all did.
-pub fn check_blocks(buf: &[u8], offset_bytes: u64, key: &VerifyKey, log: &mut VerifyLog) -> bool {
+/// Checks the verify blocks of `buf` (read at `offset_bytes` by the
+/// worker's read number `read_index`), recording each one that does not
+/// check out; whether all did.
+pub fn check_blocks(
+    buf: &[u8],
+    offset_bytes: u64,
+    read_index: u64,
+    key: &VerifyKey,
+    log: &mut VerifyLog,
+) -> bool {
     let mut ok = true;
     for (i, b) in buf.chunks_exact(BLOCK_BYTES).enumerate() {
         let off = offset_bytes + (i * BLOCK_BYTES) as u64;
         log.checked_blocks += 1;
-        if let Some(kind) = classify(b, off, key) {
+        if let Some(kind) = classify(b, off, read_index, key) {
             log.record(kind, off);
             ok = false;
         }
@@ -169,10 +210,16 @@ fn word(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
-/// Why the block `b` read at `offset_bytes` does not check out, if it
-/// does not: zeroes, then a bad header or checksum, then another offset,
-/// then a generation (and seed) reads do not accept.
-pub fn classify(b: &[u8], offset_bytes: u64, key: &VerifyKey) -> Option<MismatchKind> {
+/// Why the block `b` read at `offset_bytes` (by read number `read_index`)
+/// does not check out, if it does not: zeroes, then a bad header or
+/// checksum, then another offset, then a generation (and seed) reads do
+/// not accept, then (a replay) a sequence older than the last write there.
+pub fn classify(
+    b: &[u8],
+    offset_bytes: u64,
+    read_index: u64,
+    key: &VerifyKey,
+) -> Option<MismatchKind> {
     let magic = u32::from_le_bytes(b[0..4].try_into().expect("4 bytes"));
     let crc = u32::from_le_bytes(b[4..8].try_into().expect("4 bytes"));
     if magic != MAGIC || crc != crc32c::crc32c(&b[CRC_FROM..]) {
@@ -191,6 +238,18 @@ pub fn classify(b: &[u8], offset_bytes: u64, key: &VerifyKey) -> Option<Mismatch
     };
     match key.expect {
         Some(e) if found != e && Some(found) != key.also => Some(MismatchKind::LostWrite),
+        Some(e) if found == e => stale_sequence(word(b, 32), read_index, key),
         _ => None,
     }
+}
+
+/// A replay's sequence check: the block at read `read_index` holds the
+/// write `i` made there or a later one (written last), so a sequence of
+/// this job older than `i` less the window is a lost overwrite. Another
+/// job's block is taken: jobs' writes have no order between them.
+fn stale_sequence(seq: u64, read_index: u64, key: &VerifyKey) -> Option<MismatchKind> {
+    let window = key.replay_window?;
+    let (job, index) = ((seq >> 48) as u32, seq & SEQUENCE_MASK);
+    (job == key.job && index < (read_index & SEQUENCE_MASK).saturating_sub(window))
+        .then_some(MismatchKind::LostWrite)
 }
