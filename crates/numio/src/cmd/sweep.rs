@@ -130,10 +130,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         rounds: args.repeat,
     };
     let mut display = Display::new(args.engine.progress_mode(args.json), runs);
-    let mut runner: Box<dyn Runner> = match serve {
-        Some(cpus) => Box::new(sweep_serve::ServeRunner { cpus }),
-        None => Box::new(LocalRunner),
-    };
+    let mut runner = runner(serve);
     let outcome = schedule.run_with(runner.as_mut(), interrupt::flag(), &mut |e| {
         display.event(e)
     })?;
@@ -177,6 +174,15 @@ fn served_points(
         cpus.insert(label, sweep_serve::reactor_cpus(topo, value)?);
     }
     Ok(Some(cpus))
+}
+
+/// Each run on this machine's engine, or, for a `reactors` axis, against
+/// a `numio serve` of its own.
+fn runner(serve: Option<HashMap<String, Vec<u32>>>) -> Box<dyn Runner> {
+    match serve {
+        Some(cpus) => Box::new(sweep_serve::ServeRunner { cpus }),
+        None => Box::new(LocalRunner),
+    }
 }
 
 fn outputs(args: &Args) -> Outputs {
