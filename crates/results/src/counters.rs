@@ -120,6 +120,11 @@ pub struct RunCounters {
     pub targets: Vec<TargetCounters>,
     /// The numio process, when `/proc` had it.
     pub process: Option<ProcessCounters>,
+    /// A `numio serve` target on this machine that the run drove (a sweep
+    /// over `reactors` starts one per run), over the same window: the
+    /// target's CPU apart from the initiator's `process`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_process: Option<ProcessCounters>,
 }
 
 impl RunCounters {
@@ -148,6 +153,15 @@ pub struct PerIo {
     pub machine_cpu_ns: Option<f64>,
     /// The share of the machine's CPU left unused, in percent (total only).
     pub cpu_headroom_pct: Option<f64>,
+    /// The initiator's CPU time per I/O, in nanoseconds: the whole numio
+    /// process (workers, main thread, io_uring worker threads; total only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initiator_cpu_ns: Option<f64>,
+    /// CPU time per I/O of a `numio serve` target on this machine that the
+    /// run drove, in nanoseconds (total only; see
+    /// [`RunCounters::target_process`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cpu_ns: Option<f64>,
 }
 
 impl PerIo {

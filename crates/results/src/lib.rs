@@ -394,6 +394,9 @@ impl RunResult {
         out.machine_ctx_switches = c.and_then(|c| c.per_io(c.context_switches, iops));
         out.machine_cpu_ns = c.and_then(|c| c.per_io(c.cpu.busy_ns(), iops));
         out.cpu_headroom_pct = c.and_then(|c| c.cpu.headroom_pct());
+        let cpu = |p: &ProcessCounters| p.user_ns + p.system_ns;
+        out.initiator_cpu_ns = c.and_then(|c| c.per_io(cpu(c.process.as_ref()?), iops));
+        out.target_cpu_ns = c.and_then(|c| c.per_io(cpu(c.target_process.as_ref()?), iops));
         out
     }
 

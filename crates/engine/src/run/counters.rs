@@ -95,6 +95,7 @@ impl CounterWatch {
                 voluntary_ctx_switches: p.voluntary_switches,
                 involuntary_ctx_switches: p.involuntary_switches,
             }),
+            target_process: None,
         })
     }
 }

@@ -18,4 +18,5 @@ pub mod sweep;
 pub mod sweep_axes;
 pub mod sweep_output;
 pub mod sweep_place;
+pub mod sweep_serve;
 pub mod topo;

@@ -5,12 +5,14 @@
 //! `report::sweep` as a sweep result set (efficiency, knee, saturation,
 //! CPU headroom, goal) and printed as a table, JSON, CSV, a saved file or
 //! a chart. The axes live in `sweep_axes`, placement in `sweep_place`,
-//! output in `sweep_output`.
+//! output in `sweep_output`, the `numio serve` of the `reactors` axis in
+//! `sweep_serve`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use session::{interrupt, LiveArm, Schedule};
+use session::{interrupt, LiveArm, LocalRunner, Runner, Schedule};
 use topology::Topology;
 
 use super::bench::NumaArg;
@@ -20,6 +22,7 @@ use super::flags::WorkloadArgs;
 use super::sweep_axes::{parse_words, points, Axis};
 use super::sweep_output::Outputs;
 use super::sweep_place::{cap_jobs, jobs_cap, point_placement, policy};
+use super::sweep_serve;
 
 /// Points above which a grid needs `--force`.
 pub const MAX_POINTS: usize = 1000;
@@ -28,7 +31,9 @@ pub const MAX_POINTS: usize = 1000;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Axes (`jobs=1,2,4`, `iodepth=1,4,16,64`, `bs=4k,64k`,
-    /// `devices=1,2,4`, `rw=randread,randwrite`, `rwmixread=50,70`; two
+    /// `devices=1,2,4`, `rw=randread,randwrite`, `rwmixread=50,70`,
+    /// `reactors=1,2,4`: a numio serve of that many reactors on a RAM
+    /// namespace on loopback that the sweep starts and stops per run; two
     /// make a grid), then the targets (none: as `numio bench`).
     #[arg(required = true, value_name = "AXIS=VALUES|TARGET")]
     pub words: Vec<String>,
@@ -86,7 +91,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let opts = args.engine.run_options()?;
     let topo = Topology::discover(Path::new("/")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let base = args.workload.workload()?;
-    let (targets, labels) = super::bench::choose_targets(&given, Some(&topo), &base)?;
+    let serve = served_points(&axes, &given, &topo)?;
+    let (targets, labels) = match &serve {
+        Some(_) => (vec![sweep_serve::TARGET.to_string()], Default::default()),
+        None => super::bench::choose_targets(&given, Some(&topo), &base)?,
+    };
     let policy = policy(args.numa, args.cpus.as_deref(), &axes, &targets)?;
     cap_jobs_axis(&mut axes, &targets, &args.workload, &topo, &policy)?;
     let mut arms = Vec::new();
@@ -94,6 +103,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     for (label, values) in &points(&axes) {
         let mut o = opts.clone();
         o.labels = labels.clone();
+        if serve.is_some() {
+            o.backend = engine::BackendKind::Tcp;
+        }
         let placement = point_placement(&args.workload, &axes, values, &targets, &topo, &policy)
             .with_context(|| format!("point {label}"))?;
         for warn in &placement.warnings {
@@ -118,7 +130,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         rounds: args.repeat,
     };
     let mut display = Display::new(args.engine.progress_mode(args.json), runs);
-    let outcome = schedule.run(interrupt::flag(), &mut |e| display.event(e))?;
+    let mut runner = runner(serve);
+    let outcome = schedule.run_with(runner.as_mut(), interrupt::flag(), &mut |e| {
+        display.event(e)
+    })?;
     let interrupted = outcome.interrupted.is_some();
     if interrupted {
         eprintln!(
@@ -131,6 +146,43 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     super::sweep_output::write(&set, &outputs(&args))?;
     let code = i32::from(outcome.failed_runs > 0);
     Ok(interrupt::exit_code().unwrap_or(code))
+}
+
+/// For a `reactors` axis, the reactor CPUs of each point by its label;
+/// errors for targets given with it (the sweep serves its own) and for a
+/// `devices` axis beside it.
+fn served_points(
+    axes: &[Axis],
+    given: &[String],
+    topo: &Topology,
+) -> anyhow::Result<Option<HashMap<String, Vec<u32>>>> {
+    let Some(i) = axes.iter().position(|a| a.name == "reactors") else {
+        return Ok(None);
+    };
+    if let Some(t) = given.first() {
+        bail!(
+            "reactors={} with target {t}: the sweep serves its own RAM namespace on loopback; drop the targets",
+            axes[i].values.join(",")
+        );
+    }
+    if axes.iter().any(|a| a.name == "devices") {
+        bail!("reactors with devices: the served target has one namespace; sweep one of them");
+    }
+    let mut cpus = HashMap::new();
+    for (label, values) in points(axes) {
+        let value = &values[i].1;
+        cpus.insert(label, sweep_serve::reactor_cpus(topo, value)?);
+    }
+    Ok(Some(cpus))
+}
+
+/// Each run on this machine's engine, or, for a `reactors` axis, against
+/// a `numio serve` of its own.
+fn runner(serve: Option<HashMap<String, Vec<u32>>>) -> Box<dyn Runner> {
+    match serve {
+        Some(cpus) => Box::new(sweep_serve::ServeRunner { cpus }),
+        None => Box::new(LocalRunner),
+    }
 }
 
 fn outputs(args: &Args) -> Outputs {

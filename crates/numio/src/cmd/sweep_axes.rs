@@ -9,7 +9,15 @@ use clap::ValueEnum;
 use super::flags::{parse_bs, RwArg, WorkloadArgs};
 
 /// The axes a sweep can vary.
-pub const AXES: [&str; 6] = ["jobs", "iodepth", "bs", "devices", "rw", "rwmixread"];
+pub const AXES: [&str; 7] = [
+    "jobs",
+    "iodepth",
+    "bs",
+    "devices",
+    "rw",
+    "rwmixread",
+    "reactors",
+];
 
 /// One axis and its values as written.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,7 +71,8 @@ pub fn parse_words(words: &[String]) -> anyhow::Result<(Vec<Axis>, Vec<String>)>
     }
 }
 
-/// The workload flags with `axis` set to `value` (all but `devices`).
+/// The workload flags with `axis` set to `value` (all but `devices` and
+/// `reactors`, which the placement and the served target take).
 pub fn apply(w: &mut WorkloadArgs, axis: &str, value: &str) -> anyhow::Result<()> {
     let num = |v: &str| -> anyhow::Result<i64> {
         v.parse()

@@ -87,6 +87,13 @@ pub struct SweepPoint {
     pub machine_cpu_ns_per_io: Option<f64>,
     /// Mean NVMe interrupts per I/O.
     pub interrupts_per_io: Option<f64>,
+    /// Mean CPU per I/O of the initiator (the numio process), nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initiator_cpu_ns_per_io: Option<f64>,
+    /// Mean CPU per I/O of the `numio serve` target the sweep started on
+    /// this machine (the `reactors` axis), nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_cpu_ns_per_io: Option<f64>,
     /// Scaling efficiency against the first point (scaling axes only).
     pub efficiency: Option<f64>,
 }
@@ -193,6 +200,16 @@ fn mean_of(arm: &Arm, metric: Metric) -> Option<f64> {
     mean(&v)
 }
 
+/// The mean of a per-I/O value over the runs, if every run measured it.
+fn mean_per_io(arm: &Arm, f: fn(&results::PerIo) -> Option<f64>) -> Option<f64> {
+    let v: Vec<f64> = arm
+        .runs
+        .iter()
+        .map(|r| f(&r.total.per_io))
+        .collect::<Option<Vec<f64>>>()?;
+    mean(&v)
+}
+
 /// The latency at `percentile` of `m`, if it was measured.
 fn percentile_ns(m: &TargetMetrics, percentile: f64) -> Option<f64> {
     m.percentiles
@@ -257,6 +274,8 @@ fn point(arm: &Arm, x: f64, cores: Option<usize>) -> Option<SweepPoint> {
         cpu_headroom_pct: mean_of(arm, Metric::CpuHeadroom),
         machine_cpu_ns_per_io: mean_of(arm, Metric::MachineCpuPerIo),
         interrupts_per_io: mean_of(arm, Metric::InterruptsPerIo),
+        initiator_cpu_ns_per_io: mean_per_io(arm, |p| p.initiator_cpu_ns),
+        target_cpu_ns_per_io: mean_per_io(arm, |p| p.target_cpu_ns),
         efficiency: None,
     })
 }

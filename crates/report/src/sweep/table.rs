@@ -100,7 +100,12 @@ fn per_target(p: &SweepPoint) -> Option<f64> {
 
 /// The sweep as a text table, then its findings.
 pub fn table(sweep: &Sweep) -> String {
-    let mut t = Table::new(&[
+    // A numio serve target on this machine: its CPU and the initiator's apart.
+    let split = sweep
+        .points
+        .iter()
+        .any(|p| p.target_cpu_ns_per_io.is_some());
+    let mut columns = vec![
         ("point", Align::Left),
         ("runs", Align::Right),
         ("IOPS", Align::Right),
@@ -115,10 +120,16 @@ pub fn table(sweep: &Sweep) -> String {
         ("CPU µs/IO", Align::Right),
         ("interrupts/IO", Align::Right),
         ("CPU headroom", Align::Right),
-    ]);
+    ];
+    if split {
+        columns.push(("initiator CPU µs/IO", Align::Right));
+        columns.push(("target CPU µs/IO", Align::Right));
+    }
+    let mut t = Table::new(&columns);
+    let us = |v: f64| format!("{:.2}", v / 1000.0);
     for (i, p) in sweep.points.iter().enumerate() {
         let mark = if Some(i) == sweep.knee { " (knee)" } else { "" };
-        t.row(vec![
+        let mut row = vec![
             format!("{}{mark}", p.label),
             p.runs.to_string(),
             grouped(p.iops),
@@ -133,7 +144,12 @@ pub fn table(sweep: &Sweep) -> String {
             opt(p.machine_cpu_ns_per_io, &|v| format!("{:.2}", v / 1000.0)),
             opt(p.interrupts_per_io, &|v| format!("{v:.3}")),
             opt(p.cpu_headroom_pct, &|v| format!("{v:.1} %")),
-        ]);
+        ];
+        if split {
+            row.push(opt(p.initiator_cpu_ns_per_io, &us));
+            row.push(opt(p.target_cpu_ns_per_io, &us));
+        }
+        t.row(row);
     }
     let series = sweep
         .series
@@ -153,7 +169,7 @@ pub fn table(sweep: &Sweep) -> String {
 /// Header of [`csv`].
 pub const CSV_HEADER: &str = "series,point,x,runs,iops,iops_ci95,bandwidth_bytes_per_s,cores,\
 iops_per_core,iops_per_target,lat_p50_ns,lat_p99_ns,lat_p999_ns,efficiency,machine_cpu_ns_per_io,\
-interrupts_per_io,cpu_headroom_pct,knee,saturation";
+interrupts_per_io,cpu_headroom_pct,knee,saturation,initiator_cpu_ns_per_io,target_cpu_ns_per_io";
 
 /// The points of every curve as CSV, one row per point, with a header.
 pub fn csv(sweeps: &[Sweep]) -> String {
@@ -184,6 +200,8 @@ pub fn csv(sweeps: &[Sweep]) -> String {
                 num(p.cpu_headroom_pct),
                 (s.knee == Some(i)).to_string(),
                 (s.saturation == Some(i)).to_string(),
+                num(p.initiator_cpu_ns_per_io),
+                num(p.target_cpu_ns_per_io),
             ];
             let quoted: Vec<String> = cells
                 .iter()

@@ -257,3 +257,27 @@ fn tick_labels_fit_left_of_the_plot() {
     assert_eq!(tick_label(5000.0, 1000.0), "5,000");
     assert_eq!(tick_label(0.25, 0.05), "0.25");
 }
+
+#[test]
+fn a_served_target_shows_its_cpu_apart_from_the_initiators() {
+    let plain = analyze("reactors", &[1.0], &[arm("reactors=1", &[100.0])], 0.8);
+    assert!(!table::table(&plain).contains("target CPU"));
+    let mut a = arm("reactors=1", &[100.0, 100.0]);
+    for (r, (initiator, target)) in a.runs.iter_mut().zip([(3000.0, 1000.0), (5000.0, 3000.0)]) {
+        r.total.per_io.initiator_cpu_ns = Some(initiator);
+        r.total.per_io.target_cpu_ns = Some(target);
+    }
+    let s = analyze("reactors", &[1.0], &[a], 0.8);
+    assert_eq!(s.points[0].initiator_cpu_ns_per_io, Some(4000.0));
+    assert_eq!(s.points[0].target_cpu_ns_per_io, Some(2000.0));
+    let text = table::table(&s);
+    let header = text.lines().nth(1).unwrap();
+    assert!(
+        header.ends_with("initiator CPU µs/IO  target CPU µs/IO"),
+        "{text}"
+    );
+    let row: Vec<&str> = text.lines().nth(2).unwrap().split_whitespace().collect();
+    assert_eq!(row[row.len() - 2..], ["4.00", "2.00"], "{text}");
+    let csv = table::csv(&[s]);
+    assert!(csv.lines().nth(1).unwrap().ends_with(",4000,2000"), "{csv}");
+}

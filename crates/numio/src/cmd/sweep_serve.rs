@@ -1,0 +1,288 @@
+//! The `reactors` axis of `numio sweep`: target core scaling. Each run
+//! starts its own `numio serve` (this binary) with that many reactors on a
+//! RAM namespace on loopback, waits for its listen and ready lines, runs
+//! the point against it over NVMe/TCP and stops it (SIGTERM). The serve
+//! process's CPU is sampled from `/proc/PID` over the measured time and
+//! kept apart from the initiator's (`RunCounters::target_process`).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use engine::result::{ProcessCounters, RunResult};
+use engine::RunOptions;
+use session::schedule::BoxError;
+use session::{Event, LiveArm, RunInfo, Runner};
+use topology::counters::{self, ticks_ns, ProcessSample};
+use topology::Topology;
+
+/// Subsystem NQN of the served RAM namespace.
+pub const NQN: &str = "nqn.2026-01.io.numio:sweep";
+/// The RAM namespace each serve exports.
+const NAMESPACE: &str = "mem:256M";
+/// The target's name in the points (the port changes from run to run).
+pub const TARGET: &str = "nvme-tcp://127.0.0.1/nqn.2026-01.io.numio:sweep";
+
+/// The CPUs of `n` reactors: the last `n` online CPUs, so that the
+/// initiator's jobs (placed from the first CPUs) and the target's reactors
+/// share none while the machine has enough.
+pub fn reactor_cpus(topo: &Topology, value: &str) -> anyhow::Result<Vec<u32>> {
+    let online: Vec<u32> = topo
+        .cpus
+        .iter()
+        .filter(|c| c.online)
+        .map(|c| c.id.0)
+        .collect();
+    let n: usize =
+        value.parse().ok().filter(|n| *n >= 1).with_context(|| {
+            format!("reactors={value}: give a whole number of reactors, 1 or more")
+        })?;
+    if n > online.len() {
+        bail!(
+            "reactors={value}: the machine has {} online CPUs; give at most {} reactors",
+            online.len(),
+            online.len()
+        );
+    }
+    Ok(online[online.len() - n..].to_vec())
+}
+
+/// A running `numio serve`, stopped (SIGTERM) by [`Served::stop`] or on drop.
+struct Served {
+    child: Child,
+    addr: SocketAddr,
+    stdout: Option<JoinHandle<()>>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+impl Served {
+    /// Starts `numio serve` with reactors on `cpus`, returning once it
+    /// printed its listen line and its ready line.
+    fn start(cpus: &[u32]) -> anyhow::Result<Served> {
+        let exe = std::env::current_exe().context("finding the numio binary to serve with")?;
+        let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
+        let mut command = Command::new(&exe);
+        command
+            .args(["serve", "--ns", NAMESPACE, "--nqn", NQN, "--allow-any-host"])
+            .args(["--listen", "127.0.0.1:0", "--discovery-port", "0"])
+            .args(["--cpus", &list.join(",")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // The sweep blocks SIGINT and SIGTERM for its signal thread and a
+        // child inherits the mask: unblock them, or SIGTERM never stops it.
+        // SAFETY: sigemptyset and sigprocmask are async-signal-safe.
+        unsafe {
+            command.pre_exec(|| {
+                let mut none: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut none);
+                libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+                Ok(())
+            });
+        }
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("starting {} serve", exe.display()))?;
+        let mut err = child.stderr.take().expect("stderr is piped");
+        let stderr = Some(std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        }));
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout is piped"));
+        let mut served = Served {
+            child,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            stdout: None,
+            stderr,
+        };
+        let addr = served.wait_ready(&mut lines)?;
+        served.addr = addr;
+        served.stdout = Some(std::thread::spawn(move || {
+            let _ = std::io::copy(&mut lines, &mut std::io::sink());
+        }));
+        Ok(served)
+    }
+
+    /// Reads stdout up to the ready line; the listen line gives the address.
+    fn wait_ready(&mut self, lines: &mut impl BufRead) -> anyhow::Result<SocketAddr> {
+        let mut addr = None;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if lines.read_line(&mut line)? == 0 {
+                let status = self.child.wait()?;
+                let said = self.stderr.take().and_then(|h| h.join().ok());
+                bail!(
+                    "numio serve ended before it was ready ({status}): {}",
+                    said.unwrap_or_default().trim()
+                );
+            }
+            let l = line.trim_end();
+            if let Some(a) = l.strip_prefix("numio serve: NVMe/TCP listening on ") {
+                addr = Some(
+                    a.parse()
+                        .with_context(|| format!("numio serve said `{l}`"))?,
+                );
+            }
+            if l.starts_with("numio serve: ready") {
+                return addr.context("numio serve was ready without a listen line");
+            }
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM, then the exit status: an error unless it stopped cleanly.
+    fn stop(mut self) -> anyhow::Result<()> {
+        // SAFETY: kill(2) on our own child's pid, which we have not reaped.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let status = self.child.wait()?;
+        if let Some(h) = self.stdout.take() {
+            let _ = h.join();
+        }
+        let said = self.stderr.take().and_then(|h| h.join().ok());
+        anyhow::ensure!(
+            status.success(),
+            "numio serve stopped with {status}: {}",
+            said.unwrap_or_default().trim()
+        );
+        Ok(())
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs each point of a `reactors` sweep against a serve of its own.
+pub struct ServeRunner {
+    /// The reactor CPUs of each point, by its label.
+    pub cpus: HashMap<String, Vec<u32>>,
+}
+
+impl Runner for ServeRunner {
+    fn run(
+        &mut self,
+        arm: &LiveArm,
+        opts: &RunOptions,
+        run: RunInfo,
+        interrupt: &AtomicBool,
+        observer: &mut dyn FnMut(&Event<'_>),
+    ) -> Result<RunResult, BoxError> {
+        let cpus = self
+            .cpus
+            .get(&arm.label)
+            .with_context(|| format!("point {}: no reactor CPUs", arm.label))?;
+        let served = Served::start(cpus)?;
+        let mut placement = arm.placement.clone();
+        let url = format!("nvme-tcp://{}/{NQN}", served.addr);
+        for t in &mut placement.targets {
+            t.path.clone_from(&url);
+        }
+        let pid = served.pid();
+        let mut measuring: Option<(Instant, ProcessSample)> = None;
+        let mut watch = |e: &Event<'_>| {
+            if let Event::Measuring { .. } = e {
+                measuring = process_sample(pid).map(|s| (Instant::now(), s));
+            }
+            observer(e);
+        };
+        let result = session::run_once(&placement, opts, run, interrupt, &mut watch);
+        let end = process_sample(pid).map(|s| (Instant::now(), s));
+        served.stop()?;
+        let mut result = result?;
+        rename_target(&mut result, &url);
+        if let (Some(c), Some(a), Some(b)) = (result.counters.as_mut(), measuring, end) {
+            c.target_process = Some(served_cpu(a, b, c.window_ns));
+        }
+        Ok(result)
+    }
+}
+
+fn process_sample(pid: u32) -> Option<ProcessSample> {
+    counters::sample(Path::new("/"), &[pid])
+        .ok()?
+        .processes
+        .into_iter()
+        .next()
+}
+
+/// The serve's CPU between the two samples, scaled to the run's counter
+/// window (the samples bracket the measured time from its start event to
+/// the engine's return).
+fn served_cpu(
+    (t0, a): (Instant, ProcessSample),
+    (t1, b): (Instant, ProcessSample),
+    window_ns: u64,
+) -> ProcessCounters {
+    let elapsed = t1.duration_since(t0).as_nanos().max(1) as f64;
+    let scale = |n: u64| (n as f64 * window_ns as f64 / elapsed).round() as u64;
+    ProcessCounters {
+        user_ns: scale(ticks_ns(b.user_ticks.saturating_sub(a.user_ticks))),
+        system_ns: scale(ticks_ns(b.system_ticks.saturating_sub(a.system_ticks))),
+        voluntary_ctx_switches: scale(b.voluntary_switches.saturating_sub(a.voluntary_switches)),
+        involuntary_ctx_switches: scale(
+            b.involuntary_switches
+                .saturating_sub(a.involuntary_switches),
+        ),
+    }
+}
+
+/// Names the target [`TARGET`] in the result, whatever port the run had.
+fn rename_target(result: &mut RunResult, url: &str) {
+    for t in &mut result.targets {
+        if t.path == url {
+            t.path = TARGET.to_string();
+        }
+    }
+    for t in &mut result.environment.targets {
+        if t.path == url {
+            t.path = TARGET.to_string();
+        }
+    }
+    if let Some(c) = result.counters.as_mut() {
+        for t in &mut c.targets {
+            if t.path == url {
+                t.path = TARGET.to_string();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn served_cpu_is_scaled_to_the_counter_window() {
+        let t0 = Instant::now();
+        let t1 = t0 + std::time::Duration::from_secs(2);
+        let a = ProcessSample::default();
+        let b = ProcessSample {
+            user_ticks: 100,
+            system_ticks: 50,
+            voluntary_switches: 10,
+            ..Default::default()
+        };
+        // 1 s of user time over 2 s, window 1 s: 0.5 s.
+        let c = served_cpu((t0, a), (t1, b), 1_000_000_000);
+        assert_eq!(c.user_ns, 500_000_000);
+        assert_eq!(c.system_ns, 250_000_000);
+        assert_eq!(c.voluntary_ctx_switches, 5);
+    }
+}

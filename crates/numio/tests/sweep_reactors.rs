@@ -1,0 +1,74 @@
+//! `numio sweep reactors=1,2` end to end on loopback: the sweep starts a
+//! `numio serve` of its own per run, drives it over NVMe/TCP, stops it, and
+//! reports the target's CPU apart from the initiator's; bad reactor lists
+//! are named with exit status 2.
+
+mod common;
+
+use common::numio;
+
+#[test]
+fn a_reactors_sweep_serves_its_own_target_and_splits_the_cpu() {
+    let (code, out, err) = numio(&[
+        "sweep",
+        "reactors=1,2",
+        "--rw",
+        "randread",
+        "--iodepth",
+        "4",
+        "--runtime",
+        "300ms",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    let points = j["sweeps"][0]["points"].as_array().unwrap();
+    let labels: Vec<&str> = points
+        .iter()
+        .map(|p| p["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["reactors=1", "reactors=2"]);
+    for p in points {
+        assert!(p["iops"].as_f64().unwrap() > 0.0, "{p}");
+        let target = p["target_cpu_ns_per_io"]
+            .as_f64()
+            .expect("target CPU measured");
+        let initiator = p["initiator_cpu_ns_per_io"]
+            .as_f64()
+            .expect("initiator CPU");
+        assert!(target > 0.0 && initiator > 0.0, "{p}");
+        // One target name for every run, whatever port its serve had.
+        assert_eq!(
+            p["targets"][0]["target"],
+            "nvme-tcp://127.0.0.1/nqn.2026-01.io.numio:sweep"
+        );
+    }
+    let run = &j["results"]["arms"][1]["runs"][0]["raw"];
+    assert!(
+        run["counters"]["target_process"]["user_ns"]
+            .as_u64()
+            .is_some(),
+        "{run}"
+    );
+    assert_eq!(run["environment"]["backend"], "tcp");
+}
+
+#[test]
+fn bad_reactor_sweeps_are_named_with_exit_status_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["reactors=0"],
+            "reactors=0: give a whole number of reactors",
+        ),
+        (&["reactors=100000"], "reactors=100000: the machine has"),
+        (&["reactors=1", "/dev/null"], "drop the targets"),
+        (&["reactors=1", "devices=1"], "reactors with devices"),
+    ];
+    for (words, want) in cases {
+        let mut args = vec!["sweep"];
+        args.extend_from_slice(words);
+        let (code, _, err) = numio(&args);
+        assert_eq!(code, 2, "{words:?}: {err}");
+        assert!(err.contains(want), "{words:?}: {err}");
+    }
+}
