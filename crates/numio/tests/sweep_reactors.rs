@@ -53,6 +53,46 @@ fn a_reactors_sweep_serves_its_own_target_and_splits_the_cpu() {
     assert_eq!(run["environment"]["backend"], "tcp");
 }
 
+/// The initiator side of the NVMe-oF study: initiator cores against one
+/// served target (a grid with reactors), the jobs of each point counted as
+/// its cores.
+#[test]
+fn an_initiator_cores_sweep_places_one_job_per_core_against_the_served_target() {
+    let (code, out, err) = numio(&[
+        "sweep",
+        "initiator-cores=1,2",
+        "reactors=1",
+        "--rw",
+        "randread",
+        "--iodepth",
+        "4",
+        "--runtime",
+        "300ms",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    let points = j["sweeps"][0]["points"].as_array().unwrap();
+    let labels: Vec<&str> = points
+        .iter()
+        .map(|p| p["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "initiator-cores=1 reactors=1",
+            "initiator-cores=2 reactors=1"
+        ]
+    );
+    for (p, jobs) in points.iter().zip([1, 2]) {
+        assert!(p["iops"].as_f64().unwrap() > 0.0, "{p}");
+        assert!(p["target_cpu_ns_per_io"].as_f64().is_some(), "{p}");
+        let run = &j["results"]["arms"][jobs - 1]["runs"][0]["raw"];
+        let workers = run["targets"][0]["workers"].as_array().expect("workers");
+        assert_eq!(workers.len(), jobs, "one initiator job per core: {run}");
+    }
+}
+
 #[test]
 fn bad_reactor_sweeps_are_named_with_exit_status_2() {
     let cases: &[(&[&str], &str)] = &[
@@ -63,6 +103,18 @@ fn bad_reactor_sweeps_are_named_with_exit_status_2() {
         (&["reactors=100000"], "reactors=100000: the machine has"),
         (&["reactors=1", "/dev/null"], "drop the targets"),
         (&["reactors=1", "devices=1"], "reactors with devices"),
+        (
+            &["initiator-cores=1,2", "jobs=1,2"],
+            "initiator-cores=1,2 with jobs: both set the jobs per target",
+        ),
+        (
+            &["initiator-cores=1,2"],
+            "initiator-cores=1,2 without a target: give nvme-tcp://",
+        ),
+        (
+            &["initiator-cores=1", "/dev/null"],
+            "initiator-cores=1 with /dev/null: the axis sweeps an NVMe/TCP initiator",
+        ),
     ];
     for (words, want) in cases {
         let mut args = vec!["sweep"];

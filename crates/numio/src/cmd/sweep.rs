@@ -19,7 +19,7 @@ use super::bench::NumaArg;
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
 use super::flags::WorkloadArgs;
-use super::sweep_axes::{parse_words, points, Axis};
+use super::sweep_axes::{check_initiator_cores, is_cores_axis, parse_words, points, Axis};
 use super::sweep_output::Outputs;
 use super::sweep_place::{cap_jobs, jobs_cap, point_placement, policy};
 use super::sweep_serve;
@@ -33,8 +33,10 @@ pub struct Args {
     /// Axes (`jobs=1,2,4`, `iodepth=1,4,16,64`, `bs=4k,64k`,
     /// `devices=1,2,4`, `rw=randread,randwrite`, `rwmixread=50,70`,
     /// `reactors=1,2,4`: a numio serve of that many reactors on a RAM
-    /// namespace on loopback that the sweep starts and stops per run; two
-    /// make a grid), then the targets (none: as `numio bench`).
+    /// namespace on loopback that the sweep starts and stops per run,
+    /// `initiator-cores=1,2,4`: jobs of an NVMe/TCP initiator, one per core,
+    /// with nvme-tcp:// targets or a reactors axis; two make a grid), then
+    /// the targets (none: as `numio bench`).
     #[arg(required = true, value_name = "AXIS=VALUES|TARGET")]
     pub words: Vec<String>,
     /// Runs per point, interleaved over the points.
@@ -91,6 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let opts = args.engine.run_options()?;
     let topo = Topology::discover(Path::new("/")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let base = args.workload.workload()?;
+    check_initiator_cores(&axes, &given)?;
     let serve = served_points(&axes, &given, &topo)?;
     let (targets, labels) = match &serve {
         Some(_) => (vec![sweep_serve::TARGET.to_string()], Default::default()),
@@ -258,7 +261,7 @@ fn cap_jobs_axis(
     topo: &Topology,
     policy: &planner::Policy,
 ) -> anyhow::Result<()> {
-    let Some(jobs) = axes.iter().position(|a| a.name == "jobs") else {
+    let Some(jobs) = axes.iter().position(|a| is_cores_axis(&a.name)) else {
         return Ok(());
     };
     let fewest = axes

@@ -9,7 +9,7 @@ use clap::ValueEnum;
 use super::flags::{parse_bs, RwArg, WorkloadArgs};
 
 /// The axes a sweep can vary.
-pub const AXES: [&str; 7] = [
+pub const AXES: [&str; 8] = [
     "jobs",
     "iodepth",
     "bs",
@@ -17,7 +17,40 @@ pub const AXES: [&str; 7] = [
     "rw",
     "rwmixread",
     "reactors",
+    "initiator-cores",
 ];
+
+/// Whether `name` is an axis of cores per target (jobs placed by the
+/// planner, one per core): `jobs`, or `initiator-cores`, its name for an
+/// NVMe/TCP initiator.
+pub fn is_cores_axis(name: &str) -> bool {
+    name == "jobs" || name == "initiator-cores"
+}
+
+/// `initiator-cores` is the jobs axis of an NVMe/TCP initiator: it goes
+/// with `nvme-tcp://` targets or a `reactors` axis (a target the sweep
+/// serves), and not beside `jobs`.
+pub fn check_initiator_cores(axes: &[Axis], targets: &[String]) -> anyhow::Result<()> {
+    let Some(a) = axes.iter().find(|a| a.name == "initiator-cores") else {
+        return Ok(());
+    };
+    let list = a.values.join(",");
+    if axes.iter().any(|a| a.name == "jobs") {
+        bail!("initiator-cores={list} with jobs: both set the jobs per target; give one of them");
+    }
+    if axes.iter().any(|a| a.name == "reactors") {
+        return Ok(());
+    }
+    match targets.iter().find(|t| !t.starts_with("nvme-tcp://")) {
+        _ if targets.is_empty() => bail!(
+            "initiator-cores={list} without a target: give nvme-tcp://HOST[:PORT]/NQN targets,              or a reactors= axis for a target the sweep serves itself"
+        ),
+        Some(t) => bail!(
+            "initiator-cores={list} with {t}: the axis sweeps an NVMe/TCP initiator;              give nvme-tcp:// targets, or use jobs= for local devices"
+        ),
+        None => Ok(()),
+    }
+}
 
 /// One axis and its values as written.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,7 +112,7 @@ pub fn apply(w: &mut WorkloadArgs, axis: &str, value: &str) -> anyhow::Result<()
             .with_context(|| format!("{axis}={v}: not a whole number"))
     };
     match axis {
-        "jobs" => w.numjobs = num(value)?,
+        "jobs" | "initiator-cores" => w.numjobs = num(value)?,
         "iodepth" => w.iodepth = num(value)?,
         "bs" => w.bs = value.to_string(),
         "rwmixread" => {

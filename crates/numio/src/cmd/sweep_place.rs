@@ -11,7 +11,7 @@ use topology::Topology;
 
 use super::bench::NumaArg;
 use super::flags::WorkloadArgs;
-use super::sweep_axes::{apply, Axis};
+use super::sweep_axes::{apply, is_cores_axis, Axis};
 
 /// The placement policy of every point, from `--numa` and `--cpus`.
 pub fn policy(
@@ -21,11 +21,13 @@ pub fn policy(
     targets: &[String],
 ) -> anyhow::Result<Policy> {
     if let Some(list) = cpus {
-        if let Some(a) = axes.iter().find(|a| a.name == "jobs") {
+        if let Some(a) = axes.iter().find(|a| is_cores_axis(&a.name)) {
             bail!(
-                "jobs={} with --cpus {list}: the jobs axis takes its cores from the planner \
+                "{}={} with --cpus {list}: the {} axis takes its cores from the planner \
                  (physical cores first); drop --cpus, or sweep another axis with --cpus",
-                a.values.join(",")
+                a.name,
+                a.values.join(","),
+                a.name
             );
         }
         if numa.is_some() {
