@@ -7,11 +7,12 @@ mod common;
 
 use common::numio;
 
-#[test]
-fn a_reactors_sweep_serves_its_own_target_and_splits_the_cpu() {
-    let (code, out, err) = numio(&[
-        "sweep",
-        "reactors=1,2",
+/// `numio sweep AXES… --json` of short randread runs against the target the
+/// sweep serves itself; asserts exit 0 and gives the JSON.
+fn served_sweep(axes: &[&str]) -> serde_json::Value {
+    let mut args = vec!["sweep"];
+    args.extend_from_slice(axes);
+    args.extend_from_slice(&[
         "--rw",
         "randread",
         "--iodepth",
@@ -20,13 +21,24 @@ fn a_reactors_sweep_serves_its_own_target_and_splits_the_cpu() {
         "300ms",
         "--json",
     ]);
-    assert_eq!(code, 0, "{err}");
-    let j: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
-    let points = j["sweeps"][0]["points"].as_array().unwrap();
-    let labels: Vec<&str> = points
+    let (code, out, err) = numio(&args);
+    assert_eq!(code, 0, "{axes:?}: {err}");
+    serde_json::from_str(&out).expect("valid JSON")
+}
+
+/// The points' labels, in order.
+fn labels(points: &[serde_json::Value]) -> Vec<&str> {
+    points
         .iter()
         .map(|p| p["label"].as_str().unwrap())
-        .collect();
+        .collect()
+}
+
+#[test]
+fn a_reactors_sweep_serves_its_own_target_and_splits_the_cpu() {
+    let j = served_sweep(&["reactors=1,2"]);
+    let points = j["sweeps"][0]["points"].as_array().unwrap();
+    let labels = labels(points);
     assert_eq!(labels, ["reactors=1", "reactors=2"]);
     for p in points {
         assert!(p["iops"].as_f64().unwrap() > 0.0, "{p}");
@@ -58,25 +70,9 @@ fn a_reactors_sweep_serves_its_own_target_and_splits_the_cpu() {
 /// its cores.
 #[test]
 fn an_initiator_cores_sweep_places_one_job_per_core_against_the_served_target() {
-    let (code, out, err) = numio(&[
-        "sweep",
-        "initiator-cores=1,2",
-        "reactors=1",
-        "--rw",
-        "randread",
-        "--iodepth",
-        "4",
-        "--runtime",
-        "300ms",
-        "--json",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let j: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+    let j = served_sweep(&["initiator-cores=1,2", "reactors=1"]);
     let points = j["sweeps"][0]["points"].as_array().unwrap();
-    let labels: Vec<&str> = points
-        .iter()
-        .map(|p| p["label"].as_str().unwrap())
-        .collect();
+    let labels = labels(points);
     assert_eq!(
         labels,
         [

@@ -41,15 +41,19 @@ pub fn check_initiator_cores(axes: &[Axis], targets: &[String]) -> anyhow::Resul
     if axes.iter().any(|a| a.name == "reactors") {
         return Ok(());
     }
-    match targets.iter().find(|t| !t.starts_with("nvme-tcp://")) {
-        _ if targets.is_empty() => bail!(
-            "initiator-cores={list} without a target: give nvme-tcp://HOST[:PORT]/NQN targets,              or a reactors= axis for a target the sweep serves itself"
-        ),
-        Some(t) => bail!(
-            "initiator-cores={list} with {t}: the axis sweeps an NVMe/TCP initiator;              give nvme-tcp:// targets, or use jobs= for local devices"
-        ),
-        None => Ok(()),
+    if targets.is_empty() {
+        bail!(
+            "initiator-cores={list} without a target: give nvme-tcp://HOST[:PORT]/NQN targets, \
+             or a reactors= axis for a target the sweep serves itself"
+        );
     }
+    if let Some(t) = targets.iter().find(|t| !t.starts_with("nvme-tcp://")) {
+        bail!(
+            "initiator-cores={list} with {t}: the axis sweeps an NVMe/TCP initiator; \
+             give nvme-tcp:// targets, or use jobs= for local devices"
+        );
+    }
+    Ok(())
 }
 
 /// One axis and its values as written.
