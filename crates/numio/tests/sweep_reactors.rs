@@ -6,6 +6,7 @@
 mod common;
 
 use common::numio;
+use common::running::{Running, GIVE_UP};
 
 /// `numio sweep AXES… --json` of short randread runs against the target the
 /// sweep serves itself; asserts exit 0 and gives the JSON.
@@ -87,6 +88,57 @@ fn an_initiator_cores_sweep_places_one_job_per_core_against_the_served_target() 
         let workers = run["targets"][0]["workers"].as_array().expect("workers");
         assert_eq!(workers.len(), jobs, "one initiator job per core: {run}");
     }
+}
+
+/// The processes `pid`'s threads started (`/proc/PID/task/*/children`).
+fn children(pid: u32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).expect("tasks") {
+        let path = task.expect("task").path().join("children");
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        out.extend(
+            text.split_whitespace()
+                .map(|c| c.parse::<i32>().expect("pid")),
+        );
+    }
+    out
+}
+
+/// A sweep killed outright (SIGKILL: nothing of its own runs) leaves no
+/// `numio serve` listening: the kernel sends the serve SIGTERM when its
+/// parent dies. The test waits on the serve's pidfd, not a clock.
+#[test]
+fn a_killed_sweep_leaves_no_serve_behind() {
+    let sweep = Running::start(&[
+        "sweep",
+        "reactors=1",
+        "--rw",
+        "randread",
+        "--runtime",
+        "60s",
+    ]);
+    sweep.wait_for(1, "the set-up line", |l| {
+        l.contains("set-up done; measuring")
+    });
+    let serves = children(sweep.pid());
+    assert_eq!(serves.len(), 1, "one numio serve: {serves:?}");
+    // SAFETY: pidfd_open on the serve's pid, still running (it only ends
+    // when the sweep stops it or dies, and the sweep is alive here).
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, serves[0], 0) };
+    assert!(fd >= 0, "pidfd_open: {}", std::io::Error::last_os_error());
+    let (code, _, _, _) = sweep.signal_and_wait(libc::SIGKILL);
+    assert_eq!(code, -1, "killed by a signal");
+    let mut pfd = libc::pollfd {
+        fd: fd as i32,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = i32::try_from(GIVE_UP.as_millis()).expect("fits");
+    // SAFETY: one valid pollfd for the call's duration.
+    let ready = unsafe { libc::poll(&mut pfd, 1, ms) };
+    assert_eq!(ready, 1, "the serve ended after its sweep was killed");
+    // SAFETY: closing the pidfd this test opened.
+    unsafe { libc::close(fd as i32) };
 }
 
 #[test]

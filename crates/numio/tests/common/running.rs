@@ -55,6 +55,12 @@ impl Running {
         }
     }
 
+    /// The process id of the running numio.
+    #[allow(dead_code)] // not every test crate that shares this module asks
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Waits for the `n`-th stderr line that `pred` accepts and returns it.
     pub fn wait_for(&self, n: usize, what: &str, pred: impl Fn(&str) -> bool) -> String {
         let mut seen = 0;
