@@ -32,6 +32,9 @@ enum Command {
     Report(cmd::report::Args),
     /// Serve namespaces over NVMe/TCP.
     Serve(cmd::serve::Args),
+    /// NVMe interrupt coalescing: show it, set it or turn it off on every
+    /// named controller or none, and restore the originals numio recorded.
+    Coalesce(cmd::coalesce::Args),
 }
 
 fn main() {
@@ -45,6 +48,7 @@ fn main() {
         Command::Sweep(args) => cmd::sweep::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Coalesce(args) => cmd::coalesce::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -4,6 +4,8 @@
 //! session shows on stderr (`display`).
 
 pub mod bench;
+pub mod coalesce;
+pub mod coalesce_show;
 pub mod compare;
 pub mod default_target;
 pub mod display;
