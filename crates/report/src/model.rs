@@ -191,7 +191,7 @@ pub enum SetKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepAxis {
     /// Its name (`jobs`, `iodepth`, `bs`, `devices`, `rw`, `rwmixread`,
-    /// `reactors`, `initiator-cores`).
+    /// `reactors`, `initiator-cores`; `threshold` in a coalescing sweep).
     pub name: String,
     /// The values as written, in order.
     pub values: Vec<String>,
@@ -247,6 +247,10 @@ pub struct ResultSet {
     /// Where the arms of a sweep lie on its axes (sweep sets only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepSpec>,
+    /// What a coalescing sweep set on the controllers (`numio coalesce
+    /// sweep`: a sweep over `threshold` × `devices`); `None` for others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coalesce: Option<crate::coalesce::CoalesceSpec>,
 }
 
 impl ResultSet {
@@ -265,6 +269,7 @@ impl ResultSet {
             created_unix_s,
             arms,
             sweep: None,
+            coalesce: None,
         }
     }
 
