@@ -121,6 +121,55 @@ impl IrqCoalescing {
     }
 }
 
+/// Interrupt vector configuration (feature 0x09): dword 11 names the
+/// vector; the value adds its Coalescing Disable bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IrqVectorConfig {
+    /// Interrupt vector (bits 15:0).
+    pub vector: u16,
+    /// Coalescing Disable (bit 16): interrupts of this vector are never
+    /// coalesced, whatever feature 0x08 says.
+    pub coalescing_disabled: bool,
+}
+
+impl IrqVectorConfig {
+    /// Encodes dword 11.
+    pub fn encode(&self) -> u32 {
+        u32::from(self.vector) | u32::from(self.coalescing_disabled) << 16
+    }
+
+    /// Decodes dword 11 / completion dword 0 (bits 31:17 reserved).
+    pub fn decode(v: u32) -> Self {
+        Self {
+            vector: (v & 0xFFFF) as u16,
+            coalescing_disabled: v & (1 << 16) != 0,
+        }
+    }
+}
+
+/// A feature's supported capabilities: completion dword 0 of Get Features
+/// with Select = 3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeatureCapabilities {
+    /// Bit 0: the value can be saved (Set Features with SV).
+    pub saveable: bool,
+    /// Bit 1: the value is per namespace.
+    pub namespace_specific: bool,
+    /// Bit 2: the value can be changed.
+    pub changeable: bool,
+}
+
+impl FeatureCapabilities {
+    /// Decodes completion dword 0 (bits 31:3 reserved).
+    pub fn decode(v: u32) -> Self {
+        Self {
+            saveable: v & 1 != 0,
+            namespace_specific: v & 2 != 0,
+            changeable: v & 4 != 0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,6 +189,26 @@ mod tests {
         assert!(IrqCoalescing::from_us_and_threshold(25_600, 1).is_err());
         assert!(IrqCoalescing::from_us_and_threshold(100, 0).is_err());
         assert!(IrqCoalescing::from_us_and_threshold(100, 257).is_err());
+    }
+
+    #[test]
+    fn vector_config_and_capabilities() {
+        let v = IrqVectorConfig::decode(0x0001_0003);
+        assert_eq!(
+            v,
+            IrqVectorConfig {
+                vector: 3,
+                coalescing_disabled: true
+            }
+        );
+        assert_eq!(v.encode(), 0x0001_0003);
+        assert!(!IrqVectorConfig::decode(0xFFFE_0007).coalescing_disabled);
+        let c = FeatureCapabilities::decode(0b101);
+        assert!(c.saveable && c.changeable && !c.namespace_specific);
+        assert_eq!(
+            FeatureCapabilities::decode(0xFFFF_FFF8),
+            FeatureCapabilities::decode(0)
+        );
     }
 
     #[test]

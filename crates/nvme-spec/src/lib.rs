@@ -2,7 +2,8 @@
 //!
 //! This crate owns the byte layouts that cross a wire or a device boundary:
 //! submission and completion queue entries, status codes, Identify data,
-//! feature encodings (0x07 number of queues, 0x08 interrupt coalescing), log
+//! feature encodings (0x07 number of queues, 0x08 interrupt coalescing,
+//! 0x09 interrupt vector configuration, Select = 3 capabilities), log
 //! pages, fabrics Connect and properties, and NVMe/TCP PDUs with their
 //! CRC32C digests (from the `crc32c` crate). It performs no I/O, so every
 //! layout is tested on bytes (unit tests at the offsets the spec gives,

@@ -82,6 +82,10 @@ impl Status {
     pub const INVALID_LOG_PAGE: Status = Status::specific(0x09).dnr_const();
     /// Feature identifier not saveable.
     pub const FEATURE_NOT_SAVEABLE: Status = Status::specific(0x0D).dnr_const();
+    /// Set Features: feature not changeable.
+    pub const FEATURE_NOT_CHANGEABLE: Status = Status::specific(0x0E).dnr_const();
+    /// Set Features: feature not namespace specific.
+    pub const FEATURE_NOT_NS_SPECIFIC: Status = Status::specific(0x0F).dnr_const();
     /// Connect: incompatible format.
     pub const CONNECT_INCOMPATIBLE_FORMAT: Status = Status::specific(0x80).dnr_const();
     /// Connect: controller busy.

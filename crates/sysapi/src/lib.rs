@@ -1,19 +1,20 @@
-//! The OS calls the engine and the NVMe/TCP target both make, each in one
-//! place: the calling thread's CPU affinity ([`affinity`]), a block
+//! The OS calls the engine, the NVMe/TCP target and `tune` make, each in
+//! one place: the calling thread's CPU affinity ([`affinity`]), a block
 //! device's size, logical block size and NVMe namespace id ([`block`]), the
 //! signatures on a device by libblkid's probing API ([`blkid`]), files kept
 //! where other users may write, made new and never opened through a symlink
-//! ([`file`]), and the io_uring boundary ([`uring`]: the ring set-up
-//! fallback chain, entering through the registered ring fd, typed SQE
-//! views).
+//! ([`file`]), NVMe admin commands without data (Get and Set Features)
+//! through a controller's character device ([`nvme_admin`]), and the
+//! io_uring boundary ([`uring`]: the ring set-up fallback chain, entering
+//! through the registered ring fd, typed SQE views).
 //!
-//! A leaf below `engine` and `nvmf` (it depends on rustix, libc, the
-//! io-uring crate and the system's libblkid), so neither carries its own
+//! A leaf below `engine`, `nvmf` and `tune` (it depends on rustix, libc,
+//! the io-uring crate and the system's libblkid), so none carries its own
 //! copy of an ioctl number, a `cpu_set_t` loop or a ring set-up chain.
 //! Reading `/sys` and `/proc` is not here: that is `topology`'s job. rustix
-//! covers affinity and `BLKSSZGET`; the two ioctls it has no wrapper for go
-//! through its typed `ioctl`, and the io_uring calls neither rustix nor the
-//! io-uring crate can make as the hot path needs them go through
+//! covers affinity and `BLKSSZGET`; the three ioctls it has no wrapper for
+//! go through its typed `ioctl`, and the io_uring calls neither rustix nor
+//! the io-uring crate can make as the hot path needs them go through
 //! `libc::syscall`, each with a `// SAFETY:` line.
 #![deny(missing_docs)]
 
@@ -21,4 +22,5 @@ pub mod affinity;
 pub mod blkid;
 pub mod block;
 pub mod file;
+pub mod nvme_admin;
 pub mod uring;

@@ -1,0 +1,281 @@
+//! From the names a user writes to the controllers whose settings change:
+//! `nvme0` or `/dev/nvme0` (a controller), `/dev/nvme0n1`, `ng0n1`, a
+//! partition or a path device `nvme0c1n1` (a namespace: its controller),
+//! a multipath head (every controller of its paths). Resolved against a
+//! [`Topology`] (the live machine's, or a snapshot's for `show --root`).
+
+use serde::{Deserialize, Serialize};
+use topology::{Topology, Transport};
+
+use crate::error::TuneError;
+
+/// One NVMe controller as `tune` knows it: who it is (name, PCI address,
+/// serial: the name can change across a reset or a reboot, the other two
+/// cannot), where it sits, and its I/O queue interrupt vectors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Controller {
+    /// Kernel name (`nvme0`): its character device is `/dev/nvme0`.
+    pub name: String,
+    /// Transport (`pcie`, `tcp`, ...).
+    pub transport: Transport,
+    /// PCI address (`0000:01:00.0`), or the fabric address.
+    pub address: String,
+    /// Serial number.
+    pub serial: String,
+    /// Model string.
+    pub model: String,
+    /// NUMA node, when the kernel knows it.
+    pub node: Option<u32>,
+    /// Interrupt vectors of its I/O queues (`nvme0q1` .. in
+    /// `/proc/interrupts`: queue N uses vector N), ascending; empty when
+    /// the IRQs were not seen.
+    pub vectors: Vec<u16>,
+}
+
+impl Controller {
+    /// The controller as discovery saw it.
+    pub fn from_topology(c: &topology::Controller) -> Controller {
+        let mut vectors: Vec<u16> = c
+            .irqs
+            .iter()
+            .filter_map(|irq| queue_number(&irq.name))
+            .filter(|&q| q > 0)
+            .filter_map(|q| u16::try_from(q).ok())
+            .collect();
+        vectors.sort_unstable();
+        vectors.dedup();
+        Controller {
+            name: c.name.clone(),
+            transport: c.transport,
+            address: c.address.clone(),
+            serial: c.serial.clone(),
+            model: c.model.clone(),
+            node: c.numa_node.node().map(|n| n.0),
+            vectors,
+        }
+    }
+
+    /// Whether it is a fabrics controller (no interrupts of its own).
+    pub fn is_fabrics(&self) -> bool {
+        self.transport != Transport::Pcie
+    }
+
+    /// Whether `other` is the same device (PCI address and serial), under
+    /// whatever name.
+    pub fn same_device(&self, address: &str, serial: &str) -> bool {
+        self.address == address && self.serial == serial
+    }
+}
+
+/// `nvme3q7` → 7.
+fn queue_number(irq_name: &str) -> Option<u32> {
+    topology::parse::nvme_numbers(irq_name, "nvme", "q").and_then(|n| n.get(1).copied())
+}
+
+/// What the names resolved to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The controllers, in the order named, without repeats.
+    pub controllers: Vec<Controller>,
+    /// Fabrics controllers a namespace also reaches, left out by
+    /// [`resolve_tunable`]: `(controller, the name that reached it)`.
+    pub skipped_fabrics: Vec<(Controller, String)>,
+}
+
+/// Resolves `inputs` to controllers, fabrics ones included (for `show`);
+/// no inputs means every controller.
+pub fn resolve(topo: &Topology, inputs: &[String]) -> Result<Resolved, TuneError> {
+    let mut controllers: Vec<Controller> = Vec::new();
+    if inputs.is_empty() {
+        controllers = topo
+            .controllers
+            .iter()
+            .map(Controller::from_topology)
+            .collect();
+    }
+    for input in inputs {
+        for c in lookup(topo, input)?.1 {
+            push_new(&mut controllers, c);
+        }
+    }
+    Ok(Resolved {
+        controllers,
+        skipped_fabrics: Vec::new(),
+    })
+}
+
+/// Resolves `inputs` to the PCIe controllers whose coalescing can change
+/// (for `set`, `off` and the sweep). A fabrics controller named as such is
+/// an error; one a namespace also reaches is left out and listed in
+/// [`Resolved::skipped_fabrics`]; a namespace reached only through fabrics
+/// controllers is an error.
+pub fn resolve_tunable(topo: &Topology, inputs: &[String]) -> Result<Resolved, TuneError> {
+    if inputs.is_empty() {
+        return Err(TuneError::NoTargets);
+    }
+    let mut out = Resolved {
+        controllers: Vec::new(),
+        skipped_fabrics: Vec::new(),
+    };
+    for input in inputs {
+        let (named_controller, found) = lookup(topo, input)?;
+        let (fabrics, pcie): (Vec<Controller>, Vec<Controller>) =
+            found.into_iter().partition(Controller::is_fabrics);
+        if let Some(f) = fabrics
+            .first()
+            .filter(|_| named_controller || pcie.is_empty())
+        {
+            return Err(TuneError::Fabrics {
+                input: input.clone(),
+                name: f.name.clone(),
+                transport: f.transport.name().to_string(),
+            });
+        }
+        for c in pcie {
+            push_new(&mut out.controllers, c);
+        }
+        for f in fabrics {
+            if !out.skipped_fabrics.iter().any(|(s, _)| s.name == f.name) {
+                out.skipped_fabrics.push((f, input.clone()));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn push_new(list: &mut Vec<Controller>, c: Controller) {
+    if !list.iter().any(|have| have.name == c.name) {
+        list.push(c);
+    }
+}
+
+/// One input: whether it named a controller, and the controllers.
+fn lookup(topo: &Topology, input: &str) -> Result<(bool, Vec<Controller>), TuneError> {
+    let name = input.trim().strip_prefix("/dev/").unwrap_or(input.trim());
+    if let Some(c) = topo.controller(name) {
+        return Ok((true, vec![Controller::from_topology(c)]));
+    }
+    if let Some(dev) = topo.find_device(name) {
+        let found: Vec<Controller> = dev
+            .controllers
+            .iter()
+            .map(|c| Controller::from_topology(c))
+            .collect();
+        if !found.is_empty() {
+            return Ok((false, found));
+        }
+    }
+    let names: Vec<&str> = topo.controllers.iter().map(|c| c.name.as_str()).collect();
+    let known = if names.is_empty() {
+        "this machine has no NVMe controller".to_string()
+    } else {
+        format!("this machine has {}", names.join(", "))
+    };
+    Err(TuneError::UnknownTarget {
+        input: input.to_string(),
+        known,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Topology {
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/sysfs")
+            .join(name);
+        Topology::discover(&root).expect("fixture")
+    }
+
+    fn names(r: &Resolved) -> Vec<&str> {
+        r.controllers.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    #[test]
+    fn controllers_and_namespaces_resolve_to_their_controllers() {
+        let t = fixture("vm-two-socket");
+        let all = resolve(&t, &[]).unwrap();
+        assert!(all.controllers.len() >= 2, "{:?}", names(&all));
+        let first = all.controllers[0].name.clone();
+        for input in [first.clone(), format!("/dev/{first}")] {
+            assert_eq!(
+                names(&resolve_tunable(&t, &[input]).unwrap()),
+                [first.as_str()]
+            );
+        }
+        // A multipath head reaches every controller of its paths.
+        let head = t
+            .subsystems
+            .iter()
+            .flat_map(|s| &s.namespaces)
+            .find(|n| n.paths.len() > 1)
+            .expect("the two-socket guest has a 2-path namespace");
+        let r = resolve_tunable(&t, &[format!("/dev/{}", head.block_device)]).unwrap();
+        let mut want: Vec<&str> = head.paths.iter().map(|p| p.controller.as_str()).collect();
+        want.sort_unstable();
+        let mut got = names(&r);
+        got.sort_unstable();
+        assert_eq!(got, want);
+        // Named twice: listed once.
+        let twice = resolve_tunable(&t, &[first.clone(), first.clone()]).unwrap();
+        assert_eq!(twice.controllers.len(), 1);
+    }
+
+    #[test]
+    fn vectors_are_the_io_queue_irqs() {
+        let t = fixture("vm-two-socket");
+        let c = t
+            .controllers
+            .iter()
+            .find(|c| c.irqs.len() > 1)
+            .expect("queue IRQs");
+        let ctrl = Controller::from_topology(c);
+        assert!(
+            !ctrl.vectors.contains(&0),
+            "the admin queue is not coalesced"
+        );
+        assert_eq!(
+            ctrl.vectors.len(),
+            c.irqs.iter().filter(|i| !i.name.ends_with("q0")).count()
+        );
+    }
+
+    #[test]
+    fn unknown_names_say_what_there_is() {
+        let t = fixture("vm-two-socket");
+        let e = resolve_tunable(&t, &["nvme99".to_string()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`nvme99`") && e.contains("this machine has nvme0"),
+            "{e}"
+        );
+        let none = fixture("no-nvme");
+        let e = resolve(&none, &["/dev/nvme0".to_string()])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("no NVMe controller"), "{e}");
+        assert!(matches!(
+            resolve_tunable(&t, &[]),
+            Err(TuneError::NoTargets)
+        ));
+    }
+
+    #[test]
+    fn fabrics_controllers_have_no_interrupts() {
+        let t = fixture("2node-multipath-tcp");
+        let tcp = t
+            .controllers
+            .iter()
+            .find(|c| c.transport == Transport::Tcp)
+            .expect("a tcp controller");
+        let e = resolve_tunable(&t, std::slice::from_ref(&tcp.name))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a fabrics controller has no interrupts"), "{e}");
+        // `show` lists it.
+        let shown = resolve(&t, std::slice::from_ref(&tcp.name)).unwrap();
+        assert!(shown.controllers[0].is_fabrics());
+    }
+}
