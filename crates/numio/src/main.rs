@@ -28,6 +28,8 @@ enum Command {
     /// Scaling study: run a bench per point of an axis (jobs, iodepth, bs,
     /// devices, rw, rwmixread), find the knee and the CPU headroom.
     Sweep(cmd::sweep::Args),
+    /// NVMe interrupt coalescing: sweep it.
+    Coalesce(cmd::coalesce::Args),
     /// Reprint or export a saved result file.
     Report(cmd::report::Args),
     /// Serve namespaces over NVMe/TCP.
@@ -43,6 +45,7 @@ fn main() {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::Sweep(args) => cmd::sweep::run(args),
+        Command::Coalesce(args) => cmd::coalesce::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Serve(args) => cmd::serve::run(args),
     };

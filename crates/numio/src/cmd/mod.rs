@@ -4,6 +4,12 @@
 //! session shows on stderr (`display`).
 
 pub mod bench;
+pub mod coalesce;
+pub mod coalesce_sweep;
+pub mod coalesce_sweep_ctl;
+pub mod coalesce_sweep_output;
+pub mod coalesce_sweep_points;
+pub mod coalesce_sweep_runner;
 pub mod compare;
 pub mod default_target;
 pub mod display;
