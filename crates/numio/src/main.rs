@@ -28,12 +28,14 @@ enum Command {
     /// Scaling study: run a bench per point of an axis (jobs, iodepth, bs,
     /// devices, rw, rwmixread), find the knee and the CPU headroom.
     Sweep(cmd::sweep::Args),
-    /// NVMe interrupt coalescing: sweep it.
-    Coalesce(cmd::coalesce::Args),
     /// Reprint or export a saved result file.
     Report(cmd::report::Args),
     /// Serve namespaces over NVMe/TCP.
     Serve(cmd::serve::Args),
+    /// NVMe interrupt coalescing: show it, set it or turn it off on every
+    /// named controller or none, and restore the originals numio recorded;
+    /// sweep thresholds with a workload and recommend one.
+    Coalesce(cmd::coalesce::Args),
 }
 
 fn main() {
@@ -45,9 +47,9 @@ fn main() {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::Sweep(args) => cmd::sweep::run(args),
-        Command::Coalesce(args) => cmd::coalesce::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Coalesce(args) => cmd::coalesce::run(args),
     };
     match result {
         Ok(code) => std::process::exit(code),

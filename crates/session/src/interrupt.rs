@@ -1,7 +1,9 @@
 //! Ctrl-C (SIGINT) and SIGTERM during a session: the first one sets a flag
 //! the engine polls (workers drain what is in flight and the run covers the
 //! time measured; a schedule keeps its completed runs), a second one exits
-//! the process at once.
+//! the process at once, after the exit hooks registered with
+//! [`on_second_signal`] ran (a device setting numio changed is put back
+//! even then).
 //!
 //! The signals are blocked in the calling thread before any worker exists,
 //! so every thread started later inherits the mask: no worker's
@@ -10,8 +12,8 @@
 //! tells the caller through a plain function (it runs on that thread).
 //! Child processes do not inherit the mask (std resets it on spawn).
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::SessionError;
 
@@ -22,6 +24,12 @@ static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Whether [`install`] succeeded (once per process).
 static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
 
+/// Work a second signal runs before the process exits.
+type ExitWork = Arc<dyn Fn() + Send + Sync>;
+/// The registered exit hooks, by id.
+static EXIT_HOOKS: Mutex<Vec<(u64, ExitWork)>> = Mutex::new(Vec::new());
+static NEXT_HOOK_ID: AtomicU64 = AtomicU64::new(0);
+
 /// What the signal thread tells the caller's `notify` function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Notice {
@@ -31,7 +39,8 @@ pub enum Notice {
         signal: i32,
     },
     /// A second signal: the process exits with 128 + `signal` right after
-    /// `notify` returns, without running destructors.
+    /// `notify` returns and the [`on_second_signal`] hooks ran, without
+    /// running destructors.
     Exiting {
         /// `libc::SIGINT` or `libc::SIGTERM`.
         signal: i32,
@@ -53,6 +62,52 @@ pub fn interrupted() -> bool {
 /// 143 for SIGTERM), as a shell reports a process the signal killed.
 pub fn exit_code() -> Option<i32> {
     interrupted().then(|| 128 + SIGNAL.load(Ordering::Relaxed))
+}
+
+/// A registered exit hook; dropping it unregisters the hook.
+#[derive(Debug)]
+#[must_use = "the hook is unregistered when this handle drops"]
+pub struct ExitHook {
+    id: u64,
+}
+
+/// Registers `hook` to run on the signal thread when a second SIGINT /
+/// SIGTERM exits the process at once (the first one only sets the flag:
+/// the caller's own code winds down and undoes what it changed). For
+/// changes to the machine that must not outlive numio, such as a
+/// controller feature: the hook puts it back. Hooks run in registration
+/// order; each must finish quickly and may run while the main thread is in
+/// the middle of its own work, so it synchronises with it.
+pub fn on_second_signal(hook: impl Fn() + Send + Sync + 'static) -> ExitHook {
+    let id = NEXT_HOOK_ID.fetch_add(1, Ordering::Relaxed);
+    EXIT_HOOKS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((id, Arc::new(hook)));
+    ExitHook { id }
+}
+
+impl Drop for ExitHook {
+    fn drop(&mut self) {
+        EXIT_HOOKS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// Runs the registered exit hooks (outside the registry's lock, so a hook
+/// may drop its own handle).
+fn run_exit_hooks() {
+    let hooks: Vec<ExitWork> = EXIT_HOOKS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .map(|(_, h)| Arc::clone(h))
+        .collect();
+    for hook in hooks {
+        hook();
+    }
 }
 
 fn signal_set() -> libc::sigset_t {
@@ -104,6 +159,7 @@ fn wait_for_signals(set: libc::sigset_t, notify: fn(Notice)) {
         }
         if INTERRUPT.load(Ordering::Relaxed) {
             notify(Notice::Exiting { signal: sig });
+            run_exit_hooks();
             // SAFETY: _exit ends the process at once without running
             // destructors or atexit handlers, which other threads may be using.
             unsafe { libc::_exit(128 + sig) };
@@ -111,5 +167,31 @@ fn wait_for_signals(set: libc::sigset_t, notify: fn(Notice)) {
         SIGNAL.store(sig, Ordering::Relaxed);
         INTERRUPT.store(true, Ordering::Relaxed);
         notify(Notice::Stopping { signal: sig });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn exit_hooks_run_in_order_until_their_handle_drops() {
+        static RAN: Mutex<Vec<&str>> = Mutex::new(Vec::new());
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let a = on_second_signal(|| RAN.lock().unwrap().push("a"));
+        let b = on_second_signal(|| {
+            RAN.lock().unwrap().push("b");
+            COUNT.fetch_add(1, Ordering::Relaxed);
+        });
+        run_exit_hooks();
+        // Other tests may register hooks of their own: look only at ours.
+        assert_eq!(*RAN.lock().unwrap(), ["a", "b"]);
+        drop(a);
+        run_exit_hooks();
+        assert_eq!(*RAN.lock().unwrap(), ["a", "b", "b"]);
+        drop(b);
+        run_exit_hooks();
+        assert_eq!(COUNT.load(Ordering::Relaxed), 2, "b unregistered");
     }
 }

@@ -12,7 +12,10 @@
 //!   later runs pay no trial;
 //! * **interrupts** ([`interrupt`]): a first Ctrl-C or SIGTERM sets a flag
 //!   the engine polls; the run it cuts short is left out, the completed
-//!   runs are kept, and the session says where it stopped;
+//!   runs are kept, and the session says where it stopped; a second one
+//!   exits at once, after the hooks registered with
+//!   [`interrupt::on_second_signal`] ran (a changed controller setting is
+//!   put back);
 //! * **events** ([`event`]): one callback hears each run start, pass the
 //!   start barrier (set-up and trial done), progress and end, and each
 //!   settlement; the caller decides what to print.

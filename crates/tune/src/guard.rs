@@ -82,7 +82,7 @@ fn set_what(raw: u32) -> String {
 }
 
 impl CoalesceGuard {
-    /// Takes the state file's lock, opens `ctrls` through `access`, reads
+    /// Opens `ctrls` through `access`, takes the state file's lock, reads
     /// each value and records it as the original (unless a record exists:
     /// the first wins) with `command` (`numio coalesce sweep`). Nothing
     /// changes yet. Errors: no controllers, a fabrics one, another numio
@@ -104,12 +104,20 @@ impl CoalesceGuard {
                 transport: f.transport.name().to_string(),
             });
         }
+        // Opened first: without permission the error says "run as root"
+        // before the state directory is touched.
+        let mut admins = Vec::with_capacity(ctrls.len());
+        for ctrl in ctrls {
+            admins.push(
+                access
+                    .open(ctrl)
+                    .map_err(|e| TuneError::admin(ctrl, "opening the controller", e))?,
+            );
+        }
+        // Read under the lock: no other numio changes a value meanwhile.
         let file_lock = journal.lock()?;
         let mut entries = Vec::with_capacity(ctrls.len());
-        for ctrl in ctrls {
-            let mut admin = access
-                .open(ctrl)
-                .map_err(|e| TuneError::admin(ctrl, "opening the controller", e))?;
+        for (ctrl, mut admin) in ctrls.iter().zip(admins) {
             let before_raw = read_value(admin.as_mut(), ctrl)?;
             entries.push(Entry {
                 ctrl: ctrl.clone(),

@@ -12,7 +12,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -25,6 +25,8 @@ pub const SCHEMA_VERSION: u32 = 1;
 pub const FILE_NAME: &str = "coalesce.json";
 const LOCK_NAME: &str = "coalesce.lock";
 const TMP_NAME: &str = "coalesce.json.tmp";
+/// Root's state directory.
+pub const SYSTEM_DIR: &str = "/run/numio";
 
 /// One controller's original value.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -90,7 +92,7 @@ impl Journal {
             return Ok(Journal::at(dir));
         }
         if sysapi::file::effective_uid() == 0 {
-            return Ok(Journal::at("/run/numio"));
+            return Ok(Journal::system());
         }
         match env("XDG_RUNTIME_DIR") {
             Some(run) => Ok(Journal::at(PathBuf::from(run).join("numio"))),
@@ -99,6 +101,22 @@ impl Journal {
                 "no state directory: XDG_RUNTIME_DIR is unset and this is not root; set NUMIO_STATE_DIR to a private directory",
             )),
         }
+    }
+
+    /// Root's state directory, `/run/numio`.
+    pub fn system() -> Journal {
+        Journal::at(SYSTEM_DIR)
+    }
+
+    /// Every state file a user should hear about: this user's
+    /// ([`Journal::default_location`]) and root's, when they differ (a
+    /// user's `show` warns about a root `set` too: the file is readable).
+    pub fn visible() -> Vec<Journal> {
+        let mut out: Vec<Journal> = Journal::default_location().into_iter().collect();
+        if !out.contains(&Journal::system()) {
+            out.push(Journal::system());
+        }
+        out
     }
 
     /// The state directory `dir`.
@@ -233,7 +251,10 @@ impl Journal {
         let _ = std::fs::remove_file(&tmp);
         let mut file = sysapi::file::create_new_private(&tmp)
             .map_err(|e| journal_err(&tmp, format!("cannot create it: {e}")))?;
-        file.write_all(text.as_bytes())
+        // Readable by all (names, serials and values, all in sysfs anyway),
+        // so a user's `numio coalesce show` warns about root's changes.
+        file.set_permissions(std::fs::Permissions::from_mode(0o644))
+            .and_then(|()| file.write_all(text.as_bytes()))
             .and_then(|()| file.write_all(b"\n"))
             .and_then(|()| file.sync_all())
             .map_err(|e| journal_err(&tmp, format!("cannot write it: {e}")))?;
@@ -252,13 +273,13 @@ impl Journal {
             .map_err(|e| journal_err(&self.dir, format!("cannot fsync the directory: {e}")))
     }
 
-    /// Creates the directory (mode 0700) when missing; refuses a symlink or
-    /// one another user owns.
+    /// Creates the directory (mode 0755) when missing; refuses a symlink,
+    /// one another user owns, or one others may write.
     fn ensure_dir(&self) -> Result<(), TuneError> {
         let dir = &self.dir;
         std::fs::DirBuilder::new()
             .recursive(true)
-            .mode(0o700)
+            .mode(0o755)
             .create(dir)
             .map_err(|e| journal_err(dir, format!("cannot create the state directory: {e}")))?;
         let meta = std::fs::symlink_metadata(dir)
@@ -276,6 +297,15 @@ impl Journal {
                 format!(
                     "the state directory belongs to uid {}, not to this user ({me}); point NUMIO_STATE_DIR at a directory of your own",
                     meta.uid()
+                ),
+            ));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(journal_err(
+                dir,
+                format!(
+                    "the state directory is writable by others (mode {:o}); use a private one (NUMIO_STATE_DIR)",
+                    meta.mode() & 0o7777
                 ),
             ));
         }
@@ -333,7 +363,7 @@ mod tests {
         assert!(!j.path().exists(), "no records: no file");
         assert!(!j.dir.join(TMP_NAME).exists());
         let mode = std::fs::metadata(&j.dir).unwrap().mode() & 0o777;
-        assert_eq!(mode, 0o700);
+        assert_eq!(mode & 0o722, 0o700, "{mode:o}: only its owner writes");
         let _ = std::fs::remove_dir_all(&j.dir);
     }
 
@@ -347,6 +377,20 @@ mod tests {
         assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
         drop(_held);
         j.lock().expect("free again");
+        let _ = std::fs::remove_dir_all(&j.dir);
+    }
+
+    #[test]
+    fn the_file_is_readable_by_all_and_a_shared_directory_refused() {
+        let j = temp_journal("modes");
+        let lock = j.lock().unwrap();
+        j.record_original(&lock, record("A", 0)).unwrap();
+        let mode = std::fs::metadata(j.path()).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o644);
+        drop(lock);
+        std::fs::set_permissions(&j.dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = j.lock().unwrap_err().to_string();
+        assert!(e.contains("writable by others"), "{e}");
         let _ = std::fs::remove_dir_all(&j.dir);
     }
 

@@ -5,7 +5,8 @@
 //! or failed, it puts the originals back and drops the records. Drives not
 //! in use keep their own value throughout, and between runs every
 //! controller holds its original. After `kill -9` in the middle of a run
-//! the records stay for `numio coalesce restore`. A [`session::Runner`]
+//! the records stay for `numio coalesce restore`; a second Ctrl-C /
+//! SIGTERM puts them back before it exits. A [`session::Runner`]
 //! around [`LocalRunner`]: the schedule, its interleaving, settlement and
 //! Ctrl-C handling stay the session's.
 
@@ -94,8 +95,17 @@ impl Runner for CoalesceRunner<'_> {
             .get(run.arm)
             .ok_or_else(|| format!("no point for arm {} ({})", run.arm, arm.label))?;
         let guard = self.set(point)?;
+        // A second Ctrl-C / SIGTERM exits at once: the hook puts the
+        // originals back first.
+        let restorer = guard.restorer();
+        let hook = session::interrupt::on_second_signal(move || {
+            if let Err(e) = restorer.restore() {
+                eprintln!("numio: {e}");
+            }
+        });
         let result = LocalRunner.run(arm, opts, run, interrupt, observer);
         let restored = guard.restore();
+        drop(hook);
         match (result, restored) {
             (Ok(r), Ok(())) => Ok(r),
             (Ok(_), Err(e)) => Err(e.into()),

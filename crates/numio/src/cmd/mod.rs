@@ -5,6 +5,7 @@
 
 pub mod bench;
 pub mod coalesce;
+pub mod coalesce_show;
 pub mod coalesce_sweep;
 pub mod coalesce_sweep_ctl;
 pub mod coalesce_sweep_output;
