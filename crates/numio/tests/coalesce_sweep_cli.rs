@@ -87,6 +87,12 @@ fn bad_sweeps_are_named_with_exit_status_2_and_nothing_recorded() {
         assert!(err.contains(want), "{extra:?}: {err}");
         assert!(out.is_empty(), "{extra:?}: {out}");
     }
+    let (code, _, err) = numio_in(&state.0, &["coalesce", "sweep", two[0], two[1], two[0]]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("/dev/nvme0n1 is given twice (targets 1 and 3)"),
+        "{err}"
+    );
     // A file is no NVMe namespace: refused by name, before any change.
     let (code, _, err) = numio_in(
         &state.0,

@@ -98,6 +98,18 @@ fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
             "no targets: give the NVMe namespaces to sweep, e.g. numio coalesce sweep /dev/nvme0n1 /dev/nvme1n1 --devices 1,2"
         );
     }
+    if let Some((i, t)) = args
+        .targets
+        .iter()
+        .enumerate()
+        .find(|(i, t)| args.targets[..*i].contains(t))
+    {
+        bail!(
+            "{t} is given twice (targets {} and {}): name each namespace once",
+            args.targets.iter().position(|x| x == t).unwrap_or(0) + 1,
+            i + 1
+        );
+    }
     let (thresholds, added) = points::thresholds(&args.threshold)?;
     if added {
         eprintln!(
