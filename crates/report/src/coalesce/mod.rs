@@ -22,6 +22,8 @@ pub mod table;
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Arm, ResultSet, TargetMetrics, TOTAL};
+
+pub use crate::model::{CoalesceSpec, LatencyBudget};
 use crate::sweep::{mean_ci95, mean_over_runs, percentile_ns};
 
 pub use recommend::{recommend, Recommendation, Verdict, MIN_GAIN_PCT};
@@ -33,59 +35,6 @@ pub const DEVICES_AXIS: &str = "devices";
 
 /// The latency percentiles every row reports (clat).
 pub const PERCENTILES: [f64; 4] = [50.0, 95.0, 99.0, 99.99];
-
-/// A latency budget (`--max-latency p99.99=2ms`): a threshold is
-/// recommended only where the mean of this percentile over its runs, for
-/// all the drives together, stays at or below `max_ns`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LatencyBudget {
-    /// The percentile, 0 < p < 100.
-    pub percentile: f64,
-    /// The most it may be, nanoseconds.
-    pub max_ns: f64,
-}
-
-impl LatencyBudget {
-    /// `p99.99 ≤ 2,000.0 µs`.
-    pub fn describe(&self) -> String {
-        format!(
-            "p{} ≤ {} µs",
-            self.percentile,
-            crate::format::micros(self.max_ns)
-        )
-    }
-}
-
-/// What a coalescing sweep set on the controllers, saved with its runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CoalesceSpec {
-    /// Aggregation time of every threshold above 0, µs (a multiple of
-    /// 100); threshold 0 is coalescing off (THR 0, TIME 0).
-    pub time_us: u32,
-    /// The targets in the order given: a point of D devices runs the
-    /// first D of them at once.
-    pub targets: Vec<String>,
-    /// The controllers of each target, in target order (a multipath head
-    /// has several; two namespaces may share one).
-    #[serde(default)]
-    pub controllers: Vec<Vec<String>>,
-    /// Latency budgets the recommendation keeps (none: any latency).
-    #[serde(default)]
-    pub max_latency: Vec<LatencyBudget>,
-}
-
-impl CoalesceSpec {
-    /// The controllers of the first `devices` targets, each once, in order.
-    pub fn controllers_of(&self, devices: usize) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for c in self.controllers.iter().take(devices).flatten() {
-            if !out.contains(c) {
-                out.push(c.clone());
-            }
-        }
-        out
-    }
-}
 
 /// The raw Feature 0x08 value of `threshold` with `time_us`: THR in bits
 /// 7:0, TIME (100 µs units) in bits 15:8; threshold 0 is off (0).
