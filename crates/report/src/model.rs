@@ -241,7 +241,7 @@ pub struct LatencyBudget {
 }
 
 impl LatencyBudget {
-    /// `p99.99 ≤ 2,000.0 µs`.
+    /// `p99.99 ≤ 2000.0 µs`.
     pub fn describe(&self) -> String {
         format!("p{} ≤ {:.1} µs", self.percentile, self.max_ns / 1000.0)
     }

@@ -36,20 +36,10 @@ pub struct CoalesceRunner<'a> {
 }
 
 impl CoalesceRunner<'_> {
-    /// The controllers of the first `devices` targets, each once.
-    fn controllers_of(&self, devices: usize) -> Vec<Controller> {
-        let mut out: Vec<Controller> = Vec::new();
-        for c in self.controllers.iter().take(devices).flatten() {
-            if !out.iter().any(|o| o.name == c.name) {
-                out.push(c.clone());
-            }
-        }
-        out
-    }
-
     /// Records the originals of `point`'s controllers and sets its value.
     fn set(&self, point: Point) -> Result<CoalesceGuard, BoxError> {
-        let on = self.controllers_of(point.devices);
+        let drives = point.devices.min(self.controllers.len());
+        let on = super::coalesce_sweep_ctl::all(&self.controllers[..drives]);
         let value = if point.threshold == 0 {
             tune::OFF
         } else {
