@@ -190,6 +190,10 @@ fn the_smallest_threshold_within_the_best_interval_is_recommended() {
         evidence.contains("interrupts per I/O: 1.000 off, 0.250 at threshold 3"),
         "{evidence}"
     );
+    assert!(
+        evidence.contains("machine CPU per I/O: 4.00 µs off, 2.88 µs at threshold 3"),
+        "{evidence}"
+    );
 }
 
 #[test]
@@ -200,6 +204,11 @@ fn a_single_drive_that_gains_nothing_is_left_off() {
     assert!(rec.is_off());
     assert_eq!(rec.raw, 0);
     assert!(rec.summary.starts_with("leave it off"), "{}", rec.summary);
+    let evidence = rec.evidence.join("\n");
+    assert!(
+        evidence.contains("against off (500,000 ± 7,452 IOPS, 1.000 interrupts/IO, 4.00 µs CPU/IO): threshold 3: 501,000 IOPS (+0.2 %), 0.250 interrupts/IO, 2.88 µs CPU/IO; threshold 9: 499,000 IOPS (-0.2 %)"),
+        "{evidence}"
+    );
 }
 
 #[test]
