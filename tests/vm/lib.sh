@@ -101,6 +101,20 @@ vm_topologies() {
   for f in "$VM_DIR"/topologies/*.sh; do basename "$f" .sh; done
 }
 
+# Prints topology $1's TOPO_QEMU: the lab QEMU it boots ("coalescing":
+# tests/vm/qemu/, built by tests/vm/setup --qemu), empty for Debian's
+# qemu-system-x86_64.
+vm_topology_qemu() {
+  local file="$VM_DIR/topologies/$1.sh"
+  [ -f "$file" ] || vm_die "unknown topology '$1' (have: $(vm_topologies | tr '\n' ' '))"
+  (
+    TOPO_QEMU=""
+    # shellcheck source=/dev/null
+    . "$file"
+    printf '%s\n' "$TOPO_QEMU"
+  )
+}
+
 # Loads topology $1: sets TOPO_* and EXPECT_* variables and QEMU_ARGS.
 vm_load_topology() {
   local file="$VM_DIR/topologies/$1.sh"
@@ -111,6 +125,8 @@ vm_load_topology() {
   # Poll queues of the guest's nvme driver (IOPOLL, fio --hipri); a topology
   # file may set another count, 0 for none.
   TOPO_NVME_POLL_QUEUES=2
+  # Debian's qemu-system-x86_64 unless the topology names a lab QEMU.
+  TOPO_QEMU=""
   # shellcheck source=/dev/null
   . "$file"
   topology
