@@ -206,11 +206,18 @@ impl CoalesceGuard {
     }
 
     /// Leaves the new values and their records (`numio coalesce restore`
-    /// undoes them); drops the records of controllers left as they were.
+    /// undoes them); drops the record of a controller that holds its
+    /// recorded original now (nothing to put back: `off` on a controller
+    /// that was off, or a `set` back to the original).
     pub fn keep(self) -> Result<Vec<Kept>, TuneError> {
         let mut inner = lock(&self.inner);
         let kept = inner.kept()?;
-        inner.close_without_restore(|e| e.owns_record && e.known_raw == Some(e.before_raw))?;
+        let back: Vec<String> = kept
+            .iter()
+            .filter(|k| k.value_raw == Some(k.original_raw))
+            .map(|k| k.controller.name.clone())
+            .collect();
+        inner.close_without_restore(|e| back.contains(&e.ctrl.name))?;
         Ok(kept)
     }
 

@@ -178,7 +178,7 @@ fn set_keeps_its_record_and_the_first_record_wins_across_runs() {
 }
 
 #[test]
-fn keep_drops_the_records_of_controllers_left_unchanged() {
+fn keep_drops_the_record_of_a_controller_back_at_its_original() {
     let j = journal("unchanged");
     let (ctrls, _devs, access) = machine(1, 0);
     let mut g = CoalesceGuard::begin(&ctrls, &access, &j, "numio coalesce off").unwrap();

@@ -192,7 +192,7 @@ fn print_changed(kept: &[Kept], before: &[u32]) {
             describe(IrqCoalescing::decode(raw))
         });
         out.push_str(&format!(
-            "{}: {now}; was {}\n",
+            "{}: now {now}; was {}\n",
             k.controller.name,
             describe(IrqCoalescing::decode(was))
         ));
@@ -247,7 +247,7 @@ fn restore() -> anyhow::Result<i32> {
             String::new()
         };
         out.push_str(&format!(
-            "{}{renamed}: put back {}, changed by `{}` (pid {})\n",
+            "{}{renamed}: back to {} (the original; changed by `{}`, pid {})\n",
             r.name_now,
             describe(IrqCoalescing::decode(r.record.original_raw)),
             r.record.command,

@@ -1,11 +1,15 @@
 //! `numio doctor`: NUMA, multipath, IRQ and queue findings with evidence and
-//! fixes. Exit status 1 when any finding is an error.
+//! fixes. Exit status 1 when any finding is an error. On the live machine
+//! it also reads each PCIe controller's interrupt coalescing (through
+//! `tune`, as root) for the `irq-coalescing-off` check; from a snapshot
+//! that check says nothing.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use topology::doctor::Report;
-use topology::Topology;
+use topology::doctor::{LiveFacts, Report};
+use topology::{Topology, Transport};
+use tune::Access;
 
 /// Flags of `numio doctor`.
 #[derive(Debug, clap::Args)]
@@ -22,7 +26,7 @@ pub struct Args {
 /// Runs `numio doctor`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let topo = Topology::load(&args.root)?;
-    let report = Report::new(&topo);
+    let report = Report::with_live(&topo, &live_facts(&topo, &args.root));
     let text = if args.json {
         serde_json::to_string_pretty(&report).context("serializing the findings")? + "\n"
     } else {
@@ -30,6 +34,32 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     super::topo::print_stdout(&text)?;
     Ok(report.exit_code())
+}
+
+/// Each PCIe controller's coalescing value (Get Features 0x08), read on
+/// the live machine; a controller that cannot be read (not root, gone) is
+/// left out, and a snapshot root reads none.
+fn live_facts(topo: &Topology, root: &Path) -> LiveFacts {
+    let mut live = LiveFacts::default();
+    if root != Path::new("/") {
+        return live;
+    }
+    let access = tune::DevAccess::default();
+    for c in topo
+        .controllers
+        .iter()
+        .filter(|c| c.transport == Transport::Pcie)
+    {
+        let ctrl = tune::Controller::from_topology(c);
+        let read = access
+            .open(&ctrl)
+            .map_err(|e| tune::TuneError::admin(&ctrl, "opening the controller", e))
+            .and_then(|mut admin| tune::state::read_value(admin.as_mut(), &ctrl));
+        if let Ok(raw) = read {
+            live.coalescing_raw.insert(c.name.clone(), raw);
+        }
+    }
+    live
 }
 
 #[cfg(test)]

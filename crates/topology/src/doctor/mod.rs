@@ -22,10 +22,12 @@
 //! | `node-lists-overlap` | warning | several nodes list the same CPUs (a firmware bug; discovery keeps each on the node its `cpuN/nodeM` link names) |
 //! | `cpu-online-missing`, `node-online-missing`, `cpu-lists-missing` | info | an older kernel's sysfs: discovery derived the list it lacks |
 //! | `nvme-subsystems-missing`, `nvme-misc-class` | info | an NVMe layout of a kernel before 4.15 / 4.1 |
+//! | `irq-coalescing-off` | info | two or more PCIe drives on one node coalesce no interrupts (THR 0 or TIME 0) while their I/O queue IRQs average two or more per CPU; only with [`LiveFacts`] (the values live in the controllers, not in sysfs: `numio doctor` reads them on a live root as root; a snapshot says nothing) |
 //!
 //! Every finding cites the file discovery actually read (a controller's
 //! `numa_node` or its PCI device's).
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
@@ -33,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::{Topology, SCHEMA_VERSION};
 
 mod checks;
+mod coalesce;
 mod consistency;
 
 /// How bad a finding is. Ordered: `Info < Warning < Error`.
@@ -99,10 +102,25 @@ pub struct Report {
     pub infos: usize,
 }
 
+/// What the checks may know beyond the model: values that live in the
+/// devices and that the caller read (topology reads files only). Empty for
+/// a snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LiveFacts {
+    /// Each PCIe controller's interrupt coalescing (Feature 0x08, completion
+    /// dword 0 of Get Features), by name; a controller not read is absent.
+    pub coalescing_raw: BTreeMap<String, u32>,
+}
+
 impl Report {
     /// Diagnoses `t`.
     pub fn new(t: &Topology) -> Report {
-        let findings = diagnose(t);
+        Report::with_live(t, &LiveFacts::default())
+    }
+
+    /// Diagnoses `t` with what the caller read from the devices.
+    pub fn with_live(t: &Topology, live: &LiveFacts) -> Report {
+        let findings = diagnose_with(t, live);
         let count = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
         Report {
             schema_version: SCHEMA_VERSION,
@@ -121,6 +139,11 @@ impl Report {
 
 /// Every finding, most severe first (stable within a severity).
 pub fn diagnose(t: &Topology) -> Vec<Finding> {
+    diagnose_with(t, &LiveFacts::default())
+}
+
+/// [`diagnose`] with what the caller read from the devices.
+pub fn diagnose_with(t: &Topology, live: &LiveFacts) -> Vec<Finding> {
     let mut out = Vec::new();
     checks::controller_node_unknown(t, &mut out);
     checks::iopolicy_not_numa(t, &mut out);
@@ -134,6 +157,7 @@ pub fn diagnose(t: &Topology) -> Vec<Finding> {
     consistency::distance_rows(t, &mut out);
     consistency::cpu_nodes(t, &mut out);
     consistency::discovery_notes(t, &mut out);
+    coalesce::irq_coalescing_off(t, live, &mut out);
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out
 }
