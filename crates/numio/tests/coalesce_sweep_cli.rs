@@ -253,7 +253,7 @@ fn a_saved_coalescing_sweep_reprints_redraws_and_compares() {
         svg.contains("numio coalesce sweep: thresholds at aggregation time 100 µs"),
         "{svg}"
     );
-    assert!(svg.contains("dashed: budget p99.99 ≤ 930.0 µs"), "{svg}");
+    assert!(svg.contains("dashed: budget p99.99 ≤ 930 µs"), "{svg}");
 
     let (code, json, err) = common::numio(&["report", &saved, "--json"]);
     assert_eq!(code, 0, "{err}");

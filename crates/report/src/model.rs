@@ -241,9 +241,21 @@ pub struct LatencyBudget {
 }
 
 impl LatencyBudget {
-    /// `p99.99 ≤ 2000.0 µs`.
+    /// `p99.99 ≤ 2 ms`, `p99 ≤ 500 µs`, `p99.9 ≤ 1.5 ms`.
     pub fn describe(&self) -> String {
-        format!("p{} ≤ {:.1} µs", self.percentile, self.max_ns / 1000.0)
+        let trim = |v: f64, decimals: usize| {
+            let text = format!("{v:.decimals$}");
+            match text.contains('.') {
+                true => text.trim_end_matches('0').trim_end_matches('.').to_string(),
+                false => text,
+            }
+        };
+        let time = if self.max_ns >= 1e6 {
+            format!("{} ms", trim(self.max_ns / 1e6, 3))
+        } else {
+            format!("{} µs", trim(self.max_ns / 1e3, 1))
+        };
+        format!("p{} ≤ {time}", self.percentile)
     }
 }
 

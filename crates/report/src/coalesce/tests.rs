@@ -243,7 +243,7 @@ fn the_latency_budget_cuts_thresholds_and_can_cut_them_all() {
     assert_eq!((rec.verdict, rec.threshold), (Verdict::Coalesce, 3));
     let evidence = rec.evidence.join("\n");
     assert!(
-        evidence.contains("latency budget p99.99 ≤ 2000.0 µs: threshold 9 (p99.99 2400.0 µs) exceeds it and is left out"),
+        evidence.contains("latency budget p99.99 ≤ 2 ms: threshold 9 (p99.99 2400.0 µs) exceeds it and is left out"),
         "{evidence}"
     );
     // p99.99 ≤ 1.5 ms: only off keeps it, so off it stays.
@@ -266,6 +266,15 @@ fn the_latency_budget_cuts_thresholds_and_can_cut_them_all() {
         rec.summary
     );
     assert!(rec.is_off());
+}
+
+#[test]
+fn budgets_read_in_the_unit_they_were_given_in() {
+    let b = |percentile: f64, max_ns: f64| LatencyBudget { percentile, max_ns }.describe();
+    assert_eq!(b(99.99, 2e6), "p99.99 ≤ 2 ms");
+    assert_eq!(b(99.9, 1.5e6), "p99.9 ≤ 1.5 ms");
+    assert_eq!(b(99.0, 500e3), "p99 ≤ 500 µs");
+    assert_eq!(b(50.0, 12_500.0), "p50 ≤ 12.5 µs");
 }
 
 #[test]
