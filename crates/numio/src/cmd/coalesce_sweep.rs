@@ -155,9 +155,23 @@ fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
     })
 }
 
+/// What the signal thread says during a sweep (a progress line may be on
+/// the screen: cleared first).
+fn on_signal(notice: interrupt::Notice) {
+    match notice {
+        interrupt::Notice::Stopping { signal } => eprint!(
+            "\r\x1b[2Knumio: {}: stopping; the points measured are reported and every original coalescing value is put back (again to exit at once, still putting them back)\n",
+            if signal == libc::SIGTERM { "SIGTERM" } else { "Ctrl-C" }
+        ),
+        interrupt::Notice::Exiting { .. } => eprint!(
+            "\r\x1b[2Knumio: interrupted again: putting back the original coalescing values, then exiting without a report\n"
+        ),
+    }
+}
+
 /// Runs `numio coalesce sweep`.
 pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
-    interrupt::install(super::display::on_signal)?;
+    interrupt::install(on_signal)?;
     let plan = plan(&args)?;
     let topo = Topology::discover(Path::new("/")).map_err(|e| anyhow::anyhow!("{e}"))?;
     let controllers = ctl::target_controllers(&topo, &args.targets)?;
