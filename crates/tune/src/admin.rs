@@ -1,7 +1,7 @@
 //! The hardware boundary: Get/Set Features on one open controller
 //! ([`Admin`]), and opening a controller ([`Access`]). [`DevAccess`] opens
 //! `/dev/<name>` and sends the admin commands through
-//! `sysapi::nvme_admin`; tests use [`crate::memory`].
+//! `sysapi::nvme_admin`; tests use in-memory controllers (`memory`).
 
 use std::fs::File;
 use std::io;
@@ -12,7 +12,7 @@ use sysapi::nvme_admin::{self, AdminResult};
 
 pub use sysapi::nvme_admin::Select;
 
-use crate::target::Controller;
+use crate::controller::Controller;
 
 /// Why an admin command did not succeed.
 #[derive(Debug, thiserror::Error)]

@@ -146,7 +146,7 @@ pub enum TuneError {
 
 impl TuneError {
     /// The error an admin command `what` on `ctrl` failed with.
-    pub fn admin(ctrl: &crate::target::Controller, what: &str, e: AdminError) -> TuneError {
+    pub fn admin(ctrl: &crate::controller::Controller, what: &str, e: AdminError) -> TuneError {
         let name = ctrl.name.clone();
         let what = what.to_string();
         if e.is_permission() {

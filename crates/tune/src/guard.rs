@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use nvme_spec::features::{fid, IrqCoalescing};
 
 use crate::admin::{Access, Admin};
+use crate::controller::Controller;
 use crate::error::TuneError;
 use crate::journal::{now_unix_s, Journal, JournalLock, Record};
 use crate::state::read_value;
-use crate::target::Controller;
 
 const FEATURE: u8 = fid::IRQ_COALESCE;
 

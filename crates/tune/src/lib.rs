@@ -6,6 +6,8 @@
 //! vector's Coalescing Disable bit (Feature 0x09, read only). This crate
 //! owns everything between the user's names and the admin commands:
 //!
+//! - [`controller`]: who a controller is (name, PCI address, serial) and
+//!   its I/O queue interrupt vectors.
 //! - [`target`]: `nvme0`, `/dev/nvme0`, `/dev/nvme0n1`, a multipath head
 //!   (all its path controllers) → the [`Controller`]s, from a
 //!   [`topology::Topology`]; a fabrics controller is refused (it has no
@@ -44,6 +46,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod controller;
 pub mod error;
 pub mod guard;
 #[cfg(test)]
@@ -56,9 +59,10 @@ pub mod state;
 pub mod target;
 
 pub use admin::{Access, Admin, AdminError, DevAccess};
+pub use controller::Controller;
 pub use error::TuneError;
 pub use guard::{CoalesceGuard, Kept, Restorer};
 pub use journal::{Journal, Record};
 pub use nvme_spec::features::IrqCoalescing;
 pub use setting::{parse_threshold, parse_time_us, setting, OFF};
-pub use target::{resolve, resolve_tunable, Controller, Resolved};
+pub use target::{resolve, resolve_tunable, Resolved};

@@ -12,7 +12,7 @@ use nvme_spec::features::fid;
 use nvme_spec::Status;
 
 use crate::admin::{Access, Admin, AdminError, Select};
-use crate::target::Controller;
+use crate::controller::Controller;
 
 type Hook = Box<dyn FnMut(u32) + Send>;
 

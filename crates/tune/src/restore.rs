@@ -6,10 +6,10 @@ use nvme_spec::features::fid;
 use topology::Topology;
 
 use crate::admin::Access;
+use crate::controller::Controller;
 use crate::error::TuneError;
 use crate::journal::{Journal, Record};
 use crate::state::read_value;
-use crate::target::Controller;
 
 /// One record put back.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use nvme_spec::features::{fid, FeatureCapabilities, IrqCoalescing, IrqVectorConf
 use nvme_spec::Status;
 
 use crate::admin::{Admin, AdminError, Select};
+use crate::controller::Controller;
 use crate::error::TuneError;
-use crate::target::Controller;
 
 /// Most vectors read when the IRQs were not seen and Number of Queues
 /// gives the count.

@@ -57,12 +57,14 @@ sed 's/^/  # /' "$CHECK_OUT/show-set.txt"
 
 # A second change keeps the first original.
 run_numio coalesce set "$c0" --threshold 3 --time 0.2ms
+printf '$ numio coalesce set %s --threshold 3 --time 0.2ms\n%s\n%s\n' "$c0" "$NUMIO_OUT" "$NUMIO_ERR" >"$CHECK_OUT/set-again.txt"
 expect_eq "second set: nvme-cli reads 0x203" "$((0x203))" "$(nvme_feature "$c0" 8)"
 expect_eq "state file: still original 0" "$c0 0" "$(jq -r '.records[] | "\(.name) \(.original_raw)"' "$STATE_FILE" 2>&1)"
 
 # A namespace names its controller.
 ns1=$(namespace_of "$c1")
 run_numio coalesce set "/dev/$ns1" --threshold 5 --time 100us
+printf '$ numio coalesce set /dev/%s --threshold 5 --time 100us\n%s\n%s\n' "$ns1" "$NUMIO_OUT" "$NUMIO_ERR" >"$CHECK_OUT/set-ns.txt"
 expect_eq "set /dev/$ns1: nvme-cli reads 0x105 on $c1" "$((0x105))" "$(nvme_feature "$c1" 8)"
 expect_eq "state file: two records" 2 "$(state_records)"
 
