@@ -33,7 +33,8 @@ enum Command {
     /// Serve namespaces over NVMe/TCP.
     Serve(cmd::serve::Args),
     /// NVMe interrupt coalescing: show it, set it or turn it off on every
-    /// named controller or none, and restore the originals numio recorded.
+    /// named controller or none, and restore the originals numio recorded;
+    /// sweep thresholds with a workload and recommend one.
     Coalesce(cmd::coalesce::Args),
 }
 

@@ -1,9 +1,11 @@
 //! Everything computed from a result set: repeat statistics of each arm and,
-//! for two arms, their comparison; for a sweep, its curves. Exporters read this, never the raw runs
-//! alone, so every output tells the same story.
+//! for two arms, their comparison; for a sweep, its curves (for a
+//! coalescing sweep, its tables and recommendations). Exporters read this,
+//! never the raw runs alone, so every output tells the same story.
 
 use serde::{Deserialize, Serialize};
 
+use crate::coalesce::CoalesceSweep;
 use crate::compare::{compare, Comparison};
 use crate::model::{ResultSet, SetKind};
 use crate::repeat::{arm_stats, ArmStats};
@@ -17,9 +19,13 @@ pub struct Analysis {
     /// The comparison of the first two arms, when there are two with runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
-    /// The curves of a sweep set (one per value of a grid's second axis).
+    /// The curves of a sweep set (one per value of a grid's second axis);
+    /// empty for a coalescing sweep, which has [`Analysis::coalesce`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweeps: Vec<Sweep>,
+    /// A coalescing sweep's tables and recommendations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coalesce: Option<CoalesceSweep>,
 }
 
 impl Analysis {
@@ -47,9 +53,15 @@ pub fn analyze(set: &ResultSet) -> Analysis {
         [a, b, ..] => compare(a, b),
         _ => None,
     };
+    let coalesce = crate::coalesce::analyze(set);
     Analysis {
         arms,
         comparison,
-        sweeps: analyze_set(set),
+        sweeps: if coalesce.is_some() {
+            Vec::new()
+        } else {
+            analyze_set(set)
+        },
+        coalesce,
     }
 }

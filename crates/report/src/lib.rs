@@ -21,6 +21,9 @@
 //!   plain verdict), gathered by [`analysis`];
 //! * [`sweep`]: a curve of points (one arm each) over an axis: efficiency,
 //!   knee, saturation, CPU headroom, its table and chart;
+//! * [`coalesce`]: a coalescing sweep (threshold × drives busy at once):
+//!   a table per device count, the recommended threshold with its
+//!   evidence, its chart;
 //! * [`export`]: one [`Exporter`] trait, four formats; [`chart`] draws the
 //!   SVG (and rasterizes it to PNG); both write numbers through [`mod@format`].
 #![deny(missing_docs)]
@@ -29,6 +32,7 @@
 pub mod analysis;
 pub mod arm;
 pub mod chart;
+pub mod coalesce;
 pub mod compare;
 pub mod error;
 pub mod export;

@@ -191,7 +191,7 @@ pub enum SetKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SweepAxis {
     /// Its name (`jobs`, `iodepth`, `bs`, `devices`, `rw`, `rwmixread`,
-    /// `reactors`, `initiator-cores`).
+    /// `reactors`, `initiator-cores`; `threshold` in a coalescing sweep).
     pub name: String,
     /// The values as written, in order.
     pub values: Vec<String>,
@@ -229,6 +229,67 @@ pub struct SweepSpec {
     pub interrupted: bool,
 }
 
+/// A latency budget (`--max-latency p99.99=2ms`): a threshold is
+/// recommended only where the mean of this percentile over its runs, for
+/// all the drives together, stays at or below `max_ns`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencyBudget {
+    /// The percentile, 0 < p < 100.
+    pub percentile: f64,
+    /// The most it may be, nanoseconds.
+    pub max_ns: f64,
+}
+
+impl LatencyBudget {
+    /// `p99.99 ≤ 2 ms`, `p99 ≤ 500 µs`, `p99.9 ≤ 1.5 ms`.
+    pub fn describe(&self) -> String {
+        let trim = |v: f64, decimals: usize| {
+            let text = format!("{v:.decimals$}");
+            match text.contains('.') {
+                true => text.trim_end_matches('0').trim_end_matches('.').to_string(),
+                false => text,
+            }
+        };
+        let time = if self.max_ns >= 1e6 {
+            format!("{} ms", trim(self.max_ns / 1e6, 3))
+        } else {
+            format!("{} µs", trim(self.max_ns / 1e3, 1))
+        };
+        format!("p{} ≤ {time}", self.percentile)
+    }
+}
+
+/// What a coalescing sweep set on the controllers, saved with its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoalesceSpec {
+    /// Aggregation time of every threshold above 0, µs (a multiple of
+    /// 100); threshold 0 is coalescing off (THR 0, TIME 0).
+    pub time_us: u32,
+    /// The targets in the order given: a point of D devices runs the
+    /// first D of them at once.
+    pub targets: Vec<String>,
+    /// The controllers of each target, in target order (a multipath head
+    /// has several; two namespaces may share one).
+    #[serde(default)]
+    pub controllers: Vec<Vec<String>>,
+    /// Latency budgets the recommendation keeps (none: any latency).
+    #[serde(default)]
+    pub max_latency: Vec<LatencyBudget>,
+}
+
+impl CoalesceSpec {
+    /// The controllers of the first `devices` targets, each once, in order.
+    pub fn controllers_of(&self, devices: usize) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for c in self.controllers.iter().take(devices).flatten() {
+            if !out.contains(c) {
+                out.push(c.clone());
+            }
+        }
+        out
+    }
+}
+
 /// A saved result: one JSON file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResultSet {
@@ -247,6 +308,10 @@ pub struct ResultSet {
     /// Where the arms of a sweep lie on its axes (sweep sets only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepSpec>,
+    /// What a coalescing sweep set on the controllers (`numio coalesce
+    /// sweep`: a sweep over `threshold` × `devices`); `None` for others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coalesce: Option<CoalesceSpec>,
 }
 
 impl ResultSet {
@@ -265,6 +330,7 @@ impl ResultSet {
             created_unix_s,
             arms,
             sweep: None,
+            coalesce: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! `numio coalesce`: NVMe interrupt coalescing (Feature 0x08). `show`
 //! (the default) reads it, `set` and `off` change it on every named
-//! controller or on none, `restore` puts back what a state file recorded.
+//! controller or on none, `restore` puts back what a state file recorded,
+//! `sweep` (`coalesce_sweep`) measures thresholds and recommends one.
 //! Glue over the `tune` crate, which keeps the restore promise.
 
 use clap::Subcommand;
@@ -40,6 +41,10 @@ pub enum Action {
     /// Put back every original a state file recorded (after `set`, `off`,
     /// a crash or `kill -9`).
     Restore,
+    /// Sweep thresholds × drives busy at once with a bench workload:
+    /// tables, a recommendation with its evidence, charts; every original
+    /// is put back (`--apply` then sets the recommendation, kept on record).
+    Sweep(Box<super::coalesce_sweep::SweepArgs>),
 }
 
 /// Flags of `numio coalesce set`.
@@ -95,6 +100,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             change(&off.targets, tune::OFF, off.persist, "numio coalesce off")
         }
         Some(Action::Restore) => restore(),
+        Some(Action::Sweep(sweep)) => super::coalesce_sweep::run(*sweep),
     }
 }
 

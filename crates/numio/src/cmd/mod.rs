@@ -6,6 +6,11 @@
 pub mod bench;
 pub mod coalesce;
 pub mod coalesce_show;
+pub mod coalesce_sweep;
+pub mod coalesce_sweep_ctl;
+pub mod coalesce_sweep_output;
+pub mod coalesce_sweep_points;
+pub mod coalesce_sweep_runner;
 pub mod compare;
 pub mod default_target;
 pub mod display;

@@ -136,7 +136,7 @@ pub(crate) fn frame_titles(svg: &mut Svg, frame: Frame, title: &str, x_title: &s
 
 /// Writes the chart of `set` to `path`: PNG when it ends in `.png`, SVG
 /// when it ends in `.svg` (another name is refused). A sweep set gets the sweep's chart
-/// (one file per curve of a grid: `STEM-1.EXT`, …).
+/// (one file per curve of a grid: `STEM-1.EXT`, …), a coalescing sweep its own.
 pub fn write_chart(
     set: &ResultSet,
     analysis: &Analysis,
@@ -150,6 +150,9 @@ pub fn write_chart(
             reason: "a chart is written as .svg or .png (the name says the format); rename it"
                 .into(),
         });
+    }
+    if let Some(c) = &analysis.coalesce {
+        return crate::coalesce::chart::write(c, path);
     }
     if !analysis.sweeps.is_empty() {
         crate::sweep::chart::write(&analysis.sweeps, path)?;

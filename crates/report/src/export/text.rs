@@ -31,6 +31,11 @@ impl Exporter for TextExporter {
 /// The whole text report.
 pub fn render(set: &ResultSet, analysis: &Analysis) -> String {
     let mut out = header(set);
+    if let Some(c) = &analysis.coalesce {
+        out.push('\n');
+        out.push_str(&crate::coalesce::table::render(c));
+        return out;
+    }
     if set.kind == SetKind::Sweep {
         for s in &analysis.sweeps {
             out.push('\n');

@@ -13,7 +13,7 @@ use crate::error::ReportError;
 /// Colours of the series, in order (the result charts' palette).
 const COLORS: [&str; 4] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd"];
 
-fn color(i: usize) -> &'static str {
+pub(crate) fn color(i: usize) -> &'static str {
     COLORS[i % COLORS.len()]
 }
 
@@ -39,29 +39,38 @@ pub fn write(sweeps: &[Sweep], path: &Path) -> Result<Vec<PathBuf>, ReportError>
             .as_deref()
             .map_or(String::new(), |v| format!(" ({v})"));
         let title = format!("numio sweep over {}{series}", s.axis);
-        let text = svg(s, &title);
-        let bytes = if ext.eq_ignore_ascii_case("png") {
-            crate::chart::png::svg_to_png(&text, &file)?
-        } else {
-            text.into_bytes()
-        };
-        std::fs::write(&file, bytes).map_err(|source| ReportError::Write {
-            path: file.clone(),
-            source,
-        })?;
+        write_file(svg(s, &title), &file)?;
         written.push(file);
     }
     Ok(written)
 }
 
+/// Writes the SVG document `text` to `file`, rasterized to PNG when the
+/// name ends in `.png`.
+pub(crate) fn write_file(text: String, file: &Path) -> Result<(), ReportError> {
+    let png = file
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+    let bytes = if png {
+        crate::chart::png::svg_to_png(&text, file)?
+    } else {
+        text.into_bytes()
+    };
+    std::fs::write(file, bytes).map_err(|source| ReportError::Write {
+        path: file.to_path_buf(),
+        source,
+    })
+}
+
 /// Width of a sweep chart in px.
-const CHART_WIDTH: f64 = 960.0;
+pub(crate) const CHART_WIDTH: f64 = 960.0;
 /// Height of a panel's plot area in px.
-const PANEL_H: f64 = 190.0;
+pub(crate) const PANEL_H: f64 = 190.0;
 /// Distance from one panel's top to the next in px.
-const PANEL_STEP: f64 = 290.0;
+pub(crate) const PANEL_STEP: f64 = 290.0;
 /// Top of the first panel in px.
-const FIRST_TOP: f64 = 76.0;
+pub(crate) const FIRST_TOP: f64 = 76.0;
 
 /// An SVG chart of a sweep: IOPS (error bars, ideal line, knee), latency
 /// percentiles, scaling efficiency and CPU headroom against the axis.
@@ -92,17 +101,20 @@ pub fn svg(sweep: &Sweep, title: &str) -> String {
 }
 
 /// The x side shared by every panel.
-struct Plot<'a> {
-    axis: &'a str,
-    xs: &'a [f64],
-    x_range: (f64, f64),
+pub(crate) struct Plot<'a> {
+    /// The x axis's title.
+    pub axis: &'a str,
+    /// The x of every point (tick labels).
+    pub xs: &'a [f64],
+    /// The x range drawn.
+    pub x_range: (f64, f64),
 }
 
 /// A plot area: `(x, y, w, h)`.
-type Area = (f64, f64, f64, f64);
+pub(crate) type Area = (f64, f64, f64, f64);
 
 /// The plot area of panel `index` from the top.
-fn panel(index: usize) -> Area {
+pub(crate) fn panel(index: usize) -> Area {
     (
         100.0,
         FIRST_TOP + PANEL_STEP * index as f64,
@@ -112,7 +124,14 @@ fn panel(index: usize) -> Area {
 }
 
 /// A point of `area` over `x_range` and `(lo, hi)` in y.
-fn place(area: Area, x_range: (f64, f64), lo: f64, hi: f64, x: f64, y: f64) -> (f64, f64) {
+pub(crate) fn place(
+    area: Area,
+    x_range: (f64, f64),
+    lo: f64,
+    hi: f64,
+    x: f64,
+    y: f64,
+) -> (f64, f64) {
     let (fx, fy, fw, fh) = area;
     (
         axis::map(x, x_range.0, x_range.1, fx, fx + fw),
@@ -208,7 +227,7 @@ fn latency_panel(svg: &mut Svg, sweep: &Sweep, plot: &Plot, area: Area) {
     caption(svg, area, &legend.join(" "));
 }
 
-fn color_name(i: usize) -> &'static str {
+pub(crate) fn color_name(i: usize) -> &'static str {
     ["blue", "red", "green", "purple"][i % 4]
 }
 
@@ -282,7 +301,7 @@ fn headroom_panel(svg: &mut Svg, sweep: &Sweep, plot: &Plot, area: Area) {
     );
 }
 
-fn caption(svg: &mut Svg, area: Area, text: &str) {
+pub(crate) fn caption(svg: &mut Svg, area: Area, text: &str) {
     svg.text(
         area.0,
         area.1 - 10.0,
@@ -314,7 +333,13 @@ pub(super) fn tick_label(t: f64, step: f64) -> String {
     }
 }
 
-fn frame(svg: &mut Svg, (x, y, w, h): Area, plot: &Plot, y_title: &str, yaxis: &axis::Linear) {
+pub(crate) fn frame(
+    svg: &mut Svg,
+    (x, y, w, h): Area,
+    plot: &Plot,
+    y_title: &str,
+    yaxis: &axis::Linear,
+) {
     svg.rect(x, y, w, h, "none", Some("#333333"));
     let step = match yaxis.ticks.as_slice() {
         [a, b, ..] => b - a,

@@ -25,7 +25,7 @@ pub mod table;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{Arm, Metric, ResultSet, SweepGoal, TargetMetrics};
+use crate::model::{Arm, Metric, ResultSet, SweepGoal, TargetMetrics, TOTAL};
 use crate::stats::{summarize, tdist::t_quantile};
 
 pub use chart::svg;
@@ -191,27 +191,41 @@ fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-fn mean_of(arm: &Arm, metric: Metric) -> Option<f64> {
+/// The mean over `arm`'s runs of `f` of scope `scope` (a target path or
+/// `total`), if every run measured it.
+pub(crate) fn mean_over_runs(
+    arm: &Arm,
+    scope: &str,
+    f: impl Fn(&TargetMetrics) -> Option<f64>,
+) -> Option<f64> {
     let v: Vec<f64> = arm
         .runs
         .iter()
-        .map(|r| metric.value(&r.total))
+        .map(|r| r.scope(scope).and_then(&f))
         .collect::<Option<Vec<f64>>>()?;
     mean(&v)
+}
+
+/// The mean of `values`, how many there are and the half width of the
+/// 95 % Student-t interval of the mean (`None` with one value).
+pub(crate) fn mean_ci95(values: &[f64]) -> Option<(f64, usize, Option<f64>)> {
+    let s = summarize(values)?;
+    let ci =
+        (s.n >= 2).then(|| t_quantile(0.975, (s.n - 1) as f64) * s.stdev / (s.n as f64).sqrt());
+    Some((s.mean, s.n, ci))
+}
+
+fn mean_of(arm: &Arm, metric: Metric) -> Option<f64> {
+    mean_over_runs(arm, TOTAL, |m| metric.value(m))
 }
 
 /// The mean of a per-I/O value over the runs, if every run measured it.
 fn mean_per_io(arm: &Arm, f: fn(&results::PerIo) -> Option<f64>) -> Option<f64> {
-    let v: Vec<f64> = arm
-        .runs
-        .iter()
-        .map(|r| f(&r.total.per_io))
-        .collect::<Option<Vec<f64>>>()?;
-    mean(&v)
+    mean_over_runs(arm, TOTAL, |m| f(&m.per_io))
 }
 
 /// The latency at `percentile` of `m`, if it was measured.
-fn percentile_ns(m: &TargetMetrics, percentile: f64) -> Option<f64> {
+pub(crate) fn percentile_ns(m: &TargetMetrics, percentile: f64) -> Option<f64> {
     m.percentiles
         .iter()
         .find(|p| (p.percentile - percentile).abs() < 1e-9)
@@ -219,12 +233,7 @@ fn percentile_ns(m: &TargetMetrics, percentile: f64) -> Option<f64> {
 }
 
 fn mean_percentile(arm: &Arm, percentile: f64) -> Option<f64> {
-    let v: Vec<f64> = arm
-        .runs
-        .iter()
-        .map(|r| percentile_ns(&r.total, percentile))
-        .collect::<Option<Vec<f64>>>()?;
-    mean(&v)
+    mean_over_runs(arm, TOTAL, |m| percentile_ns(m, percentile))
 }
 
 fn point_targets(arm: &Arm) -> Vec<PointTarget> {
@@ -250,9 +259,7 @@ fn point_targets(arm: &Arm) -> Vec<PointTarget> {
 
 fn point(arm: &Arm, x: f64, cores: Option<usize>) -> Option<SweepPoint> {
     let iops: Vec<f64> = arm.runs.iter().map(|r| r.total.iops).collect();
-    let s = summarize(&iops)?;
-    let ci =
-        (s.n >= 2).then(|| t_quantile(0.975, (s.n - 1) as f64) * s.stdev / (s.n as f64).sqrt());
+    let (iops_mean, runs, ci) = mean_ci95(&iops)?;
     let bw: Vec<f64> = arm
         .runs
         .iter()
@@ -261,12 +268,12 @@ fn point(arm: &Arm, x: f64, cores: Option<usize>) -> Option<SweepPoint> {
     Some(SweepPoint {
         label: arm.label.clone(),
         x,
-        runs: s.n,
-        iops: s.mean,
+        runs,
+        iops: iops_mean,
         iops_ci95: ci,
         bandwidth_bytes_per_s: mean(&bw).unwrap_or(f64::NAN),
         cores,
-        iops_per_core: cores.filter(|&c| c > 0).map(|c| s.mean / c as f64),
+        iops_per_core: cores.filter(|&c| c > 0).map(|c| iops_mean / c as f64),
         targets: point_targets(arm),
         lat_p50_ns: mean_percentile(arm, 50.0),
         lat_p99_ns: mean_of(arm, Metric::LatP99).unwrap_or(f64::NAN),
