@@ -39,5 +39,8 @@ EXPECT_NAMESPACES=("NUMIO-MP 1 1073741824")
 EXPECT_MULTIPATH=("nqn.2019-08.org.qemu:numio-mp numa 0,unknown")
 # "SUBJECT CODE" per warning or error `numio doctor` must report: the
 # controller behind the memoryless node, and the multipath audit's finding
-# for node 1 (its I/O goes through the -1 path).
-EXPECT_DOCTOR_FLAGS=("NUMIO-MP controller-node-unknown")
+# for each CPU node: node 0 ties between its local path and the -1 path
+# (the -1 controller probes first, so it is first in the list and wins),
+# node 1 takes the -1 path (10) over the node-0 path (21).
+EXPECT_DOCTOR_FLAGS=("NUMIO-MP controller-node-unknown"
+  "nvme1n1 node 0 multipath-path-not-nearest" "nvme1n1 node 1 multipath-path-not-nearest")
