@@ -295,17 +295,17 @@ mod tests {
         let topo = Topology::load(&fixture("vm-mp-memoryless")).unwrap();
         let text = render(&audit(&topo)[0]);
         assert!(
-            text.starts_with("/dev/nvme1n1 (nvme-subsys1): iopolicy numa\n"),
+            text.starts_with("/dev/nvme0n1 (nvme-subsys0): iopolicy numa\n"),
             "{text}"
         );
         assert!(text.contains("numio's model"), "{text}");
-        assert!(text.contains("nvme1c0n1  nvme0       -1    optimized  ? (kernel 10) <- taken  ? (kernel 10) <- taken"), "{text}");
+        assert!(text.contains("nvme0c0n1  nvme0       -1    optimized  ? (kernel 10) <- taken  ? (kernel 10) <- taken"), "{text}");
         assert!(
-            text.contains("nvme1c1n1  nvme1       0     optimized  10 tie"),
+            text.contains("nvme0c1n1  nvme1       0     optimized  10 tie"),
             "{text}"
         );
-        assert!(text.contains("node 0: nvme1c0n1 -> a path of unknown node (-1, which the kernel counts as local); it ties with nvme1c1n1"), "{text}");
-        assert!(text.contains("node 1: nvme1c0n1 -> a path of unknown node (-1, which the kernel counts as local) (nearest known distance 21)"), "{text}");
+        assert!(text.contains("node 0: nvme0c0n1 -> a path of unknown node (-1, which the kernel counts as local); it ties with nvme0c1n1"), "{text}");
+        assert!(text.contains("node 1: nvme0c0n1 -> a path of unknown node (-1, which the kernel counts as local) (nearest known distance 21)"), "{text}");
     }
 
     #[test]
@@ -319,10 +319,10 @@ mod tests {
         };
         assert_eq!(run(args(&["/dev/nvme7n1"], false)).unwrap(), 2);
         assert_eq!(run(args(&[], true)).unwrap(), 2);
-        assert_eq!(run(args(&["/dev/nvme1n1"], false)).unwrap(), 0);
+        assert_eq!(run(args(&["/dev/nvme0n1"], false)).unwrap(), 0);
         let topo = Topology::load(&fixture("vm-mp-memoryless")).unwrap();
-        let err = select(audit(&topo), &["nvme0n1".to_string()]).unwrap_err();
-        assert!(err.contains("give one of: nvme1n1"), "{err}");
+        let err = select(audit(&topo), &["nvme2n1".to_string()]).unwrap_err();
+        assert!(err.contains("give one of: nvme0n1"), "{err}");
     }
 
     #[test]

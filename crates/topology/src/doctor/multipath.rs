@@ -184,13 +184,13 @@ mod tests {
     fn the_lab_published_case_flags_both_nodes_with_the_fix() {
         let out = run(&fixture("vm-mp-memoryless"));
         let subjects: Vec<&str> = out.iter().map(|f| f.subject.as_str()).collect();
-        assert_eq!(subjects, ["nvme1n1 node 0", "nvme1n1 node 1"]);
+        assert_eq!(subjects, ["nvme0n1 node 0", "nvme0n1 node 1"]);
         let f0 = &out[0];
         assert_eq!(f0.code, "multipath-path-not-nearest");
-        assert!(f0.message.contains("ranks nvme1c0n1"), "{}", f0.message);
+        assert!(f0.message.contains("ranks nvme0c0n1"), "{}", f0.message);
         assert!(
             f0.message
-                .contains("nvme1c1n1 (nvme1, node 0, distance 10)"),
+                .contains("nvme0c1n1 (nvme1, node 0, distance 10)"),
             "{}",
             f0.message
         );
@@ -211,7 +211,7 @@ mod tests {
             .any(|e| e.path.ends_with("numa_node") && e.value == "-1"));
         let f1 = &out[1];
         assert!(
-            f1.message.contains("goes through nvme1c0n1"),
+            f1.message.contains("goes through nvme0c0n1"),
             "{}",
             f1.message
         );

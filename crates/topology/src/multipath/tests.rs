@@ -2,7 +2,7 @@ use super::*;
 use crate::model::DeviceNode::{Known, Unknown};
 
 /// `2node-multipath-tcp`: nvme0n1 with paths nvme0c0n1 (nvme0, node 0) and
-/// nvme0c1n1 (nvme1, node 1), distance 21; nvme1n1 one tcp path (node -1).
+/// nvme0c1n1 (nvme1, node 1), distance 21; nvme0n1 one tcp path (node -1).
 fn fixture() -> Topology {
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/sysfs/2node-multipath-tcp");
@@ -177,10 +177,10 @@ fn the_lab_published_case() {
         .join("../../tests/fixtures/sysfs/vm-mp-memoryless");
     let t = Topology::discover(&root).expect("fixture");
     let a = head(&t);
-    assert_eq!(a.block_device, "nvme1n1");
+    assert_eq!(a.block_device, "nvme0n1");
     assert!(!a.kernel_reports, "6.1 writes no numa_nodes");
     let devices: Vec<&str> = a.paths.iter().map(|p| p.device.as_str()).collect();
-    assert_eq!(devices, ["nvme1c0n1", "nvme1c1n1"]);
+    assert_eq!(devices, ["nvme0c0n1", "nvme0c1n1"]);
     assert_eq!(a.paths[0].node, Unknown);
     assert_eq!(taken(&a, 0), (vec![0], vec![1], Verdict::UnknownNode));
     assert_eq!(taken(&a, 1), (vec![0], vec![], Verdict::UnknownNode));
