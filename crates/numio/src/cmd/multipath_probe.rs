@@ -43,6 +43,10 @@ pub struct NodeProbe {
     /// Whether that is what the audit says (`None`: nothing to compare,
     /// e.g. a policy numio does not model).
     pub agrees: Option<bool>,
+    /// On a `numa` tie, which of the tied paths the kernel's list put first
+    /// (the one that carried the I/O).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tie_went_to: Option<String>,
 }
 
 /// One path's counters over a node's read.
@@ -91,6 +95,7 @@ pub fn probe(
             .collect();
         let carried_by = carriers(&paths);
         let agrees = agreement(h, r, &carried_by);
+        let tie_went_to = tie_went_to(h, r, &carried_by);
         out.push(NodeProbe {
             node: r.node.0,
             cpus,
@@ -98,6 +103,7 @@ pub fn probe(
             paths,
             carried_by,
             agrees,
+            tie_went_to,
         });
     }
     Ok(out)
@@ -120,22 +126,38 @@ fn carriers(paths: &[PathDelta]) -> Vec<String> {
         .collect()
 }
 
-/// Whether the carriers are the paths the audit says the node takes.
+/// Whether the carriers are the paths the audit says the node takes. On a
+/// `numa` tie the audit cannot know the head's list order (sysfs does not
+/// show it before 6.15): any one of the tied paths agrees, and the probe
+/// says which ([`NodeProbe::tie_went_to`]).
 fn agreement(h: &HeadAudit, r: &NodeRoute, carried: &[String]) -> Option<bool> {
     h.policy?;
-    let taken: Vec<&str> = r
-        .taken
-        .iter()
-        .map(|&i| h.paths[i].device.as_str())
-        .collect();
-    let same = carried.len() == taken.len() && taken.iter().all(|t| carried.iter().any(|c| c == t));
+    let name = |i: &usize| h.paths[*i].device.as_str();
+    let taken: Vec<&str> = r.taken.iter().map(name).collect();
     Some(match h.policy {
         // Queue-depth picks by load: a light read may use fewer paths.
         Some(IoPolicy::QueueDepth) => {
             !carried.is_empty() && carried.iter().all(|c| taken.contains(&c.as_str()))
         }
-        _ => same,
+        Some(IoPolicy::Numa) => {
+            let tied: Vec<&str> = r.taken.iter().chain(&r.ties).map(name).collect();
+            carried.len() == 1 && tied.contains(&carried[0].as_str())
+        }
+        _ => carried.len() == taken.len() && taken.iter().all(|t| carried.iter().any(|c| c == t)),
     })
+}
+
+/// On a `numa` tie, the tied path the probe saw carry the I/O.
+fn tie_went_to(h: &HeadAudit, r: &NodeRoute, carried: &[String]) -> Option<String> {
+    if r.ties.is_empty() || carried.len() != 1 {
+        return None;
+    }
+    r.taken
+        .iter()
+        .chain(&r.ties)
+        .map(|&i| &h.paths[i].device)
+        .find(|d| **d == carried[0])
+        .cloned()
 }
 
 /// Pins this thread to `cpus` (in a scoped thread, so the caller keeps its
@@ -206,10 +228,16 @@ pub fn render(h: &HeadAudit, probes: &[NodeProbe]) -> String {
             .iter()
             .map(|d| format!("{} {} ({} KiB)", d.device, d.read_ios, d.read_bytes >> 10))
             .collect();
-        let verdict = match p.agrees {
-            Some(true) => "as the audit says",
-            Some(false) => "DISAGREES with the audit: a finding (the kernel's list order or state differs from the model)",
-            None => "nothing to compare",
+        let verdict = match (p.agrees, &p.tie_went_to) {
+            (Some(true), Some(path)) => {
+                format!("the tie went to {path}, first in the kernel's list (probe order)")
+            }
+            (Some(true), None) => "as the audit says".to_string(),
+            (Some(false), _) => {
+                "DISAGREES with the audit: a finding (the kernel's state differs from the model)"
+                    .to_string()
+            }
+            (None, _) => "nothing to compare".to_string(),
         };
         let carried = if p.carried_by.is_empty() {
             "no path (the reads never reached a path device)".to_string()
@@ -260,10 +288,29 @@ mod tests {
         let topo = Topology::load(&root).unwrap();
         let h = topology::multipath::audit(&topo).remove(0);
         let r = &h.routes[0];
-        assert_eq!(agreement(&h, r, &["nvme0c0n1".to_string()]), Some(true));
-        // The tie went the other way: the kernel's list order differs.
-        assert_eq!(agreement(&h, r, &["nvme0c1n1".to_string()]), Some(false));
+        let one = |d: &str| vec![d.to_string()];
+        assert_eq!(agreement(&h, r, &one("nvme0c0n1")), Some(true));
+        assert_eq!(
+            tie_went_to(&h, r, &one("nvme0c0n1")).as_deref(),
+            Some("nvme0c0n1")
+        );
+        // Node 0 ties: the kernel's list order (probe order, which 6.1 does
+        // not show) decides; the lab has seen it go either way.
+        assert_eq!(agreement(&h, r, &one("nvme0c1n1")), Some(true));
+        assert_eq!(
+            tie_went_to(&h, r, &one("nvme0c1n1")).as_deref(),
+            Some("nvme0c1n1")
+        );
         assert_eq!(agreement(&h, r, &[]), Some(false));
+        let both = one("nvme0c0n1")
+            .into_iter()
+            .chain(one("nvme0c1n1"))
+            .collect::<Vec<_>>();
+        assert_eq!(agreement(&h, r, &both), Some(false));
+        // Node 1 has no tie: only the -1 path agrees.
+        let r1 = &h.routes[1];
+        assert_eq!(agreement(&h, r1, &one("nvme0c1n1")), Some(false));
+        assert_eq!(tie_went_to(&h, r1, &one("nvme0c0n1")), None);
     }
 
     #[test]
