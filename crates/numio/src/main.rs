@@ -19,6 +19,9 @@ enum Command {
     Topo(cmd::topo::Args),
     /// Find NUMA, multipath, IRQ and queue problems and say how to fix them.
     Doctor(cmd::doctor::Args),
+    /// Which path of each multipath namespace each node's I/O takes, and
+    /// whether it is the nearest (`--probe` proves it with a short read).
+    Multipath(cmd::multipath::Args),
     /// Place jobs on NUMA-local CPUs; emit numio, fio, numactl or JSON plans.
     Plan(cmd::plan::Args),
     /// Benchmark NVMe namespaces, block devices or files (the main job).
@@ -43,6 +46,7 @@ fn main() {
     let result = match cli.command {
         Command::Topo(args) => cmd::topo::run(args),
         Command::Doctor(args) => cmd::doctor::run(args),
+        Command::Multipath(args) => cmd::multipath::run(args),
         Command::Plan(args) => cmd::plan::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Compare(args) => cmd::compare::run(args),

@@ -8,6 +8,7 @@
 //! device, a stack over several nodes or a controller whose node the kernel
 //! reports as -1 has no known node; the caller applies a stated fallback.
 
+use topology::multipath::{audit, NodeRoute};
 use topology::{DeviceNode, Namespace, NodeId, Topology};
 
 /// The device under a target path, as the caller found it on the machine.
@@ -376,7 +377,57 @@ fn resolve_multipath(topo: &Topology, ns: &Namespace) -> Resolution {
             nodes[0].0
         )),
     }
+    if by_cpu {
+        kernel_paths(topo, name, &mut res);
+    }
     res
+}
+
+/// Under iopolicy `numa`: keeps the jobs on the nodes whose kernel path
+/// (topology's model of `multipath.c`, or the kernel's `numa_nodes`) is on
+/// their own node, and says which path each planned node's I/O takes.
+fn kernel_paths(topo: &Topology, name: &str, res: &mut Resolution) {
+    let Some(a) = audit(topo)
+        .into_iter()
+        .find(|a| a.block_device == name && a.paths.len() > 1)
+    else {
+        return;
+    };
+    let path_of = |r: &NodeRoute| r.taken.first().map(|&i| &a.paths[i]);
+    let local: Vec<NodeId> = a
+        .routes
+        .iter()
+        .filter(|r| {
+            r.taken.len() == 1 && path_of(r).is_some_and(|p| p.node == DeviceNode::Known(r.node))
+        })
+        .map(|r| r.node)
+        .collect();
+    if !local.is_empty() {
+        res.node = local.first().copied();
+        res.local_nodes = local;
+    }
+    for r in a
+        .routes
+        .iter()
+        .filter(|r| res.local_nodes.contains(&r.node))
+    {
+        let Some(p) = path_of(r) else { continue };
+        let local = p.node == DeviceNode::Known(r.node);
+        res.notes.push(format!(
+            "{name}: node {}'s I/O takes path {} (controller {}, node {}){}",
+            r.node,
+            p.device,
+            p.controller,
+            p.node,
+            if local {
+                ": local".to_string()
+            } else {
+                format!(
+                    ": not a path known to be local (`numio multipath /dev/{name}`, `numio doctor`)"
+                )
+            }
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -488,5 +539,70 @@ mod tests {
         assert_eq!(strip_partition("nvme0n1p2"), Some("nvme0n1"));
         assert_eq!(strip_partition("nvme0n1"), None);
         assert_eq!(strip_partition("sdap1"), None);
+    }
+
+    fn dual_numa() -> Topology {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/sysfs/2node-multipath-tcp");
+        let mut t = Topology::discover(&root).expect("fixture");
+        t.subsystems[0].iopolicy = Some("numa".to_string());
+        for p in &mut t.subsystems[0].namespaces[0].paths {
+            p.numa_nodes = None;
+        }
+        t
+    }
+
+    #[test]
+    fn a_multipath_head_says_which_path_each_node_takes() {
+        let r = resolve_target(&dual_numa(), "/dev/nvme0n1");
+        assert_eq!(r.local_nodes, vec![NodeId(0), NodeId(1)]);
+        assert!(
+            r.notes.contains(
+                &"nvme0n1: node 1's I/O takes path nvme0c1n1 (controller nvme1, node 1): local"
+                    .to_string()
+            ),
+            "{:?}",
+            r.notes
+        );
+    }
+
+    // The kernel's numa_nodes (6.15+) says node 1's I/O goes down node 0's
+    // path: node 1 is then no place for the head's jobs.
+    #[test]
+    fn a_node_whose_kernel_path_is_remote_gets_no_jobs() {
+        let mut t = dual_numa();
+        let paths = &mut t.subsystems[0].namespaces[0].paths;
+        paths[0].numa_nodes = Some(vec![NodeId(0), NodeId(1)]);
+        paths[1].numa_nodes = Some(vec![]);
+        let r = resolve_target(&t, "nvme0n1");
+        assert_eq!(r.local_nodes, vec![NodeId(0)]);
+        assert_eq!(r.node, Some(NodeId(0)));
+    }
+
+    // The published case (lab topology mp-memoryless): both nodes' I/O goes
+    // down the path of the controller of node -1; the jobs stay on node 0
+    // (the one known path's node) and the plan says the path is not known
+    // to be local.
+    #[test]
+    fn the_published_case_says_the_path_is_not_known_local() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/sysfs/vm-mp-memoryless");
+        let t = Topology::discover(&root).expect("fixture");
+        let head = audit(&t).into_iter().find(|a| a.paths.len() > 1).unwrap();
+        let far = &head
+            .paths
+            .iter()
+            .find(|p| p.node == DeviceNode::Unknown)
+            .unwrap()
+            .device;
+        let r = resolve_target(&t, &format!("/dev/{}", head.block_device));
+        assert_eq!(r.local_nodes, vec![NodeId(0)]);
+        let note = r
+            .notes
+            .iter()
+            .find(|n| n.contains("node 0's I/O takes path"))
+            .unwrap();
+        assert!(note.contains(&format!("path {far} ")), "{note}");
+        assert!(note.contains("not a path known to be local"), "{note}");
     }
 }

@@ -23,7 +23,8 @@
 //! symlink it touches ([`Recording`]), so a snapshot ([`snapshot`]) holds
 //! exactly what was read and replays to the same model. [`doctor`] turns a
 //! model into findings; [`render`] prints the human tree; [`lookup`] answers
-//! "which namespace, controllers and nodes is this block device".
+//! "which namespace, controllers and nodes is this block device";
+//! [`multipath`] models the kernel's multipath path choice per CPU node.
 //!
 //! Module map: `discover/` (nodes and CPUs, IRQs, NVMe controllers,
 //! subsystems and namespaces), `device/` and `host` (the queries), `reader`
@@ -42,6 +43,7 @@ pub mod error;
 pub mod host;
 pub mod lookup;
 pub mod model;
+pub mod multipath;
 pub mod parse;
 mod reader;
 mod recording;

@@ -253,8 +253,20 @@ pub struct NamespacePath {
     pub controller: String,
     /// ANA state (`optimized`, ...), when reported.
     pub ana_state: Option<String>,
-    /// `numa_nodes` of the path, when reported.
+    /// `numa_nodes` of the path, when reported (Linux 6.15+): the nodes
+    /// whose I/O the kernel's `numa` iopolicy currently sends through this
+    /// path (empty under another iopolicy, and for a node that has issued
+    /// no I/O since the paths last changed).
     pub numa_nodes: Option<Vec<NodeId>>,
+    /// `queue_depth` of the path, when reported (Linux 6.15+, a number only
+    /// under the `queue-depth` iopolicy): I/Os in flight on the path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_depth: Option<u32>,
+    /// Whether the kernel writes the per-path `queue_depth` attribute at all
+    /// (Linux 6.15+; empty under another iopolicy): such a kernel has the
+    /// `queue-depth` iopolicy.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub queue_depth_attr: bool,
     /// Hardware queue → CPUs of the path device (`mq/N/cpu_list`).
     #[serde(default)]
     pub hw_queues: Vec<HwQueue>,

@@ -322,6 +322,18 @@ fn multipath_across_nodes_and_a_tcp_controller() {
             "irq-remote-node".to_string(),
             "nvme1".to_string(),
         ),
+        // Round-robin over nvme0 (node 0) and nvme1 (node 1): half of each
+        // node's I/O takes the far path.
+        (
+            Severity::Warning,
+            "multipath-path-not-nearest".to_string(),
+            "nvme0n1 node 0".to_string(),
+        ),
+        (
+            Severity::Warning,
+            "multipath-path-not-nearest".to_string(),
+            "nvme0n1 node 1".to_string(),
+        ),
         (
             Severity::Info,
             "controller-node-unknown".to_string(),

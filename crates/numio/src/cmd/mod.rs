@@ -18,6 +18,8 @@ pub mod doctor;
 pub mod engine_args;
 pub mod flags;
 pub mod human;
+pub mod multipath;
+pub mod multipath_probe;
 pub mod plan;
 pub mod report;
 pub mod serve;

@@ -4,7 +4,8 @@
 //! switches and interrupts of the machine, each IRQ line's count per CPU
 //! (`/proc/interrupts`, so an NVMe controller's queue interrupts can be
 //! told apart), and the CPU time and context switches of chosen processes
-//! (`/proc/PID/stat`, `/proc/PID/task/*/status`).
+//! (`/proc/PID/stat`, `/proc/PID/task/*/status`), and a block device's
+//! I/O counters (`/sys/block/DEV/stat`: which multipath path carried I/O).
 //!
 //! Like the rest of topology it reads under a root ([`sample`]) and hands
 //! back plain values ([`Sample`], [`Delta`]), so the engine and the session
@@ -20,11 +21,13 @@ use crate::device::reader;
 use crate::error::TopologyError;
 use crate::model::{CpuId, NodeId};
 
+mod block_io;
 mod delta;
 mod interrupts;
 mod process;
 mod stat;
 
+pub use block_io::{block_io, parse_block_stat, BlockIo};
 pub use delta::{Delta, IrqDelta, NodeTimes, ProcessDelta};
 pub use interrupts::{parse_interrupt_counts, queue_controller, InterruptCounts, IrqCounts};
 pub use process::{parse_pid_stat, parse_status_switches, ProcessSample};

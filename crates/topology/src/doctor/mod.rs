@@ -6,6 +6,7 @@
 //! | code | severity | when |
 //! | --- | --- | --- |
 //! | `controller-node-unknown` | error (PCIe, or a fabric path of a multipath namespace); info (single-path fabric) | `numa_node = -1` on a multi-node machine |
+//! | `multipath-path-not-nearest` | warning | a CPU node's I/O to a multipath namespace goes, or may go on a tie, through a path that is not a nearest one (a path of `numa_node` -1, which the kernel counts as local; round-robin or queue-depth over paths on several nodes), as [`crate::multipath`] models the kernel or as the kernel's `numa_nodes` say |
 //! | `iopolicy-not-numa` | warning | a subsystem's controllers sit on different nodes and its iopolicy is not `numa` |
 //! | `irq-remote-node` | warning | queue IRQs fire on another node than the controller and than the CPUs they serve |
 //! | `scheduler-not-none` | warning | an NVMe block device (or multipath path device) has an I/O scheduler |
@@ -37,6 +38,7 @@ use crate::model::{Topology, SCHEMA_VERSION};
 mod checks;
 mod coalesce;
 mod consistency;
+mod multipath;
 
 /// How bad a finding is. Ordered: `Info < Warning < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -158,6 +160,7 @@ pub fn diagnose_with(t: &Topology, live: &LiveFacts) -> Vec<Finding> {
     consistency::cpu_nodes(t, &mut out);
     consistency::discovery_notes(t, &mut out);
     coalesce::irq_coalescing_off(t, live, &mut out);
+    multipath::path_not_nearest(t, &mut out);
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out
 }

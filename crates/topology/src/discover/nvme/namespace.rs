@@ -42,6 +42,10 @@ pub fn read_head(
         let numa_nodes = r
             .parse(&join(path_dir, "numa_nodes"), parse_node_list)
             .map(|v| v.into_iter().map(NodeId).collect());
+        // Read, not only tested: a snapshot must hold the file to replay it.
+        let depth = r.read_trimmed(&join(path_dir, "queue_depth"));
+        let queue_depth_attr = depth.is_some();
+        let queue_depth = depth.and_then(|v| v.parse().ok());
         let hw_queues = read_hw_queues(r, path_dir);
         let scheduler = r.parse(&join(path_dir, "queue/scheduler"), parse_scheduler);
         ns.paths.push(NamespacePath {
@@ -49,6 +53,8 @@ pub fn read_head(
             controller: format!("nvme{}", numbers[1]),
             ana_state,
             numa_nodes,
+            queue_depth,
+            queue_depth_attr,
             hw_queues,
             scheduler,
         });

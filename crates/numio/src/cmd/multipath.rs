@@ -1,0 +1,334 @@
+//! `numio multipath`: per multipath namespace, the paths × CPU nodes table
+//! (each path's controller, node, distance from each node, ANA state), the
+//! path the kernel's iopolicy takes from each node and whether it is a
+//! nearest one (topology's model of `multipath.c`, or the kernel's own
+//! `numa_nodes` where it writes them); `--probe` proves it with a short
+//! read from each node (`multipath_probe`).
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use serde::Serialize;
+use topology::multipath::{audit, HeadAudit, IoPolicy, NodeRoute, RouteSource, Verdict};
+use topology::Topology;
+
+use super::multipath_probe::{self, NodeProbe};
+
+/// Flags of `numio multipath`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Multipath namespaces to audit (`/dev/nvme0n1` or `nvme0n1`); default: all.
+    #[arg(value_name = "NS")]
+    pub namespaces: Vec<String>,
+    /// Print the audit as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Read this sysfs/procfs root instead of `/`: a directory or a
+    /// `.tar.gz` snapshot made by `numio topo --save` (not with --probe).
+    #[arg(long, value_name = "DIR|FILE.tar.gz", default_value = "/")]
+    pub root: PathBuf,
+    /// Prove the path of each node: from each node's CPUs, a short
+    /// read-only O_DIRECT read of the head device, with every path's I/O
+    /// counters (`/sys/block/PATH/stat`) read before and after.
+    #[arg(long)]
+    pub probe: bool,
+    /// Bytes each node reads in --probe (a multiple of 4 KiB, at most 64 MiB).
+    #[arg(long, value_name = "MIB", default_value_t = 4)]
+    pub probe_mib: u32,
+}
+
+/// The JSON document of `numio multipath --json`.
+#[derive(Debug, Serialize)]
+struct Document<'a> {
+    heads: Vec<HeadDoc<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct HeadDoc<'a> {
+    #[serde(flatten)]
+    audit: &'a HeadAudit,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    probe: Vec<NodeProbe>,
+}
+
+/// Runs `numio multipath`.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    if args.probe && args.root != std::path::Path::new("/") {
+        eprintln!(
+            "numio multipath: --probe reads the live machine's devices; it cannot run on --root {}: drop one of the two",
+            args.root.display()
+        );
+        return Ok(2);
+    }
+    if args.probe_mib == 0 || args.probe_mib > 64 {
+        eprintln!(
+            "numio multipath: --probe-mib {} is out of range: give 1 to 64",
+            args.probe_mib
+        );
+        return Ok(2);
+    }
+    let topo = Topology::load(&args.root)?;
+    let heads = match select(audit(&topo), &args.namespaces) {
+        Ok(h) => h,
+        Err(msg) => {
+            eprintln!("numio multipath: {msg}");
+            return Ok(2);
+        }
+    };
+    let mut probes = Vec::new();
+    for h in &heads {
+        probes.push(if args.probe {
+            multipath_probe::probe(&args.root, &topo, h, u64::from(args.probe_mib) << 20)?
+        } else {
+            Vec::new()
+        });
+    }
+    let text = if args.json {
+        let doc = Document {
+            heads: heads
+                .iter()
+                .zip(&probes)
+                .map(|(audit, probe)| HeadDoc {
+                    audit,
+                    probe: probe.clone(),
+                })
+                .collect(),
+        };
+        serde_json::to_string_pretty(&doc).context("serializing the audit")? + "\n"
+    } else {
+        let mut out = String::new();
+        for (h, p) in heads.iter().zip(&probes) {
+            out += &render(h);
+            if args.probe {
+                out += &multipath_probe::render(h, p);
+            }
+        }
+        if heads.is_empty() {
+            out += "no multipath namespace (native NVMe multipath off, or no shared namespace)\n";
+        }
+        out
+    };
+    super::topo::print_stdout(&text)?;
+    let disagree = probes.iter().flatten().any(|p| p.agrees == Some(false));
+    Ok(i32::from(disagree))
+}
+
+/// The heads named by `wanted` (all when empty), in its order.
+fn select(all: Vec<HeadAudit>, wanted: &[String]) -> Result<Vec<HeadAudit>, String> {
+    if wanted.is_empty() {
+        return Ok(all);
+    }
+    let mut out = Vec::new();
+    for w in wanted {
+        let name = w.strip_prefix("/dev/").unwrap_or(w);
+        let Some(h) = all.iter().find(|h| h.block_device == name) else {
+            let known: Vec<&str> = all.iter().map(|h| h.block_device.as_str()).collect();
+            return Err(format!(
+                "'{w}' is not a multipath namespace head; give one of: {} (`numio topo` lists them)",
+                if known.is_empty() {
+                    "none here".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        };
+        out.push(h.clone());
+    }
+    Ok(out)
+}
+
+/// The human table of one head.
+pub fn render(h: &HeadAudit) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "/dev/{} ({}): iopolicy {}{}",
+        h.block_device,
+        h.subsystem,
+        h.iopolicy,
+        if h.policy.is_none() {
+            " (not modelled by numio: each path's node is shown, no choice)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(out, "  {}", source_line(h));
+    let mut rows = vec![header(h)];
+    for (i, p) in h.paths.iter().enumerate() {
+        let mut row = vec![
+            p.device.clone(),
+            p.controller.clone(),
+            node_text(p.node),
+            p.ana_state.clone(),
+        ];
+        let numa = h.policy == Some(IoPolicy::Numa);
+        row.extend(h.routes.iter().map(|r| cell(r, i, numa)));
+        rows.push(row);
+    }
+    out += &table(&rows);
+    for r in &h.routes {
+        let _ = writeln!(out, "  {}", route_line(h, r));
+    }
+    out
+}
+
+fn source_line(h: &HeadAudit) -> String {
+    let has_model = h.routes.iter().any(|r| r.source == RouteSource::Model);
+    let has_kernel = h.routes.iter().any(|r| r.source == RouteSource::Kernel);
+    let model = "numio's model of drivers/nvme/host/multipath.c";
+    match (has_kernel, has_model) {
+        (true, false) => "path per node: the kernel's word (numa_nodes)".to_string(),
+        (true, true) => format!("path per node: the kernel's word (numa_nodes) where it has chosen; {model} for the nodes it has not (no I/O from them yet)"),
+        _ if h.kernel_reports && h.policy != Some(IoPolicy::Numa) => format!("path per node: {model} (the kernel reports numa_nodes under iopolicy numa only)"),
+        _ if h.kernel_reports => format!("path per node: {model} (the kernel has chosen for no node yet: no I/O since the paths last changed)"),
+        _ => format!("path per node: {model} (this kernel does not report its choice: per-path numa_nodes needs Linux 6.15)"),
+    }
+}
+
+fn header(h: &HeadAudit) -> Vec<String> {
+    let mut row: Vec<String> = ["path", "controller", "node", "ana"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    row.extend(h.routes.iter().map(|r| format!("from node {}", r.node)));
+    row
+}
+
+fn node_text(n: topology::DeviceNode) -> String {
+    match n.node() {
+        Some(n) => n.to_string(),
+        None => "-1".to_string(),
+    }
+}
+
+/// `21`, `? (kernel 10) <- taken`, `10 tie`; the distance the kernel
+/// compares only under `numa` (the other policies compare none).
+fn cell(r: &NodeRoute, i: usize, numa: bool) -> String {
+    let mut s = match r.distances[i] {
+        Some(d) if d == r.kernel_distances[i] || !numa => d.to_string(),
+        Some(d) => format!("{d} (kernel {})", r.kernel_distances[i]),
+        None if !numa => "?".to_string(),
+        None => format!("? (kernel {})", r.kernel_distances[i]),
+    };
+    if r.taken.contains(&i) {
+        s += " <- taken";
+    } else if r.ties.contains(&i) {
+        s += " tie";
+    }
+    s
+}
+
+fn route_line(h: &HeadAudit, r: &NodeRoute) -> String {
+    let names: Vec<&str> = r
+        .taken
+        .iter()
+        .map(|&i| h.paths[i].device.as_str())
+        .collect();
+    let ties: Vec<&str> = r.ties.iter().map(|&i| h.paths[i].device.as_str()).collect();
+    let what = match r.verdict {
+        Verdict::Nearest => "a nearest path".to_string(),
+        Verdict::MayNotBeNearest => format!(
+            "a nearest path, but it ties with {} (not nearest): the first of the kernel's list wins",
+            ties.join(", ")
+        ),
+        Verdict::NotNearest => "NOT only the nearest path".to_string(),
+        Verdict::UnknownNode if !ties.is_empty() => format!(
+            "a path of unknown node (-1, which the kernel counts as local); it ties with {}: the first of the kernel's list wins",
+            ties.join(", ")
+        ),
+        Verdict::UnknownNode => {
+            "a path of unknown node (-1, which the kernel counts as local)".to_string()
+        }
+        Verdict::NoPath => "no usable path".to_string(),
+    };
+    let nearest = r
+        .nearest_distance
+        .map_or(String::new(), |d| format!(" (nearest known distance {d})"));
+    format!(
+        "node {}: {} -> {what}{nearest}",
+        r.node,
+        if names.is_empty() {
+            "-".to_string()
+        } else {
+            names.join(" + ")
+        }
+    )
+}
+
+/// Left-aligned columns, two spaces apart, indented by two.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(String::len)
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(c, v)| format!("{v:<w$}", w = widths[c]))
+            .collect();
+        let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/sysfs")
+            .join(name)
+    }
+
+    #[test]
+    fn the_published_case_table_names_the_far_path_and_the_tie() {
+        let topo = Topology::load(&fixture("vm-mp-memoryless")).unwrap();
+        let text = render(&audit(&topo)[0]);
+        assert!(
+            text.starts_with("/dev/nvme0n1 (nvme-subsys0): iopolicy numa\n"),
+            "{text}"
+        );
+        assert!(text.contains("numio's model"), "{text}");
+        assert!(text.contains("nvme0c0n1  nvme0       -1    optimized  ? (kernel 10) <- taken  ? (kernel 10) <- taken"), "{text}");
+        assert!(
+            text.contains("nvme0c1n1  nvme1       0     optimized  10 tie"),
+            "{text}"
+        );
+        assert!(text.contains("node 0: nvme0c0n1 -> a path of unknown node (-1, which the kernel counts as local); it ties with nvme0c1n1"), "{text}");
+        assert!(text.contains("node 1: nvme0c0n1 -> a path of unknown node (-1, which the kernel counts as local) (nearest known distance 21)"), "{text}");
+    }
+
+    #[test]
+    fn unknown_namespace_is_exit_2_and_root_with_probe_too() {
+        let args = |ns: &[&str], probe: bool| Args {
+            namespaces: ns.iter().map(|s| s.to_string()).collect(),
+            json: true,
+            root: fixture("vm-mp-memoryless"),
+            probe,
+            probe_mib: 4,
+        };
+        assert_eq!(run(args(&["/dev/nvme7n1"], false)).unwrap(), 2);
+        assert_eq!(run(args(&[], true)).unwrap(), 2);
+        assert_eq!(run(args(&["/dev/nvme0n1"], false)).unwrap(), 0);
+        let topo = Topology::load(&fixture("vm-mp-memoryless")).unwrap();
+        let err = select(audit(&topo), &["nvme2n1".to_string()]).unwrap_err();
+        assert!(err.contains("give one of: nvme0n1"), "{err}");
+    }
+
+    #[test]
+    fn round_robin_takes_every_path() {
+        let topo = Topology::load(&fixture("2node-multipath-tcp")).unwrap();
+        let text = render(&audit(&topo)[0]);
+        assert!(text.contains("node 0: nvme0c0n1 + nvme0c1n1 -> NOT only the nearest path (nearest known distance 10)"), "{text}");
+    }
+}
