@@ -1,12 +1,16 @@
 # shellcheck shell=bash
 # Helpers of the coalesce topology's sweep checks (20-sweep, 21-sweep-kill9),
-# sourced after tests/vm/tests/lib.sh.
+# sourced after tests/vm/tests/lib.sh; reads features through
+# coalesce-lib.bash (sourced here).
 #
 #   coalesce_namespaces   sets CTRLS (nvme0 …) and NSES (/dev/nvme0n1 …) of
 #                         the controllers NUMIO-C0..C3, in serial order
 #   feature8 CTRL         prints CTRL's Feature 0x08 value as nvme-cli reads
 #                         it (nvme get-feature -f 8: an independent reader),
 #                         as 0xNNNN, or "?" when it cannot be read
+
+# shellcheck source=tests/vm/tests/coalesce-lib.bash
+. "$(dirname "${BASH_SOURCE[0]}")/../coalesce-lib.bash"
 
 coalesce_namespaces() {
   local c serial ns pairs=()
@@ -31,16 +35,14 @@ coalesce_namespaces() {
   [ "${#CTRLS[@]}" -eq 4 ] || { not_ok "4 controllers NUMIO-C0..C3 wanted, the guest has ${#CTRLS[@]}"; finish; }
 }
 
+# nvme-cli's output is parsed once, by coalesce-lib.bash's nvme_feature.
 feature8() {
-  local out v
-  # nvme-cli 2.3 prints "Current value:00000000" (hex, no 0x); others 0x….
-  out=$(nvme get-feature "/dev/$1" -f 8 2>&1)
-  v=$(grep -oiE 'current value: *(0x)?[0-9a-f]+' <<<"$out" | sed -E 's/.*: *(0x)?//I')
-  if [ -z "$v" ]; then
+  local v
+  if ! v=$(nvme_feature "$1" 8); then
     echo "?"
     return
   fi
-  printf '0x%04x\n' "$((16#$v))"
+  printf '0x%04x\n' "$v"
 }
 
 # Prints "CTRL=VALUE …" for every controller in CTRLS.
