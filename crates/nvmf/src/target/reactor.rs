@@ -199,7 +199,7 @@ impl Server {
 /// closes only when both the acceptor and the reactor are done with it.
 /// (Regression: a bare fd number poked after the reactor closed it wrote 8
 /// bytes into whatever socket reused the number, corrupting a host's stream.)
-type Inbox = (Sender<TcpStream>, Arc<OwnedFd>);
+type Inbox = (Sender<(TcpStream, u16)>, Arc<OwnedFd>);
 
 /// Reactor threads, their inboxes, the io_uring set-up and fallback notes.
 type Reactors = (Vec<JoinHandle<()>>, Vec<Inbox>, String, Vec<String>);
@@ -211,7 +211,7 @@ fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, Targ
     let mut inboxes = Vec::new();
     let (ready_tx, ready_rx) = channel::<Ready>();
     for &cpu in cpus {
-        let (tx, rx) = channel::<TcpStream>();
+        let (tx, rx) = channel::<(TcpStream, u16)>();
         let wake = Arc::new(eventfd()?);
         let reactor_wake = wake.clone();
         let t = target.clone();
@@ -290,7 +290,10 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<In
         if n <= 0 {
             continue;
         }
-        for l in &listeners {
+        for (i, l) in listeners.iter().enumerate() {
+            // Port ids follow the NVMe listeners (1..); discovery listeners
+            // come after them and name no port.
+            let port = i as u16 + 1;
             while let Ok((s, peer)) = l.accept() {
                 let open = target.connections.load(Ordering::Acquire);
                 if open >= target.limits.max_connections {
@@ -306,7 +309,7 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<In
                 target.connections.fetch_add(1, Ordering::AcqRel);
                 let (tx, wake) = &inboxes[next % inboxes.len()];
                 next += 1;
-                if tx.send(s).is_ok() {
+                if tx.send((s, port)).is_ok() {
                     poke(wake);
                 }
             }
