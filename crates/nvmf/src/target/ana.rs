@@ -140,6 +140,17 @@ impl Target {
         self.ana_changes.load(Ordering::Acquire)
     }
 
+    /// Puts every port in its state of `states` (in port order; ports past
+    /// its end are left alone); returns the ports that changed.
+    pub fn apply_ana_states(&self, states: &[AnaState]) -> Vec<AnaChange> {
+        states
+            .iter()
+            .zip(1u16..)
+            .filter_map(|(&s, id)| self.set_ana_state(id, s))
+            .filter(|c| c.from != c.to)
+            .collect()
+    }
+
     /// Puts port `id` in `state` and tells the hosts connected through it;
     /// `None` when no port has that id. Setting the current state again
     /// changes nothing and notifies no one.

@@ -34,14 +34,20 @@ const SIZE_CHECK: Duration = Duration::from_secs(1);
 pub const DEFAULT_REACTORS: usize = 4;
 
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
+static RELOAD: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_signal(_sig: libc::c_int) {
-    SIGNALLED.store(true, Ordering::SeqCst);
+extern "C" fn on_signal(sig: libc::c_int) {
+    if sig == libc::SIGHUP {
+        RELOAD.store(true, Ordering::SeqCst);
+    } else {
+        SIGNALLED.store(true, Ordering::SeqCst);
+    }
 }
 
-/// Makes SIGINT and SIGTERM request a clean shutdown of running servers.
+/// Makes SIGINT and SIGTERM request a clean shutdown of running servers,
+/// and SIGHUP a reload ([`Server::wait_with`]).
 pub fn install_signal_handlers() -> Result<(), TargetError> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only stores to an atomic (async-signal-safe);
         // sigaction copies the struct, which lives across the call.
         let rc = unsafe {
@@ -52,7 +58,7 @@ pub fn install_signal_handlers() -> Result<(), TargetError> {
         };
         if rc != 0 {
             return Err(TargetError::Os {
-                what: "installing SIGINT/SIGTERM handlers",
+                what: "installing SIGINT/SIGTERM/SIGHUP handlers",
                 source: std::io::Error::last_os_error(),
             });
         }
@@ -167,9 +173,18 @@ impl Server {
     /// Blocks until SIGINT/SIGTERM (or [`Server::stop`] from elsewhere),
     /// then drains and flushes.
     pub fn wait(self) -> Result<(), TargetError> {
+        self.wait_with(|_| {})
+    }
+
+    /// [`Server::wait`], calling `on_reload` (on this thread) after each
+    /// SIGHUP.
+    pub fn wait_with(self, mut on_reload: impl FnMut(&Target)) -> Result<(), TargetError> {
         while !self.target.shutting_down.load(Ordering::Acquire) {
             if SIGNALLED.load(Ordering::SeqCst) {
                 self.target.shutting_down.store(true, Ordering::Release);
+            }
+            if RELOAD.swap(false, Ordering::SeqCst) {
+                on_reload(&self.target);
             }
             std::thread::sleep(TICK);
         }
