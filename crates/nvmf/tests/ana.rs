@@ -46,6 +46,17 @@ fn read_status(q: &mut Initiator) -> Status {
 }
 
 #[test]
+fn two_ports_on_one_address_share_one_discovery_listener() {
+    let mut c = two_ports();
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    c.discovery_port = probe.local_addr().unwrap().port();
+    drop(probe);
+    let s = nvmf::Server::start(&c).expect("two ports on 127.0.0.1 with discovery start");
+    assert_eq!(s.discovery_addrs.len(), 1, "{:?}", s.discovery_addrs);
+    s.stop().unwrap();
+}
+
+#[test]
 fn two_ports_report_their_own_ana_state_and_announce_changes() {
     let s = nvmf::Server::start(&two_ports()).expect("target starts");
     let (p1, p2) = (s.listen_addrs[0], s.listen_addrs[1]);

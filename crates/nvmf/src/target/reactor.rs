@@ -128,9 +128,12 @@ impl Server {
         }
         let mut discovery_addrs = Vec::new();
         if cfg.discovery_port != 0 {
-            for a in &cfg.listen {
+            for (i, a) in cfg.listen.iter().enumerate() {
                 let addr = SocketAddr::new(a.ip(), cfg.discovery_port);
-                if listen_addrs.contains(&addr) {
+                // One discovery listener per address, however many ports
+                // share it.
+                if listen_addrs.contains(&addr) || cfg.listen[..i].iter().any(|b| b.ip() == a.ip())
+                {
                     continue;
                 }
                 let l = bind(addr)?;
