@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# vm-lab: timeout=300
 # Ports and ANA: `numio serve` listens on two ports of one subsystem (port 1
 # optimized, port 2 non-optimized). The kernel host connects through both and
 # builds one multipath namespace of two paths that follow the ANA states.
@@ -30,11 +31,12 @@ c1=$(connect_port 4420) || { not_ok "connect through port 4420 failed"; finish; 
 c2=$(connect_port 4421) || { not_ok "connect through port 4421 failed"; finish; }
 nvmf_wait_devices 1 || { not_ok "namespaces seen: $(nvmf_devices | tr '\n' ' ')"; finish; }
 dev=$(nvmf_devices)
-# The path (hidden disk) of controller $1 under the head.
+# The path (hidden disk nvmeScCnN) of controller $1: a child of the
+# controller's device (Linux 6.1 has no head-to-path links yet).
 path_of() {
   local p
-  for p in /sys/block/"$dev"/multipath/*; do
-    [ "$(basename "$(readlink -f "$p/device")")" = "$1" ] && { basename "$p"; return 0; }
+  for p in /sys/class/nvme/"$1"/nvme*c*n*; do
+    [ -e "$p/ana_state" ] && { basename "$p"; return 0; }
   done
   return 1
 }
@@ -42,7 +44,7 @@ for i in $(seq 1 100); do
   p1=$(path_of "$c1") && p2=$(path_of "$c2") && break
   sleep 0.1
 done
-expect_eq "one namespace, two paths" 2 "$(ls /sys/block/"$dev"/multipath 2>/dev/null | wc -l)"
+expect_eq "one namespace, two paths" 2 "$(ls -d /sys/block/"${dev%n*}"c*n"${dev##*n}" 2>/dev/null | wc -l)"
 [ -n "$p1" ] && [ -n "$p2" ] || { not_ok "paths of $c1 and $c2 not found under $dev"; finish; }
 note "/dev/$dev: $p1 via $c1 (port 4420), $p2 via $c2 (port 4421)"
 expect_eq "port 1 path ANA state" optimized "$(cat /sys/block/"$p1"/ana_state)"
@@ -61,7 +63,7 @@ set_ana() {
 
 kmsg=$(dmesg 2>/dev/null | wc -l)
 start=$(ios "$p1")
-fio --name=ana-failover --filename="/dev/$dev" --rw=randwrite --bsrange=4k-256k --size=48M \
+fio --name=ana-failover --filename="/dev/$dev" --rw=randwrite --bsrange=4k-256k --size=32M \
   --ioengine=libaio --direct=1 --iodepth=8 --verify=crc32c --do_verify=1 --randseed=42 \
   --output-format=json --output="$CHECK_OUT/ana-failover.json" >"$CHECK_OUT/ana-failover.stderr" 2>&1 &
 fio_pid=$!
