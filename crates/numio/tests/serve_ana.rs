@@ -56,6 +56,13 @@ fn connect(addr: SocketAddr) -> (Initiator, Initiator) {
     (a, q)
 }
 
+/// Sends `sig` to our child `pid`.
+fn signal(pid: i32, sig: i32) {
+    // SAFETY: kill(2) on the pid of our own child, not yet waited for, so
+    // the pid cannot have been reused.
+    assert_eq!(unsafe { libc::kill(pid, sig) }, 0, "signal delivered");
+}
+
 #[test]
 fn sighup_changes_a_ports_ana_state_and_tells_its_host() {
     let cfg = common::Temp::new("serve-ana.toml", 0);
@@ -100,8 +107,7 @@ fn sighup_changes_a_ports_ana_state_and_tells_its_host() {
 
     std::fs::write(cfg.path(), toml("\"inaccessible\", \"non-optimized\"")).unwrap();
     let pid = i32::try_from(serve.id()).unwrap();
-    // SAFETY: kill(2) on our own child, not yet waited for.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    signal(pid, libc::SIGHUP);
     let said = next_line(&lines, "ANA optimized -> inaccessible");
     assert!(
         said.starts_with(&format!("numio serve: port 1 ({p1})")),
@@ -119,7 +125,7 @@ fn sighup_changes_a_ports_ana_state_and_tells_its_host() {
 
     // A bad state is refused with the names; the states stay.
     std::fs::write(cfg.path(), toml("\"down\"")).unwrap();
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    signal(pid, libc::SIGHUP);
     let said = next_line(&lines, "SIGHUP");
     assert!(
         said.contains("\"down\" is not an ANA state: use optimized"),
@@ -127,7 +133,7 @@ fn sighup_changes_a_ports_ana_state_and_tells_its_host() {
     );
     assert!(said.ends_with("ANA states unchanged"), "{said}");
     std::fs::write(cfg.path(), toml("\"optimized\", \"non-optimized\"")).unwrap();
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    signal(pid, libc::SIGHUP);
     next_line(&lines, "ANA inaccessible -> optimized");
     let st = q
         .submit(rw_sqe(io::READ, 1, 0, 8), &[], 4096)
@@ -135,6 +141,6 @@ fn sighup_changes_a_ports_ana_state_and_tells_its_host() {
         .cqe
         .status();
     assert!(st.is_success(), "{st:?}");
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    signal(pid, libc::SIGTERM);
     assert!(serve.wait().unwrap().success());
 }
