@@ -36,6 +36,22 @@ pub const ONCS_DSM: u16 = 1 << 2;
 pub const ONCS_WRITE_ZEROES: u16 = 1 << 3;
 /// OAES bit: namespace attribute notices.
 pub const OAES_NS_ATTR: u32 = 1 << 8;
+/// CMIC bit 3: Asymmetric Namespace Access reporting.
+pub const CMIC_ANA: u8 = 1 << 3;
+/// OAES bit 11: Asymmetric Namespace Access Change notices.
+pub const OAES_ANA_CHANGE: u32 = 1 << 11;
+/// ANACAP bit 0: reports the ANA Optimized state.
+pub const ANACAP_OPTIMIZED: u8 = 1 << 0;
+/// ANACAP bit 1: reports the ANA Non-Optimized state.
+pub const ANACAP_NON_OPTIMIZED: u8 = 1 << 1;
+/// ANACAP bit 2: reports the ANA Inaccessible state.
+pub const ANACAP_INACCESSIBLE: u8 = 1 << 2;
+/// ANACAP bit 3: reports the ANA Persistent Loss state.
+pub const ANACAP_PERSISTENT_LOSS: u8 = 1 << 3;
+/// ANACAP bit 4: reports the ANA Change state.
+pub const ANACAP_CHANGE: u8 = 1 << 4;
+/// ANACAP bit 6: a namespace's ANAGRPID does not change while attached.
+pub const ANACAP_GRPID_STATIC: u8 = 1 << 6;
 /// SGLS bits: SGLs supported (bit 0) and offset SGLs for in-capsule data (bit 20).
 pub const SGLS_SUPPORTED: u32 = 1;
 /// SGLS bit 20: SGL offset supported.
@@ -84,6 +100,16 @@ pub struct IdentifyController {
     pub vwc: u8,
     /// SGL support.
     pub sgls: u32,
+    /// ANA transition time, seconds (0 without ANA reporting).
+    pub anatt: u8,
+    /// ANA capabilities (the [`ANACAP_OPTIMIZED`].. bits).
+    pub anacap: u8,
+    /// Largest ANA group id.
+    pub anagrpmax: u32,
+    /// Number of ANA group ids the controller supports.
+    pub nanagrpid: u32,
+    /// Maximum number of allowed namespaces (needed with ANA reporting).
+    pub mnan: u32,
     /// Subsystem NQN.
     pub subnqn: String,
     /// I/O queue command capsule supported size in 16-byte units.
@@ -118,6 +144,10 @@ impl IdentifyController {
         b[261] = self.lpa;
         b[262] = self.elpe;
         put_u16(&mut b, 320, self.kas);
+        b[342] = self.anatt;
+        b[343] = self.anacap;
+        put_u32(&mut b, 344, self.anagrpmax);
+        put_u32(&mut b, 348, self.nanagrpid);
         b[512] = 0x66; // SQES: 64 bytes
         b[513] = 0x44; // CQES: 16 bytes
         put_u16(&mut b, 514, self.maxcmd);
@@ -125,6 +155,7 @@ impl IdentifyController {
         put_u16(&mut b, 520, self.oncs);
         b[525] = self.vwc;
         put_u32(&mut b, 536, self.sgls);
+        put_u32(&mut b, 540, self.mnan);
         put_str_zero_padded(&mut b, 768, 256, &self.subnqn);
         put_u32(&mut b, 1792, self.ioccsz);
         put_u32(&mut b, 1796, self.iorcsz);
@@ -153,6 +184,11 @@ impl IdentifyController {
             lpa: b[261],
             elpe: b[262],
             kas: get_u16(b, 320),
+            anatt: b[342],
+            anacap: b[343],
+            anagrpmax: get_u32(b, 344),
+            nanagrpid: get_u32(b, 348),
+            mnan: get_u32(b, 540),
             maxcmd: get_u16(b, 514),
             nn: get_u32(b, 516),
             oncs: get_u16(b, 520),
@@ -186,6 +222,8 @@ pub struct IdentifyNamespace {
     pub nguid: [u8; 16],
     /// log2 of the logical block size.
     pub lbads: u8,
+    /// ANA group the namespace belongs to (0: none).
+    pub anagrpid: u32,
 }
 
 impl IdentifyNamespace {
@@ -200,6 +238,7 @@ impl IdentifyNamespace {
         b[26] = 0; // FLBAS
         b[30] = self.nmic;
         b[33] = self.dlfeat;
+        put_u32(&mut b, 92, self.anagrpid);
         b[104..120].copy_from_slice(&self.nguid);
         b[128 + 2] = self.lbads;
         b
@@ -219,6 +258,7 @@ impl IdentifyNamespace {
             dlfeat: b[33],
             nguid,
             lbads: b[128 + 4 * fmt + 2],
+            anagrpid: get_u32(b, 92),
         }
     }
 }
@@ -309,9 +349,17 @@ mod tests {
             ioccsz: 4 + 512,
             iorcsz: 1,
             msdbd: 1,
+            anatt: 10,
+            anacap: ANACAP_OPTIMIZED | ANACAP_INACCESSIBLE,
+            anagrpmax: 2,
+            nanagrpid: 3,
+            mnan: 4,
             ..Default::default()
         };
         let b = c.encode();
+        // ANA fields at the offsets Linux's struct nvme_id_ctrl has them.
+        assert_eq!(&b[342..352], &[10, 5, 2, 0, 0, 0, 3, 0, 0, 0]);
+        assert_eq!(&b[540..544], &[4, 0, 0, 0]);
         assert_eq!(b.len(), 4096);
         assert_eq!(&b[4..8], b"SN1 ");
         assert_eq!(&b[78..80], &[3, 0]);
@@ -335,9 +383,11 @@ mod tests {
             dlfeat: 9,
             nguid: [5; 16],
             lbads: 9,
+            anagrpid: 7,
         };
         let b = n.encode();
         assert_eq!(b[130], 9);
+        assert_eq!(&b[92..96], &[7, 0, 0, 0]);
         assert_eq!(IdentifyNamespace::decode(&b), n);
     }
 

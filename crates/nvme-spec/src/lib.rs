@@ -2,7 +2,7 @@
 //!
 //! This crate owns the byte layouts that cross a wire or a device boundary:
 //! submission and completion queue entries, status codes, Identify data,
-//! feature encodings (0x07 number of queues, 0x08 interrupt coalescing,
+//! ANA (states, the ANA log page, its change notice), feature encodings (0x07 number of queues, 0x08 interrupt coalescing,
 //! 0x09 interrupt vector configuration, Select = 3 capabilities), log
 //! pages, fabrics Connect and properties, and NVMe/TCP PDUs with their
 //! CRC32C digests (from the `crc32c` crate). It performs no I/O, so every
@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod ana;
 pub mod bytes;
 pub mod command;
 pub mod crc32c;

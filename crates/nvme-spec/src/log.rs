@@ -18,6 +18,8 @@ pub mod lid {
     pub const CHANGED_NS: u8 = 0x04;
     /// Commands supported and effects.
     pub const CMD_EFFECTS: u8 = 0x05;
+    /// Asymmetric Namespace Access ([`crate::ana`]).
+    pub const ANA: u8 = 0x0C;
     /// Discovery log (discovery controllers only).
     pub const DISCOVERY: u8 = 0x70;
 }

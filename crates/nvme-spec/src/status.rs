@@ -95,6 +95,14 @@ impl Status {
     /// Connect: invalid host.
     pub const CONNECT_INVALID_HOST: Status = Status::specific(0x84).dnr_const();
 
+    /// Path related status 01h: Asymmetric Access Persistent Loss.
+    pub const ANA_PERSISTENT_LOSS: Status = Status((3 << 8) | 0x01);
+    /// Path related status 02h: Asymmetric Access Inaccessible (the host
+    /// retries on another path).
+    pub const ANA_INACCESSIBLE: Status = Status((3 << 8) | 0x02);
+    /// Path related status 03h: Asymmetric Access Transition.
+    pub const ANA_TRANSITION: Status = Status((3 << 8) | 0x03);
+
     /// A status from its type and code.
     pub fn new(sct: StatusCodeType, sc: u8) -> Self {
         Status((sct.to_bits() << 8) | sc as u16)

@@ -190,11 +190,13 @@ fn identify_controller() -> impl Strategy<Value = IdentifyController> {
         any::<(u16, u8, u8, u16, u32, u32, u8, u8)>(),
         any::<(u8, u8, u8, u16, u16, u32, u16, u8)>(),
         any::<(u32, u32, u32, u16, u8)>(),
+        any::<(u8, u8, u32, u32, u32)>(),
     )
-        .prop_map(|((serial, model, firmware, subnqn), a, b, c)| {
+        .prop_map(|((serial, model, firmware, subnqn), a, b, c, d)| {
             let (vid, cmic, mdts, cntlid, ver, oaes, cntrltype, acl) = a;
             let (aerl, lpa, elpe, kas, maxcmd, nn, oncs, vwc) = b;
             let (sgls, ioccsz, iorcsz, icdoff, msdbd) = c;
+            let (anatt, anacap, anagrpmax, nanagrpid, mnan) = d;
             IdentifyController {
                 vid,
                 serial,
@@ -216,6 +218,11 @@ fn identify_controller() -> impl Strategy<Value = IdentifyController> {
                 oncs,
                 vwc,
                 sgls,
+                anatt,
+                anacap,
+                anagrpmax,
+                nanagrpid,
+                mnan,
                 subnqn,
                 ioccsz,
                 iorcsz,
@@ -263,8 +270,9 @@ proptest! {
         (nsze, ncap, nuse) in any::<(u64, u64, u64)>(),
         (nsfeat, nmic, dlfeat, lbads) in any::<(u8, u8, u8, u8)>(),
         nguid in any::<[u8; 16]>(),
+        anagrpid in any::<u32>(),
     ) {
-        let n = IdentifyNamespace { nsze, ncap, nuse, nsfeat, nmic, dlfeat, nguid, lbads };
+        let n = IdentifyNamespace { nsze, ncap, nuse, nsfeat, nmic, dlfeat, nguid, lbads, anagrpid };
         prop_assert_eq!(IdentifyNamespace::decode(&n.encode()), n);
     }
 

@@ -49,6 +49,11 @@ pub struct Args {
     /// NVMe/TCP listener address; repeat for more [default: 127.0.0.1:4420].
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Vec<SocketAddr>,
+    /// ANA state of each --listen port, in order: optimized, non-optimized, inaccessible,
+    /// persistent-loss or change; ports not named are optimized. To change states while
+    /// serving, put `ana = [...]` in --config instead and send SIGHUP.
+    #[arg(long, value_name = "STATE", conflicts_with = "config")]
+    pub ana: Vec<String>,
     /// Discovery service port on each listener address; 0 turns it off [default: 8009].
     #[arg(long, value_name = "PORT")]
     pub discovery_port: Option<u16>,
@@ -181,6 +186,9 @@ fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
     if !args.listen.is_empty() {
         cfg.listen = args.listen.clone();
     }
+    if !args.ana.is_empty() {
+        cfg.ana = args.ana.clone();
+    }
     if let Some(p) = args.discovery_port {
         cfg.discovery_port = p;
     }
@@ -233,6 +241,14 @@ fn print_startup(server: &Server, open_by_default: bool, node: Option<NodeId>) {
     for a in &server.listen_addrs {
         println!("numio serve: NVMe/TCP listening on {a}");
     }
+    for p in &t.ports {
+        println!(
+            "numio serve: port {} {} ANA group 1 {}",
+            p.id,
+            p.addr,
+            p.state()
+        );
+    }
     for a in &server.discovery_addrs {
         println!("numio serve: discovery service on {a}");
     }
@@ -279,7 +295,9 @@ fn print_startup(server: &Server, open_by_default: bool, node: Option<NodeId>) {
         eprintln!("numio serve: note: {n}");
     }
     println!("numio serve: limits: {}", t.limits.describe());
-    println!("numio serve: ready (SIGINT or SIGTERM stops)");
+    println!(
+        "numio serve: ready (SIGINT or SIGTERM stops; SIGHUP reloads the ANA states of --config)"
+    );
 }
 
 fn hex(b: &[u8]) -> String {
@@ -319,9 +337,53 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     print_startup(&server, open_by_default, node);
     use std::io::Write;
     std::io::stdout().flush().ok();
-    server.wait()?;
+    let config = args.config.clone();
+    server.wait_with(|target| reload(target, config.as_deref()))?;
     println!("numio serve: stopped; every namespace flushed");
     Ok(0)
+}
+
+/// SIGHUP: re-reads `--config` and puts each port in the ANA state its
+/// `ana` list now gives (the one setting that changes while serving);
+/// says what changed and whom it told.
+fn reload(target: &nvmf::target::subsystem::Target, config: Option<&Path>) {
+    let Some(path) = config else {
+        eprintln!(
+            "numio serve: SIGHUP: no --config to reload; ANA states change through `ana = [...]` in a --config file"
+        );
+        return;
+    };
+    let states = std::fs::read_to_string(path)
+        .map_err(|e| format!("reading {}: {e}", path.display()))
+        .and_then(|text| {
+            let mut cfg = TargetConfig::from_toml(&text, &path.display().to_string())
+                .map_err(|e| e.to_string())?;
+            // The listeners stay those bound at start.
+            cfg.listen = target.listeners.clone();
+            cfg.ana_states().map_err(|e| e.to_string())
+        });
+    let states = match states {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("numio serve: SIGHUP: {e}; ANA states unchanged");
+            return;
+        }
+    };
+    let changes = target.apply_ana_states(&states);
+    if changes.is_empty() {
+        println!(
+            "numio serve: reloaded {}: ANA states unchanged",
+            path.display()
+        );
+    }
+    for c in changes {
+        println!(
+            "numio serve: port {} ({}) ANA {} -> {}; ANA Change notice sent to {} controller(s)",
+            c.port, c.addr, c.from, c.to, c.notified
+        );
+    }
+    use std::io::Write;
+    std::io::stdout().flush().ok();
 }
 
 #[cfg(test)]

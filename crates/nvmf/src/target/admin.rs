@@ -3,12 +3,14 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use nvme_spec::ana::LSP_RGO;
 use nvme_spec::command::admin;
 use nvme_spec::features::{fid, NumQueues};
 use nvme_spec::identify::{self, cns, nidt, IdentifyController, IdentifyNamespace};
 use nvme_spec::log::{self, lid, DiscoveryEntry, GetLogPage, SmartLog};
 use nvme_spec::Status;
 
+use super::ana::{ANATT_SECONDS, ANA_GROUP};
 use super::command::{Ctx, Outcome};
 use super::config::Limits;
 use super::fabrics::NVME_VERSION;
@@ -58,6 +60,7 @@ fn identify(ctx: &mut Ctx<'_>, ctrl: &Controller) -> Outcome {
                 dlfeat: 0x09,
                 nguid: ns.nguid,
                 lbads: ns.lbads(),
+                anagrpid: ANA_GROUP,
             }
             .encode()
         }
@@ -93,12 +96,18 @@ fn identify_controller(limits: &Limits, ctrl: &Controller) -> IdentifyController
         serial: subsys.serial.clone(),
         model: subsys.model.clone(),
         firmware: env!("CARGO_PKG_VERSION").chars().take(8).collect(),
-        cmic: if disc { 0 } else { 0x02 },
+        // Several controllers (one per port and host) with ANA reporting.
+        cmic: if disc { 0 } else { 0x02 | identify::CMIC_ANA },
         mdts: limits.mdts(),
         cntlid: ctrl.cntlid,
         ver: NVME_VERSION,
-        // Namespace Attribute Notices (a resized file or device namespace).
-        oaes: if disc { 0 } else { AEC_NS_ATTRIBUTE },
+        // Namespace Attribute Notices (a resized file or device namespace)
+        // and ANA Change notices (a port's state changed).
+        oaes: if disc {
+            0
+        } else {
+            AEC_NS_ATTRIBUTE | identify::OAES_ANA_CHANGE
+        },
         cntrltype: if disc {
             identify::CNTRLTYPE_DISCOVERY
         } else {
@@ -122,6 +131,24 @@ fn identify_controller(limits: &Limits, ctrl: &Controller) -> IdentifyController
         },
         vwc: if disc { 0 } else { 1 },
         sgls: identify::SGLS_SUPPORTED | identify::SGLS_OFFSET,
+        anatt: if disc { 0 } else { ANATT_SECONDS },
+        anacap: if disc {
+            0
+        } else {
+            identify::ANACAP_OPTIMIZED
+                | identify::ANACAP_NON_OPTIMIZED
+                | identify::ANACAP_INACCESSIBLE
+                | identify::ANACAP_PERSISTENT_LOSS
+                | identify::ANACAP_CHANGE
+                | identify::ANACAP_GRPID_STATIC
+        },
+        anagrpmax: if disc { 0 } else { ANA_GROUP },
+        nanagrpid: if disc { 0 } else { 1 },
+        mnan: if disc {
+            0
+        } else {
+            subsys.namespaces.len() as u32
+        },
         subnqn: subsys.nqn.clone(),
         ioccsz: if disc {
             0
@@ -164,6 +191,7 @@ fn get_log_page(ctx: &mut Ctx<'_>, ctrl: &Controller) -> Outcome {
             b
         }
         (lid::CHANGED_NS, false) => ctrl.changed_ns_log(g.rae),
+        (lid::ANA, false) => ctrl.ana_log(ctx.target, g.lsp & LSP_RGO != 0, g.rae),
         _ => return Outcome::err(Status::INVALID_LOG_PAGE),
     };
     if g.offset_bytes % 4 != 0 || (g.offset_bytes > 0 && g.offset_bytes >= page.len() as u64) {

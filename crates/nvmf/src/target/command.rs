@@ -41,6 +41,8 @@ pub struct Ctx<'a> {
     pub req: &'a mut Request,
     /// Asynchronous Event Requests the queue holds.
     pub events_waiting: usize,
+    /// Id of the port the connection came through.
+    pub port: u16,
 }
 
 impl Ctx<'_> {

@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
+use nvme_spec::ana::AnaState;
 use serde::Deserialize;
 
 use super::error::ConfigError;
@@ -336,6 +337,11 @@ pub struct TargetConfig {
     /// NVMe/TCP listeners (I/O and discovery controllers).
     #[serde(default = "default_listeners")]
     pub listen: Vec<SocketAddr>,
+    /// ANA state of each listener's port, in `listen` order: `optimized`,
+    /// `non-optimized`, `inaccessible`, `persistent-loss` or `change`;
+    /// listeners past the end of the list are optimized.
+    #[serde(default)]
+    pub ana: Vec<String>,
     /// Port of the discovery service on each listener address; 0 disables it.
     #[serde(default = "default_discovery_port")]
     pub discovery_port: u16,
@@ -367,6 +373,7 @@ impl Default for TargetConfig {
     fn default() -> Self {
         Self {
             listen: default_listeners(),
+            ana: Vec::new(),
             discovery_port: DEFAULT_DISCOVERY_PORT,
             cpus: Vec::new(),
             limits: Limits::default(),
@@ -385,6 +392,29 @@ impl TargetConfig {
         })
     }
 
+    /// The ANA state of each listener's port, in `listen` order.
+    pub fn ana_states(&self) -> Result<Vec<AnaState>, ConfigError> {
+        if self.ana.len() > self.listen.len() {
+            return Err(ConfigError::Invalid(format!(
+                "ana lists {} states for {} listener(s): give one state per listener, in listen order",
+                self.ana.len(),
+                self.listen.len()
+            )));
+        }
+        let mut states = Vec::with_capacity(self.listen.len());
+        for (i, name) in self.ana.iter().enumerate() {
+            states.push(parse_ana_state(name).map_err(|reason| {
+                ConfigError::Invalid(format!(
+                    "ana state of port {} ({}): {reason}",
+                    i + 1,
+                    self.listen[i]
+                ))
+            })?);
+        }
+        states.resize(self.listen.len(), AnaState::Optimized);
+        Ok(states)
+    }
+
     /// Checks the whole configuration; every error names the field and a fix.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
@@ -393,6 +423,12 @@ impl TargetConfig {
                 "no listener: give --listen ADDR:PORT".into(),
             ));
         }
+        if self.listen.len() > 0xFFEF {
+            return Err(ConfigError::Invalid(
+                "more than 65519 listeners: NVMe port ids are 16-bit".into(),
+            ));
+        }
+        self.ana_states()?;
         if self.subsystems.is_empty() {
             return Err(ConfigError::Invalid(
                 "no subsystem: give --ns mem:1G or a [[subsystem]] table".into(),
@@ -449,6 +485,16 @@ impl TargetConfig {
         }
         Ok(())
     }
+}
+
+/// Parses an ANA state name; the error lists the names.
+pub fn parse_ana_state(name: &str) -> Result<AnaState, String> {
+    AnaState::parse(name).ok_or_else(|| {
+        format!(
+            "{name:?} is not an ANA state: use optimized, non-optimized, inaccessible, \
+             persistent-loss or change"
+        )
+    })
 }
 
 /// Checks an NQN's length and form.
@@ -522,6 +568,42 @@ mod tests {
             .to_string()
             .contains("max_transfer_bytes"));
         assert_eq!(Limits::default().mdts(), 8);
+    }
+
+    #[test]
+    fn ana_states_per_listener() {
+        let c = TargetConfig::from_toml(
+            r#"
+            listen = ["127.0.0.1:4420", "127.0.0.1:4421"]
+            ana = ["optimized", "inaccessible"]
+            [[subsystem]]
+            nqn = "nqn.2026-01.io.numio:a"
+            allow_any_host = true
+            [[subsystem.namespace]]
+            backing = "mem:16M"
+            "#,
+            "ana.toml",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(
+            c.ana_states().unwrap(),
+            [AnaState::Optimized, AnaState::Inaccessible]
+        );
+        let mut short = c.clone();
+        short.ana.truncate(0);
+        assert_eq!(short.ana_states().unwrap(), [AnaState::Optimized; 2]);
+        let mut long = c.clone();
+        long.ana.push("optimized".into());
+        let e = long.validate().unwrap_err().to_string();
+        assert!(e.contains("one state per listener"), "{e}");
+        let mut bad = c.clone();
+        bad.ana[1] = "down".into();
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("port 2 (127.0.0.1:4421)") && e.contains("non-optimized"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -74,7 +74,7 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(stream: TcpStream, target: &Arc<Target>) -> Self {
+    fn new(stream: TcpStream, port: u16, target: &Arc<Target>) -> Self {
         // io_uring does not need O_NONBLOCK; without it a kernel lacking
         // FAST_POLL waits in an io-wq worker instead of spinning.
         let _ = stream.set_nonblocking(false);
@@ -84,7 +84,7 @@ impl Slot {
         Self {
             stream,
             peer,
-            conn: Connection::new(target.clone()),
+            conn: Connection::new(target.clone()).on_port(port),
             rbuf: vec![0u8; RECV_BYTES].into_boxed_slice(),
             recv_armed: false,
             out: Vec::new(),
@@ -168,7 +168,7 @@ impl Slot {
 /// One reactor: its ring, its connections and its inbox.
 pub(crate) struct Reactor {
     target: Arc<Target>,
-    inbox: Receiver<TcpStream>,
+    inbox: Receiver<(TcpStream, u16)>,
     wake: Arc<OwnedFd>,
     wake_armed: bool,
     tick_armed: bool,
@@ -185,7 +185,7 @@ pub(crate) struct Reactor {
 impl Reactor {
     pub(crate) fn new(
         target: Arc<Target>,
-        inbox: Receiver<TcpStream>,
+        inbox: Receiver<(TcpStream, u16)>,
         wake: Arc<OwnedFd>,
         ring: Ring,
     ) -> Self {
@@ -238,8 +238,8 @@ impl Reactor {
     }
 
     fn adopt_new_connections(&mut self) {
-        while let Ok(stream) = self.inbox.try_recv() {
-            let slot = Slot::new(stream, &self.target);
+        while let Ok((stream, port)) = self.inbox.try_recv() {
+            let slot = Slot::new(stream, port, &self.target);
             match self.free.pop() {
                 Some(i) => self.slots[i as usize] = Some(slot),
                 None => self.slots.push(Some(slot)),
@@ -503,7 +503,7 @@ mod tests {
         });
         let (s, _) = listener.accept().unwrap();
         target.connections.fetch_add(1, Ordering::AcqRel);
-        tx.send(s).unwrap();
+        tx.send((s, 1)).unwrap();
         poke(&*wake);
         match client.join().unwrap() {
             Err(InitiatorError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {}

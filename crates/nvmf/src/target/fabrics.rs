@@ -80,7 +80,7 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
             return refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16));
         }
         ctx.target
-            .create_controller(&subnqn, &hostnqn, data.hostid, cmd.kato_ms)
+            .create_controller(ctx.port, &subnqn, &hostnqn, data.hostid, cmd.kato_ms)
     } else {
         ctx.target
             .join_controller(data.cntlid, &subnqn, &hostnqn, cmd.qid)

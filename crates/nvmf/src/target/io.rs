@@ -39,6 +39,11 @@ pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
     let ctrl = ctx.ctrl().clone();
     let sqe = ctx.sqe();
     let slot = ctx.slot;
+    // A port that is not ANA-accessible takes no I/O: the path status
+    // sends the host to another path.
+    if let Some(status) = super::ana::io_status(ctrl.ana_state(ctx.target)) {
+        return Outcome::err(status);
+    }
     if sqe.opcode == io::FLUSH && sqe.nsid == FLUSH_ALL {
         // One fdatasync per file or block device namespace, in turn.
         return match flush_all_target(&ctrl.subsys.namespaces, 0) {

@@ -178,6 +178,7 @@ impl Connection {
             slot: slot as u16,
             req: &mut self.reqs[slot],
             events_waiting,
+            port: self.port,
         };
         let outcome = match qid {
             _ if is_fabrics => super::fabrics::execute(&mut ctx),

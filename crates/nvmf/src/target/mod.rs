@@ -18,6 +18,7 @@
 //!   is private to the crate).
 
 pub mod admin;
+pub mod ana;
 pub mod buf;
 pub mod command;
 pub mod config;

@@ -72,6 +72,9 @@ pub struct Connection {
     pub(crate) counters: QueueCounters,
     /// Why the connection is closing, for the log.
     pub close_reason: Option<String>,
+    /// Id of the port (listener) the connection came through; 1 unless
+    /// [`Connection::on_port`] says.
+    pub port: u16,
 }
 
 impl Connection {
@@ -96,7 +99,14 @@ impl Connection {
             last_keepalive: Instant::now(),
             counters: QueueCounters::default(),
             close_reason: None,
+            port: 1,
         }
+    }
+
+    /// The same connection, arrived through port `port`.
+    pub fn on_port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
     }
 
     /// Current phase.

@@ -34,14 +34,20 @@ const SIZE_CHECK: Duration = Duration::from_secs(1);
 pub const DEFAULT_REACTORS: usize = 4;
 
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
+static RELOAD: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_signal(_sig: libc::c_int) {
-    SIGNALLED.store(true, Ordering::SeqCst);
+extern "C" fn on_signal(sig: libc::c_int) {
+    if sig == libc::SIGHUP {
+        RELOAD.store(true, Ordering::SeqCst);
+    } else {
+        SIGNALLED.store(true, Ordering::SeqCst);
+    }
 }
 
-/// Makes SIGINT and SIGTERM request a clean shutdown of running servers.
+/// Makes SIGINT and SIGTERM request a clean shutdown of running servers,
+/// and SIGHUP a reload ([`Server::wait_with`]).
 pub fn install_signal_handlers() -> Result<(), TargetError> {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: the handler only stores to an atomic (async-signal-safe);
         // sigaction copies the struct, which lives across the call.
         let rc = unsafe {
@@ -52,7 +58,7 @@ pub fn install_signal_handlers() -> Result<(), TargetError> {
         };
         if rc != 0 {
             return Err(TargetError::Os {
-                what: "installing SIGINT/SIGTERM handlers",
+                what: "installing SIGINT/SIGTERM/SIGHUP handlers",
                 source: std::io::Error::last_os_error(),
             });
         }
@@ -122,9 +128,12 @@ impl Server {
         }
         let mut discovery_addrs = Vec::new();
         if cfg.discovery_port != 0 {
-            for a in &cfg.listen {
+            for (i, a) in cfg.listen.iter().enumerate() {
                 let addr = SocketAddr::new(a.ip(), cfg.discovery_port);
-                if listen_addrs.contains(&addr) {
+                // One discovery listener per address, however many ports
+                // share it.
+                if listen_addrs.contains(&addr) || cfg.listen[..i].iter().any(|b| b.ip() == a.ip())
+                {
                     continue;
                 }
                 let l = bind(addr)?;
@@ -167,9 +176,18 @@ impl Server {
     /// Blocks until SIGINT/SIGTERM (or [`Server::stop`] from elsewhere),
     /// then drains and flushes.
     pub fn wait(self) -> Result<(), TargetError> {
+        self.wait_with(|_| {})
+    }
+
+    /// [`Server::wait`], calling `on_reload` (on this thread) after each
+    /// SIGHUP.
+    pub fn wait_with(self, mut on_reload: impl FnMut(&Target)) -> Result<(), TargetError> {
         while !self.target.shutting_down.load(Ordering::Acquire) {
             if SIGNALLED.load(Ordering::SeqCst) {
                 self.target.shutting_down.store(true, Ordering::Release);
+            }
+            if RELOAD.swap(false, Ordering::SeqCst) {
+                on_reload(&self.target);
             }
             std::thread::sleep(TICK);
         }
@@ -199,7 +217,7 @@ impl Server {
 /// closes only when both the acceptor and the reactor are done with it.
 /// (Regression: a bare fd number poked after the reactor closed it wrote 8
 /// bytes into whatever socket reused the number, corrupting a host's stream.)
-type Inbox = (Sender<TcpStream>, Arc<OwnedFd>);
+type Inbox = (Sender<(TcpStream, u16)>, Arc<OwnedFd>);
 
 /// Reactor threads, their inboxes, the io_uring set-up and fallback notes.
 type Reactors = (Vec<JoinHandle<()>>, Vec<Inbox>, String, Vec<String>);
@@ -211,7 +229,7 @@ fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, Targ
     let mut inboxes = Vec::new();
     let (ready_tx, ready_rx) = channel::<Ready>();
     for &cpu in cpus {
-        let (tx, rx) = channel::<TcpStream>();
+        let (tx, rx) = channel::<(TcpStream, u16)>();
         let wake = Arc::new(eventfd()?);
         let reactor_wake = wake.clone();
         let t = target.clone();
@@ -290,7 +308,10 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<In
         if n <= 0 {
             continue;
         }
-        for l in &listeners {
+        for (i, l) in listeners.iter().enumerate() {
+            // Port ids follow the NVMe listeners (1..); discovery listeners
+            // come after them and name no port.
+            let port = i as u16 + 1;
             while let Ok((s, peer)) = l.accept() {
                 let open = target.connections.load(Ordering::Acquire);
                 if open >= target.limits.max_connections {
@@ -306,7 +327,7 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<In
                 target.connections.fetch_add(1, Ordering::AcqRel);
                 let (tx, wake) = &inboxes[next % inboxes.len()];
                 next += 1;
-                if tx.send(s).is_ok() {
+                if tx.send((s, port)).is_ok() {
                     poke(wake);
                 }
             }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use nvme_spec::fabrics::DISCOVERY_NQN;
 use nvme_spec::log::ErrorEntry;
 
+use super::ana::Port;
 use super::config::{Limits, TargetConfig};
 use super::error::TargetError;
 use super::namespace::Namespace;
@@ -83,6 +84,8 @@ pub struct ControllerRegs {
     /// A Namespace Attribute Changed notice was sent and its log page not
     /// yet read: further ones wait (the spec's event masking).
     pub ns_notice_masked: bool,
+    /// An ANA Change notice was sent and the ANA log not yet read.
+    pub ana_notice_masked: bool,
 }
 
 /// A namespace found resized by [`Target::check_namespace_sizes`].
@@ -120,6 +123,9 @@ pub struct Controller {
     pub hostnqn: String,
     /// Host identifier.
     pub hostid: [u8; 16],
+    /// Id of the port its admin queue connected through (see
+    /// [`Target::port`]).
+    pub port: u16,
     /// Keep alive timeout in ms (0: none).
     pub kato_ms: AtomicU32,
     /// Cleared on teardown; every queue of the controller then closes.
@@ -220,6 +226,10 @@ pub struct Target {
     pub discovery: Arc<Subsystem>,
     /// NVMe/TCP listeners (for the discovery log).
     pub listeners: Vec<SocketAddr>,
+    /// One NVMe port per listener, in order (port id = index + 1).
+    pub ports: Vec<Port>,
+    /// ANA state changes over all ports.
+    pub(crate) ana_changes: AtomicU64,
     /// Discovery service port (0: none).
     pub discovery_port: u16,
     /// Log each queue connect.
@@ -272,11 +282,20 @@ impl Target {
             allowed_hosts: Vec::new(),
             allow_any_host: true,
         });
+        let ports = cfg
+            .listen
+            .iter()
+            .zip(cfg.ana_states()?)
+            .enumerate()
+            .map(|(i, (addr, state))| Port::new(i as u16 + 1, *addr, state))
+            .collect();
         Ok(Arc::new(Self {
             limits: cfg.limits,
             subsystems,
             discovery,
             listeners: cfg.listen.clone(),
+            ports,
+            ana_changes: AtomicU64::new(0),
             discovery_port: cfg.discovery_port,
             log_connections: cfg.log_connections,
             controllers: Mutex::new(Registry {
@@ -299,9 +318,10 @@ impl Target {
         self.subsystems.iter().find(|s| s.nqn == nqn)
     }
 
-    /// Admin Connect: allocates a controller.
+    /// Admin Connect through port `port`: allocates a controller.
     pub fn create_controller(
         &self,
+        port: u16,
         subnqn: &str,
         hostnqn: &str,
         hostid: [u8; 16],
@@ -327,6 +347,7 @@ impl Target {
             subsys: subsys.clone(),
             hostnqn: hostnqn.to_string(),
             hostid,
+            port,
             kato_ms: AtomicU32::new(kato_ms),
             alive: AtomicBool::new(true),
             regs: Mutex::new(ControllerRegs::default()),
@@ -478,6 +499,12 @@ impl Target {
     /// Live controllers (for tests and status).
     pub fn controller_count(&self) -> usize {
         self.controllers.lock().expect("registry lock").by_id.len()
+    }
+
+    /// Every live controller.
+    pub fn controllers(&self) -> Vec<Arc<Controller>> {
+        let reg = self.controllers.lock().expect("registry lock");
+        reg.by_id.values().cloned().collect()
     }
 
     /// A live controller by id.

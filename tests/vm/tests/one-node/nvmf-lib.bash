@@ -122,7 +122,13 @@ nvmf_fio_verify() {
   fio --name="$name" --filename="/dev/$dev" --rw=randwrite --bsrange=4k-256k --size="$size" \
     --ioengine=libaio --direct=1 --iodepth=8 --verify=crc32c --do_verify=1 --randseed=42 \
     --output-format=json --output="$CHECK_OUT/$name.json" "$@" >"$CHECK_OUT/$name.stderr" 2>&1
-  local rc=$?
+  nvmf_fio_results "$name" $?
+}
+
+# The checks of nvmf_fio_verify on run NAME that exited RC (for a run in
+# the background: its subshell's results would not count).
+nvmf_fio_results() {
+  local name=$1 rc=$2
   expect_eq "$name: fio exit status" 0 "$rc"
   [ "$rc" -eq 0 ] || note "fio said: $(tail -n 5 "$CHECK_OUT/$name.stderr")"
   if jq -e . "$CHECK_OUT/$name.json" >/dev/null 2>&1; then
