@@ -17,51 +17,19 @@
 //! status the host fails over on ([`io_status`]).
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use nvme_spec::ana::{self, AnaGroup, AnaState, AEC_ANA_CHANGE, AEN_ANA_CHANGE};
 use nvme_spec::Status;
 
+use super::port::Port;
 use super::subsystem::{Controller, Target};
 
 /// The ANA group id of every namespace.
 pub const ANA_GROUP: u32 = 1;
 /// ANA Transition Time reported in Identify Controller, seconds.
 pub const ANATT_SECONDS: u8 = 10;
-
-/// One NVMe port: a listener and its ANA state.
-#[derive(Debug)]
-pub struct Port {
-    /// Port id (1-based, the discovery log's PORTID).
-    pub id: u16,
-    /// Its listener.
-    pub addr: SocketAddr,
-    state: AtomicU8,
-    chgcnt: AtomicU64,
-}
-
-impl Port {
-    /// A port in `state`.
-    pub fn new(id: u16, addr: SocketAddr, state: AnaState) -> Self {
-        Self {
-            id,
-            addr,
-            state: AtomicU8::new(state.code()),
-            chgcnt: AtomicU64::new(0),
-        }
-    }
-
-    /// Its ANA state.
-    pub fn state(&self) -> AnaState {
-        AnaState::from_code(self.state.load(Ordering::Acquire)).unwrap_or(AnaState::Optimized)
-    }
-
-    /// Changes of its state so far.
-    pub fn chgcnt(&self) -> u64 {
-        self.chgcnt.load(Ordering::Acquire)
-    }
-}
 
 /// What [`Target::set_ana_state`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -28,6 +28,7 @@ pub mod fabrics;
 pub mod io;
 mod lifecycle;
 pub mod namespace;
+pub mod port;
 pub mod queue;
 pub mod reactor;
 pub mod request;

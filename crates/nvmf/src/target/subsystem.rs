@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use nvme_spec::fabrics::DISCOVERY_NQN;
 use nvme_spec::log::ErrorEntry;
 
-use super::ana::Port;
 use super::config::{Limits, TargetConfig};
 use super::error::TargetError;
 use super::namespace::Namespace;
+use super::port::Port;
 
 /// NVM subsystem or the discovery subsystem.
 #[derive(Debug)]
