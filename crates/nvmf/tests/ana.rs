@@ -53,6 +53,18 @@ fn two_ports_on_one_address_share_one_discovery_listener() {
     drop(probe);
     let s = nvmf::Server::start(&c).expect("two ports on 127.0.0.1 with discovery start");
     assert_eq!(s.discovery_addrs.len(), 1, "{:?}", s.discovery_addrs);
+    // The discovery listener is not one of the subsystem's ports (the
+    // discovery log lists the two NVMe ports): as nvmet, an NVM subsystem
+    // Connect through it is refused, SUBNQN named as the bad field; the
+    // discovery subsystem itself is served there.
+    let d = s.discovery_addrs[0];
+    let e = Initiator::connect_admin(d, NQN, &opts()).expect_err("no I/O subsystem on discovery");
+    assert!(
+        e.to_string().contains("sc=0x82"),
+        "Connect Invalid Parameters: {e}"
+    );
+    Initiator::connect_admin(d, nvme_spec::fabrics::DISCOVERY_NQN, &opts())
+        .expect("the discovery subsystem is served on the discovery listener");
     s.stop().unwrap();
 }
 

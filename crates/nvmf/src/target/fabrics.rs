@@ -115,7 +115,9 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
 /// The status and IATTR/IPO result for a refused Connect.
 fn refusal(r: ConnectRefusal) -> Outcome {
     match r {
-        ConnectRefusal::UnknownSubsystem => refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 256)),
+        ConnectRefusal::UnknownSubsystem | ConnectRefusal::NotOnPort => {
+            refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 256))
+        }
         ConnectRefusal::HostNotAllowed => refuse(Status::CONNECT_INVALID_HOST, ipo(true, 512)),
         ConnectRefusal::UnknownController => refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16)),
         ConnectRefusal::Busy => refuse(Status::CONNECT_CTRL_BUSY, 0),

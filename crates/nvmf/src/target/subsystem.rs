@@ -205,6 +205,11 @@ impl Controller {
 pub enum ConnectRefusal {
     /// No subsystem by that NQN (IPO: offset of SUBNQN in connect data).
     UnknownSubsystem,
+    /// An NVM subsystem asked for through a listener that is not one of its
+    /// ports (a discovery-only listener), as Linux nvmet refuses a
+    /// subsystem not linked to the port: the host is to connect through a
+    /// port the discovery log lists.
+    NotOnPort,
     /// The host is not on the allow list.
     HostNotAllowed,
     /// Controller id not found or belonging to another host/subsystem.
@@ -330,6 +335,9 @@ impl Target {
         let subsys = self
             .subsystem(subnqn)
             .ok_or(ConnectRefusal::UnknownSubsystem)?;
+        if !subsys.is_discovery && self.port(port).is_none() {
+            return Err(ConnectRefusal::NotOnPort);
+        }
         if !subsys.host_allowed(hostnqn) {
             return Err(ConnectRefusal::HostNotAllowed);
         }
