@@ -1,7 +1,8 @@
 //! Host-level queries beside [`crate::Topology::discover`], each over a
 //! sysfs/procfs root: the environment record kept with every result
 //! ([`host_record`]), the mount table ([`mounts`]), a CPU's node
-//! ([`cpu_node`]) and a node's CPUs ([`node_cpus`]).
+//! ([`cpu_node`]), a node's CPUs ([`node_cpus`]) and a network interface's
+//! node ([`interface_node`]).
 
 use std::path::Path;
 
@@ -206,9 +207,45 @@ pub fn node_cpus(root: &Path, node: NodeId) -> Result<CpuList, TopologyError> {
     }
 }
 
+/// The NUMA node of network interface `name`: its device's `numa_node`
+/// (`sys/class/net/NAME/device/numa_node`). `None` where the kernel does
+/// not say: a virtual interface (loopback, veth, bridge: no device), a
+/// device of node -1, or no such interface.
+pub fn interface_node(root: &Path, name: &str) -> Result<Option<NodeId>, TopologyError> {
+    if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        return Ok(None);
+    }
+    let mut r = reader(root)?;
+    Ok(
+        r.read_trimmed(&format!("sys/class/net/{name}/device/numa_node"))
+            .and_then(|t| t.parse::<i64>().ok())
+            .and_then(|n| u32::try_from(n).ok())
+            .map(NodeId),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interfaces_node_is_its_devices_and_virtual_ones_have_none() {
+        let root = std::env::temp_dir().join(format!("numio-ifnode-{}", std::process::id()));
+        let dev = |name: &str, node: &str| {
+            let d = root.join(format!("sys/class/net/{name}/device"));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("numa_node"), format!("{node}\n")).unwrap();
+        };
+        dev("ens1f0", "1");
+        dev("eno1", "-1");
+        std::fs::create_dir_all(root.join("sys/class/net/lo")).unwrap();
+        assert_eq!(interface_node(&root, "ens1f0").unwrap(), Some(NodeId(1)));
+        assert_eq!(interface_node(&root, "eno1").unwrap(), None, "node -1");
+        assert_eq!(interface_node(&root, "lo").unwrap(), None, "no device");
+        assert_eq!(interface_node(&root, "nope").unwrap(), None);
+        assert_eq!(interface_node(&root, "../x").unwrap(), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 
     #[test]
     fn mountinfo_lines_parse_with_escapes_and_optional_fields() {

@@ -23,6 +23,7 @@ pub mod multipath_probe;
 pub mod plan;
 pub mod report;
 pub mod serve;
+pub mod serve_ports;
 pub mod sweep;
 pub mod sweep_axes;
 pub mod sweep_output;

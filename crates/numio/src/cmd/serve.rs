@@ -11,6 +11,8 @@ use nvmf::Server;
 use topology::device::StackNode;
 use topology::{CpuList, NodeId};
 
+use super::serve_ports;
+
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):
   connections 256 | controllers 64 | I/O queues per controller 16 |
@@ -69,6 +71,9 @@ pub struct Args {
     /// CPUs to run one reactor each on, e.g. 0-3,8 [default: the backing devices' NUMA node's CPUs, else any this process may use; at most 4].
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
+    /// CPUs of the reactors serving one --listen port, e.g. 0-1; repeat once per --listen, in order [default: the CPUs of the NUMA node of the listener's network interface, where it has one].
+    #[arg(long, value_name = "LIST")]
+    pub port_cpus: Vec<String>,
     /// Print a line for every queue a host connects (controller, qid, digests).
     #[arg(long)]
     pub log_connections: bool,
@@ -236,17 +241,24 @@ fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
     Ok((cfg, open_by_default))
 }
 
-fn print_startup(server: &Server, open_by_default: bool, node: Option<NodeId>) {
+fn print_startup(
+    server: &Server,
+    open_by_default: bool,
+    node: Option<NodeId>,
+    placed: &[serve_ports::PortNode],
+) {
     let t = &server.target;
     for a in &server.listen_addrs {
         println!("numio serve: NVMe/TCP listening on {a}");
     }
-    for p in &t.ports {
+    for (i, p) in t.ports.iter().enumerate() {
+        let cpus = server.port_cpus.get(i).map_or(&[][..], Vec::as_slice);
         println!(
-            "numio serve: port {} {} ANA group 1 {}",
+            "numio serve: port {} {} ANA group 1 {}, {}",
             p.id,
             p.addr,
-            p.state()
+            p.state(),
+            serve_ports::describe(cpus, placed.get(i))
         );
     }
     for a in &server.discovery_addrs {
@@ -320,21 +332,32 @@ fn uuid(b: &[u8; 16]) -> String {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let (mut cfg, open_by_default) = build_config(&args)?;
     let mut node = None;
-    if cfg.cpus.is_empty() {
+    let allowed =
+        sysapi::affinity::allowed_cpus().context("reading the CPUs this process may run on")?;
+    if !args.port_cpus.is_empty() {
+        cfg.port_cpus = serve_ports::parse_flags(&args.port_cpus, cfg.listen.len())?;
+    }
+    let mut placed = Vec::new();
+    if cfg.cpus.is_empty() && cfg.port_cpus.is_empty() {
+        (cfg.port_cpus, placed) =
+            serve_ports::by_interface(Path::new("/"), &cfg.listen, &allowed, |ip| {
+                sysapi::net::interface_of(ip).ok().flatten()
+            });
+    }
+    if cfg.cpus.is_empty() && cfg.port_cpus.is_empty() {
         (cfg.cpus, node) = local_cpus(&cfg);
     } else {
-        let allowed =
-            sysapi::affinity::allowed_cpus().context("reading the CPUs this process may run on")?;
-        let named_by = if args.cpus.is_some() {
-            "--cpus"
-        } else {
-            "cpus in --config"
+        let named_by = match (args.cpus.is_some(), args.port_cpus.is_empty()) {
+            (true, _) => "--cpus",
+            (false, false) => "--port-cpus",
+            _ if !cfg.cpus.is_empty() => "cpus in --config",
+            _ => "port_cpus",
         };
-        check_cpus(&cfg.cpus, &allowed, named_by)?;
+        check_cpus(&cfg.reactor_cpus(), &allowed, named_by)?;
     }
     nvmf::reactor::install_signal_handlers()?;
     let server = Server::start(&cfg)?;
-    print_startup(&server, open_by_default, node);
+    print_startup(&server, open_by_default, node, &placed);
     use std::io::Write;
     std::io::stdout().flush().ok();
     let config = args.config.clone();

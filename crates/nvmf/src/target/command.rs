@@ -43,6 +43,8 @@ pub struct Ctx<'a> {
     pub events_waiting: usize,
     /// Id of the port the connection came through.
     pub port: u16,
+    /// CPU of the reactor serving the connection, where known.
+    pub reactor_cpu: Option<usize>,
 }
 
 impl Ctx<'_> {

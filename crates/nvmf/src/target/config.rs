@@ -350,6 +350,13 @@ pub struct TargetConfig {
     /// devices' NUMA node's CPUs first, when they share one).
     #[serde(default)]
     pub cpus: Vec<usize>,
+    /// Reactor CPUs of each listener's port, in `listen` order: that port's
+    /// connections go to the reactors on these CPUs only (a port on its
+    /// own NUMA node's reactors). Each list is a subset of `cpus`; with
+    /// `cpus` empty the reactors are the union of these lists. A missing or
+    /// empty list means every reactor.
+    #[serde(default)]
+    pub port_cpus: Vec<Vec<usize>>,
     /// Limits.
     #[serde(default)]
     pub limits: Limits,
@@ -376,6 +383,7 @@ impl Default for TargetConfig {
             ana: Vec::new(),
             discovery_port: DEFAULT_DISCOVERY_PORT,
             cpus: Vec::new(),
+            port_cpus: Vec::new(),
             limits: Limits::default(),
             log_connections: false,
             subsystems: Vec::new(),
@@ -415,6 +423,43 @@ impl TargetConfig {
         Ok(states)
     }
 
+    /// The reactors' CPUs: `cpus`, else the union of `port_cpus` in order
+    /// (empty: the caller picks).
+    pub fn reactor_cpus(&self) -> Vec<usize> {
+        if !self.cpus.is_empty() {
+            return self.cpus.clone();
+        }
+        let mut all: Vec<usize> = Vec::new();
+        for c in self.port_cpus.iter().flatten() {
+            if !all.contains(c) {
+                all.push(*c);
+            }
+        }
+        all
+    }
+
+    fn validate_port_cpus(&self) -> Result<(), ConfigError> {
+        if self.port_cpus.len() > self.listen.len() {
+            return Err(ConfigError::Invalid(format!(
+                "port_cpus lists {} CPU lists for {} listener(s): give one list per listener, in listen order",
+                self.port_cpus.len(),
+                self.listen.len()
+            )));
+        }
+        if self.cpus.is_empty() {
+            return Ok(());
+        }
+        for (list, addr) in self.port_cpus.iter().zip(&self.listen) {
+            if let Some(c) = list.iter().find(|c| !self.cpus.contains(c)) {
+                return Err(ConfigError::Invalid(format!(
+                    "port_cpus of listener {addr} names CPU {c}, which runs no reactor (cpus = {:?}): name CPUs of cpus, or leave cpus empty",
+                    self.cpus
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks the whole configuration; every error names the field and a fix.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
@@ -429,6 +474,7 @@ impl TargetConfig {
             ));
         }
         self.ana_states()?;
+        self.validate_port_cpus()?;
         if self.subsystems.is_empty() {
             return Err(ConfigError::Invalid(
                 "no subsystem: give --ns mem:1G or a [[subsystem]] table".into(),
@@ -645,5 +691,37 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("512, 1024"));
+    }
+    #[test]
+    fn port_cpus_per_listener() {
+        let c = TargetConfig::from_toml(
+            r#"
+            listen = ["127.0.0.1:4420", "127.0.0.1:4421"]
+            port_cpus = [[2, 3], [0]]
+            [[subsystem]]
+            nqn = "nqn.2026-01.io.numio:a"
+            allow_any_host = true
+            [[subsystem.namespace]]
+            backing = "mem:16M"
+            "#,
+            "ports.toml",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.reactor_cpus(), [2, 3, 0], "the union, in order");
+        let mut with_cpus = c.clone();
+        with_cpus.cpus = vec![0, 1, 2];
+        let e = with_cpus.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("127.0.0.1:4420") && e.contains("CPU 3") && e.contains("runs no reactor"),
+            "{e}"
+        );
+        with_cpus.cpus.push(3);
+        with_cpus.validate().unwrap();
+        assert_eq!(with_cpus.reactor_cpus(), [0, 1, 2, 3]);
+        let mut three = c.clone();
+        three.port_cpus.push(vec![1]);
+        let e = three.validate().unwrap_err().to_string();
+        assert!(e.contains("3 CPU lists for 2 listener"), "{e}");
     }
 }

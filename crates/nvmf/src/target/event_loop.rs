@@ -74,7 +74,7 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(stream: TcpStream, port: u16, target: &Arc<Target>) -> Self {
+    fn new(stream: TcpStream, port: u16, cpu: usize, target: &Arc<Target>) -> Self {
         // io_uring does not need O_NONBLOCK; without it a kernel lacking
         // FAST_POLL waits in an io-wq worker instead of spinning.
         let _ = stream.set_nonblocking(false);
@@ -84,7 +84,9 @@ impl Slot {
         Self {
             stream,
             peer,
-            conn: Connection::new(target.clone()).on_port(port),
+            conn: Connection::new(target.clone())
+                .on_port(port)
+                .on_reactor(cpu),
             rbuf: vec![0u8; RECV_BYTES].into_boxed_slice(),
             recv_armed: false,
             out: Vec::new(),
@@ -168,6 +170,8 @@ impl Slot {
 /// One reactor: its ring, its connections and its inbox.
 pub(crate) struct Reactor {
     target: Arc<Target>,
+    /// The CPU it runs on (named in the connection log).
+    cpu: usize,
     inbox: Receiver<(TcpStream, u16)>,
     wake: Arc<OwnedFd>,
     wake_armed: bool,
@@ -185,12 +189,14 @@ pub(crate) struct Reactor {
 impl Reactor {
     pub(crate) fn new(
         target: Arc<Target>,
+        cpu: usize,
         inbox: Receiver<(TcpStream, u16)>,
         wake: Arc<OwnedFd>,
         ring: Ring,
     ) -> Self {
         Self {
             target,
+            cpu,
             inbox,
             wake,
             wake_armed: false,
@@ -239,7 +245,7 @@ impl Reactor {
 
     fn adopt_new_connections(&mut self) {
         while let Ok((stream, port)) = self.inbox.try_recv() {
-            let slot = Slot::new(stream, port, &self.target);
+            let slot = Slot::new(stream, port, self.cpu, &self.target);
             match self.free.pop() {
                 Some(i) => self.slots[i as usize] = Some(slot),
                 None => self.slots.push(Some(slot)),
@@ -486,7 +492,7 @@ mod tests {
         std::thread::spawn(move || {
             let mut ring = Ring::new(true).unwrap();
             ring.ext_arg = false;
-            Reactor::new(t, rx, w, ring).run();
+            Reactor::new(t, 0, rx, w, ring).run();
             done_tx.send(()).unwrap();
         });
         let client = std::thread::spawn(move || {

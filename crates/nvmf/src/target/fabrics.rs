@@ -92,10 +92,14 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
     let cntlid = ctrl.cntlid;
     if ctx.target.log_connections {
         let on = |b: bool| if b { "on" } else { "off" };
+        let cpu = ctx
+            .reactor_cpu
+            .map_or_else(String::new, |c| format!(" reactor CPU {c}"));
         println!(
-            "numio serve: connected {} qid {} cntlid {cntlid} host {hostnqn} sqsize {} digests header={} data={}",
+            "numio serve: connected {} qid {} cntlid {cntlid} host {hostnqn} port {}{cpu} sqsize {} digests header={} data={}",
             subnqn,
             cmd.qid,
+            ctx.port,
             cmd.sqsize + 1,
             on(ctx.framing.header_digest),
             on(ctx.framing.data_digest)

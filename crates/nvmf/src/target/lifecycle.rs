@@ -179,6 +179,7 @@ impl Connection {
             req: &mut self.reqs[slot],
             events_waiting,
             port: self.port,
+            reactor_cpu: self.reactor_cpu,
         };
         let outcome = match qid {
             _ if is_fabrics => super::fabrics::execute(&mut ctx),

@@ -75,6 +75,9 @@ pub struct Connection {
     /// Id of the port (listener) the connection came through; 1 unless
     /// [`Connection::on_port`] says.
     pub port: u16,
+    /// CPU of the reactor serving it, where a reactor does
+    /// ([`Connection::on_reactor`]).
+    pub reactor_cpu: Option<usize>,
 }
 
 impl Connection {
@@ -100,12 +103,19 @@ impl Connection {
             counters: QueueCounters::default(),
             close_reason: None,
             port: 1,
+            reactor_cpu: None,
         }
     }
 
     /// The same connection, arrived through port `port`.
     pub fn on_port(mut self, port: u16) -> Self {
         self.port = port;
+        self
+    }
+
+    /// The same connection, served by the reactor on CPU `cpu`.
+    pub fn on_reactor(mut self, cpu: usize) -> Self {
+        self.reactor_cpu = Some(cpu);
         self
     }
 

@@ -82,6 +82,10 @@ pub struct Server {
     /// [`default_cpus`] (the caller picks NUMA-local ones: `numio serve`
     /// asks topology for the backing devices' node).
     pub cpus: Vec<usize>,
+    /// The CPUs of the reactors serving each NVMe listener's port, in
+    /// `listen_addrs` order ([`TargetConfig::port_cpus`]; all of `cpus`
+    /// where it names none).
+    pub port_cpus: Vec<Vec<usize>>,
     /// io_uring set-up of the reactors' rings, in words.
     pub ring_setup: String,
     /// io_uring fallbacks the reactors took, in words.
@@ -147,16 +151,23 @@ impl Server {
         let mut resolved = cfg.clone();
         resolved.listen = listen_addrs.clone();
         let target = Target::new(&resolved)?;
-        let cpus = if cfg.cpus.is_empty() {
-            default_cpus(DEFAULT_REACTORS)
-        } else {
-            cfg.cpus.clone()
-        };
+        let mut cpus = cfg.reactor_cpus();
+        if cpus.is_empty() {
+            cpus = default_cpus(DEFAULT_REACTORS);
+        }
+        let by_port = port_reactors(&cpus, &cfg.port_cpus, listen_addrs.len());
+        let port_cpus = by_port
+            .iter()
+            .map(|r| r.iter().map(|&i| cpus[i]).collect())
+            .collect();
+        // Discovery listeners (after the ports) go to every reactor.
+        let mut routes: Vec<Route> = by_port.into_iter().map(Route::new).collect();
+        routes.resize_with(listeners.len(), || Route::new((0..cpus.len()).collect()));
         let (mut threads, inboxes, ring_setup, ring_notes) = spawn_reactors(&target, &cpus)?;
         let t = target.clone();
         let acceptor = std::thread::Builder::new()
             .name("numio-acceptor".into())
-            .spawn(move || accept_loop(t, listeners, inboxes))
+            .spawn(move || accept_loop(t, listeners, routes, inboxes))
             .map_err(|source| TargetError::Os {
                 what: "spawning the acceptor thread",
                 source,
@@ -167,6 +178,7 @@ impl Server {
             listen_addrs,
             discovery_addrs,
             cpus,
+            port_cpus,
             ring_setup,
             ring_notes,
             threads,
@@ -243,7 +255,7 @@ fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, Targ
                 match Ring::new(true) {
                     Ok(ring) => {
                         let _ = ready.send(Ok((ring.features.join("+"), ring.notes.clone())));
-                        Reactor::new(t, rx, reactor_wake, ring).run();
+                        Reactor::new(t, cpu, rx, reactor_wake, ring).run();
                     }
                     Err(e) => {
                         let _ = ready.send(Err(e));
@@ -288,8 +300,48 @@ fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, Targ
     Ok((threads, inboxes, setup, notes))
 }
 
-fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<Inbox>) {
-    let mut next = 0usize;
+/// The reactor indexes (into `cpus`) serving each of `ports` ports: those
+/// on the port's `port_cpus` list, every reactor where it has none.
+fn port_reactors(cpus: &[usize], port_cpus: &[Vec<usize>], ports: usize) -> Vec<Vec<usize>> {
+    (0..ports)
+        .map(|p| {
+            let list = port_cpus.get(p).map_or(&[][..], Vec::as_slice);
+            let mine: Vec<usize> = (0..cpus.len())
+                .filter(|&i| list.contains(&cpus[i]))
+                .collect();
+            if mine.is_empty() {
+                (0..cpus.len()).collect()
+            } else {
+                mine
+            }
+        })
+        .collect()
+}
+
+/// A listener's reactors and whose turn is next (round robin).
+struct Route {
+    reactors: Vec<usize>,
+    next: usize,
+}
+
+impl Route {
+    fn new(reactors: Vec<usize>) -> Self {
+        Self { reactors, next: 0 }
+    }
+
+    fn take(&mut self) -> usize {
+        let r = self.reactors[self.next % self.reactors.len()];
+        self.next = self.next.wrapping_add(1);
+        r
+    }
+}
+
+fn accept_loop(
+    target: Arc<Target>,
+    listeners: Vec<TcpListener>,
+    mut routes: Vec<Route>,
+    inboxes: Vec<Inbox>,
+) {
     let mut fds: Vec<libc::pollfd> = listeners
         .iter()
         .map(|l| libc::pollfd {
@@ -325,8 +377,7 @@ fn accept_loop(target: Arc<Target>, listeners: Vec<TcpListener>, inboxes: Vec<In
                     continue;
                 }
                 target.connections.fetch_add(1, Ordering::AcqRel);
-                let (tx, wake) = &inboxes[next % inboxes.len()];
-                next += 1;
+                let (tx, wake) = &inboxes[routes[i].take()];
                 if tx.send((s, port)).is_ok() {
                     poke(wake);
                 }
@@ -365,5 +416,23 @@ fn poll_fds(fds: &mut [libc::pollfd]) -> i32 {
             fds.len() as libc::nfds_t,
             TICK.as_millis() as i32,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_port_goes_to_its_cpus_reactors_in_turn() {
+        // Reactors on CPUs 4, 5, 0, 1; port 1 on node 1's CPUs 4-5, port 2
+        // on 0-1, port 3 names none: every reactor.
+        let by_port = port_reactors(&[4, 5, 0, 1], &[vec![4, 5], vec![0, 1]], 3);
+        assert_eq!(by_port, [vec![0, 1], vec![2, 3], vec![0, 1, 2, 3]]);
+        let mut r = Route::new(by_port[1].clone());
+        let turns: Vec<usize> = (0..5).map(|_| r.take()).collect();
+        assert_eq!(turns, [2, 3, 2, 3, 2]);
+        // Two reactors on one CPU (tests do that) both serve its port.
+        assert_eq!(port_reactors(&[0, 0], &[vec![0]], 1), [vec![0, 1]]);
     }
 }
