@@ -11,7 +11,7 @@ done
 [ -b "/dev/$local_dev" ] || { not_ok "no NUMIO-N1 namespace (got '$local_dev')"; finish; }
 NVMF_NS=/dev/$local_dev nvmf_start
 expect_eq "reactor CPUs" "reactors on CPUs [2, 3] (NUMA node 1 of the backing devices)" \
-  "$(grep -o 'reactors on CPUs.*' "$NVMF_LOG")"
+  "$(sed -n 's/^numio serve: \(reactors on CPUs.*\)/\1/p' "$NVMF_LOG")"
 nvmf_connect >"$CHECK_OUT/connect.log" 2>&1 || { not_ok "nvme connect: $(cat "$CHECK_OUT/connect.log")"; finish; }
 nvmf_wait_devices 1 || { not_ok "namespace did not appear"; finish; }
 remote=$(nvmf_devices | head -n1)
