@@ -260,9 +260,9 @@ fn node_box<'a>(
                 .collect::<Vec<_>>(),
         ),
         None => (
-            "no NUMA node (numa_node -1)".to_string(),
+            homeless_title(t).to_string(),
             String::new(),
-            vec!["the kernel does not know where these sit".to_string()],
+            vec![homeless_line(t).to_string()],
             Vec::new(),
             style::UNKNOWN,
             homeless(t),
@@ -295,6 +295,30 @@ fn node_box<'a>(
         groups,
         marks,
         palette,
+    }
+}
+
+/// Title of the box of controllers of no online node.
+fn homeless_title(t: &Topology) -> &'static str {
+    if homeless(t)
+        .iter()
+        .all(|c| c.numa_node == DeviceNode::Unknown)
+    {
+        "no NUMA node (numa_node -1)"
+    } else {
+        "no online NUMA node"
+    }
+}
+
+/// The line under that title.
+fn homeless_line(t: &Topology) -> &'static str {
+    if homeless(t)
+        .iter()
+        .all(|c| c.numa_node == DeviceNode::Unknown)
+    {
+        "the kernel does not know where these sit"
+    } else {
+        "numa_node is -1 or names a node that is not online"
     }
 }
 

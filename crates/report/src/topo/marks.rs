@@ -37,7 +37,11 @@ pub fn parts_of(t: &Topology, f: &Finding) -> Vec<Part> {
         return vec![Part::Controller(subject.to_string())];
     }
     if let Some(id) = subject.strip_prefix("node ").and_then(|n| n.parse().ok()) {
-        return vec![Part::Node(NodeId(id))];
+        // A node that is not online has no box: the machine carries it.
+        return match t.node(NodeId(id)) {
+            Some(_) => vec![Part::Node(NodeId(id))],
+            None => vec![Part::Machine],
+        };
     }
     // `nvme0n1 node 1`: a node's route to a multipath head.
     let first = subject.split(' ').next().unwrap_or(subject);
