@@ -110,6 +110,10 @@ fn null_randread_has_fio_s_keys_and_types() {
     // The same job shape on io_uring (numio's null backend reports as its
     // io_uring one does).
     check("fio-3.33-io_uring-randread.json", &strip_globals(&doc));
+    assert!(
+        (bucket_sum(&doc["jobs"][0]) - 100.0).abs() < 0.01,
+        "every I/O in one bucket"
+    );
     let mut problems = Vec::new();
     same_shape(&global_fio(), &doc, "", &mut problems);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -137,16 +141,7 @@ fn randrw_on_a_file_matches_fio_libaio() {
     assert_eq!(job["job options"]["rw"], "randrw");
     let p99 = run.read.latency.clat.at(99.0).expect("p99 measured");
     assert_eq!(job["read"]["clat_ns"]["percentile"]["99.000000"], p99);
-    let buckets: f64 = ["latency_ns", "latency_us", "latency_ms"]
-        .iter()
-        .flat_map(|k| {
-            job[*k]
-                .as_object()
-                .unwrap()
-                .values()
-                .map(|v| v.as_f64().unwrap())
-        })
-        .sum();
+    let buckets = bucket_sum(job);
     assert!(
         (buckets - 100.0).abs() < 0.01,
         "latency buckets cover every I/O: {buckets}"
@@ -168,4 +163,18 @@ fn group_reporting_is_one_job_per_run_from_the_total() {
     );
     assert_eq!(jobs[0]["read"]["total_ios"], run.read.ops);
     assert_eq!(doc["timestamp"], run.environment.started_unix_s);
+}
+
+/// The share of I/Os over fio's latency buckets (100 when each is counted once).
+fn bucket_sum(job: &Value) -> f64 {
+    ["latency_ns", "latency_us", "latency_ms"]
+        .iter()
+        .flat_map(|k| {
+            job[*k]
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|v| v.as_f64().unwrap())
+        })
+        .sum()
 }

@@ -183,8 +183,9 @@ pub fn latency_buckets(h: Option<&hdrhistogram::Histogram<u64>>) -> [Ordered<f64
         n as f64 * 100.0 / total as f64
     };
     let mut out: [Ordered<f64>; 3] = Default::default();
-    for (unit, scale) in [(0usize, 1u64), (1, 1_000)] {
-        let mut from = 0;
+    // ns buckets from 0, µs buckets from 1 µs (where the ns ones end).
+    for (unit, scale, start) in [(0usize, 1u64, 0u64), (1, 1_000, 1_000)] {
+        let mut from = start;
         for key in NS_US {
             let to = key.parse::<u64>().unwrap_or(0) * scale;
             out[unit].0.push((key.to_string(), share(from, to)));
