@@ -25,7 +25,9 @@
 //!   a table per device count, the recommended threshold with its
 //!   evidence, its chart;
 //! * [`export`]: one [`Exporter`] trait, four formats; [`chart`] draws the
-//!   SVG (and rasterizes it to PNG); both write numbers through [`mod@format`].
+//!   SVG (and rasterizes it to PNG); both write numbers through [`mod@format`];
+//! * [`topo`]: the machine drawn for storage (`numio topo --svg`/`--png`),
+//!   from a `topology::Topology` and its doctor findings.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -43,6 +45,7 @@ pub mod model;
 pub mod repeat;
 pub mod stats;
 pub mod sweep;
+pub mod topo;
 
 pub use analysis::{analyze, Analysis};
 pub use error::ReportError;

@@ -37,6 +37,18 @@ pub enum NumaArg {
     Auto,
 }
 
+/// `numio bench --output-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// The human report (the default).
+    Normal,
+    /// numio's own JSON (as --json).
+    Json,
+    /// fio's `--output-format=json` layout (fio 3.33's keys and types).
+    #[value(name = "fio-json", alias = "fio")]
+    FioJson,
+}
+
 /// Flags of `numio bench`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -72,6 +84,14 @@ pub struct Args {
     /// Print the result as JSON (schema in the README) instead of a report.
     #[arg(long)]
     pub json: bool,
+    /// Output format: normal, json (numio's, as --json) or fio-json (fio's
+    /// --output-format=json layout, for fio-plot and fio parsers).
+    #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
+    pub output_format: Option<OutputFormat>,
+    /// With --output-format fio-json: one job per stonewall group from its
+    /// total, as fio's group_reporting prints (default: one per target).
+    #[arg(long)]
+    pub group_reporting: bool,
     /// `--repeat N`, `--save`, `--csv`, `--chart` (owned by cmd/report.rs).
     #[command(flatten)]
     pub repeat: super::report::RepeatArgs,
@@ -82,13 +102,21 @@ pub struct Args {
 }
 
 /// Runs `numio bench`.
-pub fn run(args: Args) -> anyhow::Result<i32> {
+pub fn run(mut args: Args) -> anyhow::Result<i32> {
     interrupt::install(super::display::on_signal)?;
+    let fio_json = args.output_format == Some(OutputFormat::FioJson);
+    if args.group_reporting && !fio_json {
+        bail!("--group-reporting shapes fio's JSON: add --output-format fio-json");
+    }
+    if fio_json && args.repeat.wanted() {
+        bail!("--output-format fio-json prints one run: with --repeat, --save FILE and convert it with `numio report FILE --fio-json`");
+    }
+    args.json |= args.output_format == Some(OutputFormat::Json);
     let mut opts = args.engine.run_options()?;
     let placement = bench_placement(&args, &mut opts)?;
     let (placement, verify_run) = bench_verify::prepare(&args.engine, placement, &mut opts)?;
     let groups = bench_jobs::groups(&placement);
-    let progress = args.engine.progress_mode(args.json);
+    let progress = args.engine.progress_mode(args.json || fio_json);
     if args.repeat.wanted() {
         if groups.len() > 1 {
             bail!("--repeat runs one group: the job file has {} stonewall groups (run them as separate job files)", groups.len());
@@ -100,10 +128,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         &groups,
         &opts,
         Display::new(progress, Runs::Single),
-        args.json,
+        args.json || fio_json,
     )?;
     bench_verify::finish(verify_run, &results);
-    if args.json {
+    if fio_json {
+        let text = report::export::fio_json::to_string(&results, args.group_reporting);
+        super::topo::print_stdout(&text)?;
+    } else if args.json {
         match results.as_slice() {
             [one] => println!("{}", serde_json::to_string_pretty(one)?),
             many => println!("{}", serde_json::to_string_pretty(many)?),

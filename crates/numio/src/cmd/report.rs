@@ -20,6 +20,14 @@ pub struct Args {
     /// Draw the chart to this file: `.svg`, or `.png` (rasterized).
     #[arg(long, value_name = "OUT.svg|OUT.png", value_parser = parse_chart)]
     pub chart: Option<PathBuf>,
+    /// Print the runs in fio's `--output-format=json` layout (one job per
+    /// target of each run; each run a group) for fio-plot and fio parsers.
+    #[arg(long, conflicts_with = "json")]
+    pub fio_json: bool,
+    /// With --fio-json: one job per run from its total, as fio's
+    /// group_reporting prints.
+    #[arg(long, requires = "fio_json")]
+    pub group_reporting: bool,
 }
 
 /// Most runs `--repeat` asks for (as `numio compare --repeat`).
@@ -47,6 +55,12 @@ fn parse_chart(text: &str) -> Result<PathBuf, String> {
 /// Runs `numio report`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let set = report::file::load(&args.file)?;
+    if args.fio_json {
+        let text = report::export::fio_json::from_set(&set, args.group_reporting)
+            .with_context(|| format!("converting {} to fio's JSON", args.file.display()))?;
+        super::topo::print_stdout(&text)?;
+        return export_extras(&set, args.csv.as_deref(), args.chart.as_deref()).map(|()| 0);
+    }
     finish(
         &set,
         None,

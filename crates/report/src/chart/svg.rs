@@ -35,12 +35,21 @@ pub struct Svg {
     height: f64,
 }
 
-/// Escapes text for XML.
+/// Escapes text for XML; control characters, which XML 1.0 does not
+/// allow (a model string read from a device may hold them), become `?`.
 pub fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            c if c.is_control() => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 impl Svg {
@@ -134,6 +143,46 @@ impl Svg {
             style.color,
             escape(text)
         );
+    }
+
+    /// A rectangle with rounded corners (`radius`), a fill and a stroke of
+    /// `stroke_width` px.
+    pub fn rounded_rect(
+        &mut self,
+        bounds: (f64, f64, f64, f64),
+        radius: f64,
+        fill: &str,
+        stroke: &str,
+        stroke_width: f64,
+    ) {
+        let (x, y, w, h) = bounds;
+        let _ = writeln!(
+            self.body,
+            "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{h:.1}\" rx=\"{radius:.1}\" fill=\"{fill}\" stroke=\"{stroke}\" stroke-width=\"{stroke_width:.1}\"/>"
+        );
+    }
+
+    /// An open polyline through `points` of `width` px, dashed when `dash`.
+    pub fn path_line(&mut self, points: &[(f64, f64)], stroke: &str, width: f64, dash: bool) {
+        let pts: Vec<String> = points
+            .iter()
+            .map(|(x, y)| format!("{x:.1},{y:.1}"))
+            .collect();
+        let dash = if dash {
+            " stroke-dasharray=\"6 4\""
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            self.body,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{stroke}\" stroke-width=\"{width:.1}\" stroke-linejoin=\"round\"{dash}/>",
+            pts.join(" ")
+        );
+    }
+
+    /// An XML comment (escaped), e.g. to name the part drawn next.
+    pub fn comment(&mut self, text: &str) {
+        let _ = writeln!(self.body, "<!-- {} -->", escape(text).replace("--", "- -"));
     }
 
     /// The finished document.

@@ -1,4 +1,5 @@
-//! Exporters: one trait, four formats (text table, JSON, CSV, SVG chart).
+//! Exporters: one trait, four formats (text table, JSON, CSV, SVG chart),
+//! and fio's JSON layout of engine runs ([`fio_json`]).
 //! Each is covered by a golden-output test (`tests/golden.rs`).
 
 use std::io::Write;
@@ -8,6 +9,7 @@ use crate::error::ReportError;
 use crate::model::ResultSet;
 
 mod csv;
+pub mod fio_json;
 mod json;
 pub(crate) mod table;
 mod text;
