@@ -175,6 +175,22 @@ pub fn cpu_node(root: &Path, cpu: CpuId) -> Result<Option<NodeId>, TopologyError
     }))
 }
 
+/// The NUMA node of network interface `ifname`
+/// (`class/net/IF/device/numa_node`): `None` for an interface without a
+/// device (loopback, bridges, veth and other virtual ones), a device of
+/// node -1, or a kernel that does not say.
+pub fn net_interface_node(root: &Path, ifname: &str) -> Result<Option<NodeId>, TopologyError> {
+    if ifname.is_empty() || ifname.contains('/') || ifname.starts_with('.') {
+        return Ok(None);
+    }
+    let mut r = reader(root)?;
+    let text = r.read_trimmed(&format!("sys/class/net/{ifname}/device/numa_node"));
+    Ok(text
+        .and_then(|t| t.parse::<i64>().ok())
+        .and_then(|n| u32::try_from(n).ok())
+        .map(NodeId))
+}
+
 /// The CPUs of node `node` (`nodeN/cpulist`, or the `nodeN/cpumap` mask of
 /// kernels that write no list; online CPUs). Errors: no such node, or its
 /// list cannot be read.
@@ -258,5 +274,24 @@ mod tests {
         if let Some(node) = cpu_node(root, first).expect("live root") {
             assert!(node_cpus(root, node).expect("its node").contains(first.0));
         }
+    }
+
+    #[test]
+    fn an_interface_node_is_its_devices_and_none_without_one() {
+        let dir = std::env::temp_dir().join(format!("numio-netnode-{}", std::process::id()));
+        let net = dir.join("sys/class/net");
+        for (ifname, node) in [("eth0", Some("1\n")), ("eth1", Some("-1\n")), ("lo", None)] {
+            let dev = net.join(ifname).join("device");
+            std::fs::create_dir_all(if node.is_some() { &dev } else { &net }).unwrap();
+            if let Some(n) = node {
+                std::fs::write(dev.join("numa_node"), n).unwrap();
+            }
+        }
+        let at = |i: &str| net_interface_node(&dir, i).unwrap();
+        assert_eq!(at("eth0"), Some(NodeId(1)));
+        assert_eq!(at("eth1"), None, "-1: no node");
+        assert_eq!(at("lo"), None, "no device");
+        assert_eq!(at("../eth0"), None, "not an interface name");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
