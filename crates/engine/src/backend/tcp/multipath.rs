@@ -214,10 +214,16 @@ impl MultipathBackend {
 
     /// Path `p` is lost: its I/Os in flight go back to pending, its thread
     /// reconnects it.
-    fn lose(&mut self, p: usize, _why: &str) {
+    fn lose(&mut self, p: usize, why: &str) {
         let Some(_conn) = self.paths[p].conn.take() else {
             return;
         };
+        let moved = self.views[p].in_flight;
+        say(&format!(
+            "path {} lost ({why}); {moved} I/Os in flight sent again on another path, reconnecting every {} ms",
+            self.paths[p].name,
+            path::RECONNECT_INTERVAL.as_millis()
+        ));
         let was_usable = self.views[p].usable();
         self.views[p].connected = false;
         self.views[p].in_flight = 0;
@@ -247,6 +253,7 @@ impl MultipathBackend {
         match ev {
             PathEvent::Up { gen, conn, ana } => {
                 self.lose(p, "replaced");
+                say(&format!("path {} reconnected ({ana})", self.paths[p].name));
                 let rt = &mut self.paths[p];
                 rt.gen = gen;
                 rt.counts.reconnects += 1;
@@ -271,6 +278,10 @@ impl MultipathBackend {
             return;
         }
         let was_usable = self.views[p].usable();
+        say(&format!(
+            "path {}: ANA {} -> {state}",
+            self.paths[p].name, self.views[p].ana
+        ));
         self.views[p].ana = state;
         let c = &mut self.paths[p].counts;
         c.state_changes += 1;
@@ -485,6 +496,12 @@ impl MultipathBackend {
                 .collect(),
         }
     }
+}
+
+/// Tells the user of a path's change on stderr, as the kernel logs its
+/// own (`nvme nvme1: ANA group 1: inaccessible`): rare, never per I/O.
+fn say(what: &str) {
+    eprintln!("numio: multipath: {what}");
 }
 
 impl Backend for MultipathBackend {
