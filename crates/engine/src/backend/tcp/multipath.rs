@@ -265,7 +265,7 @@ impl MultipathBackend {
                     in_flight: 0,
                     node: conn.node,
                 };
-                rt.conn = Some(conn);
+                rt.conn = Some(*conn);
             }
             PathEvent::Ana { gen, state } if gen == self.paths[p].gen => self.set_ana(p, state),
             PathEvent::Down { gen, why } if gen == self.paths[p].gen => self.lose(p, &why),

@@ -105,7 +105,7 @@ pub enum PathEvent {
         /// Generation of the connection.
         gen: u64,
         /// Its I/O queue.
-        conn: Conn,
+        conn: Box<Conn>,
         /// The namespace's ANA state through it.
         ana: AnaState,
     },
@@ -269,6 +269,7 @@ fn path_main(
         }
         if let Ok((a, conn, ana)) = connect(p) {
             gen += 1;
+            let conn = Box::new(conn);
             if tx
                 .send((p.index, PathEvent::Up { gen, conn, ana }))
                 .is_err()

@@ -168,7 +168,7 @@ mod tests {
         assert!(e.contains("given twice"), "{e}");
         let e = parse_portals("nvme-tcp://a/nqn.x:y,nvme-tcp://b:0/nqn.x:y").unwrap_err();
         assert!(e.starts_with("portal 2 (nvme-tcp://b:0/nqn.x:y)"), "{e}");
-        let many = vec!["nvme-tcp://a/n"; MAX_PORTALS + 1].join(",");
+        let many = ["nvme-tcp://a/n"; MAX_PORTALS + 1].join(",");
         assert!(parse_portals(&many).unwrap_err().contains("at most 8"));
     }
 }
