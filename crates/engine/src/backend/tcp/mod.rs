@@ -42,8 +42,20 @@ pub use multipath::{MultipathBackend, PathsReport};
 pub use portals::{is_multipath, parse_portals, portal_name, MAX_PORTALS};
 use setup::{admin_queue, setup_error, MAX_QUEUE_ENTRIES, REPLY_TIMEOUT};
 pub use setup::{
-    inspect, is_tcp_target, parse_url, NvmeTcp, Portal, TcpOptions, TcpUrl, DEFAULT_PORT, SCHEME,
+    is_tcp_target, parse_url, NvmeTcp, Portal, TcpOptions, TcpUrl, DEFAULT_PORT, SCHEME,
 };
+
+/// Connects to the target, reads Identify Controller and Namespace: the
+/// namespace's size and LBA size, and the controller's limits. A target of
+/// several comma-separated portals is one namespace reached through each
+/// (`portals.rs`), its limits the smallest of all.
+pub fn inspect(url_text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), String> {
+    if portals::is_multipath(url_text) {
+        portals::inspect(url_text, o)
+    } else {
+        setup::inspect_single(url_text, o)
+    }
+}
 
 /// A slot's I/O while its command is in flight.
 #[derive(Debug, Clone, Copy)]

@@ -228,14 +228,10 @@ pub(super) fn admin_queue(
     Ok(a)
 }
 
-/// Connects to the target, reads Identify Controller and Namespace: the
-/// namespace's size and LBA size, and the controller's limits. A target of
-/// several comma-separated portals is one namespace reached through each
-/// (`portals.rs`).
-pub fn inspect(url_text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), String> {
-    if super::portals::is_multipath(url_text) {
-        return super::portals::inspect(url_text, o);
-    }
+/// Connects to a one-portal target, reads Identify Controller and
+/// Namespace: the namespace's size and LBA size, and the controller's
+/// limits.
+pub fn inspect_single(url_text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), String> {
     let url = parse_url(url_text)?;
     let p = inspect_portal(url, o)?;
     Ok((p.target, p.size_bytes, p.lba_bytes))
