@@ -102,40 +102,7 @@ impl MultipathBackend {
         io.queue_entries = entries as u16;
         io.in_capsule_max_bytes = t.in_capsule_max_bytes;
         io.max_data_bytes = max_io_bytes as u32;
-        let (tx, events) = mpsc::channel();
-        let mut paths = Vec::with_capacity(t.portals.len());
-        let mut views = Vec::with_capacity(t.portals.len());
-        for (index, portal) in t.portals.iter().enumerate() {
-            let params = PathParams {
-                index,
-                portal: portal.clone(),
-                nsid: t.url.nsid,
-                io: io.clone(),
-            };
-            let (admin, conn, ana) = path::connect(&params)?;
-            let ctl = Arc::new(PathCtl::default());
-            path::spawn(params, admin, 1, ctl.clone(), tx.clone())
-                .map_err(|e| format!("starting the thread of path {index}: {e}"))?;
-            views.push(PathView {
-                connected: true,
-                ana,
-                in_flight: 0,
-                node: conn.node,
-            });
-            let name = portal_name(&portal.url);
-            paths.push(PathRt {
-                counts: PathResult {
-                    portal: name.clone(),
-                    state: ana.name().into(),
-                    ..PathResult::default()
-                },
-                name,
-                conn: Some(conn),
-                gen: 1,
-                ctl,
-                last_progress: Instant::now(),
-            });
-        }
+        let (paths, views, events) = connect_paths(t, &io)?;
         let idle = Slot {
             buf: std::ptr::null_mut(),
             len_bytes: 0,
@@ -496,6 +463,49 @@ impl MultipathBackend {
                 .collect(),
         }
     }
+}
+
+/// Connects every portal of `t` and starts each path's thread; the paths,
+/// their views and where their threads report.
+fn connect_paths(
+    t: &NvmeTcp,
+    io: &nvmf::InitiatorOptions,
+) -> Result<(Vec<PathRt>, Vec<PathView>, Receiver<(usize, PathEvent)>), String> {
+    let (tx, events) = mpsc::channel();
+    let mut paths = Vec::with_capacity(t.portals.len());
+    let mut views = Vec::with_capacity(t.portals.len());
+    for (index, portal) in t.portals.iter().enumerate() {
+        let params = PathParams {
+            index,
+            portal: portal.clone(),
+            nsid: t.url.nsid,
+            io: io.clone(),
+        };
+        let (admin, conn, ana) = path::connect(&params)?;
+        let ctl = Arc::new(PathCtl::default());
+        path::spawn(params, admin, 1, ctl.clone(), tx.clone())
+            .map_err(|e| format!("starting the thread of path {index}: {e}"))?;
+        views.push(PathView {
+            connected: true,
+            ana,
+            in_flight: 0,
+            node: conn.node,
+        });
+        let name = portal_name(&portal.url);
+        paths.push(PathRt {
+            counts: PathResult {
+                portal: name.clone(),
+                state: ana.name().into(),
+                ..PathResult::default()
+            },
+            name,
+            conn: Some(conn),
+            gen: 1,
+            ctl,
+            last_progress: Instant::now(),
+        });
+    }
+    Ok((paths, views, events))
 }
 
 /// Tells the user of a path's change on stderr, as the kernel logs its
