@@ -465,12 +465,11 @@ impl MultipathBackend {
     }
 }
 
-/// Connects every portal of `t` and starts each path's thread; the paths,
-/// their views and where their threads report.
-fn connect_paths(
-    t: &NvmeTcp,
-    io: &nvmf::InitiatorOptions,
-) -> Result<(Vec<PathRt>, Vec<PathView>, Receiver<(usize, PathEvent)>), String> {
+/// The paths, their views and where their threads report.
+type Connected = (Vec<PathRt>, Vec<PathView>, Receiver<(usize, PathEvent)>);
+
+/// Connects every portal of `t` and starts each path's thread.
+fn connect_paths(t: &NvmeTcp, io: &nvmf::InitiatorOptions) -> Result<Connected, String> {
     let (tx, events) = mpsc::channel();
     let mut paths = Vec::with_capacity(t.portals.len());
     let mut views = Vec::with_capacity(t.portals.len());
