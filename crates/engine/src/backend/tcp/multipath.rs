@@ -133,7 +133,17 @@ impl MultipathBackend {
             lba_shift: lba_bytes.trailing_zeros(),
             report: Arc::new(Mutex::new(None)),
             note,
-        })
+        }
+        .with_report())
+    }
+
+    /// The backend with its report allocated now, so that publishing it
+    /// when dropped (at the end of the measured loop) allocates nothing.
+    fn with_report(self) -> Self {
+        if let Ok(mut r) = self.report.lock() {
+            *r = Some(self.counts());
+        }
+        self
     }
 
     /// Where the per-path counts appear when the backend is dropped.
@@ -452,16 +462,49 @@ impl MultipathBackend {
                 .paths
                 .iter()
                 .zip(&self.views)
-                .map(|(p, v)| PathResult {
-                    state: if v.connected {
-                        v.ana.name().into()
-                    } else {
-                        "down".into()
-                    },
-                    ..p.counts.clone()
+                .map(|(p, v)| {
+                    let mut state = String::with_capacity(STATE_NAME_MAX_BYTES);
+                    state.push_str(state_name(v));
+                    PathResult {
+                        state,
+                        ..p.counts.clone()
+                    }
                 })
                 .collect(),
         }
+    }
+
+    /// Writes the counts into the report allocated at connect, in place.
+    fn publish(&self) {
+        let Ok(mut g) = self.report.lock() else {
+            return;
+        };
+        let Some(r) = g.as_mut() else {
+            return;
+        };
+        for ((out, p), v) in r.paths.iter_mut().zip(&self.paths).zip(&self.views) {
+            out.state.clear();
+            out.state.push_str(state_name(v));
+            let c = &p.counts;
+            out.ios = c.ios;
+            out.bytes = c.bytes;
+            out.retries = c.retries;
+            out.failovers = c.failovers;
+            out.reconnects = c.reconnects;
+            out.state_changes = c.state_changes;
+        }
+    }
+}
+
+/// Room for the longest state name (`non-optimized`, `persistent-loss`).
+const STATE_NAME_MAX_BYTES: usize = 16;
+
+/// A path's state as the report names it.
+fn state_name(v: &PathView) -> &'static str {
+    if v.connected {
+        v.ana.name()
+    } else {
+        "down"
     }
 }
 
@@ -560,9 +603,6 @@ impl Drop for MultipathBackend {
         for p in &self.paths {
             p.ctl.stop.store(true, Ordering::Relaxed);
         }
-        let counts = self.counts();
-        if let Ok(mut r) = self.report.lock() {
-            *r = Some(counts);
-        }
+        self.publish();
     }
 }
