@@ -399,3 +399,57 @@ fn queue_depth_keeps_off_a_stalled_path_that_round_robin_fills() {
         "queue-depth left {qd} on the stalled path: {r}"
     );
 }
+
+#[test]
+fn portals_of_two_namespaces_are_refused_naming_both() {
+    // One NQN, two processes, two namespaces of different sizes.
+    let small = Temp::new("mp-two-ns-a.img", 8 << 20);
+    let large = Temp::new("mp-two-ns-b.img", 16 << 20);
+    let (_a, pa) = serve_file(&small, "127.0.0.1:0");
+    let (_b, pb) = serve_file(&large, "127.0.0.1:0");
+    let (code, _, err) = common::numio(&[
+        "bench",
+        "--backend",
+        "tcp",
+        "--rw",
+        "randread",
+        "--number-ios",
+        "10",
+        &target(&[pa.clone(), pb.clone()]),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "portals {pa} and {pb} do not reach one namespace: different sizes"
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_usable_path_fails_the_run_naming_every_portal() {
+    let cfg = Temp::new("mp-none.toml", 0);
+    std::fs::write(cfg.path(), ana_toml("\"inaccessible\", \"inaccessible\"")).unwrap();
+    let serve = Serve::start(&["--config", cfg.path(), "--cpus", "0"]);
+    let ports = serve.ports(2);
+    let (code, out, err) = common::numio(&[
+        "bench",
+        "--backend",
+        "tcp",
+        "--rw",
+        "randread",
+        "--number-ios",
+        "10",
+        "--runtime",
+        "120",
+        &target(&ports),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        out.contains(&format!(
+            "no usable path for 10 s to any of {} (inaccessible), {} (inaccessible)",
+            ports[0], ports[1]
+        )),
+        "{out}"
+    );
+}
