@@ -153,6 +153,7 @@ fn digests_and_host_nqn_are_negotiated() {
         ),
         header_digest: true,
         data_digest: true,
+        ..TcpOptions::default()
     };
     let target = url(addr, 1);
     let mut w = bounded(RwMode::Write, 32 << 10, 8);

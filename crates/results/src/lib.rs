@@ -17,8 +17,10 @@
 use serde::{Deserialize, Serialize};
 
 mod counters;
+mod multipath;
 
 pub use counters::{CpuSplit, NodeCpu, PerIo, ProcessCounters, RunCounters, TargetCounters};
+pub use multipath::{MultipathResult, PathResult};
 pub mod verify;
 pub use verify::{
     MismatchKind, MismatchRange, VerifyResult, VerifyStamp, MISMATCH_RANGES_MAX, VERIFY_BLOCK_BYTES,
@@ -269,6 +271,10 @@ pub struct TargetResult {
     /// What `--verify` found (absent without it, and in older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyResult>,
+    /// The paths of a multipath NVMe/TCP target (absent for one portal,
+    /// and in older results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multipath: Option<MultipathResult>,
 }
 
 impl TargetResult {

@@ -4,7 +4,7 @@
 
 use std::os::fd::RawFd;
 
-use crate::backend::tcp::NvmeTcp;
+use crate::backend::tcp::{MultipathBackend, NvmeTcp, PathsReport};
 use crate::backend::{
     BackendKind, NullBackend, NvmeNamespace, PassthruBackend, SyncBackend, TcpBackend, TcpOptions,
     UringBackend, UringOptions,
@@ -35,6 +35,8 @@ pub(super) struct Built<B> {
     pub features: Vec<String>,
     /// Fallbacks taken and other notes, in words.
     pub notes: Vec<String>,
+    /// Where a multipath backend leaves its per-path counts when dropped.
+    pub paths: Option<PathsReport>,
 }
 
 impl<B> Built<B> {
@@ -43,6 +45,7 @@ impl<B> Built<B> {
             backend,
             features: Vec::new(),
             notes: Vec::new(),
+            paths: None,
         }
     }
 }
@@ -100,6 +103,7 @@ fn uring_ring(
     Ok(Built {
         features: b.features.clone(),
         notes: b.notes.clone(),
+        paths: None,
         backend: b,
     })
 }
@@ -121,6 +125,7 @@ pub(super) fn passthru(
     Ok(Built {
         features: b.features.clone(),
         notes: b.notes.clone(),
+        paths: None,
         backend: b,
     })
 }
@@ -142,6 +147,29 @@ pub(super) fn tcp(
     Ok(Built {
         features: Vec::new(),
         notes: vec![b.note.clone()],
+        paths: None,
+        backend: b,
+    })
+}
+
+/// The multipath tcp backend: an NVMe/TCP I/O queue on every portal of
+/// `target`, for a worker on `node`.
+pub(super) fn tcp_multipath(
+    s: &Setup<'_>,
+    target: &NvmeTcp,
+    lba_bytes: u32,
+    opts: &TcpOptions,
+    node: Option<u32>,
+) -> Result<Built<MultipathBackend>, EngineError> {
+    let b = MultipathBackend::connect(target, lba_bytes, s.depth, s.slot_bytes, opts, node)
+        .map_err(|reason| EngineError::Workload {
+            path: s.path.to_string(),
+            reason: format!("tcp backend (multipath) set-up: {reason}"),
+        })?;
+    Ok(Built {
+        features: Vec::new(),
+        notes: vec![b.note.clone()],
+        paths: Some(b.report()),
         backend: b,
     })
 }

@@ -72,6 +72,7 @@ fn setup_and_run(
         progress,
     };
     let (ran, trial) = build_and_run(&res, &mut gate, &mut notes)?;
+    let multipath = ran.multipath;
     // The backend (and its ring) is gone; now the file and buffers may go.
     drop(file);
     notes.extend(ran.notes);
@@ -81,7 +82,23 @@ fn setup_and_run(
         features: ran.features,
         notes,
         trial,
+        multipath,
     })
+}
+
+/// The node a multipath worker's numa policy looks for: its first CPU's,
+/// else its buffers'.
+fn worker_node(spec: &super::spec::JobSpec) -> Option<u32> {
+    spec.cpus
+        .first()
+        .and_then(|&c| {
+            let root = std::path::Path::new(target::SYS_ROOT);
+            topology::host::cpu_node(root, topology::CpuId(c))
+                .ok()
+                .flatten()
+        })
+        .map(|n| n.0)
+        .or(spec.node)
 }
 
 /// Builds the job's backend by its own constructor and runs the measured
@@ -107,6 +124,17 @@ fn build_and_run(
         }
         BackendSpec::Nop(uring) => res.run(build::uring(&s, uring, true)?, gate)?,
         BackendSpec::Passthru { ns, uring } => res.run(build::passthru(&s, *ns, uring)?, gate)?,
+        BackendSpec::Tcp {
+            target,
+            lba_bytes,
+            opts,
+        } if !target.portals.is_empty() => {
+            let node = worker_node(res.spec);
+            res.run(
+                build::tcp_multipath(&s, target, *lba_bytes, opts, node)?,
+                gate,
+            )?
+        }
         BackendSpec::Tcp {
             target,
             lba_bytes,

@@ -103,8 +103,27 @@ fn merge_target(
         workers,
         histograms: stats.raw_histograms(),
         verify: verify_result(ti, t, specs, outputs),
+        multipath: multipath_result(ti, specs, outputs),
     };
     (result, stats)
+}
+
+/// The per-path counts of target `ti`'s workers, summed by portal.
+fn multipath_result(
+    ti: usize,
+    specs: &[JobSpec],
+    outputs: &[JobOutput],
+) -> Option<results::MultipathResult> {
+    let mut merged: Option<results::MultipathResult> = None;
+    for (_, o) in specs.iter().zip(outputs).filter(|(s, _)| s.target == ti) {
+        if let Some(m) = &o.multipath {
+            match &mut merged {
+                Some(all) => all.add(m),
+                None => merged = Some(m.clone()),
+            }
+        }
+    }
+    merged
 }
 
 /// What the verifying workers of target `ti` found, merged: counts per

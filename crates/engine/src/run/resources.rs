@@ -41,6 +41,8 @@ pub(super) struct Ran {
     pub features: Vec<String>,
     /// The backend's notes.
     pub notes: Vec<String>,
+    /// A multipath backend's per-path counts.
+    pub multipath: Option<results::MultipathResult>,
 }
 
 impl<'a> Resources<'a> {
@@ -124,10 +126,15 @@ impl<'a> Resources<'a> {
                 spec.job, spec.path
             ));
         }
+        // The loop dropped the backend: a multipath one left its counts.
+        let multipath = built
+            .paths
+            .and_then(|r| r.lock().ok().and_then(|mut g| g.take()));
         Ok(Ran {
             out,
             features: built.features,
             notes,
+            multipath,
         })
     }
 }

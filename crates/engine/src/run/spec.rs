@@ -142,6 +142,8 @@ pub(super) struct JobOutput {
     pub notes: Vec<String>,
     /// The task-run trial of this job, when one ran.
     pub trial: Option<TaskrunTrial>,
+    /// A multipath backend's per-path counts.
+    pub multipath: Option<results::MultipathResult>,
 }
 
 /// One spec per job of every target, each target's backend spec and loop

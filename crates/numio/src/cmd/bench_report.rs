@@ -106,6 +106,28 @@ fn target_block(out: &mut String, r: &RunResult, t: &TargetResult, placement: &P
     if let Some(v) = &t.verify {
         verify_lines(out, v);
     }
+    if let Some(m) = &t.multipath {
+        path_lines(out, m);
+    }
+}
+
+/// A multipath target's paths: what each carried and what happened to it.
+fn path_lines(out: &mut String, m: &engine::result::MultipathResult) {
+    let _ = writeln!(out, "  multipath  iopolicy {}", m.policy);
+    for p in &m.paths {
+        let _ = writeln!(
+            out,
+            "    path {:<22} {:<14} ios {:>10}  {:>9.3} GiB  retries {}  failovers {}  reconnects {}  state changes {}",
+            p.portal,
+            p.state,
+            p.ios,
+            p.bytes as f64 / (1u64 << 30) as f64,
+            p.retries,
+            p.failovers,
+            p.reconnects,
+            p.state_changes
+        );
+    }
 }
 
 /// Ranges of mismatched blocks the text report lists (all are in --json).

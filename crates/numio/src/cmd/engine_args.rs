@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal;
 
 use super::display::ProgressMode;
-use super::flags::{parse_percentiles, BackendArg, IoPollArg, ProgressArg, UringSetupArg};
+use super::flags::{
+    parse_percentiles, BackendArg, IoPolicyArg, IoPollArg, ProgressArg, UringSetupArg,
+};
 
 /// Flags that say how the engine runs a plan.
 #[derive(Debug, Clone, clap::Args)]
@@ -23,6 +25,11 @@ pub struct EngineArgs {
     /// tcp backend: ask for data digests (CRC32C of every PDU's data).
     #[arg(long)]
     pub tcp_ddgst: bool,
+    /// tcp backend, a target of several portals
+    /// (nvme-tcp://A/NQN,nvme-tcp://B/NQN): how each I/O picks a usable
+    /// path (ANA optimized before non-optimized, never inaccessible).
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "numa")]
+    pub iopolicy: IoPolicyArg,
     /// Latency percentiles to report (default 1,10,50,90,99,99.9,99.99).
     #[arg(long, value_name = "LIST")]
     pub percentiles: Option<String>,
@@ -111,6 +118,7 @@ impl EngineArgs {
                 hostnqn: self.tcp_hostnqn.clone(),
                 header_digest: self.tcp_hdgst,
                 data_digest: self.tcp_ddgst,
+                iopolicy: self.iopolicy.into(),
             },
         })
     }

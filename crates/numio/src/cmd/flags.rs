@@ -94,6 +94,29 @@ impl From<IoPollArg> for engine::IoPoll {
     }
 }
 
+/// How a multipath NVMe/TCP target's I/Os choose a path (the kernel's
+/// `iopolicy` names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IoPolicyArg {
+    /// A portal whose local interface is on the worker's node, else the
+    /// first (an interface of no node, e.g. loopback, is local to all).
+    Numa,
+    /// Each I/O on the next usable path.
+    RoundRobin,
+    /// The usable path with the fewest I/Os in flight.
+    QueueDepth,
+}
+
+impl From<IoPolicyArg> for nvmf::host::IoPolicy {
+    fn from(a: IoPolicyArg) -> nvmf::host::IoPolicy {
+        match a {
+            IoPolicyArg::Numa => nvmf::host::IoPolicy::Numa,
+            IoPolicyArg::RoundRobin => nvmf::host::IoPolicy::RoundRobin,
+            IoPolicyArg::QueueDepth => nvmf::host::IoPolicy::QueueDepth,
+        }
+    }
+}
+
 /// io_uring task-run set-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum UringSetupArg {

@@ -11,6 +11,7 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
 use nvme_spec::command::io;
@@ -440,5 +441,13 @@ impl Initiator {
     /// Sends an I/O or admin command with no data; returns its status.
     pub fn simple(&mut self, sqe: Sqe) -> Result<Status, InitiatorError> {
         Ok(self.submit(sqe, &[], 0)?.cqe.status())
+    }
+}
+
+impl AsRawFd for Initiator {
+    /// The socket, for a caller that polls it before [`Initiator::reap`]
+    /// (the multipath backend's admin queue, waiting for an event).
+    fn as_raw_fd(&self) -> RawFd {
+        self.stream.as_raw_fd()
     }
 }

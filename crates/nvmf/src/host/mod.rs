@@ -11,6 +11,10 @@
 //!   or a TLS layer fit under the same state machine.
 //! - `command.rs` builds the SQEs a host sends (Connect, Property Get/Set,
 //!   Identify, Set Features, Get Log Page, Keep Alive, Read, Write).
+//! - `multipath.rs` decides which of several paths of one namespace an
+//!   I/O takes ([`PathSelector`] under an [`IoPolicy`]: numa, round-robin,
+//!   queue-depth; ANA-aware) and what a path status says; the engine's
+//!   multipath tcp backend drives the connections.
 //! - [`Initiator`] (`initiator.rs`) is a blocking socket driver over one
 //!   queue, for the target's tests and for setting controllers up; the
 //!   engine's `tcp` backend drives a queue the initiator connected from its
@@ -20,9 +24,11 @@ pub mod command;
 pub mod controller;
 pub mod error;
 pub mod initiator;
+pub mod multipath;
 pub mod queue;
 
 pub use controller::{Controller, ControllerLimits};
 pub use error::{HostError, InitiatorError};
 pub use initiator::{Completion, Initiator, InitiatorOptions};
+pub use multipath::{IoPolicy, PathSelector, PathView};
 pub use queue::{DataBuffers, HostCompletion, HostQueue, QueueConfig, QueuePhase, Transfer};

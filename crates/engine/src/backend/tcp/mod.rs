@@ -15,6 +15,12 @@
 //! fewer than `min` are done. Nothing allocates in steady state (the
 //! queue's buffers are sized at connect). The admin queue stays open for
 //! the run: closing it would end the controller and its I/O queue.
+//!
+//! Several comma-separated portals of one namespace
+//! (`nvme-tcp://A/NQN,nvme-tcp://B/NQN`, checked in `portals.rs`) make a
+//! multipath target, driven by [`MultipathBackend`] (`multipath.rs`, with
+//! each path's admin queue and reconnection in `path.rs`); one portal
+//! keeps this single-queue backend.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -27,12 +33,29 @@ use super::{Backend, Completion, IoRequest};
 use crate::result::NVME_STATUS_BASE;
 use crate::stats::Dir;
 
+mod multipath;
+mod path;
+mod portals;
 mod setup;
 
+pub use multipath::{MultipathBackend, PathsReport};
+pub use portals::{is_multipath, parse_portals, portal_name, MAX_PORTALS};
 use setup::{admin_queue, setup_error, MAX_QUEUE_ENTRIES, REPLY_TIMEOUT};
 pub use setup::{
-    inspect, is_tcp_target, parse_url, NvmeTcp, TcpOptions, TcpUrl, DEFAULT_PORT, SCHEME,
+    is_tcp_target, parse_url, NvmeTcp, Portal, TcpOptions, TcpUrl, DEFAULT_PORT, SCHEME,
 };
+
+/// Connects to the target, reads Identify Controller and Namespace: the
+/// namespace's size and LBA size, and the controller's limits. A target of
+/// several comma-separated portals is one namespace reached through each
+/// (`portals.rs`), its limits the smallest of all.
+pub fn inspect(url_text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), String> {
+    if portals::is_multipath(url_text) {
+        portals::inspect(url_text, o)
+    } else {
+        setup::inspect_single(url_text, o)
+    }
+}
 
 /// A slot's I/O while its command is in flight.
 #[derive(Debug, Clone, Copy)]

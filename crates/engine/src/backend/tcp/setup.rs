@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use nvme_spec::fabrics::prop;
 use nvme_spec::identify::{cns, IdentifyController, IdentifyNamespace};
-use nvmf::host::ControllerLimits;
+use nvmf::host::{ControllerLimits, IoPolicy};
 use nvmf::{Initiator, InitiatorError, InitiatorOptions};
 
 /// The scheme of an NVMe/TCP target.
@@ -33,6 +33,8 @@ pub struct TcpOptions {
     pub header_digest: bool,
     /// Ask for data digests (CRC32C on every PDU's data).
     pub data_digest: bool,
+    /// How a multipath target's I/Os choose a path (`--iopolicy`).
+    pub iopolicy: IoPolicy,
 }
 
 impl TcpOptions {
@@ -78,6 +80,19 @@ pub struct NvmeTcp {
     pub in_capsule_max_bytes: u32,
     /// Largest I/O queue the controller grants (CAP.MQES + 1).
     pub max_queue_entries: u32,
+    /// Every portal of a multipath target, in the order given (`url` and
+    /// `addr` are the first's, the limits the smallest of all); empty for
+    /// one portal.
+    pub portals: Vec<Portal>,
+}
+
+/// One portal of a multipath target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Portal {
+    /// The portal as parsed.
+    pub url: TcpUrl,
+    /// The address connected to.
+    pub addr: SocketAddr,
 }
 
 /// Whether `path` names an NVMe/TCP target.
@@ -213,10 +228,33 @@ pub(super) fn admin_queue(
     Ok(a)
 }
 
-/// Connects to the target, reads Identify Controller and Namespace: the
-/// namespace's size and LBA size, and the controller's limits.
-pub fn inspect(url_text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), String> {
+/// Connects to a one-portal target, reads Identify Controller and
+/// Namespace: the namespace's size and LBA size, and the controller's
+/// limits.
+pub fn inspect_single(url_text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), String> {
     let url = parse_url(url_text)?;
+    let p = inspect_portal(url, o)?;
+    Ok((p.target, p.size_bytes, p.lba_bytes))
+}
+
+/// What one portal's admin queue told of the namespace.
+pub(super) struct PortalFacts {
+    /// The namespace and its controller's limits.
+    pub target: NvmeTcp,
+    /// Its size.
+    pub size_bytes: u64,
+    /// Its LBA size.
+    pub lba_bytes: u32,
+    /// Identify Controller.
+    pub ctrl: IdentifyController,
+    /// Identify Namespace.
+    pub ns: IdentifyNamespace,
+    /// The admin queue, still open.
+    pub admin: Initiator,
+}
+
+/// Connects to `url`, reads CAP, Identify Controller and Namespace.
+pub(super) fn inspect_portal(url: TcpUrl, o: &TcpOptions) -> Result<PortalFacts, String> {
     let addr = url.resolve()?;
     let io = o.initiator();
     let mut a = admin_queue(&url, addr, &io)?;
@@ -251,14 +289,22 @@ pub fn inspect(url_text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), St
     }
     let lba_bytes = 1u32 << ns.lbads;
     let limits = ControllerLimits::new(cap, &ctrl);
-    let t = NvmeTcp {
+    let target = NvmeTcp {
         url,
         addr,
         max_transfer_bytes: limits.max_transfer_bytes,
         in_capsule_max_bytes: limits.in_capsule_max_bytes,
         max_queue_entries: limits.max_queue_entries,
+        portals: Vec::new(),
     };
-    Ok((t, ns.nsze << ns.lbads, lba_bytes))
+    Ok(PortalFacts {
+        target,
+        size_bytes: ns.nsze << ns.lbads,
+        lba_bytes,
+        ctrl,
+        ns,
+        admin: a,
+    })
 }
 
 #[cfg(test)]
