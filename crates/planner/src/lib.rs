@@ -38,5 +38,8 @@ pub use error::{PlacementMismatch, PlanError, PlanFileError};
 pub use placement::{JobOptions, JobPlacement, MemPolicy, Placement, TargetPlacement};
 pub use plan::plan;
 pub use request::{PlanRequest, Policy, TargetSpec};
-pub use resolve::{resolve_backing, resolve_target, DeviceBacking, Resolution, TargetDevice};
+pub use resolve::{
+    resolve_backing, resolve_network, resolve_target, DeviceBacking, NetworkRoute, Resolution,
+    TargetDevice,
+};
 pub use workload::{Distribution, RwMode, Workload};

@@ -22,6 +22,22 @@ pub enum TargetDevice {
     /// to their node; over several nodes, or over a disk that is not NVMe,
     /// the target gets a note and no node.
     Stack(DeviceBacking),
+    /// An NVMe/TCP namespace: the local network interface each of its
+    /// portals is reached through, as the caller found it (its route).
+    Network(Vec<NetworkRoute>),
+}
+
+/// How one NVMe/TCP portal is reached from this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NetworkRoute {
+    /// The portal (`HOST:PORT`).
+    pub portal: String,
+    /// The local interface the route to it leaves through (`lo`, `ens1f0`);
+    /// `None` when no route or interface was found.
+    pub interface: Option<String>,
+    /// That interface's NUMA node (`None`: a virtual interface, loopback,
+    /// a device of node -1).
+    pub node: Option<NodeId>,
 }
 
 /// What a file or stacked device sits on.
@@ -97,6 +113,44 @@ pub fn resolve_target(topo: &Topology, path: &str) -> Resolution {
     notes.append(&mut res.notes);
     res.notes = notes;
     res
+}
+
+/// Resolves an NVMe/TCP namespace `path` through the local interfaces of
+/// its portals' routes: the node of those interfaces when they have one;
+/// portals through NICs of several nodes make each of those nodes local (as
+/// a multipath head with paths on several nodes); no node, with a note
+/// naming the interfaces, when none has one (loopback, virtual interfaces).
+pub fn resolve_network(topo: &Topology, path: &str, routes: &[NetworkRoute]) -> Resolution {
+    // A node the topology does not list (offline) places nothing.
+    let mut nodes: Vec<NodeId> = routes
+        .iter()
+        .filter_map(|r| r.node)
+        .filter(|n| topo.nodes.iter().any(|x| x.id == *n))
+        .collect();
+    nodes.sort();
+    nodes.dedup();
+    let via = |r: &NetworkRoute| match (&r.interface, r.node) {
+        (Some(i), Some(n)) => format!("{} through {i} (NUMA node {n})", r.portal),
+        (Some(i), None) => format!("{} through {i}", r.portal),
+        (None, _) => format!("{} (no route found)", r.portal),
+    };
+    let all: Vec<String> = routes.iter().map(via).collect();
+    let Some(&first) = nodes.first() else {
+        return Resolution::unknown(format!(
+            "{path} is a remote NVMe/TCP namespace reached as {}: no interface with a NUMA node \
+             (loopback and virtual interfaces have none)",
+            all.join(", ")
+        ));
+    };
+    Resolution {
+        device: None,
+        node: Some(first),
+        notes: vec![format!(
+            "{path} is a remote NVMe/TCP namespace reached as {}",
+            all.join(", ")
+        )],
+        local_nodes: nodes,
+    }
 }
 
 /// Resolves `path`, a file or a stacked block device, through the NVMe

@@ -3,7 +3,8 @@
 mod common;
 
 use planner::{
-    plan, DeviceBacking, MemPolicy, PlanRequest, Policy, TargetDevice, TargetSpec, Workload,
+    plan, DeviceBacking, MemPolicy, NetworkRoute, PlanRequest, Policy, TargetDevice, TargetSpec,
+    Workload,
 };
 use topology::CpuList;
 use topology::{CpuId, NodeId};
@@ -416,4 +417,48 @@ fn jobs_are_bounded_per_target_and_in_all() {
         "4098 jobs in all (2 targets); one run takes at most 4096: fewer --jobs or fewer targets"
     );
     plan(&topo, &request(&two, 2048, Policy::None)).expect("4096 in all is allowed");
+}
+
+#[test]
+fn an_nvme_tcp_namespace_plans_on_the_node_of_its_nic() {
+    let topo = common::mixed();
+    let url = "nvme-tcp://10.0.0.9:4420/nqn.2026-01.io.numio:a";
+    let mut req = request(&[url], 1, Policy::Local);
+    let route = |portal: &str, interface: &str, node: Option<u32>| NetworkRoute {
+        portal: portal.into(),
+        interface: Some(interface.into()),
+        node: node.map(NodeId),
+    };
+    req.targets[0].device = Some(TargetDevice::Network(vec![route(
+        "10.0.0.9:4420",
+        "ens1f0",
+        Some(1),
+    )]));
+    let p = plan(&topo, &req).unwrap();
+    assert_eq!(p.targets[0].node, Some(NodeId(1)));
+    assert!(
+        topo.online_cpus_of(NodeId(1))
+            .contains(&p.targets[0].jobs[0].cpus[0]),
+        "runs on the NIC's node: {:?}",
+        p.targets[0].jobs
+    );
+    assert!(
+        p.targets[0].notes[0].contains("reached as 10.0.0.9:4420 through ens1f0 (NUMA node 1)"),
+        "{:?}",
+        p.targets[0].notes
+    );
+    // Loopback (and a node the machine does not have) places nothing: the
+    // stated fallback, with the interfaces named.
+    req.targets[0].device = Some(TargetDevice::Network(vec![
+        route("127.0.0.1:4420", "lo", None),
+        route("10.0.0.9:4420", "ens9", Some(7)),
+    ]));
+    let p = plan(&topo, &req).unwrap();
+    assert_eq!(p.targets[0].node, None);
+    assert!(
+        p.targets[0].notes[0].contains("127.0.0.1:4420 through lo")
+            && p.targets[0].notes[0].contains("no interface with a NUMA node"),
+        "{:?}",
+        p.targets[0].notes
+    );
 }

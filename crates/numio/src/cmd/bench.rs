@@ -53,7 +53,8 @@ pub enum OutputFormat {
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Block devices or files, NVMe/TCP namespaces
-    /// (nvme-tcp://HOST[:PORT]/SUBNQN[/NSID] with --backend tcp), or one fio
+    /// (nvme-tcp://HOST[:PORT]/SUBNQN[/NSID], driven by the tcp backend;
+    /// several portals of one namespace joined by commas), or one fio
     /// job file (JOB.fio). None: every NVMe namespace (read-only randread 4k
     /// QD 64); without NVMe, a 1 GiB file under $TMPDIR.
     pub targets: Vec<String>,
@@ -113,6 +114,7 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
     }
     args.json |= args.output_format == Some(OutputFormat::Json);
     let mut opts = args.engine.run_options()?;
+    opts.backend = args.engine.backend_for(&args.targets).into();
     let placement = bench_placement(&args, &mut opts)?;
     let (placement, verify_run) = bench_verify::prepare(&args.engine, placement, &mut opts)?;
     let groups = bench_jobs::groups(&placement);

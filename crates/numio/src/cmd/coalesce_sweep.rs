@@ -125,7 +125,7 @@ fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
         "--repeat {}: give 1 or more runs per point",
         args.repeat
     );
-    let no_queues = match args.engine.backend {
+    let no_queues = match args.engine.backend_for(&args.targets) {
         BackendArg::Null => Some("null"),
         BackendArg::Nop => Some("nop"),
         BackendArg::Tcp => Some("tcp"),

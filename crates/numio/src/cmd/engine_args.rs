@@ -13,9 +13,10 @@ use super::flags::{
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Engine")]
 pub struct EngineArgs {
-    /// Engine backend.
-    #[arg(long, value_enum, value_name = "NAME", default_value = "uring")]
-    pub backend: BackendArg,
+    /// Engine backend [default: tcp when every target is an NVMe/TCP
+    /// namespace (nvme-tcp://…), else uring].
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub backend: Option<BackendArg>,
     /// tcp backend: host NQN sent in Connect (default: the initiator's).
     #[arg(long, value_name = "NQN")]
     pub tcp_hostnqn: Option<String>,
@@ -99,7 +100,7 @@ impl EngineArgs {
             None => engine::DEFAULT_PERCENTILES.to_vec(),
         };
         Ok(engine::RunOptions {
-            backend: self.backend.into(),
+            backend: self.backend.unwrap_or(BackendArg::Uring).into(),
             uring: engine::UringOptions {
                 sqpoll_idle_ms: self.sqpoll,
                 iopoll: false,
@@ -121,6 +122,23 @@ impl EngineArgs {
                 iopolicy: self.iopolicy.into(),
             },
         })
+    }
+
+    /// The backend for `targets`: the one `--backend` names, else tcp when
+    /// every target is an NVMe/TCP namespace (the form says what drives
+    /// it), else uring.
+    pub fn backend_for(&self, targets: &[String]) -> BackendArg {
+        match self.backend {
+            Some(b) => b,
+            None if !targets.is_empty()
+                && targets
+                    .iter()
+                    .all(|t| engine::backend::tcp::is_tcp_target(t)) =>
+            {
+                BackendArg::Tcp
+            }
+            None => BackendArg::Uring,
+        }
     }
 
     /// How progress shows: `auto` draws the live line on a terminal unless
