@@ -64,6 +64,7 @@ mod tests {
     fn one_page_per_subcommand_nested_ones_too() {
         let cli = clap::Command::new("numio")
             .version("1.2.3 (commit abc)")
+            .propagate_version(true)
             .subcommand(clap::Command::new("topo").about("Show the machine."))
             .subcommand(
                 clap::Command::new("coalesce")
