@@ -501,6 +501,19 @@ mod tests {
     }
 
     #[test]
+    fn the_packaged_sample_config_serves() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../packaging/config/example.toml"
+        );
+        let (cfg, open) = build_config(&parse(&["--config", path])).unwrap();
+        assert!(!open);
+        assert_eq!(cfg.subsystems.len(), 1);
+        assert_eq!(cfg.subsystems[0].namespaces[0].backing, "mem:1G");
+        assert_eq!(cfg.ana_states().unwrap().len(), 1);
+    }
+
+    #[test]
     fn cpu_lists() {
         assert_eq!(parse_cpus("0-2,5").unwrap(), vec![0, 1, 2, 5]);
         assert!(check_cpus(&[0, 2], &[0, 1, 2, 3], "--cpus").is_ok());

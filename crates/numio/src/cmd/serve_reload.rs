@@ -55,12 +55,13 @@ fn apply(target: &Target, mut cfg: TargetConfig) {
     }
     let report = target.reload(&cfg);
     print_report(&report);
-    if changes.is_empty() {
-        println!("numio serve: reloaded: ANA states unchanged");
-    }
-    if report.added.is_empty() && report.removed.is_empty() && report.hosts_changed.is_empty() {
-        println!("numio serve: reloaded: namespaces and hosts unchanged");
-    }
+    println!(
+        "numio serve: reloaded: {} namespace(s) added, {} removed, allowed hosts changed in {} subsystem(s), {} ANA state change(s)",
+        report.added.len(),
+        report.removed.len(),
+        report.hosts_changed.len(),
+        changes.len()
+    );
 }
 
 /// `text` on one line (a TOML error shows the line and a caret below it),
@@ -86,7 +87,7 @@ fn print_report(r: &ReloadReport) {
     }
     if !r.added.is_empty() || !r.removed.is_empty() {
         println!(
-            "numio serve: Namespace Attribute Changed notice sent {} time(s)",
+            "numio serve: Namespace Attribute Changed notice sent to {} controller(s)",
             r.notices
         );
     }
