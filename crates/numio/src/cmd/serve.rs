@@ -184,6 +184,15 @@ fn pick_cpus(
 }
 
 fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
+    build_config_at(args, None)
+}
+
+/// [`build_config`]; with `bound`, the listeners are those (a reload: the
+/// ones bound at start, which messages about ports then name).
+fn build_config_at(
+    args: &Args,
+    bound: Option<&[SocketAddr]>,
+) -> anyhow::Result<(TargetConfig, bool)> {
     let mut cfg = match &args.config {
         Some(p) => {
             let text = std::fs::read_to_string(p)
@@ -194,6 +203,9 @@ fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
     };
     if !args.listen.is_empty() {
         cfg.listen = args.listen.clone();
+    }
+    if let Some(bound) = bound {
+        cfg.listen = bound.to_vec();
     }
     if !args.ana.is_empty() {
         cfg.ana = args.ana.clone();
@@ -357,7 +369,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             );
             return;
         }
-        let rebuild = || build_config(&args).map(|(cfg, _)| cfg);
+        let rebuild = || build_config_at(&args, Some(&target.listeners)).map(|(cfg, _)| cfg);
         serve_reload::reload(target, rebuild, &notifier, &status)
     })?;
     println!("numio serve: stopped; every namespace flushed");
