@@ -15,7 +15,7 @@ use topology::device::StackNode;
 use topology::{CpuList, NodeId};
 
 use super::sd_notify::Notifier;
-use super::serve_reload;
+use super::{serve_metrics, serve_reload, serve_stats};
 
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):
@@ -99,6 +99,14 @@ pub struct Args {
     /// Largest transfer of one command (MDTS), bytes, a power of two [default: 1048576].
     #[arg(long, value_name = "BYTES")]
     pub max_transfer: Option<u32>,
+    /// Serve Prometheus metrics (commands, bytes, errors, digest failures per subsystem,
+    /// host, queue and namespace; connections; namespaces; ANA states) over HTTP on this
+    /// local address, e.g. 127.0.0.1:9464 (GET /metrics). Off unless given.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<SocketAddr>,
+    /// Print the counters of a numio serve running with `--metrics ADDR` and exit.
+    #[arg(long, value_name = "ADDR:PORT", exclusive = true)]
+    pub stats: Option<SocketAddr>,
 }
 
 /// Parses `--cpus` ("0-3,8", the kernel's CPU list format) into CPU numbers.
@@ -339,6 +347,9 @@ fn uuid(b: &[u8; 16]) -> String {
 
 /// Runs `numio serve`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if let Some(addr) = args.stats {
+        return serve_stats::run(addr);
+    }
     let notifier = Arc::new(Notifier::from_env()?);
     let (mut cfg, open_by_default) = build_config(&args)?;
     let mut node = None;
@@ -357,6 +368,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     nvmf::reactor::install_signal_handlers()?;
     let server = Server::start(&cfg)?;
     print_startup(&server, open_by_default, node);
+    if let Some(addr) = args.metrics {
+        let bound = serve_metrics::start(addr, server.target.clone())?;
+        println!("numio serve: metrics on http://{bound}/metrics (numio serve --stats {bound})");
+    }
     use std::io::Write;
     std::io::stdout().flush().ok();
     let status = status_line(&server);

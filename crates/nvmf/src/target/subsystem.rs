@@ -13,6 +13,7 @@ use nvme_spec::fabrics::DISCOVERY_NQN;
 use nvme_spec::log::ErrorEntry;
 
 use super::config::{Limits, TargetConfig};
+use super::counters::CounterTable;
 use super::error::{ConfigError, TargetError};
 use super::namespace::Namespace;
 use super::ns_set::{NamespaceSet, MAX_NAMESPACES};
@@ -83,6 +84,8 @@ pub struct ControllerStats {
     pub reads: AtomicU64,
     /// Write commands.
     pub writes: AtomicU64,
+    /// Every queue's counters by (qid, nsid), for metrics.
+    pub queues: CounterTable,
 }
 
 /// Admin-visible controller registers and features (control path only).
