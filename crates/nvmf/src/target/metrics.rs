@@ -165,6 +165,9 @@ impl MetricsSnapshot {
             for c in &self.controllers {
                 for (qid, nsid, q) in &c.queues {
                     for (op, value) in ops {
+                        if *qid == 0 && matches!(*op, "read" | "write") {
+                            continue; // the admin queue moves no data
+                        }
                         let op = if op.is_empty() {
                             String::new()
                         } else {
