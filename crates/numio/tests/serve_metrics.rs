@@ -9,7 +9,7 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -62,8 +62,9 @@ fn scrape_until(addr: SocketAddr, want: &[String]) -> String {
     }
 }
 
-#[test]
-fn metrics_count_a_hosts_commands_per_queue_and_namespace() {
+/// numio serve with one RAM namespace and `--metrics 127.0.0.1:0`: the
+/// child, its NVMe/TCP listener and its metrics address.
+fn start_serve() -> (Child, SocketAddr, SocketAddr) {
     let mut serve = Command::new(env!("CARGO_BIN_EXE_numio"))
         .args(["serve", "--ns", "mem:16M", "--nqn", NQN, "--allow-any-host"])
         .args([
@@ -85,49 +86,17 @@ fn metrics_count_a_hosts_commands_per_queue_and_namespace() {
             let _ = tx.send(l);
         }
     });
-    let listen: SocketAddr = next_line(&lines, "NVMe/TCP listening on")
-        .rsplit(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let metrics_line = next_line(&lines, "metrics on http://");
-    let metrics: SocketAddr = metrics_line
-        .split("http://")
-        .nth(1)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
-    let body = scrape(metrics);
-    assert!(body.contains("numio_connections 0\n"), "{body}");
+    let listen = next_line(&lines, "NVMe/TCP listening on");
+    let listen = listen.rsplit(' ').next().unwrap().parse().unwrap();
+    let metrics = next_line(&lines, "metrics on http://");
+    let metrics = metrics.split("http://").nth(1).unwrap();
+    let metrics = metrics.split('/').next().unwrap().parse().unwrap();
+    (serve, listen, metrics)
+}
 
-    let o = InitiatorOptions {
-        hostnqn: HOST.into(),
-        data_digest: true,
-        timeout: WAIT,
-        ..Default::default()
-    };
-    let mut a = Initiator::connect_admin(listen, NQN, &o).unwrap();
-    a.enable().unwrap();
-    let nq = a.set_features(nvme_spec::features::fid::NUM_QUEUES, 0);
-    assert!(nq.unwrap().cqe.status().is_success());
-    let mut q = Initiator::connect_io(listen, NQN, a.cntlid, 1, &o).unwrap();
-    for lba in 0..2u64 {
-        q.write(1, lba * 8, &[0x5A; 4096]).unwrap();
-    }
-    for lba in 0..3u64 {
-        q.read(1, lba * 8, 8).unwrap();
-    }
-    let st = q
-        .submit(rw_sqe(io::READ, 7, 0, 8), &[], 4096)
-        .unwrap()
-        .cqe
-        .status();
-    assert_eq!(st, Status::INVALID_NS);
-    // A write capsule whose data digest is wrong (the last byte flipped).
+/// Sends a write capsule whose data digest is wrong (the last byte
+/// flipped); the target fails only that command.
+fn write_with_a_bad_digest(q: &mut Initiator) {
     let mut sqe = rw_sqe(io::WRITE, 1, 0, 1);
     sqe.flags = 0x40;
     sqe.cid = 9;
@@ -138,23 +107,83 @@ fn metrics_count_a_hosts_commands_per_queue_and_namespace() {
         type_byte: SGL_IN_CAPSULE,
     };
     let mut b = Vec::new();
+    let framing = q.framing();
     tcp::frame(
         &mut b,
         pdu_type::CAPSULE_CMD,
         0,
         &sqe.encode(),
         &[0xAA; 512],
-        &q.framing(),
+        &framing,
     );
     let n = b.len();
     b[n - 1] ^= 1;
     q.send_raw(&b).unwrap();
     let resp = q.recv_pdu_bytes().unwrap();
-    let Ok(Pdu::CapsuleResp(cqe)) = tcp::decode(&resp, Direction::ControllerToHost, &q.framing())
+    let Ok(Pdu::CapsuleResp(cqe)) = tcp::decode(&resp, Direction::ControllerToHost, &framing)
     else {
         panic!("expected a response capsule");
     };
     assert_eq!(cqe.status(), Status::TRANSIENT_TRANSPORT);
+}
+
+/// A host with data digests: an admin queue and I/O queue 1 to `listen`.
+fn connect(listen: SocketAddr) -> (Initiator, Initiator) {
+    let o = InitiatorOptions {
+        hostnqn: HOST.into(),
+        data_digest: true,
+        timeout: WAIT,
+        ..Default::default()
+    };
+    let mut a = Initiator::connect_admin(listen, NQN, &o).unwrap();
+    a.enable().unwrap();
+    let nq = a.set_features(nvme_spec::features::fid::NUM_QUEUES, 0);
+    assert!(nq.unwrap().cqe.status().is_success());
+    let q = Initiator::connect_io(listen, NQN, a.cntlid, 1, &o).unwrap();
+    (a, q)
+}
+
+/// `numio serve --stats` prints the controller's row and the port.
+fn check_stats(metrics: SocketAddr, listen: SocketAddr, cntlid: u16) {
+    let (code, stats, err) = common::numio(&["serve", "--stats", &metrics.to_string()]);
+    assert_eq!(code, 0, "{err}");
+    let row = stats
+        .lines()
+        .find(|l| l.starts_with(NQN))
+        .unwrap_or_else(|| panic!("no row for {NQN}:\n{stats}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        &cols[1..6],
+        [HOST, &cntlid.to_string(), "1", "3", "2"],
+        "{stats}"
+    );
+    assert!(
+        row.contains("12.0 KiB") && row.contains("8.0 KiB"),
+        "{stats}"
+    );
+    assert!(stats.contains("connections: 2"), "{stats}");
+    assert!(
+        stats.contains(&format!("port 1 {listen} ANA optimized")),
+        "{stats}"
+    );
+}
+
+#[test]
+fn metrics_count_a_hosts_commands_per_queue_and_namespace() {
+    let (mut serve, listen, metrics) = start_serve();
+    let body = scrape(metrics);
+    assert!(body.contains("numio_connections 0\n"), "{body}");
+
+    let (a, mut q) = connect(listen);
+    for lba in 0..2u64 {
+        q.write(1, lba * 8, &[0x5A; 4096]).unwrap();
+    }
+    for lba in 0..3u64 {
+        q.read(1, lba * 8, 8).unwrap();
+    }
+    let st = q.submit(rw_sqe(io::READ, 7, 0, 8), &[], 4096).unwrap();
+    assert_eq!(st.cqe.status(), Status::INVALID_NS);
+    write_with_a_bad_digest(&mut q);
 
     let c = format!(
         "subsystem=\"{NQN}\",host=\"{HOST}\",cntlid=\"{}\",port=\"1\"",
@@ -173,35 +202,16 @@ fn metrics_count_a_hosts_commands_per_queue_and_namespace() {
         format!("numio_port_ana_state{{port=\"1\",addr=\"{listen}\",state=\"optimized\"}} 1"),
     ];
     let body = scrape_until(metrics, &want);
+    let admin = format!("numio_commands_total{{{c},qid=\"0\",nsid=\"0\",op=\"other\"}} ");
     assert!(
-        body.lines().any(|l| l.starts_with(&format!(
-            "numio_commands_total{{{c},qid=\"0\",nsid=\"0\",op=\"other\"}} "
-        ))),
-        "admin commands counted on qid 0:\n{body}"
+        body.lines().any(|l| l.starts_with(&admin)),
+        "admin commands on qid 0:\n{body}"
     );
-
-    let (code, stats, err) = common::numio(&["serve", "--stats", &metrics.to_string()]);
-    assert_eq!(code, 0, "{err}");
-    let row = stats
-        .lines()
-        .find(|l| l.starts_with(NQN))
-        .unwrap_or_else(|| panic!("no row for {NQN}:\n{stats}"));
-    let cols: Vec<&str> = row.split_whitespace().collect();
-    assert_eq!(
-        &cols[1..5],
-        [HOST, &a.cntlid.to_string(), "1", "3"],
-        "{stats}"
-    );
-    assert_eq!(cols[5], "2", "{stats}");
     assert!(
-        row.contains("12.0 KiB") && row.contains("8.0 KiB"),
-        "{stats}"
+        !body.contains("qid=\"0\",nsid=\"0\",op=\"read\""),
+        "no admin reads:\n{body}"
     );
-    assert!(stats.contains("connections: 2"), "{stats}");
-    assert!(
-        stats.contains(&format!("port 1 {listen} ANA optimized")),
-        "{stats}"
-    );
+    check_stats(metrics, listen, a.cntlid);
 
     drop((a, q));
     // SAFETY: kill(2) on our own child, not yet waited for.

@@ -13,7 +13,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr as UnixAddr, UnixDatagram};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
@@ -31,6 +31,8 @@ const WAIT: Duration = Duration::from_secs(120);
 /// Asynchronous Event Enable bit 8 and the notice it enables.
 const AEC_NS_ATTRIBUTE: u32 = 1 << 8;
 const AEN_NS_ATTRIBUTE_CHANGED: u32 = 0x0004_0002;
+/// How READY=1 starts, at start and after each reload.
+const READY: &str = "READY=1\nSTATUS=serving 1 subsystem(s) on 127.0.0.1:";
 
 fn toml(backings: &[&str], hosts: &[&str]) -> String {
     let mut t = format!(
@@ -137,23 +139,15 @@ fn reload(pid: i32, cfg: &common::Temp, config: String, notify: &UnixDatagram) -
         "{reloading:?}"
     );
     let ready = datagram(notify);
-    assert!(
-        ready.starts_with("READY=1\nSTATUS=serving 1 subsystem(s) on 127.0.0.1:"),
-        "{ready:?}"
-    );
+    assert!(ready.starts_with(READY), "{ready:?}");
     ready
 }
 
-#[test]
-fn serve_under_a_notify_socket_reloads_namespaces_and_hosts_under_a_connected_host() {
-    let name = format!("numio-test-notify-{}", std::process::id());
-    let notify = UnixDatagram::bind_addr(&UnixAddr::from_abstract_name(name.as_bytes()).unwrap())
-        .expect("an abstract notify socket");
-    notify.set_read_timeout(Some(WAIT)).unwrap();
-    let cfg = common::Temp::new("serve-unit.toml", 0);
-    std::fs::write(cfg.path(), toml(&["mem:16M"], &[HOST1])).unwrap();
+/// numio serve on `config` with NOTIFY_SOCKET=@`name`: the child and its
+/// stdout and stderr lines, each in the order numio wrote it.
+fn spawn_serve(config: &str, name: &str) -> (Child, Receiver<String>) {
     let mut serve = Command::new(env!("CARGO_BIN_EXE_numio"))
-        .args(["serve", "--config", cfg.path(), "--cpus", "0"])
+        .args(["serve", "--config", config, "--cpus", "0"])
         .env("NOTIFY_SOCKET", format!("@{name}"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -170,21 +164,45 @@ fn serve_under_a_notify_socket_reloads_namespaces_and_hosts_under_a_connected_ho
             }
         });
     }
-    let ready = datagram(&notify);
-    assert!(
-        ready.starts_with("READY=1\nSTATUS=serving 1 subsystem(s) on 127.0.0.1:"),
-        "{ready:?}"
-    );
-    let addr: SocketAddr = ready.rsplit(' ').next().unwrap().parse().unwrap();
-    let pid = i32::try_from(serve.id()).unwrap();
+    (serve, lines)
+}
 
+/// HOST1's admin queue (Namespace Attribute notices on) and I/O queue 1.
+fn connect(addr: SocketAddr) -> (Initiator, Initiator) {
     let mut a = Initiator::connect_admin(addr, NQN, &opts(HOST1)).unwrap();
     a.enable().unwrap();
     let nq = a.set_features(nvme_spec::features::fid::NUM_QUEUES, 0);
     assert!(nq.unwrap().cqe.status().is_success());
-    let mut q = Initiator::connect_io(addr, NQN, a.cntlid, 1, &opts(HOST1)).unwrap();
+    let q = Initiator::connect_io(addr, NQN, a.cntlid, 1, &opts(HOST1)).unwrap();
     let aec = a.set_features(nvme_spec::features::fid::ASYNC_EVENT, AEC_NS_ATTRIBUTE);
     assert!(aec.unwrap().cqe.status().is_success());
+    (a, q)
+}
+
+/// The AER `aer` completes with the Namespace Attribute Changed notice and
+/// the Changed Namespace List names `changed`; `active` are then active.
+fn told(a: &mut Initiator, aer: u16, changed: &[u32], active: &[u32]) {
+    let c = a.reap().expect("the AER completes");
+    assert_eq!((c.cqe.cid, c.cqe.result), (aer, AEN_NS_ATTRIBUTE_CHANGED));
+    assert_eq!(changed_ns(a), changed);
+    assert_eq!(active_nsids(a), active);
+}
+
+#[test]
+fn serve_under_a_notify_socket_reloads_namespaces_and_hosts_under_a_connected_host() {
+    let name = format!("numio-test-notify-{}", std::process::id());
+    let notify = UnixDatagram::bind_addr(&UnixAddr::from_abstract_name(name.as_bytes()).unwrap())
+        .expect("an abstract notify socket");
+    notify.set_read_timeout(Some(WAIT)).unwrap();
+    let cfg = common::Temp::new("serve-unit.toml", 0);
+    std::fs::write(cfg.path(), toml(&["mem:16M"], &[HOST1])).unwrap();
+    let (mut serve, lines) = spawn_serve(cfg.path(), &name);
+    let ready = datagram(&notify);
+    assert!(ready.starts_with(READY), "{ready:?}");
+    let addr: SocketAddr = ready.rsplit(' ').next().unwrap().parse().unwrap();
+    let pid = i32::try_from(serve.id()).unwrap();
+
+    let (mut a, mut q) = connect(addr);
     assert!(
         Initiator::connect_admin(addr, NQN, &opts(HOST2)).is_err(),
         "HOST2 not allowed yet"
@@ -204,10 +222,7 @@ fn serve_under_a_notify_socket_reloads_namespaces_and_hosts_under_a_connected_ho
         &lines,
         &format!("{NQN}: allowed hosts changed (connected hosts stay)"),
     );
-    let c = a.reap().expect("the AER completes");
-    assert_eq!((c.cqe.cid, c.cqe.result), (aer, AEN_NS_ATTRIBUTE_CHANGED));
-    assert_eq!(changed_ns(&mut a), [2]);
-    assert_eq!(active_nsids(&mut a), [1, 2]);
+    told(&mut a, aer, &[2], &[1, 2]);
     assert!(
         read_status(&mut q, 2).is_success(),
         "the new namespace serves I/O on the old queue"
@@ -219,10 +234,7 @@ fn serve_under_a_notify_socket_reloads_namespaces_and_hosts_under_a_connected_ho
     let aer = post_aer(&mut a);
     reload(pid, &cfg, toml(&["mem:32M"], &[HOST1, HOST2]), &notify);
     next_line(&lines, &format!("{NQN}: nsid 1 mem:16M removed"));
-    let c = a.reap().expect("the AER completes");
-    assert_eq!((c.cqe.cid, c.cqe.result), (aer, AEN_NS_ATTRIBUTE_CHANGED));
-    assert_eq!(changed_ns(&mut a), [1]);
-    assert_eq!(active_nsids(&mut a), [2]);
+    told(&mut a, aer, &[1], &[2]);
     assert_eq!(read_status(&mut q, 1), Status::INVALID_NS);
     assert!(read_status(&mut q, 2).is_success());
 

@@ -94,18 +94,15 @@ struct Totals {
     digests: f64,
 }
 
-/// The table `numio serve --stats` prints for the metrics text `text`.
-pub fn render(text: &str) -> String {
-    let samples: Vec<Sample> = text.lines().filter_map(parse_line).collect();
-    let mut ctrls: BTreeMap<(String, String, u32), Totals> = BTreeMap::new();
-    let mut out = String::new();
-    for s in &samples {
-        let cntlid = s.label("cntlid").parse().unwrap_or(0);
-        let key = (
-            s.label("subsystem").to_string(),
-            s.label("host").to_string(),
-            cntlid,
-        );
+/// Totals by (subsystem, host, cntlid).
+type ByController = BTreeMap<(String, String, u32), Totals>;
+
+/// Per controller (subsystem, host, cntlid), the sum of its series over
+/// queues and namespaces; and the connection count.
+fn totals(samples: &[Sample]) -> (ByController, Option<f64>) {
+    let mut ctrls = ByController::new();
+    let mut connections = None;
+    for s in samples {
         let field: Option<fn(&mut Totals) -> &mut f64> = match (s.name.as_str(), s.label("op")) {
             ("numio_io_queues", _) => Some(|t| &mut t.io_queues),
             ("numio_commands_total", "read") => Some(|t| &mut t.reads),
@@ -116,14 +113,27 @@ pub fn render(text: &str) -> String {
             ("numio_errors_total", _) => Some(|t| &mut t.errors),
             ("numio_digest_failures_total", _) => Some(|t| &mut t.digests),
             ("numio_connections", _) => {
-                out.push_str(&format!("connections: {}\n", s.value));
+                connections = Some(s.value);
                 None
             }
             _ => None,
         };
         if let Some(field) = field {
+            let cntlid = s.label("cntlid").parse().unwrap_or(0);
+            let key = (s.label("subsystem").into(), s.label("host").into(), cntlid);
             *field(ctrls.entry(key).or_default()) += s.value;
         }
+    }
+    (ctrls, connections)
+}
+
+/// The table `numio serve --stats` prints for the metrics text `text`.
+pub fn render(text: &str) -> String {
+    let samples: Vec<Sample> = text.lines().filter_map(parse_line).collect();
+    let (ctrls, connections) = totals(&samples);
+    let mut out = String::new();
+    if let Some(n) = connections {
+        out.push_str(&format!("connections: {n}\n"));
     }
     out.push_str(&format!(
         "{:<32} {:<44} {:>6} {:>4} {:>10} {:>10} {:>10} {:>10} {:>8} {:>7} {:>7}\n",
