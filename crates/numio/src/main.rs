@@ -1,13 +1,13 @@
 //! `numio`: the command-line front end. Glue only: each subcommand lives in
 //! `cmd/<name>.rs`, parses its flags, calls the library crates and prints.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cmd;
 
 /// NUMA-aware NVMe performance tool.
 #[derive(Debug, Parser)]
-#[command(name = "numio", version, about, long_about = None, propagate_version = true)]
+#[command(name = "numio", version = env!("NUMIO_VERSION"), about, long_about = None, propagate_version = true)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -39,6 +39,10 @@ enum Command {
     /// named controller or none, and restore the originals numio recorded;
     /// sweep thresholds with a workload and recommend one.
     Coalesce(cmd::coalesce::Args),
+    /// Print the shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(cmd::completions::Args),
+    /// Write man pages (numio.1 and one per subcommand) into a directory.
+    Man(cmd::man::Args),
 }
 
 fn main() {
@@ -54,6 +58,8 @@ fn main() {
         Command::Report(args) => cmd::report::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Coalesce(args) => cmd::coalesce::run(args),
+        Command::Completions(args) => cmd::completions::run(args, Cli::command()),
+        Command::Man(args) => cmd::man::run(args, Cli::command()),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -134,6 +134,9 @@ fn sighup_changes_a_ports_ana_state_and_tells_its_host() {
         said.contains("\"down\" is not an ANA state: use optimized"),
         "{said}"
     );
+    // Regression: a reload's message named the configured port 0, not the
+    // bound one.
+    assert!(said.contains(&format!("port 1 ({p1})")), "{said}");
     assert!(said.ends_with("ANA states unchanged"), "{said}");
     std::fs::write(cfg.path(), toml("\"optimized\", \"non-optimized\"")).unwrap();
     signal(pid, libc::SIGHUP);

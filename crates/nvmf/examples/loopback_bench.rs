@@ -68,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     let srv = Server::start(&cfg)?;
     let addr = srv.listen_addrs[0];
-    let ns = &srv.target.subsystems[0].namespaces[0];
+    let ns = srv.target.subsystems[0].namespace(1).expect("nsid 1");
     println!("namespace {backing}: {}", ns.describe_access());
     for digests in [false, true] {
         let opts = InitiatorOptions {

@@ -43,7 +43,11 @@ fn file_config(f: &TempFile, buffered: bool) -> TargetConfig {
 fn exercise(buffered: bool) {
     let f = TempFile::new(if buffered { "buffered" } else { "direct" });
     let (srv, addr) = start(&file_config(&f, buffered));
-    let access = srv.target.subsystems[0].namespaces[0].access.clone();
+    let access = srv.target.subsystems[0]
+        .namespace(1)
+        .unwrap()
+        .access
+        .clone();
     if buffered {
         assert!(matches!(access, Access::Buffered { .. }), "{access:?}");
     } else {

@@ -437,7 +437,9 @@ fn shutdown_completes_in_flight_writes_and_flushes() {
     assert!(cqe.status().is_success());
     stopper.join().unwrap().unwrap();
     let mut back = vec![0u8; 4096];
-    target.subsystems[0].namespaces[0]
+    target.subsystems[0]
+        .namespace(1)
+        .unwrap()
         .read(40, &mut back)
         .unwrap();
     assert_eq!(back, data);

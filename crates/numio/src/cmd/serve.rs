@@ -3,6 +3,9 @@
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use nvmf::config::{Limits, NamespaceConfig, SubsystemConfig, TargetConfig, DEFAULT_NQN};
@@ -11,7 +14,8 @@ use nvmf::Server;
 use topology::device::StackNode;
 use topology::{CpuList, NodeId};
 
-use super::serve_ports;
+use super::sd_notify::Notifier;
+use super::{serve_metrics, serve_ports, serve_reload, serve_stats};
 
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):
@@ -24,7 +28,10 @@ cache where the filesystem refuses it, or with ,buffered); logical blocks are 51
 (a block device's own size) unless ,block=4096 or block_size in the TOML says otherwise.
 Without --allow-host or --allow-any-host, any host is admitted (and a warning says so).
 SIGINT/SIGTERM: stop accepting, let in-flight writes finish (5 s at most), close,
-fdatasync every namespace.
+fdatasync every namespace. SIGHUP: re-read --config: ANA states, namespaces added or
+removed (matched by backing; hosts are told), allowed hosts; connected hosts stay.
+Under systemd (Type=notify, numio-serve@NAME.service): READY=1 once
+serving, RELOADING=1 then READY=1 around a reload, STOPPING=1 on the way out.
 
 Example:
   numio serve --ns mem:1G --allow-host \"$(cat /etc/nvme/hostnqn)\"
@@ -32,7 +39,7 @@ Example:
   nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2026-01.io.numio:subsys0";
 
 /// Flags of `numio serve`.
-#[derive(Debug, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 #[command(after_long_help = LIMITS_HELP, after_help = "Run with --help for limits and an example.")]
 pub struct Args {
     /// Namespace: `mem:SIZE` (RAM, e.g. mem:1G) or a file / block device path (O_DIRECT), then
@@ -95,6 +102,14 @@ pub struct Args {
     /// Largest transfer of one command (MDTS), bytes, a power of two [default: 1048576].
     #[arg(long, value_name = "BYTES")]
     pub max_transfer: Option<u32>,
+    /// Serve Prometheus metrics (commands, bytes, errors, digest failures per subsystem,
+    /// host, queue and namespace; connections; namespaces; ANA states) over HTTP on this
+    /// local address, e.g. 127.0.0.1:9464 (GET /metrics). Off unless given.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<SocketAddr>,
+    /// Print the counters of a numio serve running with `--metrics ADDR` and exit.
+    #[arg(long, value_name = "ADDR:PORT", exclusive = true)]
+    pub stats: Option<SocketAddr>,
 }
 
 /// Parses `--cpus` ("0-3,8", the kernel's CPU list format) into CPU numbers.
@@ -180,6 +195,15 @@ fn pick_cpus(
 }
 
 fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
+    build_config_at(args, None)
+}
+
+/// [`build_config`]; with `bound`, the listeners are those (a reload: the
+/// ones bound at start, which messages about ports then name).
+fn build_config_at(
+    args: &Args,
+    bound: Option<&[SocketAddr]>,
+) -> anyhow::Result<(TargetConfig, bool)> {
     let mut cfg = match &args.config {
         Some(p) => {
             let text = std::fs::read_to_string(p)
@@ -190,6 +214,9 @@ fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
     };
     if !args.listen.is_empty() {
         cfg.listen = args.listen.clone();
+    }
+    if let Some(bound) = bound {
+        cfg.listen = bound.to_vec();
     }
     if !args.ana.is_empty() {
         cfg.ana = args.ana.clone();
@@ -308,7 +335,7 @@ fn print_startup(
     }
     println!("numio serve: limits: {}", t.limits.describe());
     println!(
-        "numio serve: ready (SIGINT or SIGTERM stops; SIGHUP reloads the ANA states of --config)"
+        "numio serve: ready (SIGINT or SIGTERM stops; SIGHUP reloads --config: ANA states, namespaces, hosts)"
     );
 }
 
@@ -330,6 +357,10 @@ fn uuid(b: &[u8; 16]) -> String {
 
 /// Runs `numio serve`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    if let Some(addr) = args.stats {
+        return serve_stats::run(addr);
+    }
+    let notifier = Arc::new(Notifier::from_env()?);
     let (mut cfg, open_by_default) = build_config(&args)?;
     let mut node = None;
     let allowed =
@@ -358,55 +389,59 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     nvmf::reactor::install_signal_handlers()?;
     let server = Server::start(&cfg)?;
     print_startup(&server, open_by_default, node, &placed);
+    if let Some(addr) = args.metrics {
+        let bound = serve_metrics::start(addr, server.target.clone())?;
+        println!("numio serve: metrics on http://{bound}/metrics (numio serve --stats {bound})");
+    }
     use std::io::Write;
     std::io::stdout().flush().ok();
-    let config = args.config.clone();
-    server.wait_with(|target| reload(target, config.as_deref()))?;
+    let status = status_line(&server);
+    notifier.ready(&status);
+    watch_for_stop(&server, &notifier)?;
+    server.wait_with(|target| {
+        if args.config.is_none() {
+            eprintln!(
+                "numio serve: SIGHUP: no --config to reload; ANA states, namespaces and hosts change through a --config file"
+            );
+            return;
+        }
+        let rebuild = || build_config_at(&args, Some(&target.listeners)).map(|(cfg, _)| cfg);
+        serve_reload::reload(target, rebuild, &notifier, &status)
+    })?;
     println!("numio serve: stopped; every namespace flushed");
     Ok(0)
 }
 
-/// SIGHUP: re-reads `--config` and puts each port in the ANA state its
-/// `ana` list now gives (the one setting that changes while serving);
-/// says what changed and whom it told.
-fn reload(target: &nvmf::target::subsystem::Target, config: Option<&Path>) {
-    let Some(path) = config else {
-        eprintln!(
-            "numio serve: SIGHUP: no --config to reload; ANA states change through `ana = [...]` in a --config file"
-        );
-        return;
-    };
-    let states = std::fs::read_to_string(path)
-        .map_err(|e| format!("reading {}: {e}", path.display()))
-        .and_then(|text| {
-            let mut cfg = TargetConfig::from_toml(&text, &path.display().to_string())
-                .map_err(|e| e.to_string())?;
-            // The listeners stay those bound at start.
-            cfg.listen = target.listeners.clone();
-            cfg.ana_states().map_err(|e| e.to_string())
-        });
-    let states = match states {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("numio serve: SIGHUP: {e}; ANA states unchanged");
-            return;
-        }
-    };
-    let changes = target.apply_ana_states(&states);
-    if changes.is_empty() {
-        println!(
-            "numio serve: reloaded {}: ANA states unchanged",
-            path.display()
-        );
+/// The STATUS systemd shows while serving.
+fn status_line(server: &Server) -> String {
+    let addrs: Vec<String> = server.listen_addrs.iter().map(|a| a.to_string()).collect();
+    format!(
+        "serving {} subsystem(s) on {}",
+        server.target.subsystems.len(),
+        addrs.join(", ")
+    )
+}
+
+/// How often the sd_notify thread looks whether the shutdown began.
+const STOP_POLL: Duration = Duration::from_millis(20);
+
+/// Sends STOPPING=1 once SIGINT/SIGTERM starts the shutdown (the drain
+/// may take seconds), from a thread that looks every [`STOP_POLL`].
+fn watch_for_stop(server: &Server, notifier: &Arc<Notifier>) -> anyhow::Result<()> {
+    if !notifier.is_active() {
+        return Ok(());
     }
-    for c in changes {
-        println!(
-            "numio serve: port {} ({}) ANA {} -> {}; ANA Change notice sent to {} controller(s)",
-            c.port, c.addr, c.from, c.to, c.notified
-        );
-    }
-    use std::io::Write;
-    std::io::stdout().flush().ok();
+    let (target, notifier) = (server.target.clone(), notifier.clone());
+    std::thread::Builder::new()
+        .name("numio-sd-notify".into())
+        .spawn(move || {
+            while !target.shutting_down.load(Ordering::Acquire) {
+                std::thread::sleep(STOP_POLL);
+            }
+            notifier.stopping("draining in-flight writes, flushing namespaces");
+        })
+        .context("spawning the sd_notify thread")?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -511,6 +546,19 @@ mod tests {
         );
         assert_eq!(pick(&[loop0], &allowed), (vec![0, 1, 2, 3], None));
         assert_eq!(pick(&[], &allowed), (vec![0, 1, 2, 3], None), "RAM only");
+    }
+
+    #[test]
+    fn the_packaged_sample_config_serves() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../packaging/config/example.toml"
+        );
+        let (cfg, open) = build_config(&parse(&["--config", path])).unwrap();
+        assert!(!open);
+        assert_eq!(cfg.subsystems.len(), 1);
+        assert_eq!(cfg.subsystems[0].namespaces[0].backing, "mem:1G");
+        assert_eq!(cfg.ana_states().unwrap().len(), 1);
     }
 
     #[test]

@@ -123,7 +123,7 @@ fn identify_controller(limits: &Limits, ctrl: &Controller) -> IdentifyController
         } else {
             limits.max_queue_depth
         },
-        nn: subsys.namespaces.len() as u32,
+        nn: subsys.namespaces.max_nsid(),
         oncs: if disc {
             0
         } else {
@@ -147,7 +147,7 @@ fn identify_controller(limits: &Limits, ctrl: &Controller) -> IdentifyController
         mnan: if disc {
             0
         } else {
-            subsys.namespaces.len() as u32
+            subsys.namespaces.max_nsid()
         },
         subnqn: subsys.nqn.clone(),
         ioccsz: if disc {

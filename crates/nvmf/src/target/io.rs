@@ -22,6 +22,7 @@ use nvme_spec::{Sqe, Status};
 
 use super::command::{Binding, Ctx, Outcome};
 use super::namespace::Namespace;
+use super::ns_set::NamespaceSet;
 use super::request::Request;
 use super::storage::{StorageKind, StorageOp};
 
@@ -215,7 +216,7 @@ pub fn dsm_piece(
 
 /// The descriptor of the `n`th namespace a Flush of every namespace must
 /// sync (files and block devices; RAM needs none), if there is one.
-fn flush_all_target(namespaces: &[std::sync::Arc<Namespace>], n: u64) -> Option<RawFd> {
+fn flush_all_target(namespaces: &NamespaceSet, n: u64) -> Option<RawFd> {
     namespaces
         .iter()
         .filter(|ns| !ns.is_memory())

@@ -224,25 +224,35 @@ impl Connection {
         RequestState::Completed
     }
 
-    /// Counts a successful read or write on this I/O queue (folded into the
-    /// controller's SMART counters on the next tick).
+    /// Counts a completed command of this queue by namespace (the admin
+    /// queue's under nsid 0), folded into the controller's table (and, for
+    /// I/O, its SMART counters) on the next tick.
     fn count(&mut self, slot: usize) {
+        let Some(qid) = self.qid() else {
+            return;
+        };
         let r = &self.reqs[slot];
-        let io_queue = self.qid().is_some_and(|q| q > 0);
-        if !r.status.is_success() || !io_queue {
+        let (ok, digest_failed, opcode) = (r.status.is_success(), r.digest_failed, r.sqe.opcode);
+        let (nsid, len) = (
+            if qid == 0 { 0 } else { r.sqe.nsid },
+            u64::from(r.len_bytes),
+        );
+        let c = self.counters.entry(nsid);
+        c.digest_failures += u64::from(digest_failed);
+        if !ok {
+            c.errors += 1;
             return;
         }
-        let len = u64::from(r.len_bytes);
-        match r.sqe.opcode {
-            io::READ => {
-                self.counters.reads += 1;
-                self.counters.read_bytes += len;
+        match opcode {
+            io::READ if qid > 0 => {
+                c.reads += 1;
+                c.read_bytes += len;
             }
-            io::WRITE => {
-                self.counters.writes += 1;
-                self.counters.written_bytes += len;
+            io::WRITE if qid > 0 => {
+                c.writes += 1;
+                c.written_bytes += len;
             }
-            _ => {}
+            _ => c.other_commands += 1,
         }
     }
 

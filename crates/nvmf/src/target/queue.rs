@@ -19,6 +19,7 @@ use nvme_spec::tcp::{self, fes, pdu_type, Direction, FatalError, Framing, Pdu};
 
 use super::command::{Binding, Outcome};
 use super::config::R2T_OUTSTANDING_LIMIT;
+use super::counters::{IoCounters, QueueCounters};
 use super::request::{RequestState, Requests, StateCounts};
 use super::storage::{StorageKind, StorageOp};
 use super::subsystem::Target;
@@ -35,19 +36,6 @@ pub enum Phase {
     Ready,
     /// A fatal error or teardown: flush `tx` and close.
     Closing,
-}
-
-/// Per-queue counters, folded into the controller on each tick.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct QueueCounters {
-    /// Bytes read.
-    pub read_bytes: u64,
-    /// Bytes written.
-    pub written_bytes: u64,
-    /// Read commands.
-    pub reads: u64,
-    /// Write commands.
-    pub writes: u64,
 }
 
 /// One connection.
@@ -378,14 +366,16 @@ impl Connection {
     /// Returns false when the connection should close.
     pub fn tick(&mut self, now: Instant) -> bool {
         if let Some(b) = &self.binding {
-            let s = &b.ctrl.stats;
-            let c = std::mem::take(&mut self.counters);
             use std::sync::atomic::Ordering::Relaxed;
-            if c.reads + c.writes > 0 {
+            let c = b.ctrl.stats.queues.fold(b.qid, &mut self.counters);
+            if b.qid > 0 && c.reads + c.writes > 0 {
+                let s = &b.ctrl.stats;
                 s.read_bytes.fetch_add(c.read_bytes, Relaxed);
                 s.written_bytes.fetch_add(c.written_bytes, Relaxed);
                 s.reads.fetch_add(c.reads, Relaxed);
                 s.writes.fetch_add(c.writes, Relaxed);
+            }
+            if c != IoCounters::default() {
                 self.target.changed();
             }
             if !b.ctrl.is_alive() {

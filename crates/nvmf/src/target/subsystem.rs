@@ -6,15 +6,17 @@
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use nvme_spec::fabrics::DISCOVERY_NQN;
 use nvme_spec::log::ErrorEntry;
 
 use super::config::{Limits, TargetConfig};
-use super::error::TargetError;
+use super::counters::CounterTable;
+use super::error::{ConfigError, TargetError};
 use super::namespace::Namespace;
+use super::ns_set::{NamespaceSet, MAX_NAMESPACES};
 use super::port::Port;
 
 /// NVM subsystem or the discovery subsystem.
@@ -28,23 +30,46 @@ pub struct Subsystem {
     pub model: String,
     /// True for the discovery subsystem.
     pub is_discovery: bool,
-    /// Namespaces, nsid = index + 1.
-    pub namespaces: Vec<Arc<Namespace>>,
-    allowed_hosts: Vec<String>,
-    allow_any_host: bool,
+    /// Namespaces by nsid; a reload may add and remove some.
+    pub namespaces: NamespaceSet,
+    /// Host NQNs allowed to connect (a reload may change them; connected
+    /// hosts stay).
+    allowed_hosts: RwLock<Vec<String>>,
+    allow_any_host: AtomicBool,
 }
 
 impl Subsystem {
     /// True when `hostnqn` may connect.
     pub fn host_allowed(&self, hostnqn: &str) -> bool {
-        self.is_discovery || self.allow_any_host || self.allowed_hosts.iter().any(|h| h == hostnqn)
+        self.is_discovery
+            || self.allow_any_host.load(Ordering::Acquire)
+            || self
+                .allowed_hosts
+                .read()
+                .expect("hosts lock")
+                .iter()
+                .any(|h| h == hostnqn)
     }
 
-    /// Namespace by id.
+    /// Namespace by id (active ones only).
     pub fn namespace(&self, nsid: u32) -> Option<&Arc<Namespace>> {
-        (nsid as usize)
-            .checked_sub(1)
-            .and_then(|i| self.namespaces.get(i))
+        self.namespaces.get(nsid)
+    }
+
+    /// The hosts allowed to connect from now on (a reload); returns
+    /// whether they differ from before. Connected hosts stay connected.
+    pub fn set_hosts(&self, allowed: &[String], any: bool) -> bool {
+        let mut hosts = self.allowed_hosts.write().expect("hosts lock");
+        let changed = *hosts != allowed || self.allow_any_host.load(Ordering::Acquire) != any;
+        *hosts = allowed.to_vec();
+        self.allow_any_host.store(any, Ordering::Release);
+        changed
+    }
+
+    /// The allowed host NQNs and whether any host may connect.
+    pub fn hosts(&self) -> (Vec<String>, bool) {
+        let hosts = self.allowed_hosts.read().expect("hosts lock").clone();
+        (hosts, self.allow_any_host.load(Ordering::Acquire))
     }
 }
 
@@ -59,6 +84,8 @@ pub struct ControllerStats {
     pub reads: AtomicU64,
     /// Write commands.
     pub writes: AtomicU64,
+    /// Every queue's counters by (qid, nsid), for metrics.
+    pub queues: CounterTable,
 }
 
 /// Admin-visible controller registers and features (control path only).
@@ -273,9 +300,14 @@ impl Target {
                 serial: s.serial.clone(),
                 model: s.model.clone(),
                 is_discovery: false,
-                namespaces,
-                allowed_hosts: s.allowed_hosts.clone(),
-                allow_any_host: s.allow_any_host,
+                namespaces: NamespaceSet::new(namespaces).map_err(|_| {
+                    ConfigError::Invalid(format!(
+                        "subsystem {}: more than {MAX_NAMESPACES} namespaces; split them over several subsystems",
+                        s.nqn
+                    ))
+                })?,
+                allowed_hosts: RwLock::new(s.allowed_hosts.clone()),
+                allow_any_host: AtomicBool::new(s.allow_any_host),
             }));
         }
         let discovery = Arc::new(Subsystem {
@@ -283,9 +315,9 @@ impl Target {
             serial: "NUMIODISC".into(),
             model: "numio discovery".into(),
             is_discovery: true,
-            namespaces: Vec::new(),
-            allowed_hosts: Vec::new(),
-            allow_any_host: true,
+            namespaces: NamespaceSet::new(Vec::new()).expect("empty"),
+            allowed_hosts: RwLock::new(Vec::new()),
+            allow_any_host: AtomicBool::new(true),
         });
         let ports = cfg
             .listen

@@ -1,0 +1,234 @@
+//! `numio serve --stats ADDR`: a running target's counters, read from its
+//! `--metrics ADDR` endpoint and printed per controller (subsystem, host):
+//! commands, bytes, errors and digest failures over all its queues and
+//! namespaces, then the namespaces and ports.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use super::serve_metrics;
+
+/// One sample of the text format: name, labels, value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Metric name.
+    pub name: String,
+    /// Labels in order.
+    pub labels: Vec<(String, String)>,
+    /// Value.
+    pub value: f64,
+}
+
+impl Sample {
+    fn label(&self, key: &str) -> &str {
+        self.labels
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or("", |(_, v)| v.as_str())
+    }
+}
+
+/// Parses Prometheus' text format (comments skipped); `None` for a line
+/// that is not a sample.
+pub fn parse_line(line: &str) -> Option<Sample> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return None;
+    }
+    let (name, rest) = match line.find('{') {
+        Some(i) => (&line[..i], &line[i + 1..]),
+        None => {
+            let (n, v) = line.split_once(' ')?;
+            return Some(Sample {
+                name: n.into(),
+                labels: Vec::new(),
+                value: v.trim().parse().ok()?,
+            });
+        }
+    };
+    let mut labels = Vec::new();
+    let mut chars = rest.char_indices().peekable();
+    let end = loop {
+        let (start, c) = chars.next()?;
+        if c == '}' {
+            break start;
+        }
+        if c == ',' {
+            continue;
+        }
+        let eq = rest[start..].find("=\"")? + start;
+        let key = rest[start..eq].to_string();
+        while chars.peek().is_some_and(|&(i, _)| i <= eq + 1) {
+            chars.next();
+        }
+        let mut value = String::new();
+        loop {
+            match chars.next()?.1 {
+                '\\' => match chars.next()?.1 {
+                    'n' => value.push('\n'),
+                    other => value.push(other),
+                },
+                '"' => break,
+                other => value.push(other),
+            }
+        }
+        labels.push((key, value));
+    };
+    Some(Sample {
+        name: name.into(),
+        labels,
+        value: rest[end + 1..].trim().parse().ok()?,
+    })
+}
+
+/// Totals of one controller.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct Totals {
+    io_queues: f64,
+    reads: f64,
+    writes: f64,
+    other: f64,
+    read_bytes: f64,
+    written_bytes: f64,
+    errors: f64,
+    digests: f64,
+}
+
+/// Totals by (subsystem, host, cntlid).
+type ByController = BTreeMap<(String, String, u32), Totals>;
+
+/// Per controller (subsystem, host, cntlid), the sum of its series over
+/// queues and namespaces; and the connection count.
+fn totals(samples: &[Sample]) -> (ByController, Option<f64>) {
+    let mut ctrls = ByController::new();
+    let mut connections = None;
+    for s in samples {
+        let field: Option<fn(&mut Totals) -> &mut f64> = match (s.name.as_str(), s.label("op")) {
+            ("numio_io_queues", _) => Some(|t| &mut t.io_queues),
+            ("numio_commands_total", "read") => Some(|t| &mut t.reads),
+            ("numio_commands_total", "write") => Some(|t| &mut t.writes),
+            ("numio_commands_total", _) => Some(|t| &mut t.other),
+            ("numio_bytes_total", "read") => Some(|t| &mut t.read_bytes),
+            ("numio_bytes_total", "write") => Some(|t| &mut t.written_bytes),
+            ("numio_errors_total", _) => Some(|t| &mut t.errors),
+            ("numio_digest_failures_total", _) => Some(|t| &mut t.digests),
+            ("numio_connections", _) => {
+                connections = Some(s.value);
+                None
+            }
+            _ => None,
+        };
+        if let Some(field) = field {
+            let cntlid = s.label("cntlid").parse().unwrap_or(0);
+            let key = (s.label("subsystem").into(), s.label("host").into(), cntlid);
+            *field(ctrls.entry(key).or_default()) += s.value;
+        }
+    }
+    (ctrls, connections)
+}
+
+/// The table `numio serve --stats` prints for the metrics text `text`.
+pub fn render(text: &str) -> String {
+    let samples: Vec<Sample> = text.lines().filter_map(parse_line).collect();
+    let (ctrls, connections) = totals(&samples);
+    let mut out = String::new();
+    if let Some(n) = connections {
+        out.push_str(&format!("connections: {n}\n"));
+    }
+    out.push_str(&format!(
+        "{:<32} {:<44} {:>6} {:>4} {:>10} {:>10} {:>10} {:>10} {:>8} {:>7} {:>7}\n",
+        "subsystem",
+        "host",
+        "cntlid",
+        "ioq",
+        "reads",
+        "writes",
+        "read",
+        "written",
+        "other",
+        "errors",
+        "digest"
+    ));
+    for ((subsys, host, cntlid), t) in &ctrls {
+        out.push_str(&format!(
+            "{subsys:<32} {host:<44} {cntlid:>6} {:>4} {:>10} {:>10} {:>10} {:>10} {:>8} {:>7} {:>7}\n",
+            t.io_queues,
+            t.reads,
+            t.writes,
+            bytes(t.read_bytes as u64),
+            bytes(t.written_bytes as u64),
+            t.other,
+            t.errors,
+            t.digests
+        ));
+    }
+    if ctrls.is_empty() {
+        out.push_str("(no host connected)\n");
+    }
+    for s in samples
+        .iter()
+        .filter(|s| s.name == "numio_namespace_size_bytes")
+    {
+        out.push_str(&format!(
+            "namespace {} nsid {} {} {}\n",
+            s.label("subsystem"),
+            s.label("nsid"),
+            s.label("backing"),
+            bytes(s.value as u64)
+        ));
+    }
+    for s in samples.iter().filter(|s| s.name == "numio_port_ana_state") {
+        out.push_str(&format!(
+            "port {} {} ANA {}\n",
+            s.label("port"),
+            s.label("addr"),
+            s.label("state")
+        ));
+    }
+    out
+}
+
+/// `b` bytes in binary units: "512 B", "4.0 KiB", "1.5 GiB".
+fn bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+/// Runs `numio serve --stats ADDR`.
+pub fn run(addr: SocketAddr) -> anyhow::Result<i32> {
+    let (code, body) = serve_metrics::get(addr, "/metrics")?;
+    anyhow::ensure!(code == 200, "{addr}/metrics answered HTTP {code}: {body}");
+    print!("{}", render(&body));
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_with_escaped_labels() {
+        let s = parse_line(r#"numio_x{a="b\"c",d="e,f\\g"} 3"#).unwrap();
+        assert_eq!(s.name, "numio_x");
+        assert_eq!(
+            s.labels,
+            [("a".into(), "b\"c".into()), ("d".into(), "e,f\\g".into())]
+        );
+        assert_eq!(s.value, 3.0);
+        assert_eq!(parse_line("numio_connections 2").unwrap().value, 2.0);
+        assert!(parse_line("# HELP x y").is_none());
+        assert_eq!(
+            (bytes(512), bytes(4096), bytes(3 << 29)),
+            ("512 B".into(), "4.0 KiB".into(), "1.5 GiB".into())
+        );
+    }
+}

@@ -1,0 +1,220 @@
+//! `numio serve --metrics ADDR`: a host's reads, writes, a command on a
+//! namespace that does not exist and a capsule with a broken data digest
+//! show up in the Prometheus text scraped over HTTP, per subsystem, host,
+//! queue and namespace; `numio serve --stats ADDR` prints them per
+//! controller. Waits are for events (a line, the counters of the next
+//! fold), never a fixed sleep.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use nvme_spec::command::{io, SglDescriptor, SGL_IN_CAPSULE};
+use nvme_spec::tcp::{self, pdu_type, Direction, Pdu};
+use nvme_spec::Status;
+use nvmf::host::command::rw_sqe;
+use nvmf::{Initiator, InitiatorOptions};
+
+const NQN: &str = "nqn.2026-01.io.numio:metrics";
+const HOST: &str = "nqn.2014-08.org.nvmexpress:uuid:0000-metrics";
+const WAIT: Duration = Duration::from_secs(120);
+
+fn next_line(lines: &Receiver<String>, want: &str) -> String {
+    loop {
+        let l = lines
+            .recv_timeout(WAIT)
+            .unwrap_or_else(|_| panic!("no line with {want:?} from numio serve"));
+        if l.contains(want) {
+            return l;
+        }
+    }
+}
+
+fn scrape(addr: SocketAddr) -> String {
+    let mut c = TcpStream::connect(addr).expect("the metrics port answers");
+    write!(c, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut text = String::new();
+    c.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(
+        head.contains("Content-Type: text/plain; version=0.0.4"),
+        "{head}"
+    );
+    body.to_string()
+}
+
+/// Scrapes until every line of `want` is in the text (the queues fold
+/// their counters every reactor tick); the text.
+fn scrape_until(addr: SocketAddr, want: &[String]) -> String {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let body = scrape(addr);
+        if want.iter().all(|w| body.lines().any(|l| l == w)) {
+            return body;
+        }
+        assert!(Instant::now() < deadline, "never saw {want:#?} in\n{body}");
+        std::thread::yield_now();
+    }
+}
+
+/// numio serve with one RAM namespace and `--metrics 127.0.0.1:0`: the
+/// child, its NVMe/TCP listener and its metrics address.
+fn start_serve() -> (Child, SocketAddr, SocketAddr) {
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .args(["serve", "--ns", "mem:16M", "--nqn", NQN, "--allow-any-host"])
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--discovery-port",
+            "0",
+            "--cpus",
+            "0",
+        ])
+        .args(["--metrics", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("numio serve runs");
+    let (tx, lines) = std::sync::mpsc::channel();
+    let out = serve.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for l in BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let listen = next_line(&lines, "NVMe/TCP listening on");
+    let listen = listen.rsplit(' ').next().unwrap().parse().unwrap();
+    let metrics = next_line(&lines, "metrics on http://");
+    let metrics = metrics.split("http://").nth(1).unwrap();
+    let metrics = metrics.split('/').next().unwrap().parse().unwrap();
+    (serve, listen, metrics)
+}
+
+/// Sends a write capsule whose data digest is wrong (the last byte
+/// flipped); the target fails only that command.
+fn write_with_a_bad_digest(q: &mut Initiator) {
+    let mut sqe = rw_sqe(io::WRITE, 1, 0, 1);
+    sqe.flags = 0x40;
+    sqe.cid = 9;
+    sqe.dptr = SglDescriptor {
+        addr: 0,
+        length: 512,
+        rsvd: [0; 3],
+        type_byte: SGL_IN_CAPSULE,
+    };
+    let mut b = Vec::new();
+    let framing = q.framing();
+    tcp::frame(
+        &mut b,
+        pdu_type::CAPSULE_CMD,
+        0,
+        &sqe.encode(),
+        &[0xAA; 512],
+        &framing,
+    );
+    let n = b.len();
+    b[n - 1] ^= 1;
+    q.send_raw(&b).unwrap();
+    let resp = q.recv_pdu_bytes().unwrap();
+    let Ok(Pdu::CapsuleResp(cqe)) = tcp::decode(&resp, Direction::ControllerToHost, &framing)
+    else {
+        panic!("expected a response capsule");
+    };
+    assert_eq!(cqe.status(), Status::TRANSIENT_TRANSPORT);
+}
+
+/// A host with data digests: an admin queue and I/O queue 1 to `listen`.
+fn connect(listen: SocketAddr) -> (Initiator, Initiator) {
+    let o = InitiatorOptions {
+        hostnqn: HOST.into(),
+        data_digest: true,
+        timeout: WAIT,
+        ..Default::default()
+    };
+    let mut a = Initiator::connect_admin(listen, NQN, &o).unwrap();
+    a.enable().unwrap();
+    let nq = a.set_features(nvme_spec::features::fid::NUM_QUEUES, 0);
+    assert!(nq.unwrap().cqe.status().is_success());
+    let q = Initiator::connect_io(listen, NQN, a.cntlid, 1, &o).unwrap();
+    (a, q)
+}
+
+/// `numio serve --stats` prints the controller's row and the port.
+fn check_stats(metrics: SocketAddr, listen: SocketAddr, cntlid: u16) {
+    let (code, stats, err) = common::numio(&["serve", "--stats", &metrics.to_string()]);
+    assert_eq!(code, 0, "{err}");
+    let row = stats
+        .lines()
+        .find(|l| l.starts_with(NQN))
+        .unwrap_or_else(|| panic!("no row for {NQN}:\n{stats}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        &cols[1..6],
+        [HOST, &cntlid.to_string(), "1", "3", "2"],
+        "{stats}"
+    );
+    assert!(
+        row.contains("12.0 KiB") && row.contains("8.0 KiB"),
+        "{stats}"
+    );
+    assert!(stats.contains("connections: 2"), "{stats}");
+    assert!(
+        stats.contains(&format!("port 1 {listen} ANA optimized")),
+        "{stats}"
+    );
+}
+
+#[test]
+fn metrics_count_a_hosts_commands_per_queue_and_namespace() {
+    let (mut serve, listen, metrics) = start_serve();
+    let body = scrape(metrics);
+    assert!(body.contains("numio_connections 0\n"), "{body}");
+
+    let (a, mut q) = connect(listen);
+    for lba in 0..2u64 {
+        q.write(1, lba * 8, &[0x5A; 4096]).unwrap();
+    }
+    for lba in 0..3u64 {
+        q.read(1, lba * 8, 8).unwrap();
+    }
+    let st = q.submit(rw_sqe(io::READ, 7, 0, 8), &[], 4096).unwrap();
+    assert_eq!(st.cqe.status(), Status::INVALID_NS);
+    write_with_a_bad_digest(&mut q);
+
+    let c = format!(
+        "subsystem=\"{NQN}\",host=\"{HOST}\",cntlid=\"{}\",port=\"1\"",
+        a.cntlid
+    );
+    let want = [
+        "numio_connections 2".to_string(),
+        format!("numio_io_queues{{{c}}} 1"),
+        format!("numio_commands_total{{{c},qid=\"1\",nsid=\"1\",op=\"read\"}} 3"),
+        format!("numio_commands_total{{{c},qid=\"1\",nsid=\"1\",op=\"write\"}} 2"),
+        format!("numio_bytes_total{{{c},qid=\"1\",nsid=\"1\",op=\"read\"}} 12288"),
+        format!("numio_bytes_total{{{c},qid=\"1\",nsid=\"1\",op=\"write\"}} 8192"),
+        format!("numio_errors_total{{{c},qid=\"1\",nsid=\"7\"}} 1"),
+        format!("numio_errors_total{{{c},qid=\"1\",nsid=\"1\"}} 1"),
+        format!("numio_digest_failures_total{{{c},qid=\"1\",nsid=\"1\"}} 1"),
+        format!("numio_port_ana_state{{port=\"1\",addr=\"{listen}\",state=\"optimized\"}} 1"),
+    ];
+    let body = scrape_until(metrics, &want);
+    let admin = format!("numio_commands_total{{{c},qid=\"0\",nsid=\"0\",op=\"other\"}} ");
+    assert!(
+        body.lines().any(|l| l.starts_with(&admin)),
+        "admin commands on qid 0:\n{body}"
+    );
+    assert!(
+        !body.contains("qid=\"0\",nsid=\"0\",op=\"read\""),
+        "no admin reads:\n{body}"
+    );
+    check_stats(metrics, listen, a.cntlid);
+
+    drop((a, q));
+    // SAFETY: kill(2) on our own child, not yet waited for.
+    assert_eq!(unsafe { libc::kill(serve.id() as i32, libc::SIGTERM) }, 0);
+    assert!(serve.wait().unwrap().success());
+}
