@@ -214,6 +214,9 @@ pub enum ConnectRefusal {
     HostNotAllowed,
     /// Controller id not found or belonging to another host/subsystem.
     UnknownController,
+    /// An I/O queue Connect whose Host ID is not its controller's (the
+    /// admin queue's): another host using a known NQN and controller id.
+    HostIdMismatch,
     /// Too many controllers or queues.
     Busy,
     /// Queue id already connected or above the granted count.
@@ -372,6 +375,7 @@ impl Target {
         cntlid: u16,
         subnqn: &str,
         hostnqn: &str,
+        hostid: [u8; 16],
         qid: u16,
     ) -> Result<Arc<Controller>, ConnectRefusal> {
         let ctrl = {
@@ -383,6 +387,9 @@ impl Target {
         };
         if ctrl.subsys.nqn != subnqn || ctrl.hostnqn != hostnqn || !ctrl.is_alive() {
             return Err(ConnectRefusal::UnknownController);
+        }
+        if ctrl.hostid != hostid {
+            return Err(ConnectRefusal::HostIdMismatch);
         }
         let granted = ctrl.regs.lock().expect("controller lock").io_queues_granted;
         let max = if granted == 0 {
