@@ -64,3 +64,93 @@ fn an_io_queue_with_another_host_id_is_refused() {
     Initiator::connect_io(addr, NQN, a.cntlid, 1, &o(HOST, 1)).expect("same Host ID");
     s.stop().unwrap();
 }
+
+/// A TCP connection to `to` from local address `from` (a second loopback
+/// address stands for another host).
+fn connect_from(from: &str, to: std::net::SocketAddr) -> std::net::TcpStream {
+    use rustix::net::{bind, connect, socket, AddressFamily, SocketType};
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    let local: std::net::SocketAddr = format!("{from}:0").parse().unwrap();
+    bind(&fd, &local).unwrap();
+    connect(&fd, &to).unwrap();
+    std::net::TcpStream::from(fd)
+}
+
+/// Reads until the target closes the socket (EOF or reset: the event).
+fn wait_closed(mut s: std::net::TcpStream, what: &str) {
+    use std::io::Read;
+    s.set_read_timeout(Some(LONG)).unwrap();
+    let mut b = [0u8; 256];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
+            Err(e) => panic!("{what}: expected the target to close it, got {e}"),
+        }
+    }
+}
+
+#[test]
+fn sockets_that_send_no_icreq_or_no_connect_are_closed() {
+    let (s, addr) = start(&config(Some(HOST)));
+    // Silent from the start: closed after the ICReq deadline.
+    let silent = std::net::TcpStream::connect(addr).unwrap();
+    // ICReq answered, then no Connect: closed after the Connect deadline.
+    let mut half = Initiator::open(addr, &o(HOST, 1)).expect("ICReq/ICResp");
+    wait_closed(silent, "a socket that sent nothing");
+    expect_closed(&mut half, "a queue that never sent Connect");
+    wait_for(&s.target, "both slots given back", |t| {
+        t.connections.load(std::sync::atomic::Ordering::Acquire) == 0
+    });
+    s.stop().unwrap();
+}
+
+/// A plain ICReq (no digests, alignment 0, one R2T).
+fn icreq() -> [u8; 128] {
+    let mut b = [0u8; 128];
+    b[2] = 128; // HLEN
+    b[4] = 128; // PLEN
+    b
+}
+
+/// Whether the target answers `s`'s ICReq with an ICResp (PDU type 01h).
+fn answered(s: &mut std::net::TcpStream) -> bool {
+    use std::io::{Read, Write};
+    s.set_read_timeout(Some(LONG)).unwrap();
+    if s.write_all(&icreq()).is_err() {
+        return false;
+    }
+    let mut b = [0u8; 128];
+    s.read_exact(&mut b).is_ok() && b[0] == 0x01
+}
+
+#[test]
+fn one_source_holds_its_share_and_another_address_is_served() {
+    let mut c = config(None);
+    c.limits.max_connections = 8;
+    c.limits.max_connections_per_source = 4;
+    let (s, addr) = start(&c);
+    // Four queues of 127.0.0.1 that answered ICReq (they stay until the
+    // Connect deadline).
+    let held: Vec<_> = (0..4)
+        .map(|_| {
+            let mut h = connect_from("127.0.0.1", addr);
+            assert!(answered(&mut h), "within its share");
+            h
+        })
+        .collect();
+    // The fifth from the same address is closed unanswered.
+    let mut fifth = connect_from("127.0.0.1", addr);
+    assert!(!answered(&mut fifth), "past its address's share");
+    // Another address is served meanwhile.
+    let mut other = connect_from("127.0.0.2", addr);
+    assert!(answered(&mut other), "another address keeps its share");
+    drop(held);
+    wait_for(&s.target, "the held sockets given back", |t| {
+        t.connections.load(std::sync::atomic::Ordering::Acquire) <= 1
+    });
+    let mut back = connect_from("127.0.0.1", addr);
+    assert!(answered(&mut back), "served once its sockets are gone");
+    s.stop().unwrap();
+}

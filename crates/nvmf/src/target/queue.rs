@@ -37,6 +37,12 @@ pub enum Phase {
     Closing,
 }
 
+/// How long a new socket may take to send its ICReq.
+pub const ICREQ_DEADLINE: Duration = Duration::from_secs(5);
+/// How long a new socket may take to connect a queue (ICReq to a
+/// successful Connect; a refused Connect closes at once).
+pub const CONNECT_DEADLINE: Duration = Duration::from_secs(10);
+
 /// Per-queue counters, folded into the controller on each tick.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct QueueCounters {
@@ -69,6 +75,8 @@ pub struct Connection {
     /// at most [`R2T_OUTSTANDING_LIMIT`]).
     pub(crate) r2t_outstanding_max: u32,
     pub(crate) last_keepalive: Instant,
+    /// When the socket was accepted (the ICReq and Connect deadlines).
+    opened: Instant,
     pub(crate) counters: QueueCounters,
     /// Why the connection is closing, for the log.
     pub close_reason: Option<String>,
@@ -100,6 +108,7 @@ impl Connection {
             sq_flow_disabled: false,
             r2t_outstanding_max: 1,
             last_keepalive: Instant::now(),
+            opened: Instant::now(),
             counters: QueueCounters::default(),
             close_reason: None,
             port: 1,
@@ -377,6 +386,9 @@ impl Connection {
     /// Periodic work: keep alive enforcement, controller teardown, counters.
     /// Returns false when the connection should close.
     pub fn tick(&mut self, now: Instant) -> bool {
+        if self.binding.is_none() {
+            self.enforce_deadlines(now);
+        }
         if let Some(b) = &self.binding {
             let s = &b.ctrl.stats;
             let c = std::mem::take(&mut self.counters);
@@ -402,6 +414,24 @@ impl Connection {
             }
         }
         self.phase != Phase::Closing
+    }
+
+    /// Closes a socket that sent no ICReq within [`ICREQ_DEADLINE`], or no
+    /// successful Connect within [`CONNECT_DEADLINE`] of being accepted:
+    /// an idle or slow socket holds no connection slot for long.
+    fn enforce_deadlines(&mut self, now: Instant) {
+        let age = now.saturating_duration_since(self.opened);
+        let why = match self.phase {
+            Phase::AwaitIcReq if age > ICREQ_DEADLINE => "no ICReq",
+            Phase::Ready if age > CONNECT_DEADLINE => "no Connect",
+            _ => return,
+        };
+        let limit = if self.phase == Phase::AwaitIcReq {
+            ICREQ_DEADLINE
+        } else {
+            CONNECT_DEADLINE
+        };
+        self.close(format!("{why} within {} s of connecting", limit.as_secs()));
     }
 
     /// Completes outstanding Asynchronous Event Requests with the
