@@ -24,6 +24,7 @@ pub mod plan;
 pub mod report;
 pub mod serve;
 pub mod serve_ports;
+pub mod serve_safety;
 pub mod sweep;
 pub mod sweep_axes;
 pub mod sweep_output;

@@ -11,7 +11,7 @@ use nvmf::Server;
 use topology::device::StackNode;
 use topology::{CpuList, NodeId};
 
-use super::serve_ports;
+use super::{serve_ports, serve_safety};
 
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):
@@ -74,6 +74,10 @@ pub struct Args {
     /// CPUs of the reactors serving one --listen port, e.g. 0-1; repeat once per --listen, in order [default: the CPUs of the NUMA node of the listener's network interface, where it has one].
     #[arg(long, value_name = "LIST")]
     pub port_cpus: Vec<String>,
+    /// Export block devices that hold a partition table, filesystem, other
+    /// signature, mount or holder (hosts may write to them).
+    #[arg(long)]
+    pub force: bool,
     /// Print a line for every queue a host connects (controller, qid, digests).
     #[arg(long)]
     pub log_connections: bool,
@@ -331,6 +335,9 @@ fn uuid(b: &[u8; 16]) -> String {
 /// Runs `numio serve`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let (mut cfg, open_by_default) = build_config(&args)?;
+    for w in serve_safety::check_namespaces(&cfg, args.force)? {
+        eprintln!("numio serve: warning: {w}");
+    }
     let mut node = None;
     let allowed =
         sysapi::affinity::allowed_cpus().context("reading the CPUs this process may run on")?;
