@@ -106,6 +106,17 @@ impl Slot {
         self.dead || self.conn.phase() == Phase::Closing
     }
 
+    /// Replies not yet sent: the send buffer's rest and the connection's.
+    fn backlog(&self) -> usize {
+        self.out.len().saturating_sub(self.out_pos) + self.conn.tx_pending()
+    }
+
+    /// The host is not reading its replies fast enough: read no more of
+    /// its commands until they drain ([`Connection::reply_budget`]).
+    fn backlogged(&self) -> bool {
+        self.backlog() >= self.conn.reply_budget() || self.conn.rx_waiting()
+    }
+
     fn output_drained(&self) -> bool {
         self.out_pos >= self.out.len() && self.conn.tx_pending() == 0
     }
@@ -119,7 +130,7 @@ impl Slot {
     /// of a partly received PDU in one completion (MSG_WAITALL), else
     /// whatever is there.
     fn recv_entry(&mut self, conn: u32) -> Option<squeue::Entry> {
-        if self.recv_armed || self.closing() || self.shut {
+        if self.recv_armed || self.closing() || self.shut || self.backlogged() {
             return None;
         }
         self.recv_armed = true;
@@ -447,6 +458,10 @@ fn on_send(s: &mut Slot, res: i32) {
     s.send_armed = false;
     if res > 0 {
         s.out_pos += res as usize;
+        // Replies drained below the budget: the commands held back go on.
+        if s.conn.rx_waiting() && s.backlog() < s.conn.reply_budget() {
+            s.conn.on_bytes(&[]);
+        }
     } else if res == 0 || !transient(res) {
         s.dead = true;
     }

@@ -268,16 +268,36 @@ impl Connection {
         }
     }
 
-    /// Feeds received bytes; processes every complete PDU.
+    /// Replies waiting to be sent past which the connection takes no more
+    /// commands: the largest transfer (MDTS), at least [`RETAINED_BUF_BYTES`].
+    /// A host that stops reading its replies then stops being read (TCP
+    /// pushes back on it), so it pins at most about twice this (this queue
+    /// and the reactor's send buffer) beyond its requests' buffers.
+    pub fn reply_budget(&self) -> usize {
+        (self.target.limits.max_transfer_bytes as usize).max(RETAINED_BUF_BYTES)
+    }
+
+    /// Whether received PDUs wait unprocessed (the reply budget was spent).
+    pub fn rx_waiting(&self) -> bool {
+        self.rx.len() >= tcp::CommonHeader::SIZE && self.rx_missing() == 0
+    }
+
+    /// Feeds received bytes; processes every complete PDU while the replies
+    /// waiting to be sent stay within [`Connection::reply_budget`] (the
+    /// rest stays in the receive buffer; `on_bytes(&[])` goes on).
     pub fn on_bytes(&mut self, input: &[u8]) {
         if self.phase == Phase::Closing {
             return;
         }
+        let budget = self.reply_budget();
         self.rx.extend_from_slice(input);
         let rx = std::mem::take(&mut self.rx);
         let mut pos = 0;
         let max_plen = self.target.limits.max_rx_pdu_bytes();
-        while self.phase != Phase::Closing && rx.len() - pos >= tcp::CommonHeader::SIZE {
+        while self.phase != Phase::Closing
+            && self.tx.len() < budget
+            && rx.len() - pos >= tcp::CommonHeader::SIZE
+        {
             let b = &rx[pos..];
             let ch = match tcp::check_common_header(
                 b,
