@@ -1,7 +1,7 @@
 //! NVMe over Fabrics: fabrics command types, Connect data, controller
 //! properties (CAP, VS, CC, CSTS) and the well-known NQNs.
 
-use crate::bytes::{get_str, get_u16, put_str_zero_padded, put_u16};
+use crate::bytes::{get_u16, put_str_zero_padded, put_u16};
 
 /// Fabrics command type: Property Set.
 pub const FCTYPE_PROPERTY_SET: u8 = 0x00;
@@ -155,7 +155,8 @@ impl ConnectData {
         }
         for (field, offset) in [("subnqn", 256usize), ("hostnqn", 512usize)] {
             let f = &b[offset..offset + 256];
-            if f[0] == 0 || !f.contains(&0) {
+            let end = f.iter().position(|&c| c == 0);
+            if f[0] == 0 || end.is_none_or(|e| std::str::from_utf8(&f[..e]).is_err()) {
                 return Err(ConnectDataError::BadNqn {
                     field,
                     offset: offset as u32,
@@ -179,15 +180,22 @@ impl ConnectData {
         b
     }
 
-    /// Subsystem NQN as text.
+    /// Subsystem NQN as text: every byte before the NUL, nothing trimmed
+    /// (an NQN is compared exactly; a trailing space makes another NQN).
     pub fn subnqn_str(&self) -> String {
-        get_str(&self.subnqn, 0, 256)
+        nqn_text(&self.subnqn)
     }
 
-    /// Host NQN as text.
+    /// Host NQN as text, exactly as sent (see [`ConnectData::subnqn_str`]).
     pub fn hostnqn_str(&self) -> String {
-        get_str(&self.hostnqn, 0, 256)
+        nqn_text(&self.hostnqn)
     }
+}
+
+/// The UTF-8 text of an NQN field up to its NUL, untrimmed.
+fn nqn_text(field: &[u8]) -> String {
+    let end = field.iter().position(|&c| c == 0).unwrap_or(field.len());
+    String::from_utf8_lossy(&field[..end]).into_owned()
 }
 
 #[cfg(test)]
@@ -223,6 +231,22 @@ mod tests {
                 field: "hostnqn",
                 offset: 512
             })
+        );
+        let mut not_utf8 = b.clone();
+        not_utf8[256..259].copy_from_slice(&[b'n', 0xFF, 0]);
+        assert_eq!(
+            ConnectData::decode(&not_utf8),
+            Err(ConnectDataError::BadNqn {
+                field: "subnqn",
+                offset: 256
+            })
+        );
+        // A trailing space is part of the NQN: never trimmed away.
+        let spaced = ConnectData::new([0; 16], 1, "nqn.2026-01.io.numio:a ", "nqn.h ");
+        let back = ConnectData::decode(&spaced.encode()).unwrap();
+        assert_eq!(
+            (back.subnqn_str(), back.hostnqn_str()),
+            ("nqn.2026-01.io.numio:a ".to_string(), "nqn.h ".to_string())
         );
     }
 

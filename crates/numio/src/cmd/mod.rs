@@ -29,6 +29,7 @@ pub mod serve;
 pub mod serve_metrics;
 pub mod serve_ports;
 pub mod serve_reload;
+pub mod serve_safety;
 pub mod serve_stats;
 pub mod sweep;
 pub mod sweep_axes;

@@ -15,7 +15,7 @@ use topology::device::StackNode;
 use topology::{CpuList, NodeId};
 
 use super::sd_notify::Notifier;
-use super::{serve_metrics, serve_ports, serve_reload, serve_stats};
+use super::{serve_metrics, serve_ports, serve_reload, serve_safety, serve_stats};
 
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):
@@ -81,6 +81,10 @@ pub struct Args {
     /// CPUs of the reactors serving one --listen port, e.g. 0-1; repeat once per --listen, in order [default: the CPUs of the NUMA node of the listener's network interface, where it has one].
     #[arg(long, value_name = "LIST")]
     pub port_cpus: Vec<String>,
+    /// Export block devices that hold a partition table, filesystem, other
+    /// signature, mount or holder (hosts may write to them).
+    #[arg(long)]
+    pub force: bool,
     /// Print a line for every queue a host connects (controller, qid, digests).
     #[arg(long)]
     pub log_connections: bool,
@@ -362,6 +366,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let notifier = Arc::new(Notifier::from_env()?);
     let (mut cfg, open_by_default) = build_config(&args)?;
+    for w in serve_safety::check_namespaces(&cfg, args.force)? {
+        eprintln!("numio serve: warning: {w}");
+    }
     let mut node = None;
     let allowed =
         sysapi::affinity::allowed_cpus().context("reading the CPUs this process may run on")?;

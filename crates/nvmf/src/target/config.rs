@@ -23,6 +23,10 @@ pub const DEFAULT_DISCOVERY_PORT: u16 = 8009;
 pub struct Limits {
     /// Open TCP connections (queues) over all hosts.
     pub max_connections: u32,
+    /// Open TCP connections from one source address: one address cannot
+    /// take every slot (a host needs one per queue: admin + I/O queues of
+    /// each controller it connects).
+    pub max_connections_per_source: u32,
     /// Live controllers over all subsystems.
     pub max_controllers: u32,
     /// I/O queues one controller may create.
@@ -51,6 +55,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             max_connections: 256,
+            max_connections_per_source: 64,
             max_controllers: 64,
             max_io_queues: 16,
             max_queue_depth: 128,
@@ -74,6 +79,15 @@ impl Limits {
                 "max_connections",
                 self.max_connections as u64,
                 "use 1..=65536",
+            );
+        }
+        if self.max_connections_per_source == 0
+            || self.max_connections_per_source > self.max_connections
+        {
+            return bad(
+                "max_connections_per_source",
+                self.max_connections_per_source as u64,
+                "use 1..=max_connections",
             );
         }
         if self.max_controllers == 0 || self.max_controllers > 0xFFEF {
@@ -152,11 +166,12 @@ impl Limits {
     /// One line per limit, for `--help` and start-up.
     pub fn describe(&self) -> String {
         format!(
-            "connections {} | controllers {} | I/O queues per controller {} | I/O queue depth {} | \
+            "connections {} ({} per source address) | controllers {} | I/O queues per controller {} | I/O queue depth {} | \
              admin queue depth {} | in-capsule data admin {} B, I/O {} B | MAXH2CDATA {} B | \
              max transfer (MDTS) {} B | C2HData PDU {} B | R2Ts of at most MAXH2CDATA, up to \
              the host's MAXR2T+1 (at most {}) outstanding per command",
             self.max_connections,
+            self.max_connections_per_source,
             self.max_controllers,
             self.max_io_queues,
             self.max_queue_depth,

@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, squeue, types};
 
 use super::error::TargetError;
+use super::log_limit::LogLimit;
 use super::queue::{Connection, Phase};
 use super::ring::{Ring, Tag};
 use super::storage::{StorageKind, StorageOp};
@@ -57,6 +58,9 @@ struct Slot {
     /// The host's address, kept from the start (a socket that failed or was
     /// shut down no longer says).
     peer: String,
+    /// Its source address: the slot [`Target::admit`] gave it goes back
+    /// with it.
+    peer_ip: Option<std::net::IpAddr>,
     conn: Connection,
     /// Receive buffer; the kernel owns it while `recv_armed`.
     rbuf: Box<[u8]>,
@@ -78,12 +82,12 @@ impl Slot {
         // io_uring does not need O_NONBLOCK; without it a kernel lacking
         // FAST_POLL waits in an io-wq worker instead of spinning.
         let _ = stream.set_nonblocking(false);
-        let peer = stream
-            .peer_addr()
-            .map_or_else(|_| "an unknown peer".into(), |a| a.to_string());
+        let addr = stream.peer_addr().ok();
+        let peer = addr.map_or_else(|| "an unknown peer".into(), |a| a.to_string());
         Self {
             stream,
             peer,
+            peer_ip: addr.map(|a| a.ip()),
             conn: Connection::new(target.clone())
                 .on_port(port)
                 .on_reactor(cpu),
@@ -102,6 +106,17 @@ impl Slot {
         self.dead || self.conn.phase() == Phase::Closing
     }
 
+    /// Replies not yet sent: the send buffer's rest and the connection's.
+    fn backlog(&self) -> usize {
+        self.out.len().saturating_sub(self.out_pos) + self.conn.tx_pending()
+    }
+
+    /// The host is not reading its replies fast enough: read no more of
+    /// its commands until they drain ([`Connection::reply_budget`]).
+    fn backlogged(&self) -> bool {
+        self.backlog() >= self.conn.reply_budget() || self.conn.rx_waiting()
+    }
+
     fn output_drained(&self) -> bool {
         self.out_pos >= self.out.len() && self.conn.tx_pending() == 0
     }
@@ -115,7 +130,7 @@ impl Slot {
     /// of a partly received PDU in one completion (MSG_WAITALL), else
     /// whatever is there.
     fn recv_entry(&mut self, conn: u32) -> Option<squeue::Entry> {
-        if self.recv_armed || self.closing() || self.shut {
+        if self.recv_armed || self.closing() || self.shut || self.backlogged() {
             return None;
         }
         self.recv_armed = true;
@@ -170,6 +185,8 @@ impl Slot {
 /// One reactor: its ring, its connections and its inbox.
 pub(crate) struct Reactor {
     target: Arc<Target>,
+    /// The rate of its connection lines.
+    log: LogLimit,
     /// The CPU it runs on (named in the connection log).
     cpu: usize,
     inbox: Receiver<(TcpStream, u16)>,
@@ -196,6 +213,7 @@ impl Reactor {
     ) -> Self {
         Self {
             target,
+            log: LogLimit::standard(),
             cpu,
             inbox,
             wake,
@@ -237,6 +255,9 @@ impl Reactor {
                 last_tick = now;
                 for s in self.slots.iter_mut().flatten() {
                     s.conn.tick(now);
+                }
+                if let Some(said) = self.log.roll(now) {
+                    eprintln!("numio serve: {said}");
                 }
             }
             self.release_finished();
@@ -397,7 +418,10 @@ impl Reactor {
                 .close_reason
                 .clone()
                 .unwrap_or_else(|| "host closed the connection".into());
-            if !why.starts_with("host closed") && !why.starts_with("target shutting") {
+            if !why.starts_with("host closed")
+                && !why.starts_with("target shutting")
+                && self.log.admit()
+            {
                 let q = s
                     .conn
                     .qid()
@@ -406,7 +430,7 @@ impl Reactor {
                 eprintln!("numio serve: closing {}{q}: {why}", s.peer);
             }
             s.conn.release();
-            self.target.connections.fetch_sub(1, Ordering::AcqRel);
+            self.target.release(s.peer_ip);
             self.target.changed();
         }
         while self.slots.last().is_some_and(Option::is_none) {
@@ -434,6 +458,10 @@ fn on_send(s: &mut Slot, res: i32) {
     s.send_armed = false;
     if res > 0 {
         s.out_pos += res as usize;
+        // Replies drained below the budget: the commands held back go on.
+        if s.conn.rx_waiting() && s.backlog() < s.conn.reply_budget() {
+            s.conn.on_bytes(&[]);
+        }
     } else if res == 0 || !transient(res) {
         s.dead = true;
     }

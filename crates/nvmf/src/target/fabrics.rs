@@ -83,7 +83,7 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
             .create_controller(ctx.port, &subnqn, &hostnqn, data.hostid, cmd.kato_ms)
     } else {
         ctx.target
-            .join_controller(data.cntlid, &subnqn, &hostnqn, cmd.qid)
+            .join_controller(data.cntlid, &subnqn, &hostnqn, data.hostid, cmd.qid)
     };
     let ctrl = match result {
         Ok(c) => c,
@@ -124,6 +124,7 @@ fn refusal(r: ConnectRefusal) -> Outcome {
         }
         ConnectRefusal::HostNotAllowed => refuse(Status::CONNECT_INVALID_HOST, ipo(true, 512)),
         ConnectRefusal::UnknownController => refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16)),
+        ConnectRefusal::HostIdMismatch => refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 0)),
         ConnectRefusal::Busy => refuse(Status::CONNECT_CTRL_BUSY, 0),
         ConnectRefusal::BadQueueId => refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 42)),
     }

@@ -91,6 +91,11 @@ impl Connection {
                 RequestState::Completed => {
                     self.count(slot);
                     self.send_completion(slot);
+                    if self.refused_connect(slot) {
+                        // The response is queued; the socket closes once it
+                        // is sent, so a refused host holds no slot.
+                        self.close("Connect refused".into());
+                    }
                     // Keep small buffers for reuse; give large ones back so an
                     // idle queue does not pin depth x MDTS bytes.
                     self.reqs[slot].buf.shrink_above(RETAINED_BUF_BYTES);
@@ -99,6 +104,15 @@ impl Connection {
             };
             self.reqs.set_state(slot, next);
         }
+    }
+
+    /// Whether request `slot` is a Connect this unbound queue was refused.
+    fn refused_connect(&self, slot: usize) -> bool {
+        let r = &self.reqs[slot];
+        self.binding.is_none()
+            && r.sqe.opcode == admin::FABRICS
+            && r.sqe.fctype() == nvme_spec::fabrics::FCTYPE_CONNECT
+            && !r.status.is_success()
     }
 
     /// New → AwaitingH2CData (R2T sent), ReadyToExecute or Completed (error).

@@ -18,6 +18,7 @@
 //!   is private to the crate).
 
 pub mod admin;
+pub mod admission;
 pub mod ana;
 pub mod buf;
 pub mod command;
@@ -28,6 +29,7 @@ mod event_loop;
 pub mod fabrics;
 pub mod io;
 mod lifecycle;
+pub mod log_limit;
 pub mod metrics;
 pub mod namespace;
 pub mod ns_set;

@@ -38,6 +38,12 @@ pub enum Phase {
     Closing,
 }
 
+/// How long a new socket may take to send its ICReq.
+pub const ICREQ_DEADLINE: Duration = Duration::from_secs(5);
+/// How long a new socket may take to connect a queue (ICReq to a
+/// successful Connect; a refused Connect closes at once).
+pub const CONNECT_DEADLINE: Duration = Duration::from_secs(10);
+
 /// One connection.
 #[derive(Debug)]
 pub struct Connection {
@@ -57,6 +63,8 @@ pub struct Connection {
     /// at most [`R2T_OUTSTANDING_LIMIT`]).
     pub(crate) r2t_outstanding_max: u32,
     pub(crate) last_keepalive: Instant,
+    /// When the socket was accepted (the ICReq and Connect deadlines).
+    opened: Instant,
     pub(crate) counters: QueueCounters,
     /// Why the connection is closing, for the log.
     pub close_reason: Option<String>,
@@ -88,6 +96,7 @@ impl Connection {
             sq_flow_disabled: false,
             r2t_outstanding_max: 1,
             last_keepalive: Instant::now(),
+            opened: Instant::now(),
             counters: QueueCounters::default(),
             close_reason: None,
             port: 1,
@@ -247,16 +256,36 @@ impl Connection {
         }
     }
 
-    /// Feeds received bytes; processes every complete PDU.
+    /// Replies waiting to be sent past which the connection takes no more
+    /// commands: the largest transfer (MDTS), at least [`RETAINED_BUF_BYTES`].
+    /// A host that stops reading its replies then stops being read (TCP
+    /// pushes back on it), so it pins at most about twice this (this queue
+    /// and the reactor's send buffer) beyond its requests' buffers.
+    pub fn reply_budget(&self) -> usize {
+        (self.target.limits.max_transfer_bytes as usize).max(RETAINED_BUF_BYTES)
+    }
+
+    /// Whether received PDUs wait unprocessed (the reply budget was spent).
+    pub fn rx_waiting(&self) -> bool {
+        self.rx.len() >= tcp::CommonHeader::SIZE && self.rx_missing() == 0
+    }
+
+    /// Feeds received bytes; processes every complete PDU while the replies
+    /// waiting to be sent stay within [`Connection::reply_budget`] (the
+    /// rest stays in the receive buffer; `on_bytes(&[])` goes on).
     pub fn on_bytes(&mut self, input: &[u8]) {
         if self.phase == Phase::Closing {
             return;
         }
+        let budget = self.reply_budget();
         self.rx.extend_from_slice(input);
         let rx = std::mem::take(&mut self.rx);
         let mut pos = 0;
         let max_plen = self.target.limits.max_rx_pdu_bytes();
-        while self.phase != Phase::Closing && rx.len() - pos >= tcp::CommonHeader::SIZE {
+        while self.phase != Phase::Closing
+            && self.tx.len() < budget
+            && rx.len() - pos >= tcp::CommonHeader::SIZE
+        {
             let b = &rx[pos..];
             let ch = match tcp::check_common_header(
                 b,
@@ -365,6 +394,9 @@ impl Connection {
     /// Periodic work: keep alive enforcement, controller teardown, counters.
     /// Returns false when the connection should close.
     pub fn tick(&mut self, now: Instant) -> bool {
+        if self.binding.is_none() {
+            self.enforce_deadlines(now);
+        }
         if let Some(b) = &self.binding {
             use std::sync::atomic::Ordering::Relaxed;
             let c = b.ctrl.stats.queues.fold(b.qid, &mut self.counters);
@@ -392,6 +424,24 @@ impl Connection {
             }
         }
         self.phase != Phase::Closing
+    }
+
+    /// Closes a socket that sent no ICReq within [`ICREQ_DEADLINE`], or no
+    /// successful Connect within [`CONNECT_DEADLINE`] of being accepted:
+    /// an idle or slow socket holds no connection slot for long.
+    fn enforce_deadlines(&mut self, now: Instant) {
+        let age = now.saturating_duration_since(self.opened);
+        let why = match self.phase {
+            Phase::AwaitIcReq if age > ICREQ_DEADLINE => "no ICReq",
+            Phase::Ready if age > CONNECT_DEADLINE => "no Connect",
+            _ => return,
+        };
+        let limit = if self.phase == Phase::AwaitIcReq {
+            ICREQ_DEADLINE
+        } else {
+            CONNECT_DEADLINE
+        };
+        self.close(format!("{why} within {} s of connecting", limit.as_secs()));
     }
 
     /// Completes outstanding Asynchronous Event Requests with the

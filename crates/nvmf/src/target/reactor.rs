@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use super::config::TargetConfig;
 use super::error::TargetError;
 use super::event_loop::{eventfd, poke, Reactor};
+use super::log_limit::LogLimit;
 use super::ring::Ring;
 use super::subsystem::Target;
 
@@ -351,8 +352,12 @@ fn accept_loop(
         })
         .collect();
     let mut next_size_check = Instant::now() + SIZE_CHECK;
+    let mut log = LogLimit::standard();
     while !target.shutting_down.load(Ordering::Acquire) {
         let n = poll_fds(&mut fds);
+        if let Some(said) = log.roll(Instant::now()) {
+            eprintln!("numio serve: {said}");
+        }
         if Instant::now() >= next_size_check {
             next_size_check = Instant::now() + SIZE_CHECK;
             report_resizes(&target);
@@ -365,18 +370,17 @@ fn accept_loop(
             // come after them and name no port.
             let port = i as u16 + 1;
             while let Ok((s, peer)) = l.accept() {
-                let open = target.connections.load(Ordering::Acquire);
-                if open >= target.limits.max_connections {
-                    eprintln!(
-                        "numio serve: refusing {peer}: connection limit {} reached",
-                        target.limits.max_connections
-                    );
+                if let Err(why) = target.admit(peer.ip()) {
+                    // Dropping the socket closes it at once.
+                    if log.admit() {
+                        eprintln!("numio serve: refusing {peer}: {why}");
+                    }
                     continue;
                 }
                 if s.set_nonblocking(true).is_err() || s.set_nodelay(true).is_err() {
+                    target.release(Some(peer.ip()));
                     continue;
                 }
-                target.connections.fetch_add(1, Ordering::AcqRel);
                 let (tx, wake) = &inboxes[routes[i].take()];
                 if tx.send((s, port)).is_ok() {
                     poke(wake);

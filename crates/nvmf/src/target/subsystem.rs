@@ -241,6 +241,9 @@ pub enum ConnectRefusal {
     HostNotAllowed,
     /// Controller id not found or belonging to another host/subsystem.
     UnknownController,
+    /// An I/O queue Connect whose Host ID is not its controller's (the
+    /// admin queue's): another host using a known NQN and controller id.
+    HostIdMismatch,
     /// Too many controllers or queues.
     Busy,
     /// Queue id already connected or above the granted count.
@@ -269,6 +272,8 @@ pub struct Target {
     controllers: Mutex<Registry>,
     /// Open connections.
     pub connections: AtomicU32,
+    /// Open connections per source address ([`Target::admit`]).
+    pub(crate) sources: Mutex<HashMap<std::net::IpAddr, u32>>,
     /// Set on SIGINT/SIGTERM: stop accepting, drain, flush.
     pub shutting_down: AtomicBool,
     /// Incremented whenever the discovery log could change.
@@ -340,6 +345,7 @@ impl Target {
                 next_cntlid: 1,
             }),
             connections: AtomicU32::new(0),
+            sources: Mutex::new(HashMap::new()),
             shutting_down: AtomicBool::new(false),
             discovery_genctr: AtomicU64::new(1),
             resizes_noticed: AtomicU64::new(0),
@@ -404,6 +410,7 @@ impl Target {
         cntlid: u16,
         subnqn: &str,
         hostnqn: &str,
+        hostid: [u8; 16],
         qid: u16,
     ) -> Result<Arc<Controller>, ConnectRefusal> {
         let ctrl = {
@@ -415,6 +422,9 @@ impl Target {
         };
         if ctrl.subsys.nqn != subnqn || ctrl.hostnqn != hostnqn || !ctrl.is_alive() {
             return Err(ConnectRefusal::UnknownController);
+        }
+        if ctrl.hostid != hostid {
+            return Err(ConnectRefusal::HostIdMismatch);
         }
         let granted = ctrl.regs.lock().expect("controller lock").io_queues_granted;
         let max = if granted == 0 {

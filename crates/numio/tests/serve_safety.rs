@@ -1,0 +1,155 @@
+//! `numio serve` refuses to export a block device that holds something (a
+//! filesystem here), names it and the fix, and exports it with `--force`
+//! (with a warning); a blank device is exported. Needs root and losetup
+//! (a loop device over a temp file); skips with a message otherwise.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+struct Loop {
+    dev: String,
+    file: std::path::PathBuf,
+}
+
+impl Loop {
+    fn new(tag: &str, ext4: bool) -> Option<Loop> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: needs root (losetup)");
+            return None;
+        }
+        let file =
+            std::env::temp_dir().join(format!("numio-serve-{tag}-{}.img", std::process::id()));
+        std::fs::write(&file, vec![0u8; 16 << 20]).unwrap();
+        if ext4 {
+            let ok = Command::new("mkfs.ext4")
+                .args(["-q", "-F"])
+                .arg(&file)
+                .status();
+            if !ok.is_ok_and(|s| s.success()) {
+                eprintln!("skipping: mkfs.ext4 is not installed");
+                let _ = std::fs::remove_file(&file);
+                return None;
+            }
+        }
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&file)
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            eprintln!("skipping: losetup could not attach a loop device");
+            let _ = std::fs::remove_file(&file);
+            return None;
+        }
+        let dev = String::from_utf8(out.stdout).ok()?.trim().to_string();
+        Some(Loop { dev, file })
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").args(["-d", &self.dev]).status();
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+fn serve(dev: &str, force: bool) -> std::process::Child {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_numio"));
+    c.args([
+        "serve",
+        "--ns",
+        dev,
+        "--listen",
+        "127.0.0.1:0",
+        "--discovery-port",
+        "0",
+    ]);
+    if force {
+        c.arg("--force");
+    }
+    c.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The lines up to "ready" (stdout and stderr interleaved by thread).
+fn until_ready(child: &mut std::process::Child) -> Vec<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    for r in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+        Box::new(child.stderr.take().unwrap()),
+    ] {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for l in BufReader::new(r).lines().map_while(Result::ok) {
+                let _ = tx.send(l);
+            }
+        });
+    }
+    let mut seen = Vec::new();
+    while let Ok(l) = rx.recv_timeout(std::time::Duration::from_secs(120)) {
+        let ready = l.contains("numio serve: ready");
+        seen.push(l);
+        if ready {
+            break;
+        }
+    }
+    seen
+}
+
+#[test]
+fn a_device_with_a_filesystem_is_refused_unless_forced() {
+    let Some(l) = Loop::new("ext4", true) else {
+        return;
+    };
+    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .args([
+            "serve",
+            "--ns",
+            &l.dev,
+            "--listen",
+            "127.0.0.1:0",
+            "--discovery-port",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "refused as bad input");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "refusing to export {}: it holds a ext4 filesystem",
+            l.dev
+        )) && err.contains("--force"),
+        "{err}"
+    );
+    let mut forced = serve(&l.dev, true);
+    let lines = until_ready(&mut forced);
+    forced.kill().unwrap();
+    forced.wait().unwrap();
+    assert!(
+        lines
+            .iter()
+            .any(|x| x.contains("warning: exporting") && x.contains("(--force)")),
+        "{lines:?}"
+    );
+    assert!(lines.iter().any(|x| x.contains("ready")), "{lines:?}");
+}
+
+#[test]
+fn a_blank_device_is_exported() {
+    let Some(l) = Loop::new("blank", false) else {
+        return;
+    };
+    let mut s = serve(&l.dev, false);
+    let lines = until_ready(&mut s);
+    s.kill().unwrap();
+    s.wait().unwrap();
+    assert!(lines.iter().any(|x| x.contains("ready")), "{lines:?}");
+    assert!(
+        !lines.iter().any(|x| x.contains("warning: exporting")),
+        "{lines:?}"
+    );
+}
