@@ -1,8 +1,10 @@
 //! `numio serve --metrics ADDR`: a host's reads, writes, a command on a
 //! namespace that does not exist and a capsule with a broken data digest
 //! show up in the Prometheus text scraped over HTTP, per subsystem, host,
-//! queue and namespace; `numio serve --stats ADDR` prints them per
-//! controller. Waits are for events (a line, the counters of the next
+//! queue and namespace, with each command in the latency histogram; a host
+//! not on the allow list and an unknown subsystem are counted as refusals
+//! (the first also as an auth failure); `numio serve --stats ADDR` prints
+//! them per controller. Waits are for events (a line, the counters of the next
 //! fold), never a fixed sleep.
 
 mod common;
@@ -66,7 +68,15 @@ fn scrape_until(addr: SocketAddr, want: &[String]) -> String {
 /// child, its NVMe/TCP listener and its metrics address.
 fn start_serve() -> (Child, SocketAddr, SocketAddr) {
     let mut serve = Command::new(env!("CARGO_BIN_EXE_numio"))
-        .args(["serve", "--ns", "mem:16M", "--nqn", NQN, "--allow-any-host"])
+        .args([
+            "serve",
+            "--ns",
+            "mem:16M",
+            "--nqn",
+            NQN,
+            "--allow-host",
+            HOST,
+        ])
         .args([
             "--listen",
             "127.0.0.1:0",
@@ -143,6 +153,22 @@ fn connect(listen: SocketAddr) -> (Initiator, Initiator) {
     (a, q)
 }
 
+/// A host not on the allow list, then an unknown subsystem: both refused.
+fn refused_connects(listen: SocketAddr) {
+    let stranger = InitiatorOptions {
+        hostnqn: "nqn.2014-08.org.nvmexpress:uuid:0000-stranger".into(),
+        timeout: WAIT,
+        ..Default::default()
+    };
+    assert!(Initiator::connect_admin(listen, NQN, &stranger).is_err());
+    let o = InitiatorOptions {
+        hostnqn: HOST.into(),
+        timeout: WAIT,
+        ..Default::default()
+    };
+    assert!(Initiator::connect_admin(listen, "nqn.2026-01.io.numio:none", &o).is_err());
+}
+
 /// `numio serve --stats` prints the controller's row and the port.
 fn check_stats(metrics: SocketAddr, listen: SocketAddr, cntlid: u16) {
     let (code, stats, err) = common::numio(&["serve", "--stats", &metrics.to_string()]);
@@ -163,6 +189,12 @@ fn check_stats(metrics: SocketAddr, listen: SocketAddr, cntlid: u16) {
     );
     assert!(stats.contains("connections: 2"), "{stats}");
     assert!(
+        stats.contains("refused: host_not_allowed 1, unknown_subsystem 1 (auth failures 1)"),
+        "{stats}"
+    );
+    let avg = cols.last().unwrap();
+    assert!(avg.ends_with("us"), "average latency last: {stats}");
+    assert!(
         stats.contains(&format!("port 1 {listen} ANA optimized")),
         "{stats}"
     );
@@ -174,6 +206,9 @@ fn metrics_count_a_hosts_commands_per_queue_and_namespace() {
     let body = scrape(metrics);
     assert!(body.contains("numio_connections 0\n"), "{body}");
 
+    // Before the host connects: its admin queue's keep-alive timer runs
+    // from then on, and this test sends no Keep Alive.
+    refused_connects(listen);
     let (a, mut q) = connect(listen);
     for lba in 0..2u64 {
         q.write(1, lba * 8, &[0x5A; 4096]).unwrap();
@@ -200,6 +235,17 @@ fn metrics_count_a_hosts_commands_per_queue_and_namespace() {
         format!("numio_errors_total{{{c},qid=\"1\",nsid=\"1\"}} 1"),
         format!("numio_digest_failures_total{{{c},qid=\"1\",nsid=\"1\"}} 1"),
         format!("numio_port_ana_state{{port=\"1\",addr=\"{listen}\",state=\"optimized\"}} 1"),
+        // Every completed command of qid 1 on nsid 1: 3 reads, 2 writes,
+        // the write whose digest failed, and the queue's Connect (other).
+        format!("numio_commands_total{{{c},qid=\"1\",nsid=\"1\",op=\"other\"}} 1"),
+        format!("numio_command_latency_seconds_count{{{c},qid=\"1\",nsid=\"1\"}} 7"),
+        format!("numio_command_latency_seconds_bucket{{{c},qid=\"1\",nsid=\"1\",le=\"+Inf\"}} 7"),
+        format!("numio_command_latency_seconds_count{{{c},qid=\"1\",nsid=\"7\"}} 1"),
+        format!("numio_host_queues{{host=\"{HOST}\"}} 2"),
+        "numio_refused_total{reason=\"host_not_allowed\"} 1".to_string(),
+        "numio_refused_total{reason=\"unknown_subsystem\"} 1".to_string(),
+        "numio_refused_total{reason=\"busy\"} 0".to_string(),
+        "numio_auth_failures_total 1".to_string(),
     ];
     let body = scrape_until(metrics, &want);
     let admin = format!("numio_commands_total{{{c},qid=\"0\",nsid=\"0\",op=\"other\"}} ");
@@ -211,10 +257,33 @@ fn metrics_count_a_hosts_commands_per_queue_and_namespace() {
         !body.contains("qid=\"0\",nsid=\"0\",op=\"read\""),
         "no admin reads:\n{body}"
     );
+    check_latency_buckets(&body, &c);
     check_stats(metrics, listen, a.cntlid);
 
     drop((a, q));
     // SAFETY: kill(2) on our own child, not yet waited for.
     assert_eq!(unsafe { libc::kill(serve.id() as i32, libc::SIGTERM) }, 0);
     assert!(serve.wait().unwrap().success());
+}
+
+/// The histogram's buckets are cumulative and end at its count; the sum is
+/// positive and below the count times the largest finite bound.
+fn check_latency_buckets(body: &str, c: &str) {
+    let prefix = format!("numio_command_latency_seconds_bucket{{{c},qid=\"1\",nsid=\"1\",le=");
+    let counts: Vec<u64> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), 15, "14 bounds and +Inf:\n{body}");
+    assert!(counts.windows(2).all(|w| w[0] <= w[1]), "{counts:?}");
+    assert_eq!(*counts.last().unwrap(), 7);
+    let sum_line = format!("numio_command_latency_seconds_sum{{{c},qid=\"1\",nsid=\"1\"}} ");
+    let sum: f64 = body
+        .lines()
+        .find_map(|l| l.strip_prefix(&sum_line))
+        .expect("a sum")
+        .parse()
+        .unwrap();
+    assert!(sum > 0.0 && sum < 7.0, "{sum}");
 }

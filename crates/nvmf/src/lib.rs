@@ -6,6 +6,8 @@
 //!   I/O ([`host::HostQueue`]); the engine's `tcp` backend drives it from
 //!   its own non-blocking loop, and [`host::Initiator`] is a blocking socket
 //!   driver over it for the target's tests and for set-up.
+//! - [`log`]: the target's log lines, in text, logfmt or JSON, at a level,
+//!   journald's priorities where the stream is the journal.
 //!
 //! The target's configuration, namespaces and reactor are also at the crate
 //! root (`nvmf::config`, `nvmf::namespace`, `nvmf::reactor`): the paths
@@ -13,6 +15,7 @@
 #![deny(missing_docs)]
 
 pub mod host;
+pub mod log;
 pub mod target;
 
 pub use host::{Initiator, InitiatorError, InitiatorOptions};

@@ -47,7 +47,11 @@ impl Notifier {
             return;
         };
         if let Err(e) = sock.send_to_addr(state.as_bytes(), addr) {
-            eprintln!("numio serve: warning: sd_notify {state:?} to NOTIFY_SOCKET: {e}");
+            nvmf::log::warn(
+                "sd_notify_failed",
+                format_args!("sd_notify {state:?} to NOTIFY_SOCKET: {e}"),
+                &[("error", e.to_string().into())],
+            );
         }
     }
 

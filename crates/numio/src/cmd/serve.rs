@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use nvmf::config::{Limits, NamespaceConfig, SubsystemConfig, TargetConfig, DEFAULT_NQN};
+use nvmf::log;
 use nvmf::reactor::DEFAULT_REACTORS;
 use nvmf::Server;
 use topology::device::StackNode;
@@ -37,6 +38,49 @@ Example:
   numio serve --ns mem:1G --allow-host \"$(cat /etc/nvme/hostnqn)\"
   nvme discover -t tcp -a 127.0.0.1 -s 8009
   nvme connect -t tcp -a 127.0.0.1 -s 4420 -n nqn.2026-01.io.numio:subsys0";
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `numio serve: TEXT`.
+    Text,
+    /// `ts=... level=... event=... msg="..." key=value ...`.
+    Logfmt,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `--log-level`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogLevel {
+    /// Failures only.
+    Error,
+    /// And warnings (refused and closed connections, refused reloads).
+    Warn,
+    /// And notes.
+    Notice,
+    /// And state lines: listening, connected, reloaded, ready.
+    Info,
+    /// And every ordinary disconnect.
+    Debug,
+}
+
+/// Sets the log up as the flags say.
+fn init_log(args: &Args) {
+    let format = match args.log_format {
+        LogFormat::Text => log::Format::Text,
+        LogFormat::Logfmt => log::Format::Logfmt,
+        LogFormat::Json => log::Format::Json,
+    };
+    let level = match args.log_level {
+        LogLevel::Error => log::Level::Error,
+        LogLevel::Warn => log::Level::Warn,
+        LogLevel::Notice => log::Level::Notice,
+        LogLevel::Info => log::Level::Info,
+        LogLevel::Debug => log::Level::Debug,
+    };
+    log::init(format, level);
+}
 
 /// Flags of `numio serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -88,6 +132,16 @@ pub struct Args {
     /// Print a line for every queue a host connects (controller, qid, digests).
     #[arg(long)]
     pub log_connections: bool,
+    /// How log lines are written: text (`numio serve: ...`), logfmt (`ts=... level=...
+    /// event=... msg="..." key=value ...`) or json (one object per line). State lines go to
+    /// stdout, warnings and closed connections to stderr, in every format; under systemd each
+    /// line carries its syslog priority for the journal.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Least severe lines written: error, warn, notice, info, or debug (adds every closed
+    /// connection, also the ordinary ones).
+    #[arg(long, value_enum, default_value_t = LogLevel::Info)]
+    pub log_level: LogLevel,
     /// Most open connections (queues) over all hosts [default: 256].
     #[arg(long)]
     pub max_connections: Option<u32>,
@@ -280,67 +334,130 @@ fn print_startup(
 ) {
     let t = &server.target;
     for a in &server.listen_addrs {
-        println!("numio serve: NVMe/TCP listening on {a}");
+        log::info(
+            "listening",
+            format_args!("NVMe/TCP listening on {a}"),
+            &[("addr", a.to_string().into())],
+        );
     }
     for (i, p) in t.ports.iter().enumerate() {
         let cpus = server.port_cpus.get(i).map_or(&[][..], Vec::as_slice);
-        println!(
-            "numio serve: port {} {} ANA group 1 {}, {}",
-            p.id,
-            p.addr,
-            p.state(),
-            serve_ports::describe(cpus, placed.get(i))
+        log::info(
+            "port",
+            format_args!(
+                "port {} {} ANA group 1 {}, {}",
+                p.id,
+                p.addr,
+                p.state(),
+                serve_ports::describe(cpus, placed.get(i))
+            ),
+            &[
+                ("port", p.id.into()),
+                ("addr", p.addr.to_string().into()),
+                ("ana_state", p.state().to_string().into()),
+            ],
         );
     }
     for a in &server.discovery_addrs {
-        println!("numio serve: discovery service on {a}");
+        log::info(
+            "discovery_listening",
+            format_args!("discovery service on {a}"),
+            &[("addr", a.to_string().into())],
+        );
     }
     for s in &t.subsystems {
-        println!(
-            "numio serve: subsystem {} (serial {}, model {:?})",
-            s.nqn, s.serial, s.model
+        log::info(
+            "subsystem",
+            format_args!(
+                "subsystem {} (serial {}, model {:?})",
+                s.nqn, s.serial, s.model
+            ),
+            &[("subsystem", s.nqn.as_str().into())],
         );
         for ns in &s.namespaces {
-            println!(
-                "numio serve:   nsid {} {} {} bytes ({} blocks of {}) nguid {} uuid {} ({})",
-                ns.nsid,
-                ns.spec,
-                ns.size_bytes(),
-                ns.blocks(),
-                ns.lba_bytes(),
-                hex(&ns.nguid),
-                uuid(&ns.uuid),
-                ns.describe_access()
-            );
-            if let nvmf::namespace::Access::Buffered { why } = &ns.access {
-                eprintln!(
-                    "numio serve: note: nsid {} {} goes through the page cache: {why}",
-                    ns.nsid, ns.spec
-                );
-            }
+            print_namespace(&s.nqn, ns);
         }
     }
     if open_by_default {
-        eprintln!("numio serve: warning: any host may connect (restrict with --allow-host NQN)");
+        log::warn(
+            "open_to_any_host",
+            format_args!("any host may connect (restrict with --allow-host NQN)"),
+            &[],
+        );
     }
+    let cpus = format!("{:?}", server.cpus);
     match node {
-        Some(n) => println!(
-            "numio serve: reactors on CPUs {:?} (NUMA node {n} of the backing devices)",
-            server.cpus
+        Some(n) => log::info(
+            "reactors",
+            format_args!("reactors on CPUs {cpus} (NUMA node {n} of the backing devices)"),
+            &[("cpus", cpus.as_str().into()), ("node", n.0.into())],
         ),
-        None => println!("numio serve: reactors on CPUs {:?}", server.cpus),
+        None => log::info(
+            "reactors",
+            format_args!("reactors on CPUs {cpus}"),
+            &[("cpus", cpus.as_str().into())],
+        ),
     }
-    println!(
-        "numio serve: one io_uring per reactor ({}): socket receives and sends, wake-ups, storage",
-        server.ring_setup
+    log::info(
+        "rings",
+        format_args!(
+            "one io_uring per reactor ({}): socket receives and sends, wake-ups, storage",
+            server.ring_setup
+        ),
+        &[],
     );
     for n in &server.ring_notes {
-        eprintln!("numio serve: note: {n}");
+        log::note("ring_note", format_args!("{n}"), &[]);
     }
-    println!("numio serve: limits: {}", t.limits.describe());
-    println!(
-        "numio serve: ready (SIGINT or SIGTERM stops; SIGHUP reloads --config: ANA states, namespaces, hosts)"
+    log::info(
+        "limits",
+        format_args!("limits: {}", t.limits.describe()),
+        &[],
     );
+    log::info(
+        "ready",
+        format_args!(
+            "ready (SIGINT or SIGTERM stops; SIGHUP reloads --config: ANA states, namespaces, hosts)"
+        ),
+        &[],
+    );
+}
+
+/// A namespace's start-up line (and a note where it is buffered).
+fn print_namespace(nqn: &str, ns: &nvmf::namespace::Namespace) {
+    log::info(
+        "namespace",
+        format_args!(
+            "  nsid {} {} {} bytes ({} blocks of {}) nguid {} uuid {} ({})",
+            ns.nsid,
+            ns.spec,
+            ns.size_bytes(),
+            ns.blocks(),
+            ns.lba_bytes(),
+            hex(&ns.nguid),
+            uuid(&ns.uuid),
+            ns.describe_access()
+        ),
+        &[
+            ("subsystem", nqn.into()),
+            ("nsid", ns.nsid.into()),
+            ("backing", ns.spec.as_str().into()),
+            ("size_bytes", ns.size_bytes().into()),
+        ],
+    );
+    if let nvmf::namespace::Access::Buffered { why } = &ns.access {
+        log::note(
+            "namespace_buffered",
+            format_args!(
+                "nsid {} {} goes through the page cache: {why}",
+                ns.nsid, ns.spec
+            ),
+            &[
+                ("nsid", ns.nsid.into()),
+                ("backing", ns.spec.as_str().into()),
+            ],
+        );
+    }
 }
 
 fn hex(b: &[u8]) -> String {
@@ -364,10 +481,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(addr) = args.stats {
         return serve_stats::run(addr);
     }
+    init_log(&args);
     let notifier = Arc::new(Notifier::from_env()?);
     let (mut cfg, open_by_default) = build_config(&args)?;
     for w in serve_safety::check_namespaces(&cfg, args.force)? {
-        eprintln!("numio serve: warning: {w}");
+        log::warn("export_forced", format_args!("{w}"), &[]);
     }
     let mut node = None;
     let allowed =
@@ -398,7 +516,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     print_startup(&server, open_by_default, node, &placed);
     if let Some(addr) = args.metrics {
         let bound = serve_metrics::start(addr, server.target.clone())?;
-        println!("numio serve: metrics on http://{bound}/metrics (numio serve --stats {bound})");
+        log::info(
+            "metrics",
+            format_args!("metrics on http://{bound}/metrics (numio serve --stats {bound})"),
+            &[("addr", bound.to_string().into())],
+        );
     }
     use std::io::Write;
     std::io::stdout().flush().ok();
@@ -407,15 +529,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     watch_for_stop(&server, &notifier)?;
     server.wait_with(|target| {
         if args.config.is_none() {
-            eprintln!(
-                "numio serve: SIGHUP: no --config to reload; ANA states, namespaces and hosts change through a --config file"
+            log::warn(
+                "reload_refused",
+                format_args!(
+                    "SIGHUP: no --config to reload; ANA states, namespaces and hosts change through a --config file"
+                ),
+                &[],
             );
             return;
         }
         let rebuild = || build_config_at(&args, Some(&target.listeners)).map(|(cfg, _)| cfg);
         serve_reload::reload(target, rebuild, &notifier, &status)
     })?;
-    println!("numio serve: stopped; every namespace flushed");
+    log::info(
+        "stopped",
+        format_args!("stopped; every namespace flushed"),
+        &[],
+    );
     Ok(0)
 }
 

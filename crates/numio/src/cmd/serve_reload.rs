@@ -10,6 +10,8 @@ use nvmf::config::TargetConfig;
 use nvmf::target::reload::ReloadReport;
 use nvmf::target::subsystem::Target;
 
+use nvmf::log;
+
 use super::sd_notify::Notifier;
 
 /// The end of a refused reload's message.
@@ -27,10 +29,7 @@ pub fn reload(
     notifier.reloading();
     match config() {
         Ok(cfg) => apply(target, cfg),
-        Err(e) => eprintln!(
-            "numio serve: SIGHUP: {}; {UNCHANGED}",
-            one_line(&format!("{e:#}"))
-        ),
+        Err(e) => refused(&one_line(&format!("{e:#}"))),
     }
     std::io::stdout().flush().ok();
     notifier.ready(status);
@@ -42,25 +41,43 @@ fn apply(target: &Target, mut cfg: TargetConfig) {
     let states = match cfg.ana_states() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("numio serve: SIGHUP: {e}; {UNCHANGED}");
+            refused(&e.to_string());
             return;
         }
     };
     let changes = target.apply_ana_states(&states);
     for c in &changes {
-        println!(
-            "numio serve: port {} ({}) ANA {} -> {}; ANA Change notice sent to {} controller(s)",
-            c.port, c.addr, c.from, c.to, c.notified
+        log::info(
+            "ana_changed",
+            format_args!(
+                "port {} ({}) ANA {} -> {}; ANA Change notice sent to {} controller(s)",
+                c.port, c.addr, c.from, c.to, c.notified
+            ),
+            &[
+                ("port", c.port.into()),
+                ("from", c.from.to_string().into()),
+                ("to", c.to.to_string().into()),
+                ("controllers_notified", c.notified.into()),
+            ],
         );
     }
     let report = target.reload(&cfg);
     print_report(&report);
-    println!(
-        "numio serve: reloaded: {} namespace(s) added, {} removed, allowed hosts changed in {} subsystem(s), {} ANA state change(s)",
-        report.added.len(),
-        report.removed.len(),
-        report.hosts_changed.len(),
-        changes.len()
+    log::info(
+        "reloaded",
+        format_args!(
+            "reloaded: {} namespace(s) added, {} removed, allowed hosts changed in {} subsystem(s), {} ANA state change(s)",
+            report.added.len(),
+            report.removed.len(),
+            report.hosts_changed.len(),
+            changes.len()
+        ),
+        &[
+            ("namespaces_added", report.added.len().into()),
+            ("namespaces_removed", report.removed.len().into()),
+            ("subsystems_hosts_changed", report.hosts_changed.len().into()),
+            ("ana_changes", changes.len().into()),
+        ],
     );
 }
 
@@ -76,22 +93,50 @@ fn one_line(text: &str) -> String {
 }
 
 fn print_report(r: &ReloadReport) {
-    for (nqn, nsid, backing) in &r.added {
-        println!("numio serve: {nqn}: nsid {nsid} {backing} added");
-    }
-    for (nqn, nsid, backing) in &r.removed {
-        println!("numio serve: {nqn}: nsid {nsid} {backing} removed");
+    for (what, list) in [("added", &r.added), ("removed", &r.removed)] {
+        for (nqn, nsid, backing) in list {
+            log::info(
+                &format!("namespace_{what}"),
+                format_args!("{nqn}: nsid {nsid} {backing} {what}"),
+                &[
+                    ("subsystem", nqn.into()),
+                    ("nsid", (*nsid).into()),
+                    ("backing", backing.into()),
+                ],
+            );
+        }
     }
     for nqn in &r.hosts_changed {
-        println!("numio serve: {nqn}: allowed hosts changed (connected hosts stay)");
+        log::info(
+            "hosts_changed",
+            format_args!("{nqn}: allowed hosts changed (connected hosts stay)"),
+            &[("subsystem", nqn.into())],
+        );
     }
     if !r.added.is_empty() || !r.removed.is_empty() {
-        println!(
-            "numio serve: Namespace Attribute Changed notice sent to {} controller(s)",
-            r.notices
+        log::info(
+            "namespaces_changed_notice",
+            format_args!(
+                "Namespace Attribute Changed notice sent to {} controller(s)",
+                r.notices
+            ),
+            &[("controllers_notified", r.notices.into())],
         );
     }
     for why in &r.refused {
-        eprintln!("numio serve: SIGHUP: {why}");
+        log::warn(
+            "reload_refused",
+            format_args!("SIGHUP: {why}"),
+            &[("reason", why.into())],
+        );
     }
+}
+
+/// A reload that changed nothing, and why.
+fn refused(why: &str) {
+    log::warn(
+        "reload_refused",
+        format_args!("SIGHUP: {why}; {UNCHANGED}"),
+        &[("reason", why.into())],
+    );
 }

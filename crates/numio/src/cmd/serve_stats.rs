@@ -1,7 +1,8 @@
 //! `numio serve --stats ADDR`: a running target's counters, read from its
 //! `--metrics ADDR` endpoint and printed per controller (subsystem, host):
-//! commands, bytes, errors and digest failures over all its queues and
-//! namespaces, then the namespaces and ports.
+//! commands, bytes, errors, digest failures and the mean command latency
+//! over all its queues and namespaces, then the refusals, the namespaces
+//! and the ports.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -92,6 +93,8 @@ struct Totals {
     written_bytes: f64,
     errors: f64,
     digests: f64,
+    latency_sum_s: f64,
+    latency_count: f64,
 }
 
 /// Totals by (subsystem, host, cntlid).
@@ -112,6 +115,8 @@ fn totals(samples: &[Sample]) -> (ByController, Option<f64>) {
             ("numio_bytes_total", "write") => Some(|t| &mut t.written_bytes),
             ("numio_errors_total", _) => Some(|t| &mut t.errors),
             ("numio_digest_failures_total", _) => Some(|t| &mut t.digests),
+            ("numio_command_latency_seconds_sum", _) => Some(|t| &mut t.latency_sum_s),
+            ("numio_command_latency_seconds_count", _) => Some(|t| &mut t.latency_count),
             ("numio_connections", _) => {
                 connections = Some(s.value);
                 None
@@ -136,7 +141,7 @@ pub fn render(text: &str) -> String {
         out.push_str(&format!("connections: {n}\n"));
     }
     out.push_str(&format!(
-        "{:<32} {:<44} {:>6} {:>4} {:>10} {:>10} {:>10} {:>10} {:>8} {:>7} {:>7}\n",
+        "{:<32} {:<44} {:>6} {:>4} {:>10} {:>10} {:>10} {:>10} {:>8} {:>7} {:>7} {:>9}\n",
         "subsystem",
         "host",
         "cntlid",
@@ -147,11 +152,12 @@ pub fn render(text: &str) -> String {
         "written",
         "other",
         "errors",
-        "digest"
+        "digest",
+        "lat avg"
     ));
     for ((subsys, host, cntlid), t) in &ctrls {
         out.push_str(&format!(
-            "{subsys:<32} {host:<44} {cntlid:>6} {:>4} {:>10} {:>10} {:>10} {:>10} {:>8} {:>7} {:>7}\n",
+            "{subsys:<32} {host:<44} {cntlid:>6} {:>4} {:>10} {:>10} {:>10} {:>10} {:>8} {:>7} {:>7} {:>9}\n",
             t.io_queues,
             t.reads,
             t.writes,
@@ -159,12 +165,14 @@ pub fn render(text: &str) -> String {
             bytes(t.written_bytes as u64),
             t.other,
             t.errors,
-            t.digests
+            t.digests,
+            mean_latency(t)
         ));
     }
     if ctrls.is_empty() {
         out.push_str("(no host connected)\n");
     }
+    out.push_str(&refusals(&samples));
     for s in samples
         .iter()
         .filter(|s| s.name == "numio_namespace_size_bytes")
@@ -186,6 +194,32 @@ pub fn render(text: &str) -> String {
         ));
     }
     out
+}
+
+/// The mean command latency: "12.3us", or "-" before any command.
+fn mean_latency(t: &Totals) -> String {
+    if t.latency_count == 0.0 {
+        return "-".into();
+    }
+    format!("{:.1}us", t.latency_sum_s / t.latency_count * 1e6)
+}
+
+/// "refused: REASON N, ... (auth failures N)" for the reasons counted, or
+/// "refused: none".
+fn refusals(samples: &[Sample]) -> String {
+    let counted: Vec<String> = samples
+        .iter()
+        .filter(|s| s.name == "numio_refused_total" && s.value > 0.0)
+        .map(|s| format!("{} {}", s.label("reason"), s.value))
+        .collect();
+    let auth = samples
+        .iter()
+        .find(|s| s.name == "numio_auth_failures_total")
+        .map_or(0.0, |s| s.value);
+    if counted.is_empty() {
+        return "refused: none\n".into();
+    }
+    format!("refused: {} (auth failures {auth})\n", counted.join(", "))
 }
 
 /// `b` bytes in binary units: "512 B", "4.0 KiB", "1.5 GiB".

@@ -1,11 +1,70 @@
 //! Per queue and namespace counts of what a target operator watches:
-//! commands completed, bytes moved, errors and digest failures. A
-//! connection counts into its own [`QueueCounters`] (no lock, no shared
-//! atomic on the I/O path) and folds them into its controller's
-//! [`CounterTable`] every tick (`event_loop.rs`'s `TICK`).
+//! commands completed, bytes moved, errors, digest failures and a latency
+//! histogram. A connection counts into its own [`QueueCounters`] (no lock,
+//! no shared atomic on the I/O path) and folds them into its controller's
+//! [`CounterTable`] every tick (`event_loop.rs`'s `TICK`). Connections the
+//! target refused or closed before they served a host are counted by
+//! reason in the target's [`Refusals`] (rare: atomics are fine there).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
+use std::time::Duration;
+
+/// Upper bounds of the latency histogram's buckets, in nanoseconds
+/// (Prometheus' `le`); one more bucket counts the slower commands.
+pub const LATENCY_BOUNDS_NS: [u64; 14] = [
+    5_000,
+    10_000,
+    25_000,
+    50_000,
+    100_000,
+    250_000,
+    500_000,
+    1_000_000,
+    2_500_000,
+    5_000_000,
+    10_000_000,
+    25_000_000,
+    100_000_000,
+    1_000_000_000,
+];
+/// Buckets: one per bound, and one past the last.
+pub const LATENCY_BUCKETS: usize = LATENCY_BOUNDS_NS.len() + 1;
+
+/// Commands by the time they took in the target, from the receive that
+/// brought the command capsule to its completion being queued for sending
+/// (R2T data transfers and storage included).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LatencyHistogram {
+    /// Commands per bucket (not cumulative): bucket i holds those at most
+    /// `LATENCY_BOUNDS_NS[i]` and above the bound before it.
+    pub buckets: [u64; LATENCY_BUCKETS],
+    /// Their latencies added up.
+    pub sum_ns: u64,
+}
+
+impl LatencyHistogram {
+    /// Counts one command of `took`.
+    pub fn record(&mut self, took: Duration) {
+        let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+        let i = LATENCY_BOUNDS_NS.partition_point(|&b| b < ns);
+        self.buckets[i] += 1;
+        self.sum_ns = self.sum_ns.saturating_add(ns);
+    }
+
+    /// Commands counted.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    fn add(&mut self, o: &LatencyHistogram) {
+        for (a, b) in self.buckets.iter_mut().zip(&o.buckets) {
+            *a += b;
+        }
+        self.sum_ns = self.sum_ns.saturating_add(o.sum_ns);
+    }
+}
 
 /// Most nsids one queue keeps apart (one more for [`NSID_OTHER`]).
 pub const NSID_ENTRIES_MAX: usize = 32;
@@ -30,6 +89,8 @@ pub struct IoCounters {
     pub errors: u64,
     /// Commands whose data digest (CRC32C) did not match.
     pub digest_failures: u64,
+    /// Every completed command's time in the target.
+    pub latency: LatencyHistogram,
 }
 
 impl IoCounters {
@@ -42,6 +103,86 @@ impl IoCounters {
         self.written_bytes += o.written_bytes;
         self.errors += o.errors;
         self.digest_failures += o.digest_failures;
+        self.latency.add(&o.latency);
+    }
+}
+
+/// Why the target refused a Connect or closed a socket before it served a
+/// host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// The host NQN is not on the subsystem's allow list.
+    HostNotAllowed,
+    /// An I/O queue's Host ID is not its controller's.
+    HostIdMismatch,
+    /// No such subsystem (on this port).
+    UnknownSubsystem,
+    /// Too many controllers or queues, or an unknown controller or queue.
+    Busy,
+    /// A Connect the target could not take (format, lengths, queue size).
+    InvalidConnect,
+    /// Every connection slot was taken.
+    ConnectionLimit,
+    /// The source address held its share of the slots.
+    SourceLimit,
+    /// No ICReq in time.
+    IcreqDeadline,
+    /// No successful Connect in time.
+    ConnectDeadline,
+}
+
+impl Refused {
+    /// Every reason, in the order the metrics list them.
+    pub const ALL: [Refused; 9] = [
+        Refused::HostNotAllowed,
+        Refused::HostIdMismatch,
+        Refused::UnknownSubsystem,
+        Refused::Busy,
+        Refused::InvalidConnect,
+        Refused::ConnectionLimit,
+        Refused::SourceLimit,
+        Refused::IcreqDeadline,
+        Refused::ConnectDeadline,
+    ];
+
+    /// Its label value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Refused::HostNotAllowed => "host_not_allowed",
+            Refused::HostIdMismatch => "host_id_mismatch",
+            Refused::UnknownSubsystem => "unknown_subsystem",
+            Refused::Busy => "busy",
+            Refused::InvalidConnect => "invalid_connect",
+            Refused::ConnectionLimit => "connection_limit",
+            Refused::SourceLimit => "source_limit",
+            Refused::IcreqDeadline => "icreq_deadline",
+            Refused::ConnectDeadline => "connect_deadline",
+        }
+    }
+
+    /// A refusal of the host's identity (what authentication failures
+    /// are counted as).
+    pub fn is_auth(self) -> bool {
+        matches!(self, Refused::HostNotAllowed | Refused::HostIdMismatch)
+    }
+}
+
+/// The target's refusals by reason.
+#[derive(Debug, Default)]
+pub struct Refusals([AtomicU64; Refused::ALL.len()]);
+
+impl Refusals {
+    /// Counts one.
+    pub fn count(&self, why: Refused) {
+        self.0[why as usize].fetch_add(1, Relaxed);
+    }
+
+    /// (reason, count) for every reason.
+    pub fn snapshot(&self) -> Vec<(Refused, u64)> {
+        Refused::ALL
+            .iter()
+            .map(|&r| (r, self.0[r as usize].load(Relaxed)))
+            .collect()
     }
 }
 
@@ -139,5 +280,47 @@ mod tests {
         }
         assert_eq!(q.by_nsid.len(), NSID_ENTRIES_MAX + 1, "bounded");
         assert_eq!(q.entry(NSID_OTHER).errors, 100 - 10 - 30);
+    }
+
+    #[test]
+    fn latencies_fall_in_their_buckets_and_fold() {
+        let mut h = LatencyHistogram::default();
+        h.record(Duration::from_nanos(5_000)); // on the first bound: bucket 0
+        h.record(Duration::from_nanos(5_001));
+        h.record(Duration::from_micros(300));
+        h.record(Duration::from_secs(3)); // past the last bound
+        assert_eq!(h.buckets[0], 1);
+        assert_eq!(h.buckets[1], 1);
+        assert_eq!(h.buckets[6], 1, "300 us: at most 500 us");
+        assert_eq!(h.buckets[LATENCY_BUCKETS - 1], 1);
+        assert_eq!(h.count(), 4);
+        assert_eq!(h.sum_ns, 5_000 + 5_001 + 300_000 + 3_000_000_000);
+        let t = CounterTable::default();
+        let mut q = QueueCounters::default();
+        q.entry(1).latency = h;
+        q.entry(1).reads += 4;
+        t.fold(1, &mut q);
+        q.entry(1).latency.record(Duration::from_micros(1));
+        q.entry(1).reads += 1;
+        t.fold(1, &mut q);
+        let snap = t.snapshot();
+        assert_eq!(snap[0].2.latency.count(), 5);
+        assert_eq!(snap[0].2.latency.buckets[0], 2);
+    }
+
+    #[test]
+    fn refusals_count_by_reason() {
+        let r = Refusals::default();
+        r.count(Refused::HostNotAllowed);
+        r.count(Refused::HostNotAllowed);
+        r.count(Refused::SourceLimit);
+        let s = r.snapshot();
+        assert_eq!(s.len(), Refused::ALL.len());
+        assert_eq!(s[0], (Refused::HostNotAllowed, 2));
+        assert_eq!(s[6], (Refused::SourceLimit, 1));
+        assert!(Refused::HostIdMismatch.is_auth() && !Refused::Busy.is_auth());
+        for (i, r) in Refused::ALL.iter().enumerate() {
+            assert_eq!(*r as usize, i, "ALL is in declaration order");
+        }
     }
 }

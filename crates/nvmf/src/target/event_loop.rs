@@ -25,6 +25,7 @@ use super::queue::{Connection, Phase};
 use super::ring::{Ring, Tag};
 use super::storage::{StorageKind, StorageOp};
 use super::subsystem::Target;
+use crate::log::{Level, Stream};
 
 /// How long in-flight writes get to finish after SIGINT/SIGTERM.
 pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
@@ -257,7 +258,7 @@ impl Reactor {
                     s.conn.tick(now);
                 }
                 if let Some(said) = self.log.roll(now) {
-                    eprintln!("numio serve: {said}");
+                    super::log_limit::said_held_back(&said);
                 }
             }
             self.release_finished();
@@ -348,7 +349,13 @@ impl Reactor {
                     e.raw_os_error(),
                     Some(libc::ETIME | libc::EINTR | libc::EBUSY)
                 ) => {}
-            Err(e) => eprintln!("numio serve: io_uring wait failed: {e}"),
+            Err(e) => crate::log::emit(
+                Stream::Err,
+                Level::Error,
+                "io_uring_wait_failed",
+                format_args!("io_uring wait failed: {e}"),
+                &[("error", e.to_string().into())],
+            ),
         }
     }
 
@@ -418,16 +425,14 @@ impl Reactor {
                 .close_reason
                 .clone()
                 .unwrap_or_else(|| "host closed the connection".into());
-            if !why.starts_with("host closed")
-                && !why.starts_with("target shutting")
-                && self.log.admit()
-            {
-                let q = s
-                    .conn
-                    .qid()
-                    .map(|q| format!(" qid {q}"))
-                    .unwrap_or_default();
-                eprintln!("numio serve: closing {}{q}: {why}", s.peer);
+            // An ordinary close is a debug line; any other a warning.
+            let level = if why.starts_with("host closed") || why.starts_with("target shutting") {
+                Level::Debug
+            } else {
+                Level::Warn
+            };
+            if crate::log::enabled(level) && self.log.admit() {
+                log_closed(&s, level, &why);
             }
             s.conn.release();
             self.target.release(s.peer_ip);
@@ -483,6 +488,23 @@ fn storage_entry(op: &StorageOp, buf: *mut u8) -> squeue::Entry {
             .mode(mode)
             .build(),
     }
+}
+
+/// The line for a connection that closed.
+fn log_closed(s: &Slot, level: Level, why: &str) {
+    let qid = s.conn.qid();
+    let q = qid.map(|q| format!(" qid {q}")).unwrap_or_default();
+    let mut fields = vec![("peer", s.peer.as_str().into()), ("reason", why.into())];
+    if let Some(qid) = qid {
+        fields.push(("qid", qid.into()));
+    }
+    crate::log::emit(
+        Stream::Err,
+        level,
+        "connection_closed",
+        format_args!("closing {}{q}: {why}", s.peer),
+        &fields,
+    );
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@ use nvme_spec::fabrics::{
 use nvme_spec::Status;
 
 use super::command::{Binding, Ctx, Outcome};
+use super::counters::Refused;
 use super::subsystem::ConnectRefusal;
+use crate::log::{self, Level, Stream};
 
 /// Version reported in VS and Identify: NVMe 1.3.
 pub const NVME_VERSION: u32 = fabrics::version(1, 3, 0);
@@ -48,21 +50,26 @@ pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
 }
 
 fn connect(ctx: &mut Ctx<'_>) -> Outcome {
+    let target = ctx.target;
+    let invalid = |status, result| {
+        target.refusals.count(Refused::InvalidConnect);
+        refuse(status, result)
+    };
     if ctx.binding.is_some() {
         return Outcome::err(Status::CMD_SEQ_ERROR);
     }
     let req = &ctx.req;
     let cmd = ConnectCmd::from_sqe(&req.sqe);
     if cmd.recfmt != 0 {
-        return refuse(Status::CONNECT_INCOMPATIBLE_FORMAT, 0);
+        return invalid(Status::CONNECT_INCOMPATIBLE_FORMAT, 0);
     }
     let data = match ConnectData::decode(&req.buf) {
         Ok(d) => d,
         Err(ConnectDataError::Short { .. }) => {
-            return refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 24))
+            return invalid(Status::CONNECT_INVALID_PARAM, ipo(false, 24))
         }
         Err(ConnectDataError::BadNqn { offset, .. }) => {
-            return refuse(Status::CONNECT_INVALID_PARAM, ipo(true, offset))
+            return invalid(Status::CONNECT_INVALID_PARAM, ipo(true, offset))
         }
     };
     let limits = ctx.target.limits;
@@ -73,11 +80,11 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
         limits.max_queue_depth
     };
     if cmd.sqsize == 0 || cmd.sqsize >= max_entries {
-        return refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 44));
+        return invalid(Status::CONNECT_INVALID_PARAM, ipo(false, 44));
     }
     let result = if cmd.qid == 0 {
         if data.cntlid != CNTLID_DYNAMIC {
-            return refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16));
+            return invalid(Status::CONNECT_INVALID_PARAM, ipo(true, 16));
         }
         ctx.target
             .create_controller(ctx.port, &subnqn, &hostnqn, data.hostid, cmd.kato_ms)
@@ -87,7 +94,7 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
     };
     let ctrl = match result {
         Ok(c) => c,
-        Err(r) => return refusal(r),
+        Err(r) => return refusal(target, r),
     };
     let cntlid = ctrl.cntlid;
     if ctx.target.log_connections {
@@ -95,14 +102,31 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
         let cpu = ctx
             .reactor_cpu
             .map_or_else(String::new, |c| format!(" reactor CPU {c}"));
-        println!(
-            "numio serve: connected {} qid {} cntlid {cntlid} host {hostnqn} port {}{cpu} sqsize {} digests header={} data={}",
-            subnqn,
-            cmd.qid,
-            ctx.port,
-            cmd.sqsize + 1,
-            on(ctx.framing.header_digest),
-            on(ctx.framing.data_digest)
+        let (hd, dd) = (on(ctx.framing.header_digest), on(ctx.framing.data_digest));
+        let mut fields = vec![
+            ("subsystem", (&subnqn).into()),
+            ("qid", cmd.qid.into()),
+            ("cntlid", cntlid.into()),
+            ("host", (&hostnqn).into()),
+            ("port", ctx.port.into()),
+            ("sqsize", (cmd.sqsize + 1).into()),
+            ("header_digest", hd.into()),
+            ("data_digest", dd.into()),
+        ];
+        if let Some(c) = ctx.reactor_cpu {
+            fields.push(("reactor_cpu", c.into()));
+        }
+        log::emit(
+            Stream::Out,
+            Level::Info,
+            "connected",
+            format_args!(
+                "connected {subnqn} qid {} cntlid {cntlid} host {hostnqn} port {}{cpu} sqsize {} digests header={hd} data={dd}",
+                cmd.qid,
+                ctx.port,
+                cmd.sqsize + 1,
+            ),
+            &fields,
         );
     }
     Outcome::Connected {
@@ -117,7 +141,15 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
 }
 
 /// The status and IATTR/IPO result for a refused Connect.
-fn refusal(r: ConnectRefusal) -> Outcome {
+fn refusal(target: &super::subsystem::Target, r: ConnectRefusal) -> Outcome {
+    target.refusals.count(match r {
+        ConnectRefusal::UnknownSubsystem | ConnectRefusal::NotOnPort => Refused::UnknownSubsystem,
+        ConnectRefusal::HostNotAllowed => Refused::HostNotAllowed,
+        ConnectRefusal::HostIdMismatch => Refused::HostIdMismatch,
+        ConnectRefusal::UnknownController | ConnectRefusal::Busy | ConnectRefusal::BadQueueId => {
+            Refused::Busy
+        }
+    });
     match r {
         ConnectRefusal::UnknownSubsystem | ConnectRefusal::NotOnPort => {
             refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 256))
@@ -171,9 +203,15 @@ fn property_set(ctx: &Ctx<'_>, offset: u32, value: u64) -> Outcome {
         drop(regs);
         for ns in &b.ctrl.subsys.namespaces {
             if let Err(e) = ns.flush() {
-                eprintln!(
-                    "numio serve: flush of namespace {} failed at shutdown: {e}",
-                    ns.spec
+                log::emit(
+                    Stream::Err,
+                    Level::Error,
+                    "flush_failed",
+                    format_args!("flush of namespace {} failed at shutdown: {e}", ns.spec),
+                    &[
+                        ("namespace", ns.spec.as_str().into()),
+                        ("error", e.to_string().into()),
+                    ],
                 );
             }
         }

@@ -67,6 +67,18 @@ impl LogLimit {
     }
 }
 
+/// Says how many connection lines the rate limit held back (a reactor's
+/// or the acceptor's [`LogLimit`]).
+pub(crate) fn said_held_back(said: &str) {
+    crate::log::emit(
+        crate::log::Stream::Err,
+        crate::log::Level::Notice,
+        "log_lines_held_back",
+        format_args!("{said}"),
+        &[],
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

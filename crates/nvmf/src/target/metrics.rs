@@ -1,8 +1,8 @@
 //! What a target operator reads: [`Target::metrics`] takes the
 //! controllers' counter tables (`counters.rs`), the connection count, the
-//! namespaces and the ports into a [`MetricsSnapshot`], which renders
-//! itself in Prometheus' text format (`numio serve --metrics ADDR` serves
-//! it over HTTP).
+//! refusals, the namespaces and the ports into a [`MetricsSnapshot`], which
+//! renders itself in Prometheus' text format (`numio serve --metrics ADDR`
+//! serves it over HTTP).
 
 use std::fmt::Write;
 use std::net::SocketAddr;
@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use nvme_spec::ana::AnaState;
 
-use super::counters::IoCounters;
+use super::counters::{IoCounters, Refused, LATENCY_BOUNDS_NS};
 use super::subsystem::Target;
 
 /// One controller's counters.
@@ -54,6 +54,8 @@ pub struct MetricsSnapshot {
     pub namespaces: Vec<NamespaceMetrics>,
     /// Ports: (id, listener, ANA state).
     pub ports: Vec<(u16, SocketAddr, AnaState)>,
+    /// Connects refused and sockets closed before serving, by reason.
+    pub refusals: Vec<(Refused, u64)>,
 }
 
 impl Target {
@@ -94,6 +96,7 @@ impl Target {
                 .iter()
                 .map(|p| (p.id, p.addr, p.state()))
                 .collect(),
+            refusals: self.refusals.snapshot(),
         }
     }
 }
@@ -159,6 +162,8 @@ impl MetricsSnapshot {
         for c in &self.controllers {
             let _ = writeln!(w, "numio_io_queues{{{}}} {}", ctrl_labels(c), c.io_queues);
         }
+        self.write_hosts(w);
+        self.write_refusals(w);
         for (name, help, ops) in FAMILIES {
             let _ = writeln!(w, "# HELP {name} {help}");
             let _ = writeln!(w, "# TYPE {name} counter");
@@ -183,6 +188,7 @@ impl MetricsSnapshot {
                 }
             }
         }
+        self.write_latency(w);
         let _ = writeln!(
             w,
             "# HELP numio_namespace_size_bytes Size of each active namespace."
@@ -210,6 +216,74 @@ impl MetricsSnapshot {
             );
         }
         out
+    }
+}
+
+impl MetricsSnapshot {
+    /// Queues (admin and I/O) each host has connected, over its controllers.
+    fn write_hosts(&self, w: &mut String) {
+        let mut hosts: std::collections::BTreeMap<&str, usize> = Default::default();
+        for c in &self.controllers {
+            *hosts.entry(c.host.as_str()).or_default() += 1 + c.io_queues;
+        }
+        let _ = writeln!(
+            w,
+            "# HELP numio_host_queues Queues (admin and I/O) connected, per host."
+        );
+        let _ = writeln!(w, "# TYPE numio_host_queues gauge");
+        for (host, n) in hosts {
+            let _ = writeln!(w, "numio_host_queues{{host=\"{}\"}} {n}", label(host));
+        }
+    }
+
+    /// Refusals by reason, and those of a host's identity as auth failures.
+    fn write_refusals(&self, w: &mut String) {
+        let _ = writeln!(
+            w,
+            "# HELP numio_refused_total Connects refused and sockets closed before they served a host, by reason."
+        );
+        let _ = writeln!(w, "# TYPE numio_refused_total counter");
+        for (why, n) in &self.refusals {
+            let _ = writeln!(w, "numio_refused_total{{reason=\"{}\"}} {n}", why.name());
+        }
+        let auth: u64 = self
+            .refusals
+            .iter()
+            .filter(|(why, _)| why.is_auth())
+            .map(|(_, n)| n)
+            .sum();
+        let _ = writeln!(
+            w,
+            "# HELP numio_auth_failures_total Connects refused for the host's identity (not allowed, wrong Host ID)."
+        );
+        let _ = writeln!(w, "# TYPE numio_auth_failures_total counter");
+        let _ = writeln!(w, "numio_auth_failures_total {auth}");
+    }
+
+    /// Each queue and namespace's latency histogram.
+    fn write_latency(&self, w: &mut String) {
+        const NAME: &str = "numio_command_latency_seconds";
+        let _ = writeln!(
+            w,
+            "# HELP {NAME} Time in the target from a command's arrival to its completion being queued, per queue and namespace."
+        );
+        let _ = writeln!(w, "# TYPE {NAME} histogram");
+        for c in &self.controllers {
+            for (qid, nsid, q) in &c.queues {
+                let labels = format!("{},qid=\"{qid}\",nsid=\"{nsid}\"", ctrl_labels(c));
+                let mut cumulative = 0;
+                for (bound, n) in LATENCY_BOUNDS_NS.iter().zip(&q.latency.buckets) {
+                    cumulative += n;
+                    let le = *bound as f64 / 1e9;
+                    let _ = writeln!(w, "{NAME}_bucket{{{labels},le=\"{le}\"}} {cumulative}");
+                }
+                let count = q.latency.count();
+                let _ = writeln!(w, "{NAME}_bucket{{{labels},le=\"+Inf\"}} {count}");
+                let sum = q.latency.sum_ns as f64 / 1e9;
+                let _ = writeln!(w, "{NAME}_sum{{{labels}}} {sum}");
+                let _ = writeln!(w, "{NAME}_count{{{labels}}} {count}");
+            }
+        }
     }
 }
 

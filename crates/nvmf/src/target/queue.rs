@@ -19,7 +19,7 @@ use nvme_spec::tcp::{self, fes, pdu_type, Direction, FatalError, Framing, Pdu};
 
 use super::command::{Binding, Outcome};
 use super::config::R2T_OUTSTANDING_LIMIT;
-use super::counters::{IoCounters, QueueCounters};
+use super::counters::{IoCounters, QueueCounters, Refused};
 use super::request::{RequestState, Requests, StateCounts};
 use super::storage::{StorageKind, StorageOp};
 use super::subsystem::Target;
@@ -66,6 +66,9 @@ pub struct Connection {
     /// When the socket was accepted (the ICReq and Connect deadlines).
     opened: Instant,
     pub(crate) counters: QueueCounters,
+    /// When the bytes being fed arrived (one clock read per receive): the
+    /// start of each command's latency.
+    pub(crate) rx_at: Instant,
     /// Why the connection is closing, for the log.
     pub close_reason: Option<String>,
     /// Id of the port (listener) the connection came through; 1 unless
@@ -96,6 +99,7 @@ impl Connection {
             sq_flow_disabled: false,
             r2t_outstanding_max: 1,
             last_keepalive: Instant::now(),
+            rx_at: Instant::now(),
             opened: Instant::now(),
             counters: QueueCounters::default(),
             close_reason: None,
@@ -278,6 +282,9 @@ impl Connection {
             return;
         }
         let budget = self.reply_budget();
+        if !input.is_empty() {
+            self.rx_at = Instant::now();
+        }
         self.rx.extend_from_slice(input);
         let rx = std::mem::take(&mut self.rx);
         let mut pos = 0;
@@ -436,11 +443,12 @@ impl Connection {
             Phase::Ready if age > CONNECT_DEADLINE => "no Connect",
             _ => return,
         };
-        let limit = if self.phase == Phase::AwaitIcReq {
-            ICREQ_DEADLINE
+        let (limit, reason) = if self.phase == Phase::AwaitIcReq {
+            (ICREQ_DEADLINE, Refused::IcreqDeadline)
         } else {
-            CONNECT_DEADLINE
+            (CONNECT_DEADLINE, Refused::ConnectDeadline)
         };
+        self.target.refusals.count(reason);
         self.close(format!("{why} within {} s of connecting", limit.as_secs()));
     }
 

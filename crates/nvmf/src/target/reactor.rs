@@ -20,12 +20,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::admission::Crowded;
 use super::config::TargetConfig;
+use super::counters::Refused;
 use super::error::TargetError;
 use super::event_loop::{eventfd, poke, Reactor};
 use super::log_limit::LogLimit;
 use super::ring::Ring;
 use super::subsystem::Target;
+use crate::log::{Level, Stream};
 
 pub use super::event_loop::{DRAIN_GRACE, TICK};
 
@@ -113,7 +116,13 @@ pub fn default_cpus(max: usize) -> Vec<usize> {
 
 fn pin_to(cpu: usize) {
     if let Err(e) = sysapi::affinity::pin_current_thread(&[cpu as u32]) {
-        eprintln!("numio serve: cannot pin reactor to CPU {cpu}: {e}");
+        crate::log::emit(
+            Stream::Err,
+            Level::Warn,
+            "reactor_not_pinned",
+            format_args!("cannot pin reactor to CPU {cpu}: {e}"),
+            &[("cpu", cpu.into()), ("error", e.to_string().into())],
+        );
     }
 }
 
@@ -356,7 +365,7 @@ fn accept_loop(
     while !target.shutting_down.load(Ordering::Acquire) {
         let n = poll_fds(&mut fds);
         if let Some(said) = log.roll(Instant::now()) {
-            eprintln!("numio serve: {said}");
+            super::log_limit::said_held_back(&said);
         }
         if Instant::now() >= next_size_check {
             next_size_check = Instant::now() + SIZE_CHECK;
@@ -371,9 +380,22 @@ fn accept_loop(
             let port = i as u16 + 1;
             while let Ok((s, peer)) = l.accept() {
                 if let Err(why) = target.admit(peer.ip()) {
+                    target.refusals.count(match why {
+                        Crowded::Target(_) => Refused::ConnectionLimit,
+                        Crowded::Source(_) => Refused::SourceLimit,
+                    });
                     // Dropping the socket closes it at once.
-                    if log.admit() {
-                        eprintln!("numio serve: refusing {peer}: {why}");
+                    if crate::log::enabled(Level::Warn) && log.admit() {
+                        crate::log::emit(
+                            Stream::Err,
+                            Level::Warn,
+                            "connection_refused",
+                            format_args!("refusing {peer}: {why}"),
+                            &[
+                                ("peer", peer.to_string().into()),
+                                ("reason", why.to_string().into()),
+                            ],
+                        );
                     }
                     continue;
                 }
@@ -398,14 +420,31 @@ fn accept_loop(
 fn report_resizes(target: &Target) {
     let (changes, errors) = target.check_namespace_sizes();
     for c in changes {
-        eprintln!(
-            "numio serve: {} namespace {} is now {} bytes; \
-             Namespace Attribute Changed notice sent to {} controller(s)",
-            c.nqn, c.nsid, c.size_bytes, c.notified
+        crate::log::emit(
+            Stream::Err,
+            Level::Info,
+            "namespace_resized",
+            format_args!(
+                "{} namespace {} is now {} bytes; \
+                 Namespace Attribute Changed notice sent to {} controller(s)",
+                c.nqn, c.nsid, c.size_bytes, c.notified
+            ),
+            &[
+                ("subsystem", c.nqn.as_str().into()),
+                ("nsid", c.nsid.into()),
+                ("size_bytes", c.size_bytes.into()),
+                ("controllers_notified", c.notified.into()),
+            ],
         );
     }
     for e in errors {
-        eprintln!("numio serve: cannot read a namespace's size: {e}");
+        crate::log::emit(
+            Stream::Err,
+            Level::Warn,
+            "namespace_size_unreadable",
+            format_args!("cannot read a namespace's size: {e}"),
+            &[("error", e.to_string().into())],
+        );
     }
 }
 

@@ -20,6 +20,8 @@
 //! connection reads instead of scanning its requests, and tests and
 //! metrics read as they are.
 
+use std::time::Instant;
+
 use nvme_spec::{Sqe, Status};
 
 use super::buf::AlignedBuf;
@@ -161,6 +163,8 @@ pub struct Request {
     /// has got: bytes deallocated (Dataset Management), namespaces flushed
     /// (a Flush of every namespace).
     pub storage_progress: u64,
+    /// When the receive that brought its capsule arrived.
+    pub arrived: Instant,
 }
 
 impl Request {
@@ -181,6 +185,7 @@ impl Request {
             out_len: 0,
             storage: None,
             storage_progress: 0,
+            arrived: Instant::now(),
         }
     }
 

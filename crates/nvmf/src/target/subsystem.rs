@@ -280,6 +280,8 @@ pub struct Target {
     pub discovery_genctr: AtomicU64,
     /// Resized namespaces noticed by [`Target::check_namespace_sizes`].
     resizes_noticed: AtomicU64,
+    /// Connects refused and sockets closed before serving, by reason.
+    pub refusals: super::counters::Refusals,
     /// Announces changes a waiter may be waiting for ([`Target::wait_until`]).
     watch: (Mutex<u64>, Condvar),
 }
@@ -349,6 +351,7 @@ impl Target {
             shutting_down: AtomicBool::new(false),
             discovery_genctr: AtomicU64::new(1),
             resizes_noticed: AtomicU64::new(0),
+            refusals: Default::default(),
             watch: (Mutex::new(0), Condvar::new()),
         }))
     }
