@@ -425,8 +425,11 @@ impl Reactor {
                 .close_reason
                 .clone()
                 .unwrap_or_else(|| "host closed the connection".into());
-            // An ordinary close is a debug line; any other a warning.
-            let level = if why.starts_with("host closed") || why.starts_with("target shutting") {
+            // An ordinary close (the host's, the shutdown's, an I/O queue
+            // whose controller went with its admin queue) is a debug line;
+            // any other a warning.
+            let ordinary = ["host closed", "target shutting", "controller torn down"];
+            let level = if ordinary.iter().any(|o| why.starts_with(o)) {
                 Level::Debug
             } else {
                 Level::Warn
