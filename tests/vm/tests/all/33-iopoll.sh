@@ -43,6 +43,13 @@ expect_eq "block layer counted numio's reads (completed + merged)" yes "$([ "$re
 note "$ops reads measured, $reads counted by the block layer, $irqs interrupts on ${ctrl}'s I/O queues"
 expect_eq "completions were polled (I/O-queue interrupts < 1 % of reads)" yes \
   "$([ $((irqs * 100)) -lt "$reads" ] && echo yes || echo no)"
+# numio's own count (its report's per-target interrupts, #17): measured, not
+# left out, and within what /proc/interrupts saw around the whole run (numio
+# also counts the admin queue's line: 10 to spare for it).
+own=$(jq -r '.counters.targets[0].interrupts // "none"' "$json" 2>/dev/null)
+note "numio counted $own interrupts on $(jq -r '.counters.targets[0].controllers | join(",")' "$json" 2>/dev/null)'s queues"
+expect_eq "numio's report: a polled run's interrupts measured, at most the check's (+10) and < 1 % of its reads" yes \
+  "$([[ $own =~ ^[0-9]+$ ]] && [ "$own" -le $((irqs + 10)) ] && [ $((own * 100)) -lt "${ops:-0}" ] && echo yes || echo no)"
 
 # The contrast: without IOPOLL the same reads raise interrupts (so the
 # counter above does see this controller's queues).
@@ -51,6 +58,10 @@ run_numio bench "/dev/$dev" --iopoll off --runtime 1 --iodepth 16 --json
 irqs=$(($(io_queue_irqs) - irqs0))
 note "--iopoll off: $irqs interrupts on ${ctrl}'s I/O queues"
 expect_eq "without IOPOLL the I/O queues raise interrupts" yes "$([ "$irqs" -gt 100 ] && echo yes || echo no)"
+own=$(jq -r '.counters.targets[0].interrupts // "none"' <<<"$NUMIO_OUT" 2>/dev/null)
+note "--iopoll off: numio counted $own"
+expect_eq "numio's report counts them too (> 100, at most the check's + 10)" yes \
+  "$([[ $own =~ ^[0-9]+$ ]] && [ "$own" -gt 100 ] && [ "$own" -le $((irqs + 10)) ] && echo yes || echo no)"
 
 run_numio doctor --json
 expect_eq "numio doctor has no no-poll-queues finding" 0 \

@@ -7,7 +7,8 @@
 # keeps the first original; `restore` brings the original back and removes
 # the state file. A namespace names its controller; `--persist` keeps no
 # record and prints the command that undoes it; `off` back to the original
-# leaves nothing to restore; bad input exits 2 with nothing changed.
+# leaves nothing to restore; bad input, and a user who is not root, exit 2
+# with nothing changed.
 # vm-lab: timeout=120
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../coalesce-lib.bash"
@@ -104,4 +105,24 @@ expect_eq "set nvme99: exit 2, unknown controller" "2 yes" \
   "$NUMIO_RC $(grep -q 'unknown controller or namespace `nvme99`' <<<"$NUMIO_ERR" && echo yes || echo no)"
 expect_eq "after bad input: nvme-cli reads 0 on each, no record" "$all_zero
 0" "$(coalesce_values "${ctrls[@]}"; state_records)"
+
+# Not root: exit 2, the device and the fix named, nothing changed, nothing
+# recorded (its state file would go to its own XDG_RUNTIME_DIR).
+if command -v setpriv >/dev/null; then
+  nobody_dir=$(mktemp -d /tmp/numio-nobody.XXXXXX)
+  cp "$NUMIO" "$nobody_dir/numio"
+  chmod 755 "$nobody_dir" "$nobody_dir/numio"
+  chown 65534:65534 "$nobody_dir"
+  out=$(XDG_RUNTIME_DIR=$nobody_dir setpriv --reuid=65534 --regid=65534 --clear-groups \
+    "$nobody_dir/numio" coalesce set "$c0" --threshold 9 --time 100us 2>&1)
+  rc=$?
+  printf '$ setpriv --reuid=65534 ... numio coalesce set %s --threshold 9 --time 100us\n%s\n' "$c0" "$out" >"$CHECK_OUT/not-root.txt"
+  expect_eq "set as uid 65534: exit 2, naming /dev/$c0 and 'run as root'" "2 yes" \
+    "$rc $(grep -q "/dev/$c0.*run as root" <<<"$out" && echo yes || echo no)"
+  expect_eq "set as uid 65534: nvme-cli reads 0 on each, no record anywhere" "$all_zero
+0 0" "$(coalesce_values "${ctrls[@]}"; echo "$(state_records) $(find "$nobody_dir" -name '*.json' | wc -l)")"
+  rm -rf "$nobody_dir"
+else
+  note "no setpriv in the guest: not-root is covered by crates/tune/src/guard_tests.rs"
+fi
 finish
