@@ -5,7 +5,8 @@
 # 10 beats the node-0 path's 21) and the tie from node 0; `--probe` must
 # show which path each node's reads went through (node 0: whichever tied
 # path is first in the kernel's list), agreeing with the audit;
-# doctor must name the fix.
+# doctor must name the fix; plan names the path its node's I/O takes, and
+# bench runs on the head.
 . "$(dirname "$0")/../lib.sh"
 require_numio
 
@@ -59,4 +60,19 @@ printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/doctor.json"
 fix=$(jq -r --arg s "$head node 1" '.findings[] | select(.code == "multipath-path-not-nearest" and .subject == $s) | .fix' "$CHECK_OUT/doctor.json")
 expect_eq "doctor's fix for node 1 names the firmware table" yes "$(grep -q 'SRAT/_PXM' <<<"$fix" && echo yes || echo no)"
 expect_eq "and no queue-depth (6.1 shows none)" no "$(grep -q 'queue-depth' <<<"$fix" && echo yes || echo no)"
+
+# plan and bench on the head (#18): the plan says which path its node's I/O
+# takes, the path the audit models for that node; a short bench placed by
+# the same plan runs there.
+run_numio plan "/dev/$head" --format fio
+printf '%s\n%s\n' "$NUMIO_OUT" "$NUMIO_ERR" >"$CHECK_OUT/plan.fio"
+expect_eq "numio plan exit" 0 "$NUMIO_RC"
+said=$(grep -o "$head: node [0-9]*'s I/O takes path [a-z0-9]*" <<<"$NUMIO_OUT" | head -n 1)
+note "plan: ${said:-no path line}"
+pnode=$(sed -n "s/.*node \([0-9]*\)'s I\/O takes path.*/\1/p" <<<"$said")
+ppath=${said##* }
+expect_eq "the plan's path for its node is the audit's" "$(taken "${pnode:-x}" 2>/dev/null)" "$ppath"
+run_numio bench "/dev/$head" --runtime 1 --iodepth 4 --json
+expect_eq "numio bench on the head: exit, I/O done" "0 yes" \
+  "$NUMIO_RC $(jq -r 'if .total.ops > 0 then "yes" else "no" end' <<<"$NUMIO_OUT" 2>/dev/null)"
 finish
