@@ -33,8 +33,10 @@ pub const LATENCY_BOUNDS_NS: [u64; 14] = [
 pub const LATENCY_BUCKETS: usize = LATENCY_BOUNDS_NS.len() + 1;
 
 /// Commands by the time they took in the target, from the receive that
-/// brought the command capsule to its completion being queued for sending
-/// (R2T data transfers and storage included).
+/// brought the command capsule to the receive or storage completion that
+/// completed it (R2T data transfers and storage included; the connection
+/// reads its clock once per such event, not per command, so a command
+/// completed in the receive that brought it counts as 0).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct LatencyHistogram {
     /// Commands per bucket (not cumulative): bucket i holds those at most

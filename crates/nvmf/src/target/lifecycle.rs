@@ -56,7 +56,7 @@ impl Connection {
         r.out_len = 0;
         r.storage = None;
         r.storage_progress = 0;
-        r.arrived = self.rx_at;
+        r.arrived = self.clock;
         r.buf.clear();
         if !data.is_empty() && data.len() <= sqe.dptr.length as usize {
             r.buf.assign(data);
@@ -252,7 +252,7 @@ impl Connection {
             if qid == 0 { 0 } else { r.sqe.nsid },
             u64::from(r.len_bytes),
         );
-        let took = Instant::now().saturating_duration_since(r.arrived);
+        let took = self.clock.saturating_duration_since(r.arrived);
         let c = self.counters.entry(nsid);
         c.latency.record(took);
         c.digest_failures += u64::from(digest_failed);

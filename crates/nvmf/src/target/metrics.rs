@@ -265,7 +265,7 @@ impl MetricsSnapshot {
         const NAME: &str = "numio_command_latency_seconds";
         let _ = writeln!(
             w,
-            "# HELP {NAME} Time in the target from a command's arrival to its completion being queued, per queue and namespace."
+            "# HELP {NAME} Time in the target from the receive that brought a command to the receive or storage completion that completed it, per queue and namespace."
         );
         let _ = writeln!(w, "# TYPE {NAME} histogram");
         for c in &self.controllers {

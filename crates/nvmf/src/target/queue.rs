@@ -66,9 +66,10 @@ pub struct Connection {
     /// When the socket was accepted (the ICReq and Connect deadlines).
     opened: Instant,
     pub(crate) counters: QueueCounters,
-    /// When the bytes being fed arrived (one clock read per receive): the
-    /// start of each command's latency.
-    pub(crate) rx_at: Instant,
+    /// The connection's clock: read once per receive fed and once per
+    /// storage completion (not per command). A command's latency runs from
+    /// the reading when its capsule arrived to the one when it completed.
+    pub(crate) clock: Instant,
     /// Why the connection is closing, for the log.
     pub close_reason: Option<String>,
     /// Id of the port (listener) the connection came through; 1 unless
@@ -99,7 +100,7 @@ impl Connection {
             sq_flow_disabled: false,
             r2t_outstanding_max: 1,
             last_keepalive: Instant::now(),
-            rx_at: Instant::now(),
+            clock: Instant::now(),
             opened: Instant::now(),
             counters: QueueCounters::default(),
             close_reason: None,
@@ -211,6 +212,7 @@ impl Connection {
     /// A storage operation finished with `res` (bytes or a negated errno):
     /// the command completes (C2HData and/or the response are queued).
     pub fn complete_storage(&mut self, slot: u16, res: i32) {
+        self.clock = Instant::now();
         let slot = slot as usize;
         let r = &mut self.reqs[slot];
         assert_eq!(
@@ -283,7 +285,7 @@ impl Connection {
         }
         let budget = self.reply_budget();
         if !input.is_empty() {
-            self.rx_at = Instant::now();
+            self.clock = Instant::now();
         }
         self.rx.extend_from_slice(input);
         let rx = std::mem::take(&mut self.rx);
