@@ -6,10 +6,11 @@
 
 mod common;
 
+use common::lines::next_line;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
-use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use nvme_spec::ana::{AEC_ANA_CHANGE, AEN_ANA_CHANGE};
@@ -27,17 +28,6 @@ fn toml(states: &str) -> String {
          [[subsystem]]\nnqn = \"{NQN}\"\nallow_any_host = true\n\
          [[subsystem.namespace]]\nbacking = \"mem:16M\"\n"
     )
-}
-
-fn next_line(lines: &Receiver<String>, want: &str) -> String {
-    loop {
-        let l = lines
-            .recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("no line with {want:?} from numio serve"));
-        if l.contains(want) {
-            return l;
-        }
-    }
 }
 
 fn connect(addr: SocketAddr) -> (Initiator, Initiator) {

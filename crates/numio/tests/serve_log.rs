@@ -4,11 +4,13 @@
 //! `debug` adds ordinary disconnects), and journald's priority prefix when
 //! `JOURNAL_STREAM` names the stream. Waits are for lines, never a clock.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
+use common::lines::{lines_of, next_line};
+
 use std::net::SocketAddr;
 use std::os::unix::fs::MetadataExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use nvmf::{Initiator, InitiatorOptions};
@@ -16,28 +18,6 @@ use nvmf::{Initiator, InitiatorOptions};
 const NQN: &str = "nqn.2026-01.io.numio:logs";
 const HOST: &str = "nqn.2014-08.org.nvmexpress:uuid:0000-logs";
 const WAIT: Duration = Duration::from_secs(120);
-
-/// A line reader over one of the child's pipes.
-fn lines_of(r: impl std::io::Read + Send + 'static) -> Receiver<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(r).lines().map_while(Result::ok) {
-            let _ = tx.send(l);
-        }
-    });
-    rx
-}
-
-fn next_line(lines: &Receiver<String>, want: &str) -> String {
-    loop {
-        let l = lines
-            .recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("no line with {want:?} from numio serve"));
-        if l.contains(want) {
-            return l;
-        }
-    }
-}
 
 fn serve(extra: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_numio"));

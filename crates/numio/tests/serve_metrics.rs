@@ -9,10 +9,11 @@
 
 mod common;
 
+use common::lines::next_line;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 use nvme_spec::command::{io, SglDescriptor, SGL_IN_CAPSULE};
@@ -24,17 +25,6 @@ use nvmf::{Initiator, InitiatorOptions};
 const NQN: &str = "nqn.2026-01.io.numio:metrics";
 const HOST: &str = "nqn.2014-08.org.nvmexpress:uuid:0000-metrics";
 const WAIT: Duration = Duration::from_secs(120);
-
-fn next_line(lines: &Receiver<String>, want: &str) -> String {
-    loop {
-        let l = lines
-            .recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("no line with {want:?} from numio serve"));
-        if l.contains(want) {
-            return l;
-        }
-    }
-}
 
 fn scrape(addr: SocketAddr) -> String {
     let mut c = TcpStream::connect(addr).expect("the metrics port answers");

@@ -3,27 +3,19 @@
 //! port's reactors and every connection's log line names the port it came
 //! through and the CPU of the reactor that took it. Waits are for lines.
 
+mod common;
+
+use common::lines::next_line;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
-use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
 use nvmf::{Initiator, InitiatorOptions};
 
 const NQN: &str = "nqn.2026-01.io.numio:ports";
 const WAIT: Duration = Duration::from_secs(120);
-
-fn next_line(lines: &Receiver<String>, want: &str) -> String {
-    loop {
-        let l = lines
-            .recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("no line with {want:?} from numio serve"));
-        if l.contains(want) {
-            return l;
-        }
-    }
-}
 
 #[test]
 fn each_port_is_served_by_the_reactors_on_its_cpus() {

@@ -9,6 +9,8 @@
 
 mod common;
 
+use common::lines::next_line;
+
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::os::linux::net::SocketAddrExt;
@@ -51,17 +53,6 @@ fn datagram(sock: &UnixDatagram) -> String {
         .recv(&mut buf)
         .expect("a notify datagram from numio serve");
     String::from_utf8(buf[..n].to_vec()).unwrap()
-}
-
-fn next_line(lines: &Receiver<String>, want: &str) -> String {
-    loop {
-        let l = lines
-            .recv_timeout(WAIT)
-            .unwrap_or_else(|_| panic!("no line with {want:?} from numio serve"));
-        if l.contains(want) {
-            return l;
-        }
-    }
 }
 
 fn opts(hostnqn: &str) -> InitiatorOptions {

@@ -4,6 +4,7 @@
 
 use std::process::Command;
 
+pub mod lines;
 pub mod running;
 
 /// Runs the numio binary with `args`; returns exit code, stdout, stderr.
