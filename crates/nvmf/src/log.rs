@@ -18,7 +18,6 @@
 
 use std::fmt::{self, Write as _};
 use std::io::Write as _;
-use std::str::FromStr;
 use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -32,20 +31,6 @@ pub enum Format {
     Logfmt,
     /// One JSON object per line.
     Json,
-}
-
-impl FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "text" => Ok(Self::Text),
-            "logfmt" | "key=value" => Ok(Self::Logfmt),
-            "json" => Ok(Self::Json),
-            _ => Err(format!(
-                "unknown log format {s:?}: use text, logfmt (key=value) or json"
-            )),
-        }
-    }
 }
 
 /// A line's severity, as syslog numbers them (lower is more severe).
@@ -82,22 +67,6 @@ impl Level {
             Self::Warn => "warning: ",
             Self::Notice => "note: ",
             Self::Info | Self::Debug => "",
-        }
-    }
-}
-
-impl FromStr for Level {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "error" => Ok(Self::Error),
-            "warn" | "warning" => Ok(Self::Warn),
-            "notice" => Ok(Self::Notice),
-            "info" => Ok(Self::Info),
-            "debug" => Ok(Self::Debug),
-            _ => Err(format!(
-                "unknown log level {s:?}: use error, warn, notice, info or debug"
-            )),
         }
     }
 }
@@ -457,9 +426,6 @@ mod tests {
             "numio serve: x\n",
             "stdout is not the journal here"
         );
-        assert_eq!("warning".parse::<Level>(), Ok(Level::Warn));
-        assert!("loud".parse::<Level>().unwrap_err().contains("error, warn"));
-        assert!("xml".parse::<Format>().unwrap_err().contains("json"));
     }
 
     #[test]

@@ -142,24 +142,29 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
 
 /// The status and IATTR/IPO result for a refused Connect.
 fn refusal(target: &super::subsystem::Target, r: ConnectRefusal) -> Outcome {
-    target.refusals.count(match r {
-        ConnectRefusal::UnknownSubsystem | ConnectRefusal::NotOnPort => Refused::UnknownSubsystem,
-        ConnectRefusal::HostNotAllowed => Refused::HostNotAllowed,
-        ConnectRefusal::HostIdMismatch => Refused::HostIdMismatch,
-        ConnectRefusal::UnknownController | ConnectRefusal::Busy | ConnectRefusal::BadQueueId => {
-            Refused::Busy
-        }
-    });
-    match r {
-        ConnectRefusal::UnknownSubsystem | ConnectRefusal::NotOnPort => {
-            refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 256))
-        }
-        ConnectRefusal::HostNotAllowed => refuse(Status::CONNECT_INVALID_HOST, ipo(true, 512)),
-        ConnectRefusal::UnknownController => refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 16)),
-        ConnectRefusal::HostIdMismatch => refuse(Status::CONNECT_INVALID_PARAM, ipo(true, 0)),
-        ConnectRefusal::Busy => refuse(Status::CONNECT_CTRL_BUSY, 0),
-        ConnectRefusal::BadQueueId => refuse(Status::CONNECT_INVALID_PARAM, ipo(false, 42)),
-    }
+    use ConnectRefusal as C;
+    let (why, status, result) = match r {
+        C::UnknownSubsystem | C::NotOnPort => (
+            Refused::UnknownSubsystem,
+            Status::CONNECT_INVALID_PARAM,
+            ipo(true, 256),
+        ),
+        C::HostNotAllowed => (
+            Refused::HostNotAllowed,
+            Status::CONNECT_INVALID_HOST,
+            ipo(true, 512),
+        ),
+        C::UnknownController => (Refused::Busy, Status::CONNECT_INVALID_PARAM, ipo(true, 16)),
+        C::HostIdMismatch => (
+            Refused::HostIdMismatch,
+            Status::CONNECT_INVALID_PARAM,
+            ipo(true, 0),
+        ),
+        C::Busy => (Refused::Busy, Status::CONNECT_CTRL_BUSY, 0),
+        C::BadQueueId => (Refused::Busy, Status::CONNECT_INVALID_PARAM, ipo(false, 42)),
+    };
+    target.refusals.count(why);
+    refuse(status, result)
 }
 
 fn property_get(ctx: &Ctx<'_>, eight_bytes: bool, offset: u32) -> Outcome {
