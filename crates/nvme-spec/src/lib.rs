@@ -4,7 +4,7 @@
 //! submission and completion queue entries, status codes, Identify data,
 //! ANA (states, the ANA log page, its change notice), feature encodings (0x07 number of queues, 0x08 interrupt coalescing,
 //! 0x09 interrupt vector configuration, Select = 3 capabilities), log
-//! pages, fabrics Connect and properties, and NVMe/TCP PDUs with their
+//! pages, fabrics Connect and properties, in-band authentication messages, and NVMe/TCP PDUs with their
 //! CRC32C digests (from the `crc32c` crate). It performs no I/O, so every
 //! layout is tested on bytes (unit tests at the offsets the spec gives,
 //! proptest round trips in `tests/`), and every `repr(C)` wire struct carries
@@ -32,6 +32,7 @@
 #![forbid(unsafe_code)]
 
 pub mod ana;
+pub mod auth;
 pub mod bytes;
 pub mod command;
 pub mod crc32c;

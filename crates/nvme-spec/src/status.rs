@@ -94,6 +94,8 @@ impl Status {
     pub const CONNECT_INVALID_PARAM: Status = Status::specific(0x82).dnr_const();
     /// Connect: invalid host.
     pub const CONNECT_INVALID_HOST: Status = Status::specific(0x84).dnr_const();
+    /// Authentication required (a queue not yet authenticated).
+    pub const AUTH_REQUIRED: Status = Status::specific(0x91).dnr_const();
 
     /// Path related status 01h: Asymmetric Access Persistent Loss.
     pub const ANA_PERSISTENT_LOSS: Status = Status((3 << 8) | 0x01);

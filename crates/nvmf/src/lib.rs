@@ -14,6 +14,7 @@
 //! `numio serve` names.
 #![deny(missing_docs)]
 
+pub mod auth;
 pub mod host;
 pub mod log;
 pub mod target;
