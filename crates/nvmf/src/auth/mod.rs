@@ -58,7 +58,7 @@ impl HashFn {
     }
 
     /// Digest length in bytes.
-    pub fn len(self) -> usize {
+    pub fn digest_len(self) -> usize {
         match self {
             HashFn::Sha256 => 32,
             HashFn::Sha384 => 48,
@@ -254,7 +254,7 @@ mod tests {
         for h in HashFn::ALL {
             assert_eq!(HashFn::from_id(h.id()), Some(h));
             assert_eq!(HashFn::parse(h.name()), Ok(h));
-            assert_eq!(h.digest(b"").len(), h.len());
+            assert_eq!(h.digest(b"").len(), h.digest_len());
         }
         assert_eq!(HashFn::parse("hmac(sha384)"), Ok(HashFn::Sha384));
         assert_eq!(HashFn::parse("SHA-512"), Ok(HashFn::Sha512));
