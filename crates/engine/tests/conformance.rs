@@ -172,6 +172,7 @@ fn tcp_target(f: &TempFile) -> (nvmf::Server, String) {
         model: "numio conformance".into(),
         allowed_hosts: vec![],
         allow_any_host: true,
+        hosts: Vec::new(),
         namespaces: vec![ns],
     });
     let s = nvmf::Server::start(&c).expect("in-process NVMe/TCP target starts");

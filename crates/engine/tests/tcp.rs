@@ -34,6 +34,7 @@ fn server() -> (Server, SocketAddr) {
         model: "numio engine tcp test".into(),
         allowed_hosts: vec![],
         allow_any_host: true,
+        hosts: Vec::new(),
         namespaces: vec![NamespaceConfig::new("mem:16M"), ns4k],
     });
     let s = Server::start(&c).expect("target starts");

@@ -48,6 +48,7 @@ fn no_allocation_in_steady_state_on_two_paths() {
         model: "numio engine multipath alloc".into(),
         allowed_hosts: vec![],
         allow_any_host: true,
+        hosts: Vec::new(),
         namespaces: vec![NamespaceConfig::new("mem:8M")],
     });
     let server = Server::start(&c).expect("target starts");

@@ -43,6 +43,7 @@ fn no_allocation_in_steady_state_on_tcp() {
         model: "numio engine tcp alloc".into(),
         allowed_hosts: vec![],
         allow_any_host: true,
+        hosts: Vec::new(),
         namespaces: vec![NamespaceConfig::new("mem:8M")],
     });
     let server = Server::start(&c).expect("target starts");

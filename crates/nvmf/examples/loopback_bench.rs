@@ -64,6 +64,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         model: "bench".into(),
         allowed_hosts: vec![],
         allow_any_host: true,
+        hosts: Vec::new(),
         namespaces: vec![NamespaceConfig::new(&backing)],
     });
     let srv = Server::start(&cfg)?;

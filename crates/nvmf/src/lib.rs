@@ -19,7 +19,7 @@ pub mod host;
 pub mod log;
 pub mod target;
 
-pub use host::{Initiator, InitiatorError, InitiatorOptions};
+pub use host::{HostSecrets, Initiator, InitiatorError, InitiatorOptions};
 pub use target::config::{Limits, TargetConfig};
 pub use target::error::{ConfigError, TargetError};
 pub use target::reactor::Server;

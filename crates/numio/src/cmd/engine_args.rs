@@ -26,6 +26,14 @@ pub struct EngineArgs {
     /// tcp backend: ask for data digests (CRC32C of every PDU's data).
     #[arg(long)]
     pub tcp_ddgst: bool,
+    /// tcp backend: the host's DH-HMAC-CHAP secret (a `DHHC-1:` line in FILE,
+    /// mode 600), for targets that ask the host to authenticate.
+    #[arg(long, value_name = "FILE")]
+    pub tcp_dhchap_secret: Option<std::path::PathBuf>,
+    /// tcp backend: the controller's DH-HMAC-CHAP secret (FILE, mode 600): the
+    /// host then authenticates the target too, and refuses one that fails.
+    #[arg(long, value_name = "FILE", requires = "tcp_dhchap_secret")]
+    pub tcp_dhchap_ctrl_secret: Option<std::path::PathBuf>,
     /// tcp backend, a target of several portals
     /// (nvme-tcp://A/NQN,nvme-tcp://B/NQN): how each I/O picks a usable
     /// path (ANA optimized before non-optimized, never inaccessible).
@@ -120,8 +128,19 @@ impl EngineArgs {
                 header_digest: self.tcp_hdgst,
                 data_digest: self.tcp_ddgst,
                 iopolicy: self.iopolicy.into(),
+                dhchap: self.dhchap_secrets()?,
             },
         })
+    }
+
+    /// The secrets `--tcp-dhchap-secret` and `--tcp-dhchap-ctrl-secret` name.
+    fn dhchap_secrets(&self) -> anyhow::Result<Option<std::sync::Arc<nvmf::HostSecrets>>> {
+        let Some(host) = &self.tcp_dhchap_secret else {
+            return Ok(None);
+        };
+        let s = nvmf::HostSecrets::from_files(host, self.tcp_dhchap_ctrl_secret.as_deref())
+            .map_err(|e| anyhow::anyhow!("--tcp-dhchap-secret: {e}"))?;
+        Ok(Some(std::sync::Arc::new(s)))
     }
 
     /// The backend for `targets`: the one `--backend` names, else tcp when

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use nvmf::config::{Limits, NamespaceConfig, SubsystemConfig, TargetConfig, DEFAULT_NQN};
+use nvmf::config::{
+    HostConfig, Limits, NamespaceConfig, SubsystemConfig, TargetConfig, DEFAULT_NQN,
+};
 use nvmf::log;
 use nvmf::reactor::DEFAULT_REACTORS;
 use nvmf::Server;
@@ -28,6 +30,9 @@ Namespaces: files and block devices use O_DIRECT on the reactors' io_uring (the 
 cache where the filesystem refuses it, or with ,buffered); logical blocks are 512 bytes
 (a block device's own size) unless ,block=4096 or block_size in the TOML says otherwise.
 Without --allow-host or --allow-any-host, any host is admitted (and a warning says so).
+DH-HMAC-CHAP: --allow-host NQN,dhchap-secret=FILE (or [[subsystem.host]] in --config):
+that host authenticates every queue; a host without or with a wrong secret is refused.
+  nvme connect ... --dhchap-secret \"$(cat host.key)\" [--dhchap-ctrl-secret \"$(cat ctrl.key)\"]
 SIGINT/SIGTERM: stop accepting, let in-flight writes finish (5 s at most), close,
 fdatasync every namespace. SIGHUP: re-read --config: ANA states, namespaces added or
 removed (matched by backing; hosts are told), allowed hosts; connected hosts stay.
@@ -110,8 +115,16 @@ pub struct Args {
     /// Discovery service port on each listener address; 0 turns it off [default: 8009].
     #[arg(long, value_name = "PORT")]
     pub discovery_port: Option<u16>,
-    /// Host NQN allowed to connect; repeat for more.
-    #[arg(long, value_name = "NQN")]
+    /// Host NQN allowed to connect; repeat for more. With
+    /// `,dhchap-secret=FILE` the host must authenticate with DH-HMAC-CHAP using
+    /// the `DHHC-1:` secret in FILE (mode 600; `nvme gen-dhchap-key` makes one);
+    /// `,dhchap-ctrl-secret=FILE` lets it authenticate the target too;
+    /// `,dhchap-hash=sha256:sha384` and `,dhchap-dhgroup=ffdhe2048:null` limit the
+    /// choices (default: every hash; ffdhe2048 to ffdhe8192, then null).
+    #[arg(
+        long,
+        value_name = "NQN[,dhchap-secret=FILE][,dhchap-ctrl-secret=FILE]"
+    )]
     pub allow_host: Vec<String>,
     /// Let any host connect.
     #[arg(long, conflicts_with = "allow_host")]
@@ -294,14 +307,24 @@ fn build_config_at(
     l.max_h2c_data_bytes = args.max_h2c_data.unwrap_or(l.max_h2c_data_bytes);
     l.max_transfer_bytes = args.max_transfer.unwrap_or(l.max_transfer_bytes);
     let mut open_by_default = false;
+    // `NQN` or `NQN,dhchap-secret=FILE,...`: plain NQNs and hosts that
+    // must authenticate.
+    let (mut plain_hosts, mut auth_hosts) = (Vec::new(), Vec::new());
+    for h in &args.allow_host {
+        match HostConfig::parse_flag(h).map_err(anyhow::Error::msg)? {
+            Some(c) => auth_hosts.push(c),
+            None => plain_hosts.push(h.clone()),
+        }
+    }
     if !args.namespaces.is_empty() {
         open_by_default = args.allow_host.is_empty() && !args.allow_any_host;
         cfg.subsystems.push(SubsystemConfig {
             nqn: args.nqn.clone(),
             serial: args.serial.clone(),
             model: args.model.clone(),
-            allowed_hosts: args.allow_host.clone(),
+            allowed_hosts: plain_hosts,
             allow_any_host: args.allow_any_host || open_by_default,
+            hosts: auth_hosts,
             namespaces: args
                 .namespaces
                 .iter()
@@ -314,7 +337,8 @@ fn build_config_at(
             "--allow-host/--allow-any-host apply to --ns namespaces: give at least one --ns mem:SIZE or PATH"
         );
         for s in &mut cfg.subsystems {
-            s.allowed_hosts.extend(args.allow_host.iter().cloned());
+            s.allowed_hosts.extend(plain_hosts.iter().cloned());
+            s.hosts.extend(auth_hosts.iter().cloned());
             s.allow_any_host |= args.allow_any_host;
         }
     }

@@ -17,7 +17,7 @@ use super::HashFn;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SecretError {
     /// Not of the form `DHHC-1:XX:BASE64:`.
-    #[error("not a DH-HMAC-CHAP secret ({0}): expected DHHC-1:00|01|02|03:BASE64: as `nvme gen-dhchap-key` or `numio serve --gen-dhchap-key` prints")]
+    #[error("not a DH-HMAC-CHAP secret ({0}): expected DHHC-1:00|01|02|03:BASE64: as `nvme gen-dhchap-key` prints")]
     Format(String),
     /// The CRC-32 after the key does not match it.
     #[error("the secret's CRC-32 does not match its key (a character was changed or lost)")]
@@ -176,7 +176,10 @@ mod tests {
             assert!(text.ends_with(':'));
             assert_eq!(Secret::parse(&text).unwrap(), s);
             assert_eq!(Secret::parse(&text[..text.len() - 1]).unwrap(), s);
-            assert_eq!(s.transformed("nqn.x").len(), t.map_or(len, |h| h.digest_len()));
+            assert_eq!(
+                s.transformed("nqn.x").len(),
+                t.map_or(len, |h| h.digest_len())
+            );
         }
     }
 

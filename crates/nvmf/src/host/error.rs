@@ -135,6 +135,10 @@ pub enum InitiatorError {
     /// Something unexpected in an otherwise valid exchange.
     #[error("unexpected reply: {0}")]
     Unexpected(String),
+    /// DH-HMAC-CHAP failed, or the target asked for it and the host has
+    /// no secret.
+    #[error("DH-HMAC-CHAP: {0}")]
+    Auth(String),
 }
 
 impl From<HostError> for InitiatorError {

@@ -52,6 +52,9 @@ pub struct InitiatorOptions {
     pub max_data_bytes: u32,
     /// Socket read timeout.
     pub timeout: Duration,
+    /// DH-HMAC-CHAP secrets, for targets that ask the host to
+    /// authenticate.
+    pub dhchap: Option<std::sync::Arc<super::auth::HostSecrets>>,
 }
 
 impl Default for InitiatorOptions {
@@ -69,6 +72,7 @@ impl Default for InitiatorOptions {
             max_r2t: 0,
             max_data_bytes: 4 << 20,
             timeout: Duration::from_secs(10),
+            dhchap: None,
         }
     }
 }
@@ -131,6 +135,8 @@ pub struct Initiator {
     pub qid: u16,
     /// Controller id once connected.
     pub cntlid: u16,
+    /// What DH-HMAC-CHAP settled on, when the target asked for it.
+    pub negotiated: Option<super::auth::Negotiated>,
     opts: InitiatorOptions,
 }
 
@@ -149,6 +155,7 @@ impl Initiator {
             maxh2cdata: 0,
             qid: 0,
             cntlid: 0,
+            negotiated: None,
             opts: opts.clone(),
         };
         me.flush()?;
@@ -201,6 +208,18 @@ impl Initiator {
         let c = self.command(sqe, &data, 0)?;
         self.qid = qid;
         self.cntlid = (c.cqe.result & 0xFFFF) as u16;
+        if c.cqe.result & nvme_spec::auth::CONNECT_AUTHREQ_ATR != 0 {
+            let Some(keys) = self.opts.dhchap.clone() else {
+                return Err(InitiatorError::Auth(format!(
+                    "{subnqn} requires this host ({}) to authenticate: give its secret with --dhchap-secret FILE",
+                    self.opts.hostnqn
+                )));
+            };
+            let hostnqn = self.opts.hostnqn.clone();
+            self.negotiated = Some(super::auth::authenticate(
+                self, &hostnqn, subnqn, &keys, qid,
+            )?);
+        }
         Ok(self.cntlid)
     }
 

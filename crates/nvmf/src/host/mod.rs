@@ -20,6 +20,7 @@
 //!   engine's `tcp` backend drives a queue the initiator connected from its
 //!   own non-blocking, allocation-free loop.
 
+pub mod auth;
 pub mod command;
 pub mod controller;
 pub mod error;
@@ -27,6 +28,7 @@ pub mod initiator;
 pub mod multipath;
 pub mod queue;
 
+pub use auth::{HostSecrets, Negotiated};
 pub use controller::{Controller, ControllerLimits};
 pub use error::{HostError, InitiatorError};
 pub use initiator::{Completion, Initiator, InitiatorOptions};

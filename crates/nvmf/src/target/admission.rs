@@ -78,6 +78,7 @@ mod tests {
             model: "admission".into(),
             allowed_hosts: Vec::new(),
             allow_any_host: true,
+            hosts: Vec::new(),
             namespaces: vec![crate::config::NamespaceConfig::new("mem:1M")],
         });
         let t = Target::new(&cfg).unwrap();

@@ -167,6 +167,7 @@ mod tests {
                 model: "M".into(),
                 allowed_hosts: Vec::new(),
                 allow_any_host: true,
+                hosts: Vec::new(),
                 namespaces: vec![
                     NamespaceConfig::new("mem:1M"),
                     NamespaceConfig::new("mem:1M"),

@@ -45,6 +45,10 @@ pub struct Ctx<'a> {
     pub port: u16,
     /// CPU of the reactor serving the connection, where known.
     pub reactor_cpu: Option<usize>,
+    /// The queue's DH-HMAC-CHAP state.
+    pub auth: &'a mut super::auth::QueueAuth,
+    /// The connection's clock (the command's arrival).
+    pub now: std::time::Instant,
 }
 
 impl Ctx<'_> {

@@ -332,9 +332,103 @@ pub struct SubsystemConfig {
     /// Admit any host.
     #[serde(default)]
     pub allow_any_host: bool,
+    /// Hosts admitted that must authenticate with DH-HMAC-CHAP
+    /// (`[[subsystem.host]]`).
+    #[serde(default, rename = "host")]
+    pub hosts: Vec<HostConfig>,
     /// Namespaces, numbered from 1 in order.
     #[serde(default, rename = "namespace")]
     pub namespaces: Vec<NamespaceConfig>,
+}
+
+/// A host that authenticates with DH-HMAC-CHAP: its secrets are read from
+/// files (each `DHHC-1:...`, readable by its owner only), never given in
+/// the configuration or on the command line in clear.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostConfig {
+    /// Host NQN.
+    pub nqn: String,
+    /// File holding the host's secret.
+    pub dhchap_secret: std::path::PathBuf,
+    /// File holding the controller's secret: the host may then
+    /// authenticate the controller too (bidirectional).
+    #[serde(default)]
+    pub dhchap_ctrl_secret: Option<std::path::PathBuf>,
+    /// Hash functions allowed, in preference order (default: sha256,
+    /// sha384, sha512).
+    #[serde(default)]
+    pub dhchap_hashes: Vec<String>,
+    /// DH groups allowed, in preference order (default: ffdhe2048 …
+    /// ffdhe8192, then null).
+    #[serde(default)]
+    pub dhchap_dhgroups: Vec<String>,
+}
+
+impl HostConfig {
+    /// Parses the command line's `NQN[,dhchap-secret=FILE][,dhchap-ctrl-secret=FILE]
+    /// [,dhchap-hash=H:H][,dhchap-dhgroup=G:G]`; `None` when it names no
+    /// secret (a host admitted without authentication).
+    pub fn parse_flag(text: &str) -> Result<Option<Self>, String> {
+        let mut parts = text.split(',');
+        let nqn = parts.next().unwrap_or_default().to_string();
+        let mut h = HostConfig {
+            nqn,
+            dhchap_secret: Default::default(),
+            dhchap_ctrl_secret: None,
+            dhchap_hashes: Vec::new(),
+            dhchap_dhgroups: Vec::new(),
+        };
+        let mut secret = false;
+        let list = |v: &str| v.split(':').map(str::to_string).collect::<Vec<_>>();
+        for p in parts {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            match (k, v) {
+                (_, "") => {
+                    return Err(format!(
+                        "--allow-host {text}: {p:?} needs a value (KEY=VALUE)"
+                    ))
+                }
+                ("dhchap-secret", v) => {
+                    h.dhchap_secret = v.into();
+                    secret = true;
+                }
+                ("dhchap-ctrl-secret", v) => h.dhchap_ctrl_secret = Some(v.into()),
+                ("dhchap-hash", v) => h.dhchap_hashes = list(v),
+                ("dhchap-dhgroup", v) => h.dhchap_dhgroups = list(v),
+                _ => {
+                    return Err(format!(
+                        "--allow-host {text}: unknown option {k:?}; use dhchap-secret=FILE, \
+                         dhchap-ctrl-secret=FILE, dhchap-hash=sha256:sha384 or dhchap-dhgroup=ffdhe2048:null"
+                    ))
+                }
+            }
+        }
+        match (secret, h.dhchap_ctrl_secret.is_some() || !h.dhchap_hashes.is_empty() || !h.dhchap_dhgroups.is_empty()) {
+            (true, _) => Ok(Some(h)),
+            (false, false) => Ok(None),
+            (false, true) => Err(format!(
+                "--allow-host {text}: the DH-HMAC-CHAP options need dhchap-secret=FILE (the host's secret)"
+            )),
+        }
+    }
+
+    fn validate(&self, subsystem: &str) -> Result<(), ConfigError> {
+        validate_nqn(&self.nqn)?;
+        let bad = |e: String| {
+            ConfigError::Invalid(format!("subsystem {subsystem}, host {}: {e}", self.nqn))
+        };
+        for n in &self.dhchap_hashes {
+            crate::auth::HashFn::parse(n).map_err(bad)?;
+        }
+        for n in &self.dhchap_dhgroups {
+            crate::auth::DhGroup::parse(n).map_err(bad)?;
+        }
+        if self.dhchap_secret.as_os_str().is_empty() {
+            return Err(bad("dhchap_secret names no file".into()));
+        }
+        Ok(())
+    }
 }
 
 fn default_serial() -> String {
@@ -521,7 +615,7 @@ impl TargetConfig {
                     s.nqn
                 )));
             }
-            if !s.allow_any_host && s.allowed_hosts.is_empty() {
+            if !s.allow_any_host && s.allowed_hosts.is_empty() && s.hosts.is_empty() {
                 return Err(ConfigError::Invalid(format!(
                     "subsystem {} admits no host: list allowed_hosts (--allow-host NQN) or set allow_any_host = true",
                     s.nqn
@@ -529,6 +623,9 @@ impl TargetConfig {
             }
             for h in &s.allowed_hosts {
                 validate_nqn(h)?;
+            }
+            for h in &s.hosts {
+                h.validate(&s.nqn)?;
             }
             if !s.serial.is_ascii()
                 || s.serial.len() > 20

@@ -131,11 +131,16 @@ pub enum Refused {
     IcreqDeadline,
     /// No successful Connect in time.
     ConnectDeadline,
+    /// A DH-HMAC-CHAP transaction failed (wrong secret, nothing in
+    /// common, a malformed or out-of-sequence message).
+    AuthFailed,
+    /// A queue that must authenticate did not within its deadline.
+    AuthDeadline,
 }
 
 impl Refused {
     /// Every reason, in the order the metrics list them.
-    pub const ALL: [Refused; 9] = [
+    pub const ALL: [Refused; 11] = [
         Refused::HostNotAllowed,
         Refused::HostIdMismatch,
         Refused::UnknownSubsystem,
@@ -145,6 +150,8 @@ impl Refused {
         Refused::SourceLimit,
         Refused::IcreqDeadline,
         Refused::ConnectDeadline,
+        Refused::AuthFailed,
+        Refused::AuthDeadline,
     ];
 
     /// Its label value.
@@ -159,13 +166,22 @@ impl Refused {
             Refused::SourceLimit => "source_limit",
             Refused::IcreqDeadline => "icreq_deadline",
             Refused::ConnectDeadline => "connect_deadline",
+            Refused::AuthFailed => "auth_failed",
+            Refused::AuthDeadline => "auth_deadline",
         }
     }
 
     /// A refusal of the host's identity (what authentication failures
-    /// are counted as).
+    /// are counted as): not allowed, a wrong Host ID, a failed or
+    /// unfinished DH-HMAC-CHAP transaction.
     pub fn is_auth(self) -> bool {
-        matches!(self, Refused::HostNotAllowed | Refused::HostIdMismatch)
+        matches!(
+            self,
+            Refused::HostNotAllowed
+                | Refused::HostIdMismatch
+                | Refused::AuthFailed
+                | Refused::AuthDeadline
+        )
     }
 }
 

@@ -5,7 +5,7 @@ use nvme_spec::fabrics::{
     self, prop, ConnectCmd, ConnectData, ConnectDataError, CC_ENABLE, CC_SHN_SHIFT, CNTLID_DYNAMIC,
     CSTS_READY, CSTS_SHST_COMPLETE,
 };
-use nvme_spec::Status;
+use nvme_spec::{auth, Status};
 
 use super::command::{Binding, Ctx, Outcome};
 use super::counters::Refused;
@@ -45,8 +45,48 @@ pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
                 )
             }
         }
+        auth::FCTYPE_AUTH_SEND | auth::FCTYPE_AUTH_RECEIVE => {
+            if ctx.binding.is_none() {
+                return Outcome::err(Status::CMD_SEQ_ERROR);
+            }
+            let (outcome, failure) = if sqe.fctype() == auth::FCTYPE_AUTH_SEND {
+                super::auth::send(ctx)
+            } else {
+                super::auth::receive(ctx)
+            };
+            if let Some(f) = failure {
+                auth_failed(ctx, &f);
+            }
+            outcome
+        }
         _ => Outcome::err(Status::INVALID_OPCODE),
     }
+}
+
+/// Counts and logs a failed DH-HMAC-CHAP transaction (the connection
+/// closes once its response is sent).
+fn auth_failed(ctx: &Ctx<'_>, f: &super::auth::AuthFailure) {
+    let b = ctx.binding.expect("authentication runs on a bound queue");
+    ctx.target.refusals.count(Refused::AuthFailed);
+    let why = super::auth::explain_text(f.explanation);
+    let who = if f.by_host { "host" } else { "target" };
+    log::emit(
+        Stream::Err,
+        Level::Warn,
+        "auth_failed",
+        format_args!(
+            "DH-HMAC-CHAP failed for host {} on {} qid {} cntlid {}: {why} (ended by the {who})",
+            b.ctrl.hostnqn, b.ctrl.subsys.nqn, b.qid, b.ctrl.cntlid
+        ),
+        &[
+            ("host", b.ctrl.hostnqn.as_str().into()),
+            ("subsystem", b.ctrl.subsys.nqn.as_str().into()),
+            ("qid", b.qid.into()),
+            ("cntlid", b.ctrl.cntlid.into()),
+            ("reason", why.into()),
+            ("by", who.into()),
+        ],
+    );
 }
 
 fn connect(ctx: &mut Ctx<'_>) -> Outcome {

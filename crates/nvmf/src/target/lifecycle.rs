@@ -96,6 +96,10 @@ impl Connection {
                         // The response is queued; the socket closes once it
                         // is sent, so a refused host holds no slot.
                         self.close("Connect refused".into());
+                    } else if self.auth.failed() {
+                        // Its Failure1 is queued (or the host's Failure2
+                        // came in): the queue ends.
+                        self.close("DH-HMAC-CHAP authentication failed".into());
                     }
                     // Keep small buffers for reuse; give large ones back so an
                     // idle queue does not pin depth x MDTS bytes.
@@ -178,10 +182,20 @@ impl Connection {
 
     /// ReadyToExecute → Completed, Executing or AwaitingEvent: the
     /// command's handler decides, the connection applies its outcome. Every
-    /// admin command counts as a keep-alive.
+    /// admin command counts as a keep-alive. A queue that must
+    /// authenticate runs only authentication commands until it has.
     fn execute(&mut self, slot: usize) -> RequestState {
-        let is_fabrics = self.reqs[slot].sqe.opcode == admin::FABRICS;
+        let sqe = self.reqs[slot].sqe;
+        let is_fabrics = sqe.opcode == admin::FABRICS;
         let qid = self.qid();
+        let auth_cmd = is_fabrics
+            && matches!(
+                sqe.fctype(),
+                nvme_spec::auth::FCTYPE_AUTH_SEND | nvme_spec::auth::FCTYPE_AUTH_RECEIVE
+            );
+        if qid.is_some() && !auth_cmd && !self.auth.may_run_commands() {
+            return self.apply(slot, Outcome::err(Status::AUTH_REQUIRED));
+        }
         if !is_fabrics && qid == Some(0) {
             self.last_keepalive = Instant::now();
         }
@@ -195,6 +209,8 @@ impl Connection {
             events_waiting,
             port: self.port,
             reactor_cpu: self.reactor_cpu,
+            auth: &mut self.auth,
+            now: self.clock,
         };
         let outcome = match qid {
             _ if is_fabrics => super::fabrics::execute(&mut ctx),
@@ -221,10 +237,17 @@ impl Connection {
                 sq_flow_disabled,
             } => {
                 let cntlid = binding.ctrl.cntlid;
+                let keys = binding.ctrl.subsys.host_keys(&binding.ctrl.hostnqn);
+                self.auth = super::auth::QueueAuth::on_connect(keys, self.clock);
                 self.binding = Some(binding);
                 self.sq_flow_disabled = sq_flow_disabled;
                 self.last_keepalive = Instant::now();
-                (Status::SUCCESS, u64::from(cntlid), 0)
+                let atr = if self.auth.required() {
+                    nvme_spec::auth::CONNECT_AUTHREQ_ATR
+                } else {
+                    0
+                };
+                (Status::SUCCESS, u64::from(u32::from(cntlid) | atr), 0)
             }
             Outcome::Done {
                 status,

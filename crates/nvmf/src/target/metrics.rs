@@ -254,7 +254,7 @@ impl MetricsSnapshot {
             .sum();
         let _ = writeln!(
             w,
-            "# HELP numio_auth_failures_total Connects refused for the host's identity (not allowed, wrong Host ID)."
+            "# HELP numio_auth_failures_total Connects refused for the host's identity (not allowed, wrong Host ID) and failed or unfinished DH-HMAC-CHAP transactions."
         );
         let _ = writeln!(w, "# TYPE numio_auth_failures_total counter");
         let _ = writeln!(w, "numio_auth_failures_total {auth}");

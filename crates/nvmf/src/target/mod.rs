@@ -7,7 +7,8 @@
 //!   which also counts requests per state). R2T flow is in `transfer.rs`.
 //! - The handlers ([`fabrics`], [`admin`], [`io`]) take a
 //!   [`command::Ctx`] and return a [`command::Outcome`]; the connection
-//!   applies it.
+//!   applies it. [`auth`] runs DH-HMAC-CHAP for queues whose host must
+//!   authenticate.
 //! - [`subsystem::Target`] holds what the queues of a controller share
 //!   (registers, the controller registry), which only Connect and admin
 //!   commands lock; [`namespace`] and [`config`] are below it.
@@ -20,6 +21,7 @@
 pub mod admin;
 pub mod admission;
 pub mod ana;
+pub mod auth;
 pub mod buf;
 pub mod command;
 pub mod config;

@@ -53,6 +53,8 @@ pub struct Connection {
     rx: Vec<u8>,
     pub(crate) tx: Vec<u8>,
     pub(crate) binding: Option<Binding>,
+    /// DH-HMAC-CHAP state of the bound queue.
+    pub(crate) auth: super::auth::QueueAuth,
     pub(crate) reqs: Requests,
     /// Storage operations queued for the reactor's ring (at most one per
     /// request, so never more than the depth).
@@ -94,6 +96,7 @@ impl Connection {
             rx: Vec::new(),
             tx: Vec::new(),
             binding: None,
+            auth: Default::default(),
             reqs: Requests::new(depth),
             storage: VecDeque::with_capacity(depth),
             sqhd: 0,
@@ -421,6 +424,12 @@ impl Connection {
             }
             if !b.ctrl.is_alive() {
                 self.close("controller torn down".into());
+            } else if self.auth.overdue(now) {
+                self.target.refusals.count(Refused::AuthDeadline);
+                self.close(format!(
+                    "DH-HMAC-CHAP not completed within {} s",
+                    super::auth::AUTH_DEADLINE.as_secs()
+                ));
             } else if b.qid == 0 {
                 self.deliver_events();
                 let b = self.binding.as_ref().expect("bound above");

@@ -1,5 +1,6 @@
-//! A reload (SIGHUP) of the subsystems' namespaces and allowed hosts while
-//! hosts stay connected. ANA states reload in `ana.rs`; listeners, limits,
+//! A reload (SIGHUP) of the subsystems' namespaces, allowed hosts and their
+//! DH-HMAC-CHAP secrets while hosts stay connected (a secret that fails to
+//! load keeps the previous one, and the reload says so). ANA states reload in `ana.rs`; listeners, limits,
 //! reactor CPUs and the set of subsystems stay as started.
 //!
 //! Namespaces are matched by backing, in order: each namespace of the new
@@ -69,7 +70,15 @@ impl Target {
     }
 
     fn reload_subsystem(&self, sub: &Arc<Subsystem>, cfg: &SubsystemConfig, r: &mut ReloadReport) {
-        if sub.set_hosts(&cfg.allowed_hosts, cfg.allow_any_host) {
+        let mut hosts_changed = sub.set_hosts(&cfg.allowed_hosts, cfg.allow_any_host);
+        match super::subsystem::load_host_keys(&cfg.hosts) {
+            Ok(keys) => hosts_changed |= sub.set_host_keys(keys),
+            Err(e) => r.refused.push(format!(
+                "{}: {e}; the hosts' previous secrets stay in use",
+                sub.nqn
+            )),
+        }
+        if hosts_changed {
             r.hosts_changed.push(sub.nqn.clone());
         }
         let (kept, new) = match_namespaces(sub, &cfg.namespaces);
@@ -154,6 +163,7 @@ mod tests {
                 model: "M".into(),
                 allowed_hosts: hosts.iter().map(|h| h.to_string()).collect(),
                 allow_any_host: false,
+                hosts: Vec::new(),
                 namespaces: backings.iter().map(|b| NamespaceConfig::new(b)).collect(),
             }],
             ..Default::default()

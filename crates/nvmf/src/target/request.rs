@@ -40,13 +40,16 @@ pub enum Xfer {
 
 impl Xfer {
     /// From an opcode's data transfer bits (1:0), with fabrics commands
-    /// (0x7F) resolved by their type: only Connect carries data.
+    /// (0x7F) resolved by their type: Connect and Authentication Send carry
+    /// data to the controller, Authentication Receive from it.
     pub fn of(sqe: &Sqe) -> Self {
         if sqe.opcode == nvme_spec::command::admin::FABRICS {
-            return if sqe.fctype() == nvme_spec::fabrics::FCTYPE_CONNECT {
-                Xfer::HostToCtrl
-            } else {
-                Xfer::None
+            return match sqe.fctype() {
+                nvme_spec::fabrics::FCTYPE_CONNECT | nvme_spec::auth::FCTYPE_AUTH_SEND => {
+                    Xfer::HostToCtrl
+                }
+                nvme_spec::auth::FCTYPE_AUTH_RECEIVE => Xfer::CtrlToHost,
+                _ => Xfer::None,
             };
         }
         match sqe.opcode & 3 {

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use nvme_spec::fabrics::DISCOVERY_NQN;
 use nvme_spec::log::ErrorEntry;
 
-use super::config::{Limits, TargetConfig};
+use super::auth::HostKeys;
+use super::config::{HostConfig, Limits, TargetConfig};
 use super::counters::CounterTable;
 use super::error::{ConfigError, TargetError};
 use super::namespace::Namespace;
@@ -36,6 +37,8 @@ pub struct Subsystem {
     /// hosts stay).
     allowed_hosts: RwLock<Vec<String>>,
     allow_any_host: AtomicBool,
+    /// Hosts that must authenticate, with their secrets (allowed too).
+    host_keys: RwLock<HashMap<String, Arc<HostKeys>>>,
 }
 
 impl Subsystem {
@@ -49,6 +52,27 @@ impl Subsystem {
                 .expect("hosts lock")
                 .iter()
                 .any(|h| h == hostnqn)
+            || self.host_keys(hostnqn).is_some()
+    }
+
+    /// The secrets `hostnqn` authenticates with, if it must (never for the
+    /// discovery subsystem).
+    pub fn host_keys(&self, hostnqn: &str) -> Option<Arc<HostKeys>> {
+        self.host_keys
+            .read()
+            .expect("keys lock")
+            .get(hostnqn)
+            .cloned()
+    }
+
+    /// The hosts that must authenticate from now on (a reload); returns
+    /// whether anything changed. Connected queues keep their transaction;
+    /// a re-authentication uses the new keys.
+    pub fn set_host_keys(&self, keys: HashMap<String, Arc<HostKeys>>) -> bool {
+        let mut k = self.host_keys.write().expect("keys lock");
+        let changed = *k != keys;
+        *k = keys;
+        changed
     }
 
     /// Namespace by id (active ones only).
@@ -71,6 +95,14 @@ impl Subsystem {
         let hosts = self.allowed_hosts.read().expect("hosts lock").clone();
         (hosts, self.allow_any_host.load(Ordering::Acquire))
     }
+}
+
+/// Reads the secrets of every host in `hosts`, by NQN.
+pub fn load_host_keys(hosts: &[HostConfig]) -> Result<HashMap<String, Arc<HostKeys>>, ConfigError> {
+    hosts
+        .iter()
+        .map(|h| Ok((h.nqn.clone(), Arc::new(HostKeys::load(h)?))))
+        .collect()
 }
 
 /// Counters a controller reports in SMART and the error log.
@@ -315,6 +347,7 @@ impl Target {
                 })?,
                 allowed_hosts: RwLock::new(s.allowed_hosts.clone()),
                 allow_any_host: AtomicBool::new(s.allow_any_host),
+                host_keys: RwLock::new(load_host_keys(&s.hosts)?),
             }));
         }
         let discovery = Arc::new(Subsystem {
@@ -325,6 +358,7 @@ impl Target {
             namespaces: NamespaceSet::new(Vec::new()).expect("empty"),
             allowed_hosts: RwLock::new(Vec::new()),
             allow_any_host: AtomicBool::new(true),
+            host_keys: RwLock::new(HashMap::new()),
         });
         let ports = cfg
             .listen

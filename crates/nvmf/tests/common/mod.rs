@@ -21,6 +21,7 @@ pub fn one_subsystem(nqn: &str, namespaces: &[&str]) -> std::sync::Arc<Target> {
         model: "M".into(),
         allowed_hosts: vec![],
         allow_any_host: true,
+        hosts: Vec::new(),
         namespaces: namespaces.iter().map(|n| NamespaceConfig::new(n)).collect(),
     });
     Target::new(&cfg).unwrap()
@@ -39,6 +40,7 @@ pub fn config(allowed: Option<&str>) -> TargetConfig {
         model: "numio test model".into(),
         allowed_hosts: allowed.map(|h| vec![h.to_string()]).unwrap_or_default(),
         allow_any_host: allowed.is_none(),
+        hosts: Vec::new(),
         namespaces: vec![
             NamespaceConfig::new("mem:64M"),
             NamespaceConfig::new("mem:8M"),

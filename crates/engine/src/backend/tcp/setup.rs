@@ -35,6 +35,9 @@ pub struct TcpOptions {
     pub data_digest: bool,
     /// How a multipath target's I/Os choose a path (`--iopolicy`).
     pub iopolicy: IoPolicy,
+    /// DH-HMAC-CHAP secrets, for targets that ask this host to
+    /// authenticate (`--tcp-dhchap-secret`, `--tcp-dhchap-ctrl-secret`).
+    pub dhchap: Option<std::sync::Arc<nvmf::HostSecrets>>,
 }
 
 impl TcpOptions {
@@ -45,6 +48,7 @@ impl TcpOptions {
             // No keep-alive: the run sends no admin commands to keep one.
             kato_ms: 0,
             timeout: REPLY_TIMEOUT,
+            dhchap: self.dhchap.clone(),
             ..InitiatorOptions::default()
         };
         if let Some(h) = &self.hostnqn {
@@ -184,6 +188,9 @@ pub(super) fn setup_error(url: &TcpUrl, addr: SocketAddr, step: &str, e: Initiat
         {
             format!("{addr} did not answer within {}s; check the address and any firewall", REPLY_TIMEOUT.as_secs())
         }
+        InitiatorError::Auth(_) => "the target asks this host (--tcp-hostnqn) to authenticate: \
+             --tcp-dhchap-secret (and --tcp-dhchap-ctrl-secret) must hold the secrets the target lists for it"
+            .to_string(),
         InitiatorError::Command { status, .. } if step == "connect" => {
             let why = if status.sc() == 0x84 {
                 "this host NQN is not allowed"

@@ -1,0 +1,228 @@
+//! `numio serve --allow-host NQN,dhchap-secret=FILE[,dhchap-ctrl-secret=FILE]`
+//! with `numio bench --backend tcp --tcp-dhchap-secret FILE
+//! [--tcp-dhchap-ctrl-secret FILE]`: the right secrets run a verified
+//! bench over every queue; a wrong one is refused with a line that says
+//! so on both sides; a secret file others can read stops numio serve
+//! before it listens. Waits are for lines, never a clock.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
+
+use common::running::GIVE_UP;
+use nvmf::auth::{HashFn, Secret};
+
+const NQN: &str = "nqn.2026-01.io.numio:dhchap";
+const HOST: &str = "nqn.2014-08.org.nvmexpress:uuid:0000-dhchap";
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(tag: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("numio-dhchap-cli-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    fn secret(&self, name: &str, s: &Secret, mode: u32) -> String {
+        let p = self.0.join(name);
+        std::fs::write(&p, format!("{}\n", &*s.encode())).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+        p.display().to_string()
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Serve {
+    child: Child,
+    lines: Receiver<String>,
+}
+
+impl Serve {
+    fn start(allow: &str) -> Serve {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_numio"))
+            .args(["serve", "--ns", "mem:8M", "--nqn", NQN, "--cpus", "0"])
+            .args(["--listen", "127.0.0.1:0", "--discovery-port", "0"])
+            .args(["--allow-host", allow, "--log-connections"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("numio serve runs");
+        let (tx, lines) = std::sync::mpsc::channel();
+        let out: Box<dyn std::io::Read + Send> = Box::new(child.stdout.take().unwrap());
+        let err: Box<dyn std::io::Read + Send> = Box::new(child.stderr.take().unwrap());
+        for r in [out, err] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for l in BufReader::new(r).lines().map_while(Result::ok) {
+                    let _ = tx.send(l);
+                }
+            });
+        }
+        Serve { child, lines }
+    }
+
+    fn line(&self, want: &str) -> String {
+        loop {
+            let l = self
+                .lines
+                .recv_timeout(GIVE_UP)
+                .unwrap_or_else(|_| panic!("no line with {want:?} from numio serve"));
+            if l.contains(want) {
+                return l;
+            }
+        }
+    }
+
+    fn target(&self) -> String {
+        let l = self.line("port 1 ");
+        let addr = l.split_whitespace().nth(4).unwrap().to_string();
+        self.line("ready");
+        format!("nvme-tcp://{addr}/{NQN}/1")
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn bench(target: &str, secrets: &[&str], extra: &[&str]) -> (i32, String, String) {
+    let mut args = vec!["bench", "--backend", "tcp", "--tcp-hostnqn", HOST];
+    args.extend_from_slice(secrets);
+    args.extend_from_slice(extra);
+    args.push(target);
+    common::numio(&args)
+}
+
+#[test]
+fn the_right_secrets_run_a_verified_bench_and_a_wrong_one_is_refused() {
+    let d = Dir::new("ok");
+    let host = Secret::generate(32, Some(HashFn::Sha256));
+    let ctrl = Secret::generate(64, Some(HashFn::Sha512));
+    let (hk, ck) = (
+        d.secret("host", &host, 0o600),
+        d.secret("ctrl", &ctrl, 0o600),
+    );
+    let srv = Serve::start(&format!(
+        "{HOST},dhchap-secret={hk},dhchap-ctrl-secret={ck},dhchap-dhgroup=ffdhe2048"
+    ));
+    let t = srv.target();
+    let state = d.0.join("verify.json").display().to_string();
+    let io = [
+        "--rw",
+        "write",
+        "--bs",
+        "16k",
+        "--size",
+        "1m",
+        "--force-write",
+        "--verify",
+        "--verify-state",
+        &state,
+    ];
+    let (code, out, err) = bench(
+        &t,
+        &["--tcp-dhchap-secret", &hk, "--tcp-dhchap-ctrl-secret", &ck],
+        &io,
+    );
+    assert_eq!(code, 0, "{out}\n{err}");
+    // Both queues (admin and I/O) connected; none failed.
+    srv.line(&format!("connected {NQN} qid 0"));
+    srv.line(&format!("connected {NQN} qid 1"));
+    let (code, out, err) = bench(
+        &t,
+        &["--tcp-dhchap-secret", &hk],
+        &[
+            "--rw",
+            "read",
+            "--bs",
+            "16k",
+            "--size",
+            "1m",
+            "--verify-only",
+            "--verify-state",
+            &state,
+        ],
+    );
+    assert_eq!(
+        code, 0,
+        "read back with the host secret only:\n{out}\n{err}"
+    );
+
+    let wrong = d.secret("wrong", &Secret::generate(32, None), 0o600);
+    let (code, _, err) = bench(
+        &t,
+        &["--tcp-dhchap-secret", &wrong],
+        &["--rw", "read", "--size", "1m"],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("DH-HMAC-CHAP") && err.contains("refused this host"),
+        "{err}"
+    );
+    srv.line("DH-HMAC-CHAP failed for host");
+    let (code, _, err) = bench(&t, &[], &["--rw", "read", "--size", "1m"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("--tcp-dhchap-secret"), "{err}");
+    // The controller secret the host holds is not the target's: the host
+    // refuses the target.
+    let (code, _, err) = bench(
+        &t,
+        &[
+            "--tcp-dhchap-secret",
+            &hk,
+            "--tcp-dhchap-ctrl-secret",
+            &wrong,
+        ],
+        &["--rw", "read", "--size", "1m"],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("did not prove"), "{err}");
+}
+
+#[test]
+fn secret_files_others_can_read_are_refused_on_both_sides() {
+    let d = Dir::new("perm");
+    let open = d.secret("open", &Secret::generate(32, None), 0o644);
+    let (code, _, err) = common::numio(&[
+        "serve",
+        "--ns",
+        "mem:1M",
+        "--listen",
+        "127.0.0.1:0",
+        "--discovery-port",
+        "0",
+        "--allow-host",
+        &format!("{HOST},dhchap-secret={open}"),
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("chmod 600") && err.contains(&open), "{err}");
+    let (code, _, err) = bench(
+        "nvme-tcp://127.0.0.1:9/nqn.x/1",
+        &["--tcp-dhchap-secret", &open],
+        &["--rw", "read"],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("chmod 600"), "{err}");
+    let (code, _, err) = common::numio(&[
+        "serve",
+        "--ns",
+        "mem:1M",
+        "--allow-host",
+        &format!("{HOST},dhchap-hash=sha1"),
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("dhchap-secret=FILE"), "{err}");
+}

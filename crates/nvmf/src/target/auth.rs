@@ -1,0 +1,443 @@
+//! DH-HMAC-CHAP on the target: each queue's transaction as a state
+//! machine, run by the Authentication Send and Receive fabrics commands.
+//!
+//! A host listed with a secret ([`HostKeys`]) gets ATR set in its Connect
+//! response; from then on its queue runs nothing but authentication
+//! commands ([`Status::AUTH_REQUIRED`] for the rest) until the transaction
+//! succeeds. The steps, as the controller sees them:
+//! ```text
+//!            Negotiate ok                 Receive
+//! Idle ─────────────────► ChallengeNext ─────────► ReplyNext
+//!  ▲ (Negotiate restarts from any step)              │ Reply: R1 checks out
+//!  │                                                 ▼
+//! Done ◄── Success2 ── Success2Next ◄── Receive ── Success1Next
+//!  ▲     (C2 sent: bidirectional)        │ (no C2: authenticated at Reply)
+//!  └─────────────────────────────────────┘
+//! any error ──► Failure1Next ── Receive (AUTH_Failure1) ──► Failed: close
+//! ```
+//! A failed transaction ends the connection once its Failure1 is sent (the
+//! kernel's target takes the controller down the same way); a host that
+//! starts but does not finish within [`AUTH_DEADLINE`] is closed too.
+//! Re-authentication (a Negotiate on an authenticated queue) keeps the
+//! queue serving until it fails.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nvme_spec::auth::{
+    self as wire, explain, id, Challenge, Failure, Message, Negotiate, Reply, Success1,
+};
+use nvme_spec::Status;
+use zeroize::Zeroizing;
+
+use super::command::{Ctx, Outcome};
+use super::config::HostConfig;
+use super::error::ConfigError;
+use crate::auth::{self, DhGroup, HashFn, KeyPair, Secret, Transaction};
+
+/// How long a queue that must authenticate may take from Connect (or from
+/// a re-authentication's Negotiate) to success. Generous: an 8192-bit DH
+/// exchange under emulation takes seconds on each side.
+pub const AUTH_DEADLINE: Duration = Duration::from_secs(30);
+
+/// What one host authenticates with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostKeys {
+    /// The host's secret (it proves itself with it).
+    pub secret: Secret,
+    /// The controller's secret, for bidirectional authentication.
+    pub ctrl_secret: Option<Secret>,
+    /// Hash functions allowed, in preference order.
+    pub hashes: Vec<HashFn>,
+    /// DH groups allowed, in preference order.
+    pub dhgroups: Vec<DhGroup>,
+}
+
+impl HostKeys {
+    /// Reads the secrets a host's configuration names.
+    pub fn load(h: &HostConfig) -> Result<Self, ConfigError> {
+        let read = |p: &Path| {
+            Secret::from_file(p).map_err(|e| {
+                ConfigError::Invalid(format!("host {}: DH-HMAC-CHAP secret {e}", h.nqn))
+            })
+        };
+        let hashes = if h.dhchap_hashes.is_empty() {
+            HashFn::ALL.to_vec()
+        } else {
+            h.dhchap_hashes
+                .iter()
+                .map(|n| HashFn::parse(n))
+                .collect::<Result<_, _>>()
+                .map_err(|e| ConfigError::Invalid(format!("host {}: {e}", h.nqn)))?
+        };
+        let dhgroups = if h.dhchap_dhgroups.is_empty() {
+            DhGroup::PREFERRED.to_vec()
+        } else {
+            h.dhchap_dhgroups
+                .iter()
+                .map(|n| DhGroup::parse(n))
+                .collect::<Result<_, _>>()
+                .map_err(|e| ConfigError::Invalid(format!("host {}: {e}", h.nqn)))?
+        };
+        Ok(Self {
+            secret: read(&h.dhchap_secret)?,
+            ctrl_secret: h.dhchap_ctrl_secret.as_deref().map(read).transpose()?,
+            hashes,
+            dhgroups,
+        })
+    }
+}
+
+/// One transaction's state once Negotiate chose a hash and a group.
+#[derive(Debug)]
+struct Txn {
+    t_id: u16,
+    hash: HashFn,
+    group: DhGroup,
+    keys: Arc<HostKeys>,
+    /// C1 and S1, once the challenge went out.
+    c1: Zeroizing<Vec<u8>>,
+    s1: u32,
+    pair: Option<KeyPair>,
+    session_key: Option<Zeroizing<Vec<u8>>>,
+    /// C2 and S2, when the host asked to authenticate the controller.
+    c2: Option<(Zeroizing<Vec<u8>>, u32)>,
+}
+
+#[derive(Debug, Default)]
+enum Step {
+    #[default]
+    Idle,
+    ChallengeNext(Box<Txn>),
+    ReplyNext(Box<Txn>),
+    Success1Next(Box<Txn>),
+    Success2Next(u16),
+    Failure1Next {
+        t_id: u16,
+        explanation: u8,
+    },
+    Failed,
+}
+
+/// A queue's authentication.
+#[derive(Debug, Default)]
+pub struct QueueAuth {
+    keys: Option<Arc<HostKeys>>,
+    authenticated: bool,
+    step: Step,
+    /// When the pending transaction (or the wait for one) began.
+    since: Option<Instant>,
+}
+
+/// Why a queue's authentication failed, for the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthFailure {
+    /// The reason code explanation sent or received.
+    pub explanation: u8,
+    /// Whether the host sent it (Failure2) rather than the target.
+    pub by_host: bool,
+}
+
+impl QueueAuth {
+    /// A queue bound to a controller whose host has `keys` (`None`: no
+    /// authentication required).
+    pub fn on_connect(keys: Option<Arc<HostKeys>>, now: Instant) -> Self {
+        Self {
+            since: keys.as_ref().map(|_| now),
+            keys,
+            authenticated: false,
+            step: Step::Idle,
+        }
+    }
+
+    /// Whether the queue must authenticate.
+    pub fn required(&self) -> bool {
+        self.keys.is_some()
+    }
+
+    /// Whether the queue may run commands other than authentication.
+    pub fn may_run_commands(&self) -> bool {
+        self.keys.is_none() || self.authenticated
+    }
+
+    /// Whether the transaction failed and its Failure went out or came in:
+    /// the connection closes.
+    pub fn failed(&self) -> bool {
+        matches!(self.step, Step::Failed)
+    }
+
+    /// Whether the transaction has run past [`AUTH_DEADLINE`].
+    pub fn overdue(&self, now: Instant) -> bool {
+        self.since
+            .is_some_and(|s| now.saturating_duration_since(s) > AUTH_DEADLINE)
+    }
+
+    fn fail(&mut self, t_id: u16, explanation: u8) {
+        self.step = Step::Failure1Next { t_id, explanation };
+    }
+
+    fn done(&mut self) {
+        self.authenticated = true;
+        self.since = None;
+        self.step = Step::Idle;
+    }
+}
+
+fn check_command(ctx: &Ctx<'_>) -> Result<u32, Status> {
+    let sqe = ctx.sqe();
+    let (secp, spsp0, spsp1) = wire::secp_spsp(sqe.cdw10);
+    if secp != wire::SECP_NVME_AUTH || spsp0 != wire::SPSP_DHCHAP || spsp1 != wire::SPSP_DHCHAP {
+        return Err(Status::INVALID_FIELD);
+    }
+    if sqe.cdw11 == 0 || sqe.cdw11 != sqe.dptr.length {
+        return Err(Status::INVALID_FIELD);
+    }
+    Ok(sqe.cdw11)
+}
+
+/// Authentication Send: the host's Negotiate, Reply, Success2 or Failure2.
+/// Returns the outcome and, when the transaction just failed, why.
+pub fn send(ctx: &mut Ctx<'_>) -> (Outcome, Option<AuthFailure>) {
+    let Some(keys) = ctx.auth.keys.clone() else {
+        return (Outcome::err(Status::INVALID_FIELD), None);
+    };
+    let len = match check_command(ctx) {
+        Ok(l) => l as usize,
+        Err(s) => return (Outcome::err(s), None),
+    };
+    let msg = Message::decode(&ctx.req.buf[..len.min(ctx.req.buf.len())]);
+    let ctrl = ctx.ctrl();
+    let (hostnqn, subnqn) = (ctrl.hostnqn.clone(), ctrl.subsys.nqn.clone());
+    let now = ctx.now;
+    let qa = &mut *ctx.auth;
+    let mut failure = None;
+    match (msg, std::mem::take(&mut qa.step)) {
+        (Ok(Message::Negotiate(n)), _) => {
+            qa.since = Some(now);
+            negotiate(qa, keys, &n);
+        }
+        (Ok(Message::Reply(r)), Step::ReplyNext(txn)) if r.t_id == txn.t_id => {
+            reply(qa, txn, &r, &hostnqn, &subnqn);
+        }
+        (Ok(Message::Success2(t_id)), Step::Success2Next(want)) if t_id == want => qa.done(),
+        (Ok(Message::Failure(f)), _) if f.auth_id == id::FAILURE2 => {
+            qa.authenticated = false;
+            qa.step = Step::Failed;
+            failure = Some(AuthFailure {
+                explanation: f.explanation,
+                by_host: true,
+            });
+        }
+        (Ok(m), step) => {
+            let t_id = match &m {
+                Message::Reply(r) => r.t_id,
+                Message::Success2(t) => *t,
+                _ => step_tid(&step),
+            };
+            qa.fail(t_id, explain::INCORRECT_MESSAGE);
+        }
+        (Err(_), step) => qa.fail(step_tid(&step), explain::INCORRECT_PAYLOAD),
+    }
+    (Outcome::ok(0), failure)
+}
+
+fn step_tid(step: &Step) -> u16 {
+    match step {
+        Step::ChallengeNext(t) | Step::ReplyNext(t) | Step::Success1Next(t) => t.t_id,
+        Step::Success2Next(t) | Step::Failure1Next { t_id: t, .. } => *t,
+        Step::Idle | Step::Failed => 0,
+    }
+}
+
+fn negotiate(qa: &mut QueueAuth, keys: Arc<HostKeys>, n: &Negotiate) {
+    if n.sc_c != wire::SC_C_NONE {
+        return qa.fail(n.t_id, explain::CONCAT_MISMATCH);
+    }
+    let Some(hash) = keys
+        .hashes
+        .iter()
+        .copied()
+        .find(|h| n.hashes.contains(&h.id()))
+    else {
+        return qa.fail(n.t_id, explain::HASH_UNUSABLE);
+    };
+    let Some(group) = keys
+        .dhgroups
+        .iter()
+        .copied()
+        .find(|g| n.dhgroups.contains(&g.id()))
+    else {
+        return qa.fail(n.t_id, explain::DHGROUP_UNUSABLE);
+    };
+    qa.step = Step::ChallengeNext(Box::new(Txn {
+        t_id: n.t_id,
+        hash,
+        group,
+        keys,
+        c1: Zeroizing::new(Vec::new()),
+        s1: 0,
+        pair: None,
+        session_key: None,
+        c2: None,
+    }));
+}
+
+fn reply(qa: &mut QueueAuth, mut txn: Box<Txn>, r: &Reply, hostnqn: &str, subnqn: &str) {
+    let t_id = txn.t_id;
+    if r.response.len() != txn.hash.digest_len() {
+        return qa.fail(t_id, explain::INCORRECT_PAYLOAD);
+    }
+    match (&txn.pair, r.dh_value.is_empty()) {
+        (Some(pair), false) => match pair.shared(&r.dh_value) {
+            Ok(k) => txn.session_key = Some(k),
+            Err(_) => return qa.fail(t_id, explain::DHGROUP_UNUSABLE),
+        },
+        (None, true) => {}
+        _ => return qa.fail(t_id, explain::INCORRECT_PAYLOAD),
+    }
+    let challenge = auth::augmented_challenge(
+        txn.hash,
+        txn.session_key.as_ref().map(|k| k.as_slice()),
+        &txn.c1,
+    );
+    let t = Transaction {
+        hash: txn.hash,
+        challenge: &challenge,
+        seqnum: txn.s1,
+        t_id,
+        hostnqn,
+        subnqn,
+    };
+    let want = auth::host_response(&txn.keys.secret.transformed(hostnqn), &t, 0);
+    if !auth::responses_equal(&want, &r.response) {
+        return qa.fail(t_id, explain::FAILED);
+    }
+    match &r.challenge {
+        // S2 = 0: a C2 for a TLS PSK only, no controller authentication.
+        Some(c2) if r.seqnum != 0 => {
+            if txn.keys.ctrl_secret.is_none() {
+                return qa.fail(t_id, explain::FAILED);
+            }
+            txn.c2 = Some((Zeroizing::new(c2.clone()), r.seqnum));
+        }
+        _ => qa.authenticated = true,
+    }
+    qa.step = Step::Success1Next(txn);
+}
+
+/// Authentication Receive: the controller's Challenge, Success1 or
+/// Failure1, by the step the transaction is at.
+pub fn receive(ctx: &mut Ctx<'_>) -> (Outcome, Option<AuthFailure>) {
+    if ctx.auth.keys.is_none() {
+        return (Outcome::err(Status::INVALID_FIELD), None);
+    }
+    let al = match check_command(ctx) {
+        Ok(l) => l as usize,
+        Err(s) => return (Outcome::err(s), None),
+    };
+    let ctrl = ctx.ctrl();
+    let (hostnqn, subnqn) = (ctrl.hostnqn.clone(), ctrl.subsys.nqn.clone());
+    let qa = &mut *ctx.auth;
+    let mut failure = None;
+    let msg = match std::mem::take(&mut qa.step) {
+        Step::ChallengeNext(mut txn) => {
+            txn.c1 = auth::random_bytes(txn.hash.digest_len());
+            txn.s1 = auth::next_seqnum();
+            txn.pair = KeyPair::generate(txn.group);
+            let m = Message::Challenge(Challenge {
+                t_id: txn.t_id,
+                hash_id: txn.hash.id(),
+                dhgroup_id: txn.group.id(),
+                seqnum: txn.s1,
+                challenge: txn.c1.to_vec(),
+                dh_value: txn
+                    .pair
+                    .as_ref()
+                    .map_or_else(Vec::new, |p| p.public().to_vec()),
+            });
+            qa.step = Step::ReplyNext(txn);
+            m
+        }
+        Step::Success1Next(txn) => {
+            let response = txn.c2.as_ref().map(|(c2, s2)| {
+                let challenge = auth::augmented_challenge(
+                    txn.hash,
+                    txn.session_key.as_ref().map(|k| k.as_slice()),
+                    c2,
+                );
+                let t = Transaction {
+                    hash: txn.hash,
+                    challenge: &challenge,
+                    seqnum: *s2,
+                    t_id: txn.t_id,
+                    hostnqn: &hostnqn,
+                    subnqn: &subnqn,
+                };
+                let key = txn
+                    .keys
+                    .ctrl_secret
+                    .as_ref()
+                    .expect("a C2 is kept only with a controller secret")
+                    .transformed(&subnqn);
+                auth::controller_response(&key, &t).to_vec()
+            });
+            qa.step = if response.is_some() {
+                Step::Success2Next(txn.t_id)
+            } else {
+                qa.since = None;
+                Step::Idle
+            };
+            Message::Success1(Success1 {
+                t_id: txn.t_id,
+                hash_len: txn.hash.digest_len() as u8,
+                response,
+            })
+        }
+        step => {
+            let (t_id, explanation) = match step {
+                Step::Failure1Next { t_id, explanation } => (t_id, explanation),
+                other => (step_tid(&other), explain::FAILED),
+            };
+            qa.authenticated = false;
+            qa.step = Step::Failed;
+            failure = Some(AuthFailure {
+                explanation,
+                by_host: false,
+            });
+            Message::Failure(Failure {
+                auth_id: id::FAILURE1,
+                t_id,
+                reason: wire::REASON_FAILED,
+                explanation,
+            })
+        }
+    };
+    let bytes = msg.encode();
+    if bytes.len() > al && matches!(msg, Message::Challenge(_)) {
+        // The host's buffer cannot take the challenge: nothing was sent,
+        // so the transaction restarts with its next Negotiate.
+        qa.step = Step::Idle;
+        return (Outcome::err(Status::INVALID_FIELD), None);
+    }
+    // The whole allocation goes back, zero-padded past the message.
+    let buf = &mut ctx.req.buf[..al];
+    buf.fill(0);
+    let n = bytes.len().min(al);
+    buf[..n].copy_from_slice(&bytes[..n]);
+    (Outcome::data(al), failure)
+}
+
+/// A reason code explanation in words, for the log.
+pub fn explain_text(code: u8) -> &'static str {
+    match code {
+        explain::FAILED => "authentication failed (wrong secret)",
+        explain::PROTOCOL_UNUSABLE => "protocol not usable",
+        explain::CONCAT_MISMATCH => "secure channel concatenation not supported",
+        explain::HASH_UNUSABLE => "no hash function in common",
+        explain::DHGROUP_UNUSABLE => "no DH group in common, or a bad DH value",
+        explain::INCORRECT_PAYLOAD => "malformed message",
+        explain::INCORRECT_MESSAGE => "message out of sequence",
+        _ => "unknown reason",
+    }
+}

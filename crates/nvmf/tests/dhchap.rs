@@ -1,0 +1,296 @@
+//! DH-HMAC-CHAP between numio's target and numio's initiator on loopback:
+//! every hash and DH group, bidirectional, and each way a host is refused
+//! (no secret, a wrong one, a wrong controller secret, commands before
+//! authenticating, out-of-sequence and malformed messages). The Linux host
+//! against numio serve is the VM lab's `one-node/69-nvmf-dhchap`.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use common::*;
+use nvme_spec::auth::{self as wire, Message, Negotiate, FCTYPE_AUTH_RECEIVE, FCTYPE_AUTH_SEND};
+use nvme_spec::Status;
+use nvmf::auth::{DhGroup, HashFn, Secret};
+use nvmf::config::HostConfig;
+use nvmf::target::counters::Refused;
+use nvmf::{HostSecrets, Initiator, InitiatorError, TargetConfig};
+
+struct Keys {
+    dir: PathBuf,
+    host: Secret,
+    ctrl: Secret,
+}
+
+impl Keys {
+    fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("numio-dhchap-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let k = Self {
+            dir,
+            host: Secret::generate(32, Some(HashFn::Sha256)),
+            ctrl: Secret::generate(48, Some(HashFn::Sha384)),
+        };
+        k.write("host.key", &k.host);
+        k.write("ctrl.key", &k.ctrl);
+        k
+    }
+
+    fn write(&self, name: &str, s: &Secret) -> PathBuf {
+        let p = self.dir.join(name);
+        std::fs::write(&p, s.encode().as_bytes()).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        p
+    }
+
+    fn host_config(&self, ctrl: bool, hashes: &[&str], groups: &[&str]) -> HostConfig {
+        HostConfig {
+            nqn: HOST.into(),
+            dhchap_secret: self.dir.join("host.key"),
+            dhchap_ctrl_secret: ctrl.then(|| self.dir.join("ctrl.key")),
+            dhchap_hashes: hashes.iter().map(|s| s.to_string()).collect(),
+            dhchap_dhgroups: groups.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+impl Drop for Keys {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn auth_config(h: HostConfig) -> TargetConfig {
+    let mut c = config(Some("nqn.2014-08.org.nvmexpress:uuid:someone-else"));
+    c.subsystems[0].hosts.push(h);
+    c
+}
+
+fn with_secrets(host: &Secret, ctrl: Option<&Secret>) -> nvmf::InitiatorOptions {
+    let mut o = opts();
+    o.dhchap = Some(Arc::new(HostSecrets {
+        secret: host.clone(),
+        ctrl_secret: ctrl.cloned(),
+    }));
+    o
+}
+
+fn auth_error(r: Result<Initiator, InitiatorError>) -> String {
+    match r {
+        Err(InitiatorError::Auth(m)) => m,
+        Err(e) => panic!("expected a DH-HMAC-CHAP error, got {e}"),
+        Ok(_) => panic!("expected a DH-HMAC-CHAP error, the connect succeeded"),
+    }
+}
+
+#[test]
+fn every_hash_and_group_authenticates_and_serves_io() {
+    let k = Keys::new("all");
+    for (hash, group) in [
+        ("sha256", "null"),
+        ("sha384", "ffdhe2048"),
+        ("sha512", "ffdhe3072"),
+        ("sha256", "ffdhe4096"),
+    ] {
+        let (srv, addr) = start(&auth_config(k.host_config(true, &[hash], &[group])));
+        for ctrl in [None, Some(&k.ctrl)] {
+            let o = with_secrets(&k.host, ctrl);
+            let (a, mut q) = controller(addr, &o);
+            let n = a.negotiated.expect("the admin queue authenticated");
+            assert_eq!((n.hash.name(), n.group.name()), (hash, group));
+            assert_eq!(n.bidirectional, ctrl.is_some());
+            assert!(q.negotiated.is_some(), "the I/O queue authenticated too");
+            let data = pattern(7, 4096);
+            q.write(1, 8, &data).unwrap();
+            assert_eq!(q.read(1, 8, 8).unwrap(), data);
+        }
+        assert_eq!(
+            srv.target.refusals.snapshot()[Refused::AuthFailed as usize].1,
+            0
+        );
+    }
+}
+
+#[test]
+fn the_largest_groups_agree_too() {
+    let k = Keys::new("big");
+    let (_srv, addr) = start(&auth_config(k.host_config(
+        true,
+        &["sha512"],
+        &["ffdhe6144", "ffdhe8192"],
+    )));
+    let a = Initiator::connect_admin(addr, NQN, &with_secrets(&k.host, Some(&k.ctrl))).unwrap();
+    assert_eq!(a.negotiated.unwrap().group, DhGroup::Ffdhe6144);
+}
+
+#[test]
+fn hosts_without_or_with_a_wrong_secret_are_refused() {
+    let k = Keys::new("wrong");
+    let (srv, addr) = start(&auth_config(k.host_config(true, &[], &[])));
+    let no_secret = auth_error(Initiator::connect_admin(addr, NQN, &opts()));
+    assert!(no_secret.contains("--dhchap-secret"), "{no_secret}");
+    let other = Secret::generate(32, Some(HashFn::Sha256));
+    let wrong = auth_error(Initiator::connect_admin(
+        addr,
+        NQN,
+        &with_secrets(&other, None),
+    ));
+    assert!(
+        wrong.contains("refused") && wrong.contains("wrong secret"),
+        "{wrong}"
+    );
+    // The right host secret but the wrong controller secret: the host
+    // refuses the controller.
+    let bad_ctrl = auth_error(Initiator::connect_admin(
+        addr,
+        NQN,
+        &with_secrets(&k.host, Some(&other)),
+    ));
+    assert!(bad_ctrl.contains("did not prove"), "{bad_ctrl}");
+    let t = srv.target;
+    t.wait_until(std::time::Duration::from_secs(10), |t| {
+        t.refusals.snapshot()[Refused::AuthFailed as usize].1 >= 2
+    });
+    // The wrong secret (Failure1 from the target) and the host's Failure2.
+    assert_eq!(t.refusals.snapshot()[Refused::AuthFailed as usize].1, 2);
+    // Nobody was left connected.
+    t.wait_until(std::time::Duration::from_secs(10), |t| {
+        t.controller_count() == 0
+    });
+    assert_eq!(t.controller_count(), 0);
+}
+
+#[test]
+fn nothing_runs_before_authentication() {
+    let k = Keys::new("gate");
+    let (_srv, addr) = start(&auth_config(k.host_config(false, &[], &[])));
+    let mut a = Initiator::open(addr, &opts()).unwrap();
+    let e = a.fabrics_connect(NQN, 0, 0xFFFF).unwrap_err();
+    assert!(matches!(e, InitiatorError::Auth(_)), "{e}");
+    // Connected, not authenticated: Property Get and Identify are refused.
+    let err = a.property_get(0, true).unwrap_err();
+    assert!(
+        matches!(err, InitiatorError::Command { status, .. } if status == Status::AUTH_REQUIRED),
+        "{err}"
+    );
+    assert!(a.identify(1, 0).is_err());
+    // Now authenticate on the same queue; commands run.
+    let keys = HostSecrets {
+        secret: k.host.clone(),
+        ctrl_secret: None,
+    };
+    nvmf::host::auth::authenticate(&mut a, HOST, NQN, &keys, 9).unwrap();
+    assert!(a.property_get(0, true).is_ok());
+    // Re-authentication on a live queue works too.
+    nvmf::host::auth::authenticate(&mut a, HOST, NQN, &keys, 10).unwrap();
+    assert!(a.property_get(0, true).is_ok());
+}
+
+#[test]
+fn out_of_sequence_and_malformed_messages_end_the_queue() {
+    let k = Keys::new("seq");
+    let (srv, addr) = start(&auth_config(k.host_config(false, &[], &[])));
+    // A Reply before any Negotiate: the next Receive brings Failure1 and
+    // the target closes.
+    let mut a = Initiator::open(addr, &opts()).unwrap();
+    let _ = a.fabrics_connect(NQN, 0, 0xFFFF);
+    let reply = Message::Success2(3).encode();
+    a.command(
+        wire::command(FCTYPE_AUTH_SEND, 0, reply.len() as u32),
+        &reply,
+        0,
+    )
+    .unwrap();
+    let c = a
+        .command(wire::command(FCTYPE_AUTH_RECEIVE, 0, 64), &[], 64)
+        .unwrap();
+    match Message::decode(&c.data).unwrap() {
+        Message::Failure(f) => {
+            assert_eq!(f.auth_id, wire::id::FAILURE1);
+            assert_eq!(f.explanation, wire::explain::INCORRECT_MESSAGE);
+        }
+        m => panic!("expected Failure1, got {m:?}"),
+    }
+    assert!(a.property_get(0, true).is_err(), "the queue is closed");
+    // Garbage in an Auth Send; a Negotiate offering no usable hash; a
+    // wrong SECP.
+    for bad in [
+        vec![0xEEu8; 20],
+        Message::Negotiate(Negotiate {
+            t_id: 1,
+            sc_c: 0,
+            hashes: vec![9],
+            dhgroups: vec![0],
+        })
+        .encode(),
+    ] {
+        let mut a = Initiator::open(addr, &opts()).unwrap();
+        let _ = a.fabrics_connect(NQN, 0, 0xFFFF);
+        a.command(
+            wire::command(FCTYPE_AUTH_SEND, 0, bad.len() as u32),
+            &bad,
+            0,
+        )
+        .unwrap();
+        let c = a
+            .command(wire::command(FCTYPE_AUTH_RECEIVE, 0, 64), &[], 64)
+            .unwrap();
+        assert!(matches!(Message::decode(&c.data), Ok(Message::Failure(_))));
+    }
+    let mut a = Initiator::open(addr, &opts()).unwrap();
+    let _ = a.fabrics_connect(NQN, 0, 0xFFFF);
+    let mut sqe = wire::command(FCTYPE_AUTH_RECEIVE, 0, 64);
+    sqe.cdw10 &= 0x00FF_FFFF; // SECP 0
+    let e = a.command(sqe, &[], 64).unwrap_err();
+    assert!(matches!(e, InitiatorError::Command { status, .. } if status == Status::INVALID_FIELD));
+    assert_eq!(
+        srv.target.refusals.snapshot()[Refused::AuthFailed as usize].1,
+        3
+    );
+}
+
+#[test]
+fn host_flags_parse() {
+    let h = HostConfig::parse_flag("nqn.h,dhchap-secret=/k,dhchap-ctrl-secret=/c,dhchap-hash=sha384:sha256,dhchap-dhgroup=ffdhe3072")
+        .unwrap()
+        .unwrap();
+    assert_eq!(h.dhchap_secret, PathBuf::from("/k"));
+    assert_eq!(h.dhchap_ctrl_secret, Some(PathBuf::from("/c")));
+    assert_eq!(h.dhchap_hashes, ["sha384", "sha256"]);
+    assert_eq!(h.dhchap_dhgroups, ["ffdhe3072"]);
+    assert_eq!(HostConfig::parse_flag("nqn.h").unwrap(), None);
+    assert!(HostConfig::parse_flag("nqn.h,dhchap-ctrl-secret=/c")
+        .unwrap_err()
+        .contains("dhchap-secret=FILE"));
+    assert!(HostConfig::parse_flag("nqn.h,secret=x")
+        .unwrap_err()
+        .contains("unknown option"));
+    assert!(HostConfig::parse_flag("nqn.h,dhchap-secret")
+        .unwrap_err()
+        .contains("needs a value"));
+}
+
+#[test]
+fn a_secret_file_others_can_read_stops_the_target() {
+    let k = Keys::new("perm");
+    std::fs::set_permissions(
+        k.dir.join("host.key"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let e = match nvmf::target::subsystem::Target::new(&auth_config(k.host_config(false, &[], &[])))
+    {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a world-readable secret was accepted"),
+    };
+    assert!(e.contains("chmod 600") && e.contains(HOST), "{e}");
+    let mut bad = k.host_config(false, &["md5"], &[]);
+    bad.dhchap_secret = k.dir.join("host.key");
+    assert!(auth_config(bad)
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("sha256"));
+}
