@@ -139,8 +139,16 @@ fn the_right_secrets_run_a_verified_bench_and_a_wrong_one_is_refused() {
     );
     assert_eq!(code, 0, "{out}\n{err}");
     // Both queues (admin and I/O) connected; none failed.
-    srv.line(&format!("connected {NQN} qid 0"));
-    srv.line(&format!("connected {NQN} qid 1"));
+    for qid in [0, 1] {
+        srv.line(&format!("connected {NQN} qid {qid}"));
+        let a = srv.line(&format!("authenticated {NQN} qid {qid}"));
+        assert!(
+            a.contains(&format!(
+                "host {HOST} hash sha256 dhgroup ffdhe2048 bidirectional yes"
+            )),
+            "{a}"
+        );
+    }
     let (code, out, err) = bench(
         &t,
         &["--tcp-dhchap-secret", &hk],

@@ -112,7 +112,11 @@ enum Step {
     ChallengeNext(Box<Txn>),
     ReplyNext(Box<Txn>),
     Success1Next(Box<Txn>),
-    Success2Next(u16),
+    Success2Next {
+        t_id: u16,
+        hash: HashFn,
+        group: DhGroup,
+    },
     Failure1Next {
         t_id: u16,
         explanation: u8,
@@ -128,6 +132,19 @@ pub struct QueueAuth {
     step: Step,
     /// When the pending transaction (or the wait for one) began.
     since: Option<Instant>,
+    /// A transaction that just succeeded, until the log takes it.
+    success: Option<Succeeded>,
+}
+
+/// What a successful transaction settled on, for the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Succeeded {
+    /// The hash function.
+    pub hash: HashFn,
+    /// The DH group.
+    pub group: DhGroup,
+    /// Whether the controller authenticated itself too.
+    pub bidirectional: bool,
 }
 
 /// Why a queue's authentication failed, for the log.
@@ -148,7 +165,13 @@ impl QueueAuth {
             keys,
             authenticated: false,
             step: Step::Idle,
+            success: None,
         }
+    }
+
+    /// The transaction that succeeded since the last call, if one did.
+    pub fn take_success(&mut self) -> Option<Succeeded> {
+        self.success.take()
     }
 
     /// Whether the queue must authenticate.
@@ -177,10 +200,11 @@ impl QueueAuth {
         self.step = Step::Failure1Next { t_id, explanation };
     }
 
-    fn done(&mut self) {
+    fn done(&mut self, s: Succeeded) {
         self.authenticated = true;
         self.since = None;
         self.step = Step::Idle;
+        self.success = Some(s);
     }
 }
 
@@ -220,7 +244,18 @@ pub fn send(ctx: &mut Ctx<'_>) -> (Outcome, Option<AuthFailure>) {
         (Ok(Message::Reply(r)), Step::ReplyNext(txn)) if r.t_id == txn.t_id => {
             reply(qa, txn, &r, &hostnqn, &subnqn);
         }
-        (Ok(Message::Success2(t_id)), Step::Success2Next(want)) if t_id == want => qa.done(),
+        (
+            Ok(Message::Success2(t_id)),
+            Step::Success2Next {
+                t_id: want,
+                hash,
+                group,
+            },
+        ) if t_id == want => qa.done(Succeeded {
+            hash,
+            group,
+            bidirectional: true,
+        }),
         (Ok(Message::Failure(f)), _) if f.auth_id == id::FAILURE2 => {
             qa.authenticated = false;
             qa.step = Step::Failed;
@@ -245,7 +280,7 @@ pub fn send(ctx: &mut Ctx<'_>) -> (Outcome, Option<AuthFailure>) {
 fn step_tid(step: &Step) -> u16 {
     match step {
         Step::ChallengeNext(t) | Step::ReplyNext(t) | Step::Success1Next(t) => t.t_id,
-        Step::Success2Next(t) | Step::Failure1Next { t_id: t, .. } => *t,
+        Step::Success2Next { t_id: t, .. } | Step::Failure1Next { t_id: t, .. } => *t,
         Step::Idle | Step::Failed => 0,
     }
 }
@@ -321,7 +356,14 @@ fn reply(qa: &mut QueueAuth, mut txn: Box<Txn>, r: &Reply, hostnqn: &str, subnqn
             }
             txn.c2 = Some((Zeroizing::new(c2.clone()), r.seqnum));
         }
-        _ => qa.authenticated = true,
+        _ => {
+            qa.authenticated = true;
+            qa.success = Some(Succeeded {
+                hash: txn.hash,
+                group: txn.group,
+                bidirectional: false,
+            });
+        }
     }
     qa.step = Step::Success1Next(txn);
 }
@@ -383,7 +425,11 @@ pub fn receive(ctx: &mut Ctx<'_>) -> (Outcome, Option<AuthFailure>) {
                 auth::controller_response(&key, &t).to_vec()
             });
             qa.step = if response.is_some() {
-                Step::Success2Next(txn.t_id)
+                Step::Success2Next {
+                    t_id: txn.t_id,
+                    hash: txn.hash,
+                    group: txn.group,
+                }
             } else {
                 qa.since = None;
                 Step::Idle

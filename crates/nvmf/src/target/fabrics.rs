@@ -57,10 +57,41 @@ pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
             if let Some(f) = failure {
                 auth_failed(ctx, &f);
             }
+            if let Some(s) = ctx.auth.take_success() {
+                authenticated(ctx, s);
+            }
             outcome
         }
         _ => Outcome::err(Status::INVALID_OPCODE),
     }
+}
+
+/// Logs a queue's successful DH-HMAC-CHAP transaction (with
+/// `--log-connections`, as Connect is).
+fn authenticated(ctx: &Ctx<'_>, s: super::auth::Succeeded) {
+    if !ctx.target.log_connections {
+        return;
+    }
+    let b = ctx.binding.expect("authentication runs on a bound queue");
+    let dir = if s.bidirectional { "yes" } else { "no" };
+    log::emit(
+        Stream::Out,
+        Level::Info,
+        "authenticated",
+        format_args!(
+            "authenticated {} qid {} cntlid {} host {} hash {} dhgroup {} bidirectional {dir}",
+            b.ctrl.subsys.nqn, b.qid, b.ctrl.cntlid, b.ctrl.hostnqn, s.hash, s.group
+        ),
+        &[
+            ("subsystem", b.ctrl.subsys.nqn.as_str().into()),
+            ("qid", b.qid.into()),
+            ("cntlid", b.ctrl.cntlid.into()),
+            ("host", b.ctrl.hostnqn.as_str().into()),
+            ("hash", s.hash.name().into()),
+            ("dhgroup", s.group.name().into()),
+            ("bidirectional", dir.into()),
+        ],
+    );
 }
 
 /// Counts and logs a failed DH-HMAC-CHAP transaction (the connection
@@ -68,7 +99,11 @@ pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
 fn auth_failed(ctx: &Ctx<'_>, f: &super::auth::AuthFailure) {
     let b = ctx.binding.expect("authentication runs on a bound queue");
     ctx.target.refusals.count(Refused::AuthFailed);
-    let why = super::auth::explain_text(f.explanation);
+    let why = if f.by_host && f.explanation == nvme_spec::auth::explain::FAILED {
+        "the host refused the target's response (it holds another controller secret)"
+    } else {
+        super::auth::explain_text(f.explanation)
+    };
     let who = if f.by_host { "host" } else { "target" };
     log::emit(
         Stream::Err,

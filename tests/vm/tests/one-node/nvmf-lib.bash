@@ -25,13 +25,14 @@ nvmf_setup() {
 }
 
 # Starts `numio serve` (the namespaces in NVMF_NS, default two RAM ones; only
-# $NVMF_HOST allowed) and waits for its ready line. Extra arguments go to
+# $NVMF_HOST allowed, or NVMF_ALLOW: NQN,dhchap-secret=FILE...) and waits for
+# its ready line. Extra arguments go to
 # numio serve.
 nvmf_start() {
   local ns_args=() b
   for b in ${NVMF_NS:-mem:64M mem:16M}; do ns_args+=(--ns "$b"); done
   "$NUMIO" serve --nqn "$NVMF_NQN" --model "$NVMF_MODEL" "${ns_args[@]}" \
-    --allow-host "$NVMF_HOST" --log-connections "$@" >"$NVMF_LOG" 2>&1 &
+    --allow-host "${NVMF_ALLOW:-$NVMF_HOST}" --log-connections "$@" >"$NVMF_LOG" 2>&1 &
   NVMF_PID=$!
   local i
   for i in $(seq 1 100); do
