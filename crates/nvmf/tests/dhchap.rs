@@ -130,7 +130,7 @@ fn hosts_without_or_with_a_wrong_secret_are_refused() {
     let k = Keys::new("wrong");
     let (srv, addr) = start(&auth_config(k.host_config(true, &[], &[])));
     let no_secret = auth_error(Initiator::connect_admin(addr, NQN, &opts()));
-    assert!(no_secret.contains("--dhchap-secret"), "{no_secret}");
+    assert!(no_secret.contains("no DH-HMAC-CHAP secret"), "{no_secret}");
     let other = Secret::generate(32, Some(HashFn::Sha256));
     let wrong = auth_error(Initiator::connect_admin(
         addr,

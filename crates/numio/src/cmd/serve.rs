@@ -401,6 +401,25 @@ fn print_startup(
         for ns in &s.namespaces {
             print_namespace(&s.nqn, ns);
         }
+        for (host, k) in s.authenticating_hosts() {
+            let join = |v: Vec<&str>| v.join(",");
+            let hashes = join(k.hashes.iter().map(|h| h.name()).collect());
+            let groups = join(k.dhgroups.iter().map(|g| g.name()).collect());
+            let bidi = if k.ctrl_secret.is_some() { "yes" } else { "no" };
+            log::info(
+                "host_auth",
+                format_args!(
+                    "  host {host} authenticates with DH-HMAC-CHAP (hashes {hashes}; DH groups {groups}; controller secret {bidi})"
+                ),
+                &[
+                    ("subsystem", s.nqn.as_str().into()),
+                    ("host", host.as_str().into()),
+                    ("hashes", hashes.as_str().into()),
+                    ("dhgroups", groups.as_str().into()),
+                    ("controller_secret", bidi.into()),
+                ],
+            );
+        }
     }
     if open_by_default {
         log::warn(

@@ -67,7 +67,7 @@ fn receive(init: &mut Initiator) -> Result<Message, InitiatorError> {
     let m = Message::decode(&c.data).map_err(|e| err(format!("the controller sent {e}")))?;
     if let Message::Failure(f) = &m {
         return Err(err(format!(
-            "the controller refused this host: {} (reason {:#04x}); check the secret given with --dhchap-secret",
+            "the controller refused this host: {} (reason {:#04x}); check the host's secret",
             crate::target::auth::explain_text(f.explanation),
             f.explanation
         )));

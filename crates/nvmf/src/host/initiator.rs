@@ -211,7 +211,7 @@ impl Initiator {
         if c.cqe.result & nvme_spec::auth::CONNECT_AUTHREQ_ATR != 0 {
             let Some(keys) = self.opts.dhchap.clone() else {
                 return Err(InitiatorError::Auth(format!(
-                    "{subnqn} requires this host ({}) to authenticate: give its secret with --dhchap-secret FILE",
+                    "{subnqn} requires this host ({}) to authenticate and no DH-HMAC-CHAP secret was given",
                     self.opts.hostnqn
                 )));
             };

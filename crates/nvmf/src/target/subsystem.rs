@@ -65,6 +65,19 @@ impl Subsystem {
             .cloned()
     }
 
+    /// The hosts that must authenticate, by NQN.
+    pub fn authenticating_hosts(&self) -> Vec<(String, Arc<HostKeys>)> {
+        let mut v: Vec<_> = self
+            .host_keys
+            .read()
+            .expect("keys lock")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
     /// The hosts that must authenticate from now on (a reload); returns
     /// whether anything changed. Connected queues keep their transaction;
     /// a re-authentication uses the new keys.
