@@ -9,6 +9,78 @@
 
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The bytes of command data buffers all connections hold together,
+/// against [`Limits::max_buffer_bytes`](super::config::Limits): a command
+/// whose buffer would go past it waits (its slot stays taken, so its host
+/// cannot send more than its queue depth) until other commands give theirs
+/// back. Buffers are counted by capacity, retained ones included.
+#[derive(Debug)]
+pub struct BufferBudget {
+    used: AtomicU64,
+    limit: u64,
+    waits: AtomicU64,
+}
+
+impl BufferBudget {
+    /// A budget of `limit` bytes.
+    pub fn new(limit: u64) -> Self {
+        Self {
+            used: AtomicU64::new(0),
+            limit,
+            waits: AtomicU64::new(0),
+        }
+    }
+
+    /// Takes `n` bytes if they fit under the limit.
+    pub fn try_take(&self, n: u64) -> bool {
+        let mut cur = self.used.load(Ordering::Relaxed);
+        loop {
+            if cur.saturating_add(n) > self.limit {
+                return false;
+            }
+            match self
+                .used
+                .compare_exchange_weak(cur, cur + n, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Takes `n` bytes whatever the limit (data that already arrived in a
+    /// capsule, bounded by the in-capsule size).
+    pub fn take(&self, n: u64) {
+        self.used.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// Gives `n` bytes back.
+    pub fn give(&self, n: u64) {
+        self.used.fetch_sub(n, Ordering::AcqRel);
+    }
+
+    /// Counts a command that had to wait for buffer space.
+    pub fn count_wait(&self) {
+        self.waits.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Bytes held now.
+    pub fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// The limit.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// Commands that waited for buffer space so far.
+    pub fn waits(&self) -> u64 {
+        self.waits.load(Ordering::Relaxed)
+    }
+}
 
 /// Alignment of every buffer: the largest logical block size served, and
 /// the page size, so `O_DIRECT` accepts any of them.

@@ -44,6 +44,9 @@ pub struct Limits {
     pub max_transfer_bytes: u32,
     /// Largest C2HData PDU payload the target sends, bytes.
     pub max_c2h_data_bytes: u32,
+    /// Command data buffers over all connections, bytes: past it, commands
+    /// wait for others to finish rather than allocate.
+    pub max_buffer_bytes: u64,
 }
 
 /// In-capsule data accepted on the admin queue (fixed by the Linux host).
@@ -64,6 +67,7 @@ impl Default for Limits {
             max_h2c_data_bytes: 131072,
             max_transfer_bytes: 1 << 20,
             max_c2h_data_bytes: 131072,
+            max_buffer_bytes: 1 << 30,
         }
     }
 }
@@ -146,6 +150,14 @@ impl Limits {
                 "use 4096..=16 MiB",
             );
         }
+        let floor = 2 * u64::from(t.max(ADMIN_IN_CAPSULE_BYTES));
+        if self.max_buffer_bytes < floor || self.max_buffer_bytes > (1 << 40) {
+            return bad(
+                "max_buffer_bytes",
+                self.max_buffer_bytes,
+                "use at least twice max_transfer_bytes, at most 1 TiB",
+            );
+        }
         Ok(())
     }
 
@@ -169,7 +181,8 @@ impl Limits {
             "connections {} ({} per source address) | controllers {} | I/O queues per controller {} | I/O queue depth {} | \
              admin queue depth {} | in-capsule data admin {} B, I/O {} B | MAXH2CDATA {} B | \
              max transfer (MDTS) {} B | C2HData PDU {} B | R2Ts of at most MAXH2CDATA, up to \
-             the host's MAXR2T+1 (at most {}) outstanding per command",
+             the host's MAXR2T+1 (at most {}) outstanding per command | command buffers {} B \
+             over all connections",
             self.max_connections,
             self.max_connections_per_source,
             self.max_controllers,
@@ -182,6 +195,7 @@ impl Limits {
             self.max_transfer_bytes,
             self.max_c2h_data_bytes,
             R2T_OUTSTANDING_LIMIT,
+            self.max_buffer_bytes,
         )
     }
 }

@@ -51,6 +51,7 @@ impl Connection {
         r.received_bytes = 0;
         r.in_capsule = !data.is_empty();
         r.digest_failed = !digest_ok;
+        r.waited_for_buffer = false;
         r.status = Status::SUCCESS;
         r.result = 0;
         r.out_len = 0;
@@ -58,6 +59,7 @@ impl Connection {
         r.storage_progress = 0;
         r.arrived = self.clock;
         r.buf.clear();
+        let before = r.buf.capacity();
         if !data.is_empty() && data.len() <= sqe.dptr.length as usize {
             r.buf.assign(data);
             r.received_bytes = data.len() as u32;
@@ -66,6 +68,8 @@ impl Connection {
             r.in_capsule = true;
             r.received_bytes = u32::MAX;
         }
+        let after = r.buf.capacity();
+        self.recharge(before, after, 0);
         self.reqs.set_state(slot, RequestState::New);
         self.advance(slot);
     }
@@ -80,7 +84,11 @@ impl Connection {
                 RequestState::Free | RequestState::AwaitingEvent | RequestState::Executing => {
                     return
                 }
-                RequestState::New => self.plan_transfer(slot),
+                RequestState::New => match self.plan_transfer(slot) {
+                    Some(next) => next,
+                    // Waiting for buffer space: retried every tick.
+                    None => return,
+                },
                 RequestState::AwaitingH2CData => {
                     let r = &self.reqs[slot];
                     if r.received_bytes < r.len_bytes {
@@ -103,7 +111,10 @@ impl Connection {
                     }
                     // Keep small buffers for reuse; give large ones back so an
                     // idle queue does not pin depth x MDTS bytes.
+                    let before = self.reqs[slot].buf.capacity();
                     self.reqs[slot].buf.shrink_above(RETAINED_BUF_BYTES);
+                    let after = self.reqs[slot].buf.capacity();
+                    self.recharge(before, after, 0);
                     RequestState::Free
                 }
             };
@@ -120,8 +131,35 @@ impl Connection {
             && !r.status.is_success()
     }
 
-    /// New → AwaitingH2CData (R2T sent), ReadyToExecute or Completed (error).
-    fn plan_transfer(&mut self, slot: usize) -> RequestState {
+    /// New → AwaitingH2CData (R2T sent), ReadyToExecute or Completed
+    /// (error); `None` while the target's buffer budget cannot take the
+    /// command's buffer (it stays `New` and is retried).
+    fn plan_transfer(&mut self, slot: usize) -> Option<RequestState> {
+        let len = self.reqs[slot].len_bytes as usize;
+        let is_transport = self.reqs[slot].sqe.dptr.type_byte == SGL_TRANSPORT;
+        let before = self.reqs[slot].buf.capacity();
+        let need = len.saturating_sub(before) as u64;
+        let grows = is_transport
+            && self.reqs[slot].xfer != Xfer::None
+            && !self.reqs[slot].digest_failed
+            && !self.reqs[slot].in_capsule
+            && len as u32 <= self.target.limits.max_transfer_bytes;
+        if grows && need > 0 && !self.target.buffers.try_take(need) {
+            if !self.reqs[slot].waited_for_buffer {
+                self.reqs[slot].waited_for_buffer = true;
+                self.target.buffers.count_wait();
+                self.target.changed();
+            }
+            return None;
+        }
+        let taken = if grows { need } else { 0 };
+        let next = self.plan_transfer_with_buffer(slot);
+        let after = self.reqs[slot].buf.capacity();
+        self.recharge(before, after, taken);
+        Some(next)
+    }
+
+    fn plan_transfer_with_buffer(&mut self, slot: usize) -> RequestState {
         let max_xfer = self.target.limits.max_transfer_bytes;
         let io_queue = self.qid().is_some_and(|q| q > 0);
         let in_capsule_max = if io_queue {

@@ -56,6 +56,8 @@ pub struct MetricsSnapshot {
     pub ports: Vec<(u16, SocketAddr, AnaState)>,
     /// Connects refused and sockets closed before serving, by reason.
     pub refusals: Vec<(Refused, u64)>,
+    /// Command data buffer bytes held, the limit, and commands that waited.
+    pub buffers: (u64, u64, u64),
 }
 
 impl Target {
@@ -97,6 +99,11 @@ impl Target {
                 .map(|p| (p.id, p.addr, p.state()))
                 .collect(),
             refusals: self.refusals.snapshot(),
+            buffers: (
+                self.buffers.used(),
+                self.buffers.limit(),
+                self.buffers.waits(),
+            ),
         }
     }
 }
@@ -164,6 +171,31 @@ impl MetricsSnapshot {
         }
         self.write_hosts(w);
         self.write_refusals(w);
+        let (used, limit, waits) = self.buffers;
+        for (name, kind, help, v) in [
+            (
+                "numio_buffer_bytes",
+                "gauge",
+                "Command data buffer bytes held over all connections.",
+                used,
+            ),
+            (
+                "numio_buffer_limit_bytes",
+                "gauge",
+                "The limit on them (max_buffer_bytes).",
+                limit,
+            ),
+            (
+                "numio_buffer_waits_total",
+                "counter",
+                "Commands that waited for buffer space under that limit.",
+                waits,
+            ),
+        ] {
+            let _ = writeln!(w, "# HELP {name} {help}");
+            let _ = writeln!(w, "# TYPE {name} {kind}");
+            let _ = writeln!(w, "{name} {v}");
+        }
         for (name, help, ops) in FAMILIES {
             let _ = writeln!(w, "# HELP {name} {help}");
             let _ = writeln!(w, "# TYPE {name} counter");

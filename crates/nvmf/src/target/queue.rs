@@ -55,6 +55,9 @@ pub struct Connection {
     pub(crate) binding: Option<Binding>,
     /// DH-HMAC-CHAP state of the bound queue.
     pub(crate) auth: super::auth::QueueAuth,
+    /// Bytes of the target's buffer budget this connection's request
+    /// buffers hold (their capacities); given back on drop.
+    pub(crate) charged: u64,
     pub(crate) reqs: Requests,
     /// Storage operations queued for the reactor's ring (at most one per
     /// request, so never more than the depth).
@@ -97,6 +100,7 @@ impl Connection {
             tx: Vec::new(),
             binding: None,
             auth: Default::default(),
+            charged: 0,
             reqs: Requests::new(depth),
             storage: VecDeque::with_capacity(depth),
             sqhd: 0,
@@ -409,6 +413,7 @@ impl Connection {
         if self.binding.is_none() {
             self.enforce_deadlines(now);
         }
+        self.retry_parked();
         if let Some(b) = &self.binding {
             use std::sync::atomic::Ordering::Relaxed;
             let c = b.ctrl.stats.queues.fold(b.qid, &mut self.counters);
@@ -479,6 +484,34 @@ impl Connection {
         }
     }
 
+    /// Moves on the commands that waited for buffer space (they stay
+    /// `New` until the budget lets their buffer grow).
+    fn retry_parked(&mut self) {
+        for slot in 0..self.reqs.len() {
+            if self.phase == Phase::Closing {
+                return;
+            }
+            if self.reqs[slot].state() == RequestState::New {
+                self.advance(slot);
+            }
+        }
+    }
+
+    /// Charges the budget for a request buffer that went from `before` to
+    /// `after` bytes of capacity (`taken` already taken for it).
+    pub(crate) fn recharge(&mut self, before: usize, after: usize, taken: u64) {
+        let grown = after.saturating_sub(before) as u64;
+        let shrunk = before.saturating_sub(after) as u64;
+        let budget = &self.target.buffers;
+        if grown > taken {
+            budget.take(grown - taken);
+        } else {
+            budget.give(taken - grown);
+        }
+        budget.give(shrunk);
+        self.charged = self.charged + grown - shrunk;
+    }
+
     /// Releases the queue's claim on its controller; the admin queue takes
     /// the controller down with it. Call once, when the socket closes.
     pub fn release(&mut self) {
@@ -500,5 +533,14 @@ impl Connection {
             }
         }
         self.phase = Phase::Closing;
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        if self.charged > 0 {
+            self.target.buffers.give(self.charged);
+            self.target.changed();
+        }
     }
 }

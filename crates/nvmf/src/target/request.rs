@@ -12,6 +12,8 @@
 //!                                on the ring)           ▼
 //!                                             (C2HData,) response ──► Free
 //! ```
+//! A `New` request waits while the target's buffer budget has no room for
+//! its data (`plan_transfer` retries it every tick).
 //! `Connection::advance` in `queue.rs` decides where a request goes next;
 //! [`Requests::set_state`] is the one place a state changes: it
 //! debug-asserts that the transition is one of the arrows above (or a
@@ -99,14 +101,15 @@ impl RequestState {
 
     /// Whether a request may go from this state to `next`: the arrows of
     /// the diagram above, and teardown (`Connection::release`) of a request
-    /// waiting for host data or an event. A request `Executing` is never
+    /// waiting for host data, an event or (still `New`) room in the
+    /// target's buffer budget. A request `Executing` is never
     /// torn down: the kernel owns its buffer.
     pub fn may_become(self, next: RequestState) -> bool {
         use RequestState::*;
         matches!(
             (self, next),
             (Free, New)
-                | (New, AwaitingH2CData | ReadyToExecute | Completed)
+                | (New, AwaitingH2CData | ReadyToExecute | Completed | Free)
                 | (AwaitingH2CData, ReadyToExecute | Free)
                 | (ReadyToExecute, AwaitingEvent | Executing | Completed)
                 | (AwaitingEvent, Completed | Free)
@@ -151,6 +154,8 @@ pub struct Request {
     pub in_capsule: bool,
     /// A data digest failed; the command completes with a transport error.
     pub digest_failed: bool,
+    /// It waited (or waits) for room in the target's buffer budget.
+    pub waited_for_buffer: bool,
     /// Data buffer: page-aligned, reused, grows to the largest transfer
     /// seen (up to a retention limit).
     pub buf: AlignedBuf,
@@ -182,6 +187,7 @@ impl Request {
             r2t_sent_bytes: 0,
             in_capsule: false,
             digest_failed: false,
+            waited_for_buffer: false,
             buf: AlignedBuf::new(),
             status: Status::SUCCESS,
             result: 0,

@@ -327,6 +327,8 @@ pub struct Target {
     resizes_noticed: AtomicU64,
     /// Connects refused and sockets closed before serving, by reason.
     pub refusals: super::counters::Refusals,
+    /// Command data buffers held over all connections.
+    pub buffers: super::buf::BufferBudget,
     /// Announces changes a waiter may be waiting for ([`Target::wait_until`]).
     watch: (Mutex<u64>, Condvar),
 }
@@ -399,6 +401,7 @@ impl Target {
             discovery_genctr: AtomicU64::new(1),
             resizes_noticed: AtomicU64::new(0),
             refusals: Default::default(),
+            buffers: super::buf::BufferBudget::new(cfg.limits.max_buffer_bytes),
             watch: (Mutex::new(0), Condvar::new()),
         }))
     }
