@@ -25,7 +25,8 @@ Limits (defaults; set with the flags above or [limits] in --config):
   connections 256 | controllers 64 | I/O queues per controller 16 |
   I/O queue depth 128 | admin queue depth 32 | in-capsule data: admin 8 KiB, I/O 16 KiB |
   MAXH2CDATA 128 KiB | max transfer (MDTS) 1 MiB | C2HData PDU 128 KiB |
-  R2Ts of at most MAXH2CDATA, up to the host's MAXR2T+1 (at most 16) outstanding per command
+  R2Ts of at most MAXH2CDATA, up to the host's MAXR2T+1 (at most 16) outstanding per command |
+  command buffers 1 GiB over all connections (past it, a command waits for buffer space)
 Namespaces: files and block devices use O_DIRECT on the reactors' io_uring (the page
 cache where the filesystem refuses it, or with ,buffered); logical blocks are 512 bytes
 (a block device's own size) unless ,block=4096 or block_size in the TOML says otherwise.
@@ -173,6 +174,10 @@ pub struct Args {
     /// Largest transfer of one command (MDTS), bytes, a power of two [default: 1048576].
     #[arg(long, value_name = "BYTES")]
     pub max_transfer: Option<u32>,
+    /// Command data buffers over all connections, bytes; past it commands wait for
+    /// others to finish rather than allocate [default: 1073741824].
+    #[arg(long, value_name = "BYTES")]
+    pub max_buffer_bytes: Option<u64>,
     /// Serve Prometheus metrics (commands, bytes, errors, digest failures per subsystem,
     /// host, queue and namespace; connections; namespaces; ANA states) over HTTP on this
     /// local address, e.g. 127.0.0.1:9464 (GET /metrics). Off unless given.
@@ -306,6 +311,7 @@ fn build_config_at(
     l.io_in_capsule_bytes = args.in_capsule.unwrap_or(l.io_in_capsule_bytes);
     l.max_h2c_data_bytes = args.max_h2c_data.unwrap_or(l.max_h2c_data_bytes);
     l.max_transfer_bytes = args.max_transfer.unwrap_or(l.max_transfer_bytes);
+    l.max_buffer_bytes = args.max_buffer_bytes.unwrap_or(l.max_buffer_bytes);
     let mut open_by_default = false;
     // `NQN` or `NQN,dhchap-secret=FILE,...`: plain NQNs and hosts that
     // must authenticate.
@@ -657,6 +663,7 @@ mod tests {
         assert!(LIMITS_HELP.contains(&format!("I/O {} KiB", d.io_in_capsule_bytes / 1024)));
         assert!(LIMITS_HELP.contains(&format!("MAXH2CDATA {} KiB", d.max_h2c_data_bytes / 1024)));
         assert!(LIMITS_HELP.contains(&format!("(MDTS) {} MiB", d.max_transfer_bytes >> 20)));
+        assert!(LIMITS_HELP.contains(&format!("command buffers {} GiB", d.max_buffer_bytes >> 30)));
     }
 
     #[test]
