@@ -500,15 +500,22 @@ impl Connection {
     /// Charges the budget for a request buffer that went from `before` to
     /// `after` bytes of capacity (`taken` already taken for it).
     pub(crate) fn recharge(&mut self, before: usize, after: usize, taken: u64) {
+        // The common case (a retained buffer reused) touches no shared
+        // counter.
+        if before == after && taken == 0 {
+            return;
+        }
         let grown = after.saturating_sub(before) as u64;
         let shrunk = before.saturating_sub(after) as u64;
         let budget = &self.target.buffers;
-        if grown > taken {
-            budget.take(grown - taken);
-        } else {
-            budget.give(taken - grown);
+        match grown.cmp(&taken) {
+            std::cmp::Ordering::Greater => budget.take(grown - taken),
+            std::cmp::Ordering::Less => budget.give(taken - grown),
+            std::cmp::Ordering::Equal => {}
         }
-        budget.give(shrunk);
+        if shrunk > 0 {
+            budget.give(shrunk);
+        }
         self.charged = self.charged + grown - shrunk;
     }
 
