@@ -97,8 +97,20 @@ pub struct Server {
     threads: Vec<JoinHandle<()>>,
 }
 
+/// Connections the kernel completes and queues for the acceptor (it caps
+/// this at `net.core.somaxconn`): a burst, a flood or many hosts at once,
+/// that arrives while the acceptor waits for a CPU is queued, not dropped
+/// (std's 128 overflowed under a 1,000-connection flood on 2 busy cores,
+/// and each host whose SYN was dropped waited 1 s for its retransmit).
+const LISTEN_BACKLOG: i32 = 4096;
+
 fn bind(addr: SocketAddr) -> Result<TcpListener, TargetError> {
     let l = TcpListener::bind(addr).map_err(|source| TargetError::Listen { addr, source })?;
+    // listen(2) again on a listening socket sets its backlog.
+    rustix::net::listen(&l, LISTEN_BACKLOG).map_err(|e| TargetError::Listen {
+        addr,
+        source: e.into(),
+    })?;
     l.set_nonblocking(true)
         .map_err(|source| TargetError::Listen { addr, source })?;
     Ok(l)
