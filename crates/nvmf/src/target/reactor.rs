@@ -396,6 +396,8 @@ fn accept_loop(
                         Crowded::Target(_) => Refused::ConnectionLimit,
                         Crowded::Source(_) => Refused::SourceLimit,
                     });
+                    // A refusal is a change a waiter may look for.
+                    target.changed();
                     // Dropping the socket closes it at once.
                     if crate::log::enabled(Level::Warn) && log.admit() {
                         crate::log::emit(
