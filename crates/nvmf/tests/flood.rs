@@ -58,11 +58,11 @@ const MAX_PER_SOURCE: u32 = 64;
 
 /// Share of its alone rate the good client keeps during the flood (the
 /// worse of its two measurements in a round; the best round counts), at
-/// the least. Measured on 2 busy cores, debug build: 63-74 % (the accept
-/// storm is the worse; once held, 91-112 %); 82 % with two more
-/// busy-looping processes. About half of the measured.
+/// the least. Measured over 5 runs on 2 busy cores, debug build: 63-87 %
+/// (the accept storm is the worse, 50-87 % of a round; once held, 76-138
+/// %), 82 % with two more busy-looping processes. About half the worst.
 const FLOOD_SHARE_MIN: f64 = 0.3;
-/// The same during the slowloris. Measured: 88-116 %; 91 % loaded.
+/// The same during the slowloris. Measured: 81-107 %, 91 % loaded.
 const SLOWLORIS_SHARE_MIN: f64 = 0.4;
 /// RSS an attack may add to the process. The target's side of one
 /// socket before Connect: its 128 KiB receive buffer and 128 request
