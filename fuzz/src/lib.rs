@@ -1,13 +1,16 @@
-//! What the fuzz targets share: a host's side of the wire as bytes
-//! ([`wire`]), the targets the fuzzers run against and the connections
-//! they drive ([`harness`]), and the `auth` target's host operations
-//! ([`auth_ops`]) and the session that runs them ([`auth_session`]).
+//! What the fuzz targets share with the seed generator: a host's side of
+//! the wire as bytes ([`wire`]), the targets the fuzzers run against and
+//! the connections they drive ([`harness`]), the `auth` target's host
+//! operations ([`auth_ops`]) and the session that runs them
+//! ([`auth_session`]), and the committed seed corpus ([`seeds`]).
 //!
 //! The targets live in `fuzz_targets/`; each one is a few lines of glue
-//! over this crate.
+//! over this crate, so the seed generator (`examples/seeds.rs`) and the
+//! tests here build exactly the byte streams the targets decode.
 #![deny(missing_docs)]
 
 pub mod auth_ops;
 pub mod auth_session;
 pub mod harness;
+pub mod seeds;
 pub mod wire;
