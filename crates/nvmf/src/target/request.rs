@@ -346,7 +346,10 @@ mod tests {
             .filter(|&(a, b)| a.may_become(b))
             .count();
         assert_eq!(legal, 14);
-        assert!(New.may_become(Free), "a command waiting for buffer space is torn down");
+        assert!(
+            New.may_become(Free),
+            "a command waiting for buffer space is torn down"
+        );
         assert!(!Executing.may_become(Free), "the kernel owns its buffer");
         assert!(!Free.may_become(Completed));
         assert!(!Completed.may_become(New));
