@@ -226,6 +226,21 @@ pub fn responses_equal(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && bool::from(a.ct_eq(b))
 }
 
+/// A failure's reason code explanation in words, for logs and errors.
+pub fn explain_text(code: u8) -> &'static str {
+    use nvme_spec::auth::explain;
+    match code {
+        explain::FAILED => "authentication failed (wrong secret)",
+        explain::PROTOCOL_UNUSABLE => "protocol not usable",
+        explain::CONCAT_MISMATCH => "secure channel concatenation not supported",
+        explain::HASH_UNUSABLE => "no hash function in common",
+        explain::DHGROUP_UNUSABLE => "no DH group in common, or a bad DH value",
+        explain::INCORRECT_PAYLOAD => "malformed message",
+        explain::INCORRECT_MESSAGE => "message out of sequence",
+        _ => "unknown reason",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,9 @@
 //! DH-HMAC-CHAP as the host runs it, after a Connect whose response asked
 //! for authentication (ATR): Negotiate, read the Challenge, Reply, read
 //! Success1 (and check the controller's response when the host holds the
-//! controller's secret), Success2. The blocking [`Initiator`] drives it on
-//! each queue it connects; the engine's queues are connected by it too.
+//! controller's secret), Success2. The blocking
+//! [`Initiator`](super::Initiator) drives it on each queue it connects (as
+//! an [`AuthQueue`]); the engine's queues are connected by it too.
 
 use std::path::Path;
 
@@ -13,8 +14,22 @@ use nvme_spec::auth::{
 use zeroize::Zeroizing;
 
 use super::error::InitiatorError;
-use super::initiator::Initiator;
 use crate::auth::{self, DhGroup, HashFn, KeyPair, Secret, SecretError, Transaction};
+use nvme_spec::Sqe;
+
+/// What a transaction needs of a connected queue: one command with data
+/// to send or a length to read back (the [`Initiator`](super::Initiator)
+/// is one).
+pub trait AuthQueue {
+    /// Runs `sqe` with `data` out, or `read_len` bytes back; a status other
+    /// than success is an error. Returns the bytes read.
+    fn auth_command(
+        &mut self,
+        sqe: Sqe,
+        data: &[u8],
+        read_len: u32,
+    ) -> Result<Vec<u8>, InitiatorError>;
+}
 
 /// Bytes the host lets an Authentication Receive return (as the kernel
 /// does): room for a Challenge with an 8192-bit DH value.
@@ -55,20 +70,20 @@ fn err(msg: impl Into<String>) -> InitiatorError {
     InitiatorError::Auth(msg.into())
 }
 
-fn send(init: &mut Initiator, m: &Message) -> Result<(), InitiatorError> {
+fn send(init: &mut impl AuthQueue, m: &Message) -> Result<(), InitiatorError> {
     let data = m.encode();
     let sqe = wire::command(FCTYPE_AUTH_SEND, 0, data.len() as u32);
-    init.command(sqe, &data, 0).map(|_| ())
+    init.auth_command(sqe, &data, 0).map(|_| ())
 }
 
-fn receive(init: &mut Initiator) -> Result<Message, InitiatorError> {
+fn receive(init: &mut impl AuthQueue) -> Result<Message, InitiatorError> {
     let sqe = wire::command(FCTYPE_AUTH_RECEIVE, 0, RECEIVE_BYTES);
-    let c = init.command(sqe, &[], RECEIVE_BYTES)?;
-    let m = Message::decode(&c.data).map_err(|e| err(format!("the controller sent {e}")))?;
+    let data = init.auth_command(sqe, &[], RECEIVE_BYTES)?;
+    let m = Message::decode(&data).map_err(|e| err(format!("the controller sent {e}")))?;
     if let Message::Failure(f) = &m {
         return Err(err(format!(
             "the controller refused this host: {} (reason {:#04x}); check the host's secret",
-            crate::target::auth::explain_text(f.explanation),
+            auth::explain_text(f.explanation),
             f.explanation
         )));
     }
@@ -76,7 +91,7 @@ fn receive(init: &mut Initiator) -> Result<Message, InitiatorError> {
 }
 
 /// Ends a transaction the host found wrong with Failure2, then says why.
-fn abort(init: &mut Initiator, t_id: u16, explanation: u8, why: String) -> InitiatorError {
+fn abort(init: &mut impl AuthQueue, t_id: u16, explanation: u8, why: String) -> InitiatorError {
     let _ = send(
         init,
         &Message::Failure(Failure {
@@ -91,7 +106,7 @@ fn abort(init: &mut Initiator, t_id: u16, explanation: u8, why: String) -> Initi
 
 /// Runs one DH-HMAC-CHAP transaction on a connected queue.
 pub fn authenticate(
-    init: &mut Initiator,
+    init: &mut impl AuthQueue,
     hostnqn: &str,
     subnqn: &str,
     keys: &HostSecrets,

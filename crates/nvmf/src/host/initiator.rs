@@ -140,6 +140,17 @@ pub struct Initiator {
     opts: InitiatorOptions,
 }
 
+impl super::auth::AuthQueue for Initiator {
+    fn auth_command(
+        &mut self,
+        sqe: Sqe,
+        data: &[u8],
+        read_len: u32,
+    ) -> Result<Vec<u8>, InitiatorError> {
+        self.command(sqe, data, read_len).map(|c| c.data)
+    }
+}
+
 impl Initiator {
     /// TCP connect plus ICReq/ICResp.
     pub fn open(addr: SocketAddr, opts: &InitiatorOptions) -> Result<Self, InitiatorError> {

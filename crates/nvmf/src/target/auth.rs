@@ -28,10 +28,9 @@ use std::time::{Duration, Instant};
 use nvme_spec::auth::{
     self as wire, explain, id, Challenge, Failure, Message, Negotiate, Reply, Success1,
 };
-use nvme_spec::Status;
+use nvme_spec::{Sqe, Status};
 use zeroize::Zeroizing;
 
-use super::command::{Ctx, Outcome};
 use super::config::HostConfig;
 use super::error::ConfigError;
 use crate::auth::{self, DhGroup, HashFn, KeyPair, Secret, Transaction};
@@ -208,8 +207,22 @@ impl QueueAuth {
     }
 }
 
-fn check_command(ctx: &Ctx<'_>) -> Result<u32, Status> {
-    let sqe = ctx.sqe();
+/// An Authentication Send or Receive as the queue received it.
+#[derive(Debug, Clone, Copy)]
+pub struct AuthCommand<'a> {
+    /// The command.
+    pub sqe: Sqe,
+    /// Its data (Send), or nothing (Receive).
+    pub data: &'a [u8],
+    /// The host NQN of the queue's controller.
+    pub hostnqn: &'a str,
+    /// Its subsystem NQN.
+    pub subnqn: &'a str,
+    /// The command's arrival.
+    pub now: Instant,
+}
+
+fn check_command(sqe: &Sqe) -> Result<u32, Status> {
     let (secp, spsp0, spsp1) = wire::secp_spsp(sqe.cdw10);
     if secp != wire::SECP_NVME_AUTH || spsp0 != wire::SPSP_DHCHAP || spsp1 != wire::SPSP_DHCHAP {
         return Err(Status::INVALID_FIELD);
@@ -222,19 +235,19 @@ fn check_command(ctx: &Ctx<'_>) -> Result<u32, Status> {
 
 /// Authentication Send: the host's Negotiate, Reply, Success2 or Failure2.
 /// Returns the outcome and, when the transaction just failed, why.
-pub fn send(ctx: &mut Ctx<'_>) -> (Outcome, Option<AuthFailure>) {
-    let Some(keys) = ctx.auth.keys.clone() else {
-        return (Outcome::err(Status::INVALID_FIELD), None);
+pub fn send(
+    qa: &mut QueueAuth,
+    cmd: &AuthCommand<'_>,
+) -> (Result<(), Status>, Option<AuthFailure>) {
+    let Some(keys) = qa.keys.clone() else {
+        return (Err(Status::INVALID_FIELD), None);
     };
-    let len = match check_command(ctx) {
+    let len = match check_command(&cmd.sqe) {
         Ok(l) => l as usize,
-        Err(s) => return (Outcome::err(s), None),
+        Err(s) => return (Err(s), None),
     };
-    let msg = Message::decode(&ctx.req.buf[..len.min(ctx.req.buf.len())]);
-    let ctrl = ctx.ctrl();
-    let (hostnqn, subnqn) = (ctrl.hostnqn.clone(), ctrl.subsys.nqn.clone());
-    let now = ctx.now;
-    let qa = &mut *ctx.auth;
+    let msg = Message::decode(&cmd.data[..len.min(cmd.data.len())]);
+    let (hostnqn, subnqn, now) = (cmd.hostnqn, cmd.subnqn, cmd.now);
     let mut failure = None;
     match (msg, std::mem::take(&mut qa.step)) {
         (Ok(Message::Negotiate(n)), _) => {
@@ -242,7 +255,7 @@ pub fn send(ctx: &mut Ctx<'_>) -> (Outcome, Option<AuthFailure>) {
             negotiate(qa, keys, &n);
         }
         (Ok(Message::Reply(r)), Step::ReplyNext(txn)) if r.t_id == txn.t_id => {
-            reply(qa, txn, &r, &hostnqn, &subnqn);
+            reply(qa, txn, &r, hostnqn, subnqn);
         }
         (
             Ok(Message::Success2(t_id)),
@@ -274,7 +287,7 @@ pub fn send(ctx: &mut Ctx<'_>) -> (Outcome, Option<AuthFailure>) {
         }
         (Err(_), step) => qa.fail(step_tid(&step), explain::INCORRECT_PAYLOAD),
     }
-    (Outcome::ok(0), failure)
+    (Ok(()), failure)
 }
 
 fn step_tid(step: &Step) -> u16 {
@@ -370,17 +383,19 @@ fn reply(qa: &mut QueueAuth, mut txn: Box<Txn>, r: &Reply, hostnqn: &str, subnqn
 
 /// Authentication Receive: the controller's Challenge, Success1 or
 /// Failure1, by the step the transaction is at.
-pub fn receive(ctx: &mut Ctx<'_>) -> (Outcome, Option<AuthFailure>) {
-    if ctx.auth.keys.is_none() {
-        return (Outcome::err(Status::INVALID_FIELD), None);
+/// Returns the message (at most the allocation length) or a status.
+pub fn receive(
+    qa: &mut QueueAuth,
+    cmd: &AuthCommand<'_>,
+) -> (Result<Vec<u8>, Status>, Option<AuthFailure>) {
+    if qa.keys.is_none() {
+        return (Err(Status::INVALID_FIELD), None);
     }
-    let al = match check_command(ctx) {
+    let al = match check_command(&cmd.sqe) {
         Ok(l) => l as usize,
-        Err(s) => return (Outcome::err(s), None),
+        Err(s) => return (Err(s), None),
     };
-    let ctrl = ctx.ctrl();
-    let (hostnqn, subnqn) = (ctrl.hostnqn.clone(), ctrl.subsys.nqn.clone());
-    let qa = &mut *ctx.auth;
+    let (hostnqn, subnqn) = (cmd.hostnqn, cmd.subnqn);
     let mut failure = None;
     let msg = match std::mem::take(&mut qa.step) {
         Step::ChallengeNext(mut txn) => {
@@ -413,15 +428,15 @@ pub fn receive(ctx: &mut Ctx<'_>) -> (Outcome, Option<AuthFailure>) {
                     challenge: &challenge,
                     seqnum: *s2,
                     t_id: txn.t_id,
-                    hostnqn: &hostnqn,
-                    subnqn: &subnqn,
+                    hostnqn,
+                    subnqn,
                 };
                 let key = txn
                     .keys
                     .ctrl_secret
                     .as_ref()
                     .expect("a C2 is kept only with a controller secret")
-                    .transformed(&subnqn);
+                    .transformed(subnqn);
                 auth::controller_response(&key, &t).to_vec()
             });
             qa.step = if response.is_some() {
@@ -464,26 +479,11 @@ pub fn receive(ctx: &mut Ctx<'_>) -> (Outcome, Option<AuthFailure>) {
         // The host's buffer cannot take the challenge: nothing was sent,
         // so the transaction restarts with its next Negotiate.
         qa.step = Step::Idle;
-        return (Outcome::err(Status::INVALID_FIELD), None);
+        return (Err(Status::INVALID_FIELD), None);
     }
-    // The whole allocation goes back, zero-padded past the message.
-    let buf = &mut ctx.req.buf[..al];
-    buf.fill(0);
-    let n = bytes.len().min(al);
-    buf[..n].copy_from_slice(&bytes[..n]);
-    (Outcome::data(al), failure)
+    let mut bytes = bytes;
+    bytes.truncate(al);
+    (Ok(bytes), failure)
 }
 
-/// A reason code explanation in words, for the log.
-pub fn explain_text(code: u8) -> &'static str {
-    match code {
-        explain::FAILED => "authentication failed (wrong secret)",
-        explain::PROTOCOL_UNUSABLE => "protocol not usable",
-        explain::CONCAT_MISMATCH => "secure channel concatenation not supported",
-        explain::HASH_UNUSABLE => "no hash function in common",
-        explain::DHGROUP_UNUSABLE => "no DH group in common, or a bad DH value",
-        explain::INCORRECT_PAYLOAD => "malformed message",
-        explain::INCORRECT_MESSAGE => "message out of sequence",
-        _ => "unknown reason",
-    }
-}
+pub use crate::auth::explain_text;

@@ -49,11 +49,7 @@ pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
             if ctx.binding.is_none() {
                 return Outcome::err(Status::CMD_SEQ_ERROR);
             }
-            let (outcome, failure) = if sqe.fctype() == auth::FCTYPE_AUTH_SEND {
-                super::auth::send(ctx)
-            } else {
-                super::auth::receive(ctx)
-            };
+            let (outcome, failure) = authenticate(ctx, sqe.fctype() == auth::FCTYPE_AUTH_SEND);
             if let Some(f) = failure {
                 auth_failed(ctx, &f);
             }
@@ -63,6 +59,37 @@ pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
             outcome
         }
         _ => Outcome::err(Status::INVALID_OPCODE),
+    }
+}
+
+/// Runs an Authentication Send (`send`) or Receive on the queue's
+/// DH-HMAC-CHAP state; a Receive's message goes back zero-padded to the
+/// whole allocation length.
+fn authenticate(ctx: &mut Ctx<'_>, send: bool) -> (Outcome, Option<super::auth::AuthFailure>) {
+    let ctrl = ctx.ctrl().clone();
+    let cmd = super::auth::AuthCommand {
+        sqe: ctx.req.sqe,
+        data: &ctx.req.buf,
+        hostnqn: &ctrl.hostnqn,
+        subnqn: &ctrl.subsys.nqn,
+        now: ctx.now,
+    };
+    if send {
+        let (r, failure) = super::auth::send(ctx.auth, &cmd);
+        (r.map_or_else(Outcome::err, |()| Outcome::ok(0)), failure)
+    } else {
+        let (r, failure) = super::auth::receive(ctx.auth, &cmd);
+        let outcome = match r {
+            Ok(msg) => {
+                let al = (ctx.req.sqe.cdw11 as usize).min(ctx.req.buf.len());
+                let buf = &mut ctx.req.buf[..al];
+                buf.fill(0);
+                buf[..msg.len()].copy_from_slice(&msg);
+                Outcome::data(al)
+            }
+            Err(s) => Outcome::err(s),
+        };
+        (outcome, failure)
     }
 }
 
