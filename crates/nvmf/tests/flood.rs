@@ -402,16 +402,6 @@ impl Good {
     }
 }
 
-fn rss_bytes() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kb: u64 = s
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap();
-    kb * 1024
-}
-
 /// Refusals by reason, in [`Refused::ALL`]'s order.
 fn refusals(t: &Target) -> Vec<u64> {
     t.refusals.snapshot().iter().map(|&(_, n)| n).collect()

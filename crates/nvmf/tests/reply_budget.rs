@@ -14,16 +14,6 @@ use nvme_spec::command::{io, SglDescriptor, SGL_TRANSPORT};
 use nvme_spec::tcp::{self, pdu_type, Framing};
 use nvmf::host::command::rw_sqe;
 
-fn rss_bytes() -> u64 {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kb: u64 = s
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse().ok())
-        .unwrap();
-    kb * 1024
-}
-
 #[test]
 fn a_host_that_never_reads_its_replies_pins_a_bounded_amount() {
     let mut c = config(None);

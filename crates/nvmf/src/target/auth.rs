@@ -485,5 +485,3 @@ pub fn receive(
     bytes.truncate(al);
     (Ok(bytes), failure)
 }
-
-pub use crate::auth::explain_text;

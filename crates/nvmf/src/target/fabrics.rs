@@ -129,7 +129,7 @@ fn auth_failed(ctx: &Ctx<'_>, f: &super::auth::AuthFailure) {
     let why = if f.by_host && f.explanation == nvme_spec::auth::explain::FAILED {
         "the host refused the target's response (it holds another controller secret)"
     } else {
-        super::auth::explain_text(f.explanation)
+        crate::auth::explain_text(f.explanation)
     };
     let who = if f.by_host { "host" } else { "target" };
     log::emit(

@@ -108,3 +108,14 @@ pub fn expect_closed(i: &mut Initiator, what: &str) {
         other => panic!("expected the target to close {what}, got {other:?}"),
     }
 }
+
+/// This process's resident set (VmRSS of /proc/self/status), bytes.
+pub fn rss_bytes() -> u64 {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = s
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    kb * 1024
+}
