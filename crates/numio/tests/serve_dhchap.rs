@@ -7,13 +7,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::Receiver;
 
-use common::running::GIVE_UP;
+use common::serve::Serve;
 use nvmf::auth::{HashFn, Secret};
 
 const NQN: &str = "nqn.2026-01.io.numio:dhchap";
@@ -42,60 +39,30 @@ impl Drop for Dir {
     }
 }
 
-struct Serve {
-    child: Child,
-    lines: Receiver<String>,
+/// numio serve with one subsystem of 8 MiB that `allow` (an --allow-host
+/// value) may reach, on an ephemeral port.
+fn serve(allow: &str) -> Serve {
+    Serve::start(&[
+        "--ns",
+        "mem:8M",
+        "--nqn",
+        NQN,
+        "--cpus",
+        "0",
+        "--listen",
+        "127.0.0.1:0",
+        "--discovery-port",
+        "0",
+        "--allow-host",
+        allow,
+        "--log-connections",
+    ])
 }
 
-impl Serve {
-    fn start(allow: &str) -> Serve {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_numio"))
-            .args(["serve", "--ns", "mem:8M", "--nqn", NQN, "--cpus", "0"])
-            .args(["--listen", "127.0.0.1:0", "--discovery-port", "0"])
-            .args(["--allow-host", allow, "--log-connections"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("numio serve runs");
-        let (tx, lines) = std::sync::mpsc::channel();
-        let out: Box<dyn std::io::Read + Send> = Box::new(child.stdout.take().unwrap());
-        let err: Box<dyn std::io::Read + Send> = Box::new(child.stderr.take().unwrap());
-        for r in [out, err] {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                for l in BufReader::new(r).lines().map_while(Result::ok) {
-                    let _ = tx.send(l);
-                }
-            });
-        }
-        Serve { child, lines }
-    }
-
-    fn line(&self, want: &str) -> String {
-        loop {
-            let l = self
-                .lines
-                .recv_timeout(GIVE_UP)
-                .unwrap_or_else(|_| panic!("no line with {want:?} from numio serve"));
-            if l.contains(want) {
-                return l;
-            }
-        }
-    }
-
-    fn target(&self) -> String {
-        let l = self.line("port 1 ");
-        let addr = l.split_whitespace().nth(4).unwrap().to_string();
-        self.line("ready");
-        format!("nvme-tcp://{addr}/{NQN}/1")
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Its namespace's URL, once it is ready.
+fn target(srv: &Serve) -> String {
+    let addr = srv.ports(1).remove(0);
+    format!("nvme-tcp://{addr}/{NQN}/1")
 }
 
 fn bench(target: &str, secrets: &[&str], extra: &[&str]) -> (i32, String, String) {
@@ -115,10 +82,10 @@ fn the_right_secrets_run_a_verified_bench_and_a_wrong_one_is_refused() {
         d.secret("host", &host, 0o600),
         d.secret("ctrl", &ctrl, 0o600),
     );
-    let srv = Serve::start(&format!(
+    let srv = serve(&format!(
         "{HOST},dhchap-secret={hk},dhchap-ctrl-secret={ck},dhchap-dhgroup=ffdhe2048"
     ));
-    let t = srv.target();
+    let t = target(&srv);
     let state = d.0.join("verify.json").display().to_string();
     let io = [
         "--rw",

@@ -6,6 +6,7 @@ use std::process::Command;
 
 pub mod lines;
 pub mod running;
+pub mod serve;
 
 /// Runs the numio binary with `args`; returns exit code, stdout, stderr.
 pub fn numio(args: &[&str]) -> (i32, String, String) {
