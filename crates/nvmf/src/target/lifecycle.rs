@@ -135,31 +135,6 @@ impl Connection {
     /// (error); `None` while the target's buffer budget cannot take the
     /// command's buffer (it stays `New` and is retried).
     fn plan_transfer(&mut self, slot: usize) -> Option<RequestState> {
-        let len = self.reqs[slot].len_bytes as usize;
-        let is_transport = self.reqs[slot].sqe.dptr.type_byte == SGL_TRANSPORT;
-        let before = self.reqs[slot].buf.capacity();
-        let need = len.saturating_sub(before) as u64;
-        let grows = is_transport
-            && self.reqs[slot].xfer != Xfer::None
-            && !self.reqs[slot].digest_failed
-            && !self.reqs[slot].in_capsule
-            && len as u32 <= self.target.limits.max_transfer_bytes;
-        if grows && need > 0 && !self.target.buffers.try_take(need) {
-            if !self.reqs[slot].waited_for_buffer {
-                self.reqs[slot].waited_for_buffer = true;
-                self.target.buffers.count_wait();
-                self.target.changed();
-            }
-            return None;
-        }
-        let taken = if grows { need } else { 0 };
-        let next = self.plan_transfer_with_buffer(slot);
-        let after = self.reqs[slot].buf.capacity();
-        self.recharge(before, after, taken);
-        Some(next)
-    }
-
-    fn plan_transfer_with_buffer(&mut self, slot: usize) -> RequestState {
         let max_xfer = self.target.limits.max_transfer_bytes;
         let io_queue = self.qid().is_some_and(|q| q > 0);
         let in_capsule_max = if io_queue {
@@ -170,7 +145,7 @@ impl Connection {
         let r = &mut self.reqs[slot];
         let fail = |r: &mut Request, s: Status| {
             r.status = s;
-            RequestState::Completed
+            Some(RequestState::Completed)
         };
         if r.digest_failed {
             return fail(r, Status::TRANSIENT_TRANSPORT);
@@ -180,7 +155,7 @@ impl Connection {
             return if r.in_capsule {
                 fail(r, Status::SGL_LENGTH_INVALID)
             } else {
-                RequestState::ReadyToExecute
+                Some(RequestState::ReadyToExecute)
             };
         }
         if r.xfer == Xfer::None {
@@ -194,11 +169,23 @@ impl Connection {
                 if len > in_capsule_max || r.received_bytes != len {
                     return fail(r, Status::SGL_LENGTH_INVALID);
                 }
-                RequestState::ReadyToExecute
+                Some(RequestState::ReadyToExecute)
             }
             SGL_TRANSPORT => {
                 if r.in_capsule || len > max_xfer {
                     return fail(r, Status::SGL_LENGTH_INVALID);
+                }
+                // The buffer grows only within the target's budget; the
+                // command waits (stays New) until there is room.
+                let before = r.buf.capacity();
+                let need = (len as usize).saturating_sub(before) as u64;
+                if need > 0 && !self.target.buffers.try_take(need) {
+                    if !r.waited_for_buffer {
+                        r.waited_for_buffer = true;
+                        self.target.buffers.count_wait();
+                        self.target.changed();
+                    }
+                    return None;
                 }
                 // I/O data is wholly overwritten (by storage or the host)
                 // before it is used; admin replies start from zeroes.
@@ -207,12 +194,14 @@ impl Connection {
                 } else {
                     r.buf.set_len_zeroed(len as usize);
                 }
-                if r.xfer == Xfer::CtrlToHost {
-                    return RequestState::ReadyToExecute;
+                let (after, xfer) = (r.buf.capacity(), r.xfer);
+                self.recharge(before, after, need);
+                if xfer == Xfer::CtrlToHost {
+                    return Some(RequestState::ReadyToExecute);
                 }
-                r.r2t_sent_bytes = 0;
+                self.reqs[slot].r2t_sent_bytes = 0;
                 self.send_r2ts(slot);
-                RequestState::AwaitingH2CData
+                Some(RequestState::AwaitingH2CData)
             }
             _ => fail(r, Status::SGL_TYPE_INVALID),
         }
