@@ -18,6 +18,7 @@ pub mod auth;
 pub mod host;
 pub mod log;
 pub mod target;
+pub mod tls;
 
 pub use host::{HostSecrets, Initiator, InitiatorError, InitiatorOptions};
 pub use target::config::{Limits, TargetConfig};

@@ -26,6 +26,7 @@ use sha2::{Digest, Sha256, Sha384, Sha512};
 use zeroize::Zeroizing;
 
 pub use dh::{DhError, DhGroup, KeyPair};
+pub(crate) use secret::read_private;
 pub use secret::{Secret, SecretError};
 
 /// A hash function of DH-HMAC-CHAP (HashID).

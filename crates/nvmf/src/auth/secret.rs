@@ -99,18 +99,7 @@ impl Secret {
             path: path.display().to_string(),
             reason,
         };
-        let meta = std::fs::metadata(path).map_err(|e| err(format!("cannot read it: {e}")))?;
-        let mode = meta.permissions().mode();
-        if mode & 0o077 != 0 {
-            return Err(err(format!(
-                "others may read or change this secret (mode {:o}): chmod 600 {}",
-                mode & 0o777,
-                path.display()
-            )));
-        }
-        let text = Zeroizing::new(
-            std::fs::read_to_string(path).map_err(|e| err(format!("cannot read it: {e}")))?,
-        );
+        let text = read_private(path).map_err(err)?;
         Self::parse(&text).map_err(|e| err(e.to_string()))
     }
 
@@ -156,6 +145,23 @@ impl Secret {
             Some(h) => h.hmac(&self.key, &[nqn.as_bytes(), b"NVMe-over-Fabrics"]),
         }
     }
+}
+
+/// The text of a file that only its owner may read or change (as ssh
+/// insists for private keys); the error says what is wrong and the fix.
+pub(crate) fn read_private(path: &Path) -> Result<Zeroizing<String>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?;
+    let mode = meta.permissions().mode();
+    if mode & 0o077 != 0 {
+        return Err(format!(
+            "others may read or change this secret (mode {:o}): chmod 600 {}",
+            mode & 0o777,
+            path.display()
+        ));
+    }
+    std::fs::read_to_string(path)
+        .map(Zeroizing::new)
+        .map_err(|e| format!("cannot read it: {e}"))
 }
 
 #[cfg(test)]
