@@ -44,12 +44,16 @@ nvmf_start() {
   finish
 }
 
+# The EXIT trap of nvmf_setup: disconnects our controllers, stops numio serve
+# and tlshd, and clears the .nvme keyring when nvmf_tls_setup ran.
 nvmf_cleanup() {
   nvmf_disconnect
   if [ -n "$NVMF_PID" ] && kill -0 "$NVMF_PID" 2>/dev/null; then
     kill -TERM "$NVMF_PID" 2>/dev/null
     wait "$NVMF_PID" 2>/dev/null
   fi
+  nvmf_tlshd_stop
+  [ -z "$NVMF_TLS_USED" ] || nvmf_psk_clear
 }
 
 # nvme connect as $NVMF_HOST (NVMF_AS=other: as $NVMF_OTHER_HOST); extra args
@@ -84,27 +88,29 @@ nvmf_disconnect() {
   return 0
 }
 
-# Prints our subsystem's namespace block devices (heads), by nsid. Pure bash:
-# it runs in polling loops, where every process start costs under TCG.
+# Prints our subsystem's namespace block devices (heads), by nsid; another
+# subsystem's with NQN. Pure bash: it runs in polling loops, where every
+# process start costs under TCG.
 nvmf_devices() {
-  local b name nqn nsid out=()
+  local b name nqn nsid out=() want=${1:-$NVMF_NQN}
   for b in /sys/block/nvme*n*; do
     name=${b##*/}
     [[ $name =~ ^nvme[0-9]+n[0-9]+$ ]] || continue
     read -r nqn <"$b/device/subsysnqn" 2>/dev/null || continue
-    [ "$nqn" = "$NVMF_NQN" ] || continue
+    [ "$nqn" = "$want" ] || continue
     read -r nsid <"$b/nsid" || continue
     out[nsid]=$name
   done
   [ ${#out[@]} -eq 0 ] || printf '%s\n' "${out[@]}"
 }
 
-# Waits until N namespaces of our subsystem are visible (0: all gone).
+# Waits until N namespaces of our subsystem (or of subsystem NQN) are
+# visible (0: all gone).
 nvmf_wait_devices() {
-  local want=$1 i
+  local want=$1 nqn=${2:-$NVMF_NQN} i
   local devs
   for ((i = 0; i < 200; i++)); do
-    mapfile -t devs < <(nvmf_devices)
+    mapfile -t devs < <(nvmf_devices "$nqn")
     [ "${#devs[@]}" -eq "$want" ] && return 0
     sleep 0.05
   done
@@ -140,4 +146,147 @@ nvmf_fio_results() {
   else
     not_ok "$name: fio wrote no JSON"
   fi
+}
+
+# ---- NVMe/TCP TLS 1.3 (PSK): tlshd, the tls module, the .nvme keyring ----
+# The Linux host and target (6.7 and later: the lab's 6.12) hand each queue's
+# TLS handshake to tlshd (ktls-utils), which reads the PSK from the kernel's
+# ".nvme" keyring. tests/vm/lab provides tlshd (tests/vm/tlshd/build) as
+# NUMIO_VM_TLSHD. Debian's 6.1 has neither CONFIG_NVME_TCP_TLS nor the
+# handshake netlink family: there tlshd cannot start.
+NVMF_TLSHD_PID=
+NVMF_TLSHD_LOG=$CHECK_OUT/tlshd.log
+NVMF_TLSHD_CONF=$CHECK_OUT/tlshd.conf
+NVMF_TLS_USED=
+
+# nvmf_tls_setup: loads the kernel's TLS record layer (vm-modprobe tls: tlshd
+# sets the TLS ULP on each socket, and the guest cannot load modules on
+# demand) and checks for keyctl; a missing piece fails the check. Call it
+# after nvmf_setup (its EXIT trap also stops tlshd and clears the keys).
+nvmf_tls_setup() {
+  NVMF_TLS_USED=1
+  command -v keyctl >/dev/null || { not_ok "keyctl is not installed (tests/vm/setup installs keyutils)"; finish; }
+  vm-modprobe tls >"$CHECK_OUT/modprobe-tls.log" 2>&1 ||
+    { not_ok "vm-modprobe tls failed: $(tail -n 3 "$CHECK_OUT/modprobe-tls.log")"; finish; }
+}
+
+# nvmf_tlshd_path: prints the tlshd binary: $NUMIO_VM_TLSHD (tests/vm/lab),
+# else one tests/vm/tlshd/build cached (for tests/vm/run by hand), else
+# returns 1 saying why on stderr.
+nvmf_tlshd_path() {
+  if [ -n "${NUMIO_VM_TLSHD:-}" ] && [ -x "$NUMIO_VM_TLSHD" ]; then
+    printf '%s\n' "$NUMIO_VM_TLSHD"
+    return 0
+  fi
+  local c
+  for c in "$VM_CACHE"/tlshd/*/.complete; do
+    [ -x "${c%/.complete}/bin/tlshd" ] && { printf '%s\n' "${c%/.complete}/bin/tlshd"; return 0; }
+  done
+  echo "no tlshd: ${NUMIO_VM_TLSHD_ERROR:-NUMIO_VM_TLSHD is unset and $VM_CACHE/tlshd has no build (run tests/vm/tlshd/build on the host)}" >&2
+  return 1
+}
+
+# _nvmf_tlshd_joined PID: true once PID holds a generic netlink socket
+# (protocol 16) with a multicast group joined: tlshd's last step before it
+# waits for requests is joining the handshake family's "tlshd" group, and the
+# kernel refuses a handshake (ESRCH) while no socket has. Pure bash but one
+# readlink a descriptor.
+_nvmf_tlshd_joined() {
+  local fd link inodes=" " sk eth portid groups inode
+  for fd in /proc/"$1"/fd/*; do
+    link=$(readlink "$fd" 2>/dev/null) || continue
+    [[ $link =~ ^socket:\[([0-9]+)\]$ ]] && inodes+="${BASH_REMATCH[1]} "
+  done
+  # sk Eth Pid Groups Rmem Wmem Dump Locks Drops Inode
+  while read -r sk eth portid groups _ _ _ _ _ inode _; do
+    [ "$eth" = 16 ] && [ "$groups" != 00000000 ] && [[ $inodes == *" $inode "* ]] && return 0
+  done </proc/net/netlink
+  return 1
+}
+
+# nvmf_tlshd_start: writes $NVMF_TLSHD_CONF (ktls-utils' tlshd.conf: debug
+# log level 1, the ".nvme" keyring, no x.509 material; NVMF_TLSHD_TLS_DEBUG
+# sets GnuTLS's log level, default 0), starts tlshd -s with its log in
+# $NVMF_TLSHD_LOG and waits (10 s at most) until it has joined the handshake
+# family's multicast group; sets NVMF_TLSHD_PID. Failing to start fails the
+# check. nvmf_cleanup stops it.
+nvmf_tlshd_start() {
+  local bin i
+  bin=$(nvmf_tlshd_path 2>"$CHECK_OUT/tlshd-path.err") || { not_ok "$(cat "$CHECK_OUT/tlshd-path.err")"; finish; }
+  cat >"$NVMF_TLSHD_CONF" <<CONF
+# tlshd.conf of a VM lab check (nvmf_tlshd_start, tests/vm/tests/one-node/nvmf-lib.bash)
+[debug]
+loglevel=1
+tls=${NVMF_TLSHD_TLS_DEBUG:-0}
+nl=0
+
+[authenticate]
+keyrings=.nvme
+
+[authenticate.client]
+
+[authenticate.server]
+CONF
+  "$bin" -s -c "$NVMF_TLSHD_CONF" >"$NVMF_TLSHD_LOG" 2>&1 &
+  NVMF_TLSHD_PID=$!
+  for ((i = 0; i < 100; i++)); do
+    _nvmf_tlshd_joined "$NVMF_TLSHD_PID" && return 0
+    kill -0 "$NVMF_TLSHD_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  not_ok "tlshd did not start listening for handshake requests: $(tail -n 5 "$NVMF_TLSHD_LOG" | tr '\n' ' ')"
+  nvmf_tlshd_stop
+  finish
+}
+
+# nvmf_tlshd_stop: stops tlshd (its per-handshake children end with their
+# handshakes).
+nvmf_tlshd_stop() {
+  if [ -n "$NVMF_TLSHD_PID" ] && kill -0 "$NVMF_TLSHD_PID" 2>/dev/null; then
+    kill -TERM "$NVMF_TLSHD_PID" 2>/dev/null
+    wait "$NVMF_TLSHD_PID" 2>/dev/null
+  fi
+  NVMF_TLSHD_PID=
+  return 0
+}
+
+# nvmf_psk_insert IDENTITY [FILE]: adds a "psk" key to the kernel's .nvme
+# keyring (`keyctl padd psk IDENTITY %:.nvme`) whose payload is the binary
+# PSK read from FILE (default stdin): 32 bytes for an ...R01/SHA-256
+# identity, 48 for R02/SHA-384. IDENTITY is the TLS PSK identity the host
+# looks up and sends, e.g. "NVMe1R01 HOSTNQN SUBNQN DIGEST" or
+# "NVMe0R01 HOSTNQN SUBNQN". Prints the key's serial (decimal); the host's
+# tls_key=SERIAL option and sysfs tls_key (hex) name it.
+nvmf_psk_insert() {
+  local identity=$1 file=${2:-/dev/stdin}
+  keyctl padd psk "$identity" %:.nvme <"$file"
+}
+
+# nvmf_psk_clear: invalidates every key in the .nvme keyring (the keys a
+# check inserted: the keyring is empty at boot).
+nvmf_psk_clear() {
+  local k
+  command -v keyctl >/dev/null || return 0
+  for k in $(keyctl rdescribe %:.nvme >/dev/null 2>&1 && keyctl rlist %:.nvme 2>/dev/null); do
+    keyctl invalidate "$k" 2>/dev/null
+  done
+  return 0
+}
+
+# nvmf_fabrics_connect OPTIONS: writes the option string OPTIONS (the
+# kernel's fabrics options, e.g. "transport=tcp,traddr=127.0.0.1,
+# trsvcid=4420,nqn=...,hostnqn=...,hostid=...,tls") to /dev/nvme-fabrics, as
+# nvme-cli does; prints the new controller's name (nvmeN). On failure returns
+# 1 and prints the kernel's error (errno text) on stderr.
+nvmf_fabrics_connect() {
+  local fd reply
+  exec {fd}<>/dev/nvme-fabrics || return 1
+  if ! printf '%s' "$1" >&"$fd"; then
+    exec {fd}>&-
+    return 1
+  fi
+  read -r -u "$fd" reply
+  exec {fd}>&-
+  [[ $reply =~ instance=([0-9]+) ]] || { echo "no instance in the reply '$reply'" >&2; return 1; }
+  printf 'nvme%s\n' "${BASH_REMATCH[1]}"
 }
