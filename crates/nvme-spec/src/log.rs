@@ -173,6 +173,10 @@ pub const ADRFAM_IPV6: u8 = 2;
 pub const SUBTYPE_NVME: u8 = 2;
 /// Subsystem type: current discovery subsystem.
 pub const SUBTYPE_CURRENT_DISCOVERY: u8 = 3;
+/// TREQ secure channel: required (bits 1:0 = 01b).
+pub const TREQ_SECURE_CHANNEL_REQUIRED: u8 = 1;
+/// TSAS security type of a TCP port: TLS 1.3 (NVMe/TCP §3.6.1.1).
+pub const TCP_SECTYPE_TLS13: u8 = 2;
 
 /// One discovery log page entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,6 +201,9 @@ pub struct DiscoveryEntry {
     pub subnqn: String,
     /// Transport address.
     pub traddr: String,
+    /// TSAS of a TCP port: its security type (0 none,
+    /// [`TCP_SECTYPE_TLS13`]).
+    pub tcp_sectype: u8,
 }
 
 impl DiscoveryEntry {
@@ -213,7 +220,7 @@ impl DiscoveryEntry {
         put_ascii_padded(&mut b, 32, 32, &self.trsvcid);
         put_str_zero_padded(&mut b, 256, 256, &self.subnqn);
         put_ascii_padded(&mut b, 512, 256, &self.traddr);
-        b[768] = 0; // TSAS: security type none
+        b[768] = self.tcp_sectype;
         b
     }
 
@@ -230,6 +237,7 @@ impl DiscoveryEntry {
             trsvcid: get_str(b, 32, 32),
             subnqn: get_str(b, 256, 256),
             traddr: get_str(b, 512, 256),
+            tcp_sectype: b[768],
         }
     }
 }
@@ -293,6 +301,7 @@ mod tests {
             trsvcid: "4420".into(),
             subnqn: "nqn.a".into(),
             traddr: "127.0.0.1".into(),
+            tcp_sectype: TCP_SECTYPE_TLS13,
         };
         let page = encode_discovery_log(7, &[e.clone(), e.clone()]);
         assert_eq!(page.len(), 3 * 1024);

@@ -252,6 +252,7 @@ fn discovery_entry() -> impl Strategy<Value = DiscoveryEntry> {
                     trsvcid,
                     subnqn,
                     traddr,
+                    tcp_sectype: treq,
                 }
             },
         )

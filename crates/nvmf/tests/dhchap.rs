@@ -48,7 +48,8 @@ impl Keys {
     fn host_config(&self, ctrl: bool, hashes: &[&str], groups: &[&str]) -> HostConfig {
         HostConfig {
             nqn: HOST.into(),
-            dhchap_secret: self.dir.join("host.key"),
+            dhchap_secret: Some(self.dir.join("host.key")),
+            tls_key: None,
             dhchap_ctrl_secret: ctrl.then(|| self.dir.join("ctrl.key")),
             dhchap_hashes: hashes.iter().map(|s| s.to_string()).collect(),
             dhchap_dhgroups: groups.iter().map(|s| s.to_string()).collect(),
@@ -256,7 +257,7 @@ fn host_flags_parse() {
     let h = HostConfig::parse_flag("nqn.h,dhchap-secret=/k,dhchap-ctrl-secret=/c,dhchap-hash=sha384:sha256,dhchap-dhgroup=ffdhe3072")
         .unwrap()
         .unwrap();
-    assert_eq!(h.dhchap_secret, PathBuf::from("/k"));
+    assert_eq!(h.dhchap_secret, Some(PathBuf::from("/k")));
     assert_eq!(h.dhchap_ctrl_secret, Some(PathBuf::from("/c")));
     assert_eq!(h.dhchap_hashes, ["sha384", "sha256"]);
     assert_eq!(h.dhchap_dhgroups, ["ffdhe3072"]);
@@ -287,7 +288,7 @@ fn a_secret_file_others_can_read_stops_the_target() {
     };
     assert!(e.contains("chmod 600") && e.contains(HOST), "{e}");
     let mut bad = k.host_config(false, &["md5"], &[]);
-    bad.dhchap_secret = k.dir.join("host.key");
+    bad.dhchap_secret = Some(k.dir.join("host.key"));
     assert!(auth_config(bad)
         .validate()
         .unwrap_err()

@@ -36,6 +36,7 @@ fn a_host_that_never_reads_its_replies_pins_a_bounded_amount() {
         type_byte: SGL_TRANSPORT,
     };
     stream
+        .tcp()
         .set_write_timeout(Some(Duration::from_secs(3)))
         .unwrap();
     let mut sent = 0;

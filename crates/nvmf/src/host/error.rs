@@ -139,6 +139,9 @@ pub enum InitiatorError {
     /// no secret.
     #[error("DH-HMAC-CHAP: {0}")]
     Auth(String),
+    /// The TLS handshake failed, or TLS was asked for where it cannot run.
+    #[error("TLS: {0}")]
+    Tls(String),
 }
 
 impl From<HostError> for InitiatorError {

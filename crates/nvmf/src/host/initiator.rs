@@ -22,6 +22,7 @@ use nvme_spec::{Cqe, Sqe, Status};
 use super::command::{self, ConnectParams, HostIdentity, CC_ENABLED};
 use super::error::InitiatorError;
 use super::queue::{DataBuffers, HostQueue, QueueConfig, Transfer};
+use super::stream::Stream;
 
 pub use super::command::rw_sqe;
 
@@ -55,6 +56,8 @@ pub struct InitiatorOptions {
     /// DH-HMAC-CHAP secrets, for targets that ask the host to
     /// authenticate.
     pub dhchap: Option<std::sync::Arc<super::auth::HostSecrets>>,
+    /// The configured TLS PSK: every queue then runs over TLS 1.3.
+    pub tls: Option<std::sync::Arc<crate::tls::ConfiguredPsk>>,
 }
 
 impl Default for InitiatorOptions {
@@ -73,6 +76,7 @@ impl Default for InitiatorOptions {
             max_data_bytes: 4 << 20,
             timeout: Duration::from_secs(10),
             dhchap: None,
+            tls: None,
         }
     }
 }
@@ -125,7 +129,7 @@ impl DataBuffers for Buffers {
 /// One connected queue.
 #[derive(Debug)]
 pub struct Initiator {
-    stream: TcpStream,
+    stream: Stream,
     queue: HostQueue,
     bufs: Buffers,
     next_cid: u16,
@@ -152,11 +156,42 @@ impl super::auth::AuthQueue for Initiator {
 }
 
 impl Initiator {
-    /// TCP connect plus ICReq/ICResp.
+    /// TCP connect plus ICReq/ICResp (plain text: TLS needs the
+    /// subsystem's NQN, which [`Initiator::connect_admin`] and
+    /// [`Initiator::connect_io`] know).
     pub fn open(addr: SocketAddr, opts: &InitiatorOptions) -> Result<Self, InitiatorError> {
-        let stream = TcpStream::connect_timeout(&addr, opts.timeout)?;
-        stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(opts.timeout))?;
+        Self::open_to(addr, None, opts)
+    }
+
+    /// TCP connect, the TLS handshake when `opts.tls` holds a key (its
+    /// PSK identity names `subnqn`), then ICReq/ICResp.
+    fn open_to(
+        addr: SocketAddr,
+        subnqn: Option<&str>,
+        opts: &InitiatorOptions,
+    ) -> Result<Self, InitiatorError> {
+        let tcp = TcpStream::connect_timeout(&addr, opts.timeout)?;
+        tcp.set_nodelay(true)?;
+        tcp.set_read_timeout(Some(opts.timeout))?;
+        tcp.set_write_timeout(Some(opts.timeout))?;
+        let stream = match (&opts.tls, subnqn) {
+            (None, _) => Stream::Plain(tcp),
+            (Some(key), Some(subnqn)) => Stream::Tls(Box::new(
+                crate::tls::ossl::connect(tcp, key, &opts.hostnqn, subnqn)
+                    .map_err(|e| InitiatorError::Tls(format!("{addr}: {e}")))?,
+            )),
+            (Some(_), None) => {
+                return Err(InitiatorError::Tls(
+                    "a TLS connection names its subsystem: use connect_admin or connect_io".into(),
+                ))
+            }
+        };
+        Self::over(stream, opts)
+    }
+
+    /// ICReq/ICResp over a stream the caller connected (and, for TLS,
+    /// handshook).
+    pub fn over(stream: Stream, opts: &InitiatorOptions) -> Result<Self, InitiatorError> {
         let entries = opts.queue_entries as usize;
         let mut me = Self {
             stream,
@@ -183,7 +218,7 @@ impl Initiator {
         subnqn: &str,
         opts: &InitiatorOptions,
     ) -> Result<Self, InitiatorError> {
-        let mut me = Self::open(addr, opts)?;
+        let mut me = Self::open_to(addr, Some(subnqn), opts)?;
         me.fabrics_connect(subnqn, 0, fabrics::CNTLID_DYNAMIC)?;
         Ok(me)
     }
@@ -196,7 +231,7 @@ impl Initiator {
         qid: u16,
         opts: &InitiatorOptions,
     ) -> Result<Self, InitiatorError> {
-        let mut me = Self::open(addr, opts)?;
+        let mut me = Self::open_to(addr, Some(subnqn), opts)?;
         me.fabrics_connect(subnqn, qid, cntlid)?;
         Ok(me)
     }
@@ -381,7 +416,7 @@ impl Initiator {
     /// runs its own pipelined, allocation-free loop over the queue (the
     /// engine's `tcp` backend). Refused while commands are in flight,
     /// since their data lives in this driver.
-    pub fn into_parts(self) -> Result<(TcpStream, HostQueue), InitiatorError> {
+    pub fn into_parts(self) -> Result<(Stream, HostQueue), InitiatorError> {
         if self.queue.in_flight() > 0 {
             return Err(InitiatorError::Unexpected(format!(
                 "into_parts needs an idle queue; {} commands are in flight",
@@ -389,6 +424,11 @@ impl Initiator {
             )));
         }
         Ok((self.stream, self.queue))
+    }
+
+    /// The TLS cipher suite, when the queue runs over TLS.
+    pub fn tls_cipher(&self) -> Option<String> {
+        self.stream.tls_cipher()
     }
 
     /// The negotiated framing.

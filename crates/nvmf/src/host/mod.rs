@@ -27,6 +27,7 @@ pub mod error;
 pub mod initiator;
 pub mod multipath;
 pub mod queue;
+pub mod stream;
 
 pub use auth::{HostSecrets, Negotiated};
 pub use controller::{Controller, ControllerLimits};
@@ -34,3 +35,4 @@ pub use error::{HostError, InitiatorError};
 pub use initiator::{Completion, Initiator, InitiatorOptions};
 pub use multipath::{IoPolicy, PathSelector, PathView};
 pub use queue::{DataBuffers, HostCompletion, HostQueue, QueueConfig, QueuePhase, Transfer};
+pub use stream::Stream;

@@ -221,13 +221,22 @@ fn discovery_log(t: &Target, ctrl: &Controller) -> Vec<u8> {
                     log::ADRFAM_IPV6
                 },
                 subtype: log::SUBTYPE_NVME,
-                treq: 0,
+                treq: if t.tls.is_some() {
+                    log::TREQ_SECURE_CHANNEL_REQUIRED
+                } else {
+                    0
+                },
                 portid: i as u16 + 1,
                 cntlid: nvme_spec::fabrics::CNTLID_DYNAMIC,
                 asqsz: t.limits.admin_queue_depth,
                 trsvcid: l.port().to_string(),
                 subnqn: s.nqn.clone(),
                 traddr: l.ip().to_string(),
+                tcp_sectype: if t.tls.is_some() {
+                    log::TCP_SECTYPE_TLS13
+                } else {
+                    0
+                },
             });
         }
     }

@@ -54,8 +54,12 @@ pub struct HostKeys {
 }
 
 impl HostKeys {
-    /// Reads the secrets a host's configuration names.
-    pub fn load(h: &HostConfig) -> Result<Self, ConfigError> {
+    /// Reads the secrets a host's configuration names (`None`: it names no
+    /// DH-HMAC-CHAP secret).
+    pub fn load(h: &HostConfig) -> Result<Option<Self>, ConfigError> {
+        let Some(secret) = &h.dhchap_secret else {
+            return Ok(None);
+        };
         let read = |p: &Path| {
             Secret::from_file(p).map_err(|e| {
                 ConfigError::Invalid(format!("host {}: DH-HMAC-CHAP secret {e}", h.nqn))
@@ -79,12 +83,12 @@ impl HostKeys {
                 .collect::<Result<_, _>>()
                 .map_err(|e| ConfigError::Invalid(format!("host {}: {e}", h.nqn)))?
         };
-        Ok(Self {
-            secret: read(&h.dhchap_secret)?,
+        Ok(Some(Self {
+            secret: read(secret)?,
             ctrl_secret: h.dhchap_ctrl_secret.as_deref().map(read).transpose()?,
             hashes,
             dhgroups,
-        })
+        }))
     }
 }
 

@@ -49,6 +49,8 @@ pub struct Ctx<'a> {
     pub auth: &'a mut super::auth::QueueAuth,
     /// The connection's clock (the command's arrival).
     pub now: std::time::Instant,
+    /// What its TLS handshake proved (`None` without TLS).
+    pub tls: Option<&'a crate::tls::ossl::TlsPeer>,
 }
 
 impl Ctx<'_> {

@@ -355,16 +355,18 @@ pub struct SubsystemConfig {
     pub namespaces: Vec<NamespaceConfig>,
 }
 
-/// A host that authenticates with DH-HMAC-CHAP: its secrets are read from
-/// files (each `DHHC-1:...`, readable by its owner only), never given in
-/// the configuration or on the command line in clear.
+/// A host with keys: a DH-HMAC-CHAP secret (it must authenticate), a TLS
+/// PSK (it connects over TLS), or both. Keys are read from files (each
+/// readable by its owner only), never given in the configuration or on the
+/// command line in clear.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostConfig {
     /// Host NQN.
     pub nqn: String,
-    /// File holding the host's secret.
-    pub dhchap_secret: std::path::PathBuf,
+    /// File holding the host's DH-HMAC-CHAP secret (`DHHC-1:...`).
+    #[serde(default)]
+    pub dhchap_secret: Option<std::path::PathBuf>,
     /// File holding the controller's secret: the host may then
     /// authenticate the controller too (bidirectional).
     #[serde(default)]
@@ -377,23 +379,27 @@ pub struct HostConfig {
     /// ffdhe8192, then null).
     #[serde(default)]
     pub dhchap_dhgroups: Vec<String>,
+    /// File holding the host's configured TLS PSK (`NVMeTLSkey-1:...`, as
+    /// `nvme gen-tls-key` prints); used when the target requires TLS.
+    #[serde(default)]
+    pub tls_key: Option<std::path::PathBuf>,
 }
 
 impl HostConfig {
     /// Parses the command line's `NQN[,dhchap-secret=FILE][,dhchap-ctrl-secret=FILE]
-    /// [,dhchap-hash=H:H][,dhchap-dhgroup=G:G]`; `None` when it names no
-    /// secret (a host admitted without authentication).
+    /// [,dhchap-hash=H:H][,dhchap-dhgroup=G:G][,tls-key=FILE]`; `None` when
+    /// it names no key (a host admitted without authentication).
     pub fn parse_flag(text: &str) -> Result<Option<Self>, String> {
         let mut parts = text.split(',');
         let nqn = parts.next().unwrap_or_default().to_string();
         let mut h = HostConfig {
             nqn,
-            dhchap_secret: Default::default(),
+            dhchap_secret: None,
             dhchap_ctrl_secret: None,
             dhchap_hashes: Vec::new(),
             dhchap_dhgroups: Vec::new(),
+            tls_key: None,
         };
-        let mut secret = false;
         let list = |v: &str| v.split(':').map(str::to_string).collect::<Vec<_>>();
         for p in parts {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
@@ -403,28 +409,29 @@ impl HostConfig {
                         "--allow-host {text}: {p:?} needs a value (KEY=VALUE)"
                     ))
                 }
-                ("dhchap-secret", v) => {
-                    h.dhchap_secret = v.into();
-                    secret = true;
-                }
+                ("dhchap-secret", v) => h.dhchap_secret = Some(v.into()),
                 ("dhchap-ctrl-secret", v) => h.dhchap_ctrl_secret = Some(v.into()),
                 ("dhchap-hash", v) => h.dhchap_hashes = list(v),
                 ("dhchap-dhgroup", v) => h.dhchap_dhgroups = list(v),
+                ("tls-key", v) => h.tls_key = Some(v.into()),
                 _ => {
                     return Err(format!(
                         "--allow-host {text}: unknown option {k:?}; use dhchap-secret=FILE, \
-                         dhchap-ctrl-secret=FILE, dhchap-hash=sha256:sha384 or dhchap-dhgroup=ffdhe2048:null"
+                         dhchap-ctrl-secret=FILE, dhchap-hash=sha256:sha384, dhchap-dhgroup=ffdhe2048:null \
+                         or tls-key=FILE"
                     ))
                 }
             }
         }
-        match (secret, h.dhchap_ctrl_secret.is_some() || !h.dhchap_hashes.is_empty() || !h.dhchap_dhgroups.is_empty()) {
-            (true, _) => Ok(Some(h)),
-            (false, false) => Ok(None),
-            (false, true) => Err(format!(
+        let dhchap_options = h.dhchap_ctrl_secret.is_some()
+            || !h.dhchap_hashes.is_empty()
+            || !h.dhchap_dhgroups.is_empty();
+        if dhchap_options && h.dhchap_secret.is_none() {
+            return Err(format!(
                 "--allow-host {text}: the DH-HMAC-CHAP options need dhchap-secret=FILE (the host's secret)"
-            )),
+            ));
         }
+        Ok((h.dhchap_secret.is_some() || h.tls_key.is_some()).then_some(h))
     }
 
     fn validate(&self, subsystem: &str) -> Result<(), ConfigError> {
@@ -438,10 +445,18 @@ impl HostConfig {
         for n in &self.dhchap_dhgroups {
             crate::auth::DhGroup::parse(n).map_err(bad)?;
         }
-        if self.dhchap_secret.as_os_str().is_empty() {
-            return Err(bad("dhchap_secret names no file".into()));
+        let dhchap_options = self.dhchap_ctrl_secret.is_some()
+            || !self.dhchap_hashes.is_empty()
+            || !self.dhchap_dhgroups.is_empty();
+        match (&self.dhchap_secret, &self.tls_key) {
+            (None, None) => Err(bad(
+                "a [[subsystem.host]] needs dhchap_secret or tls_key (a host without keys goes in allowed_hosts)".into(),
+            )),
+            (None, _) if dhchap_options => Err(bad(
+                "the DH-HMAC-CHAP options need dhchap_secret (the host's secret)".into(),
+            )),
+            _ => Ok(()),
         }
-        Ok(())
     }
 }
 
@@ -486,6 +501,11 @@ pub struct TargetConfig {
     /// Print one line per queue connected (host, controller, qid, digests).
     #[serde(default)]
     pub log_connections: bool,
+    /// Every listener requires TLS 1.3 with a PSK (NVMe/TCP TP 8011): each
+    /// host connects with the key its `tls_key` names; a plain-text
+    /// connection is refused.
+    #[serde(default)]
+    pub tls: bool,
     /// Subsystems.
     #[serde(default, rename = "subsystem")]
     pub subsystems: Vec<SubsystemConfig>,
@@ -509,6 +529,7 @@ impl Default for TargetConfig {
             port_cpus: Vec::new(),
             limits: Limits::default(),
             log_connections: false,
+            tls: false,
             subsystems: Vec::new(),
         }
     }
@@ -641,6 +662,7 @@ impl TargetConfig {
             for h in &s.hosts {
                 h.validate(&s.nqn)?;
             }
+            self.validate_tls(s)?;
             if !s.serial.is_ascii()
                 || s.serial.len() > 20
                 || !s.model.is_ascii()
@@ -654,6 +676,46 @@ impl TargetConfig {
             for n in &s.namespaces {
                 n.validate()?;
             }
+        }
+        Ok(())
+    }
+}
+
+impl TargetConfig {
+    /// With TLS every host of `s` needs a key; without it no host has one.
+    fn validate_tls(&self, s: &SubsystemConfig) -> Result<(), ConfigError> {
+        let bad = |e: String| Err(ConfigError::Invalid(format!("subsystem {}: {e}", s.nqn)));
+        if !self.tls {
+            if let Some(h) = s.hosts.iter().find(|h| h.tls_key.is_some()) {
+                return bad(format!(
+                    "host {} has a TLS key but TLS is off: add --tls (tls = true), or drop the key",
+                    h.nqn
+                ));
+            }
+            return Ok(());
+        }
+        if s.allow_any_host {
+            return bad(
+                "TLS knows a host by its PSK, so it cannot go with allow_any_host (--allow-any-host): \
+                 list each host with --allow-host NQN,tls-key=FILE"
+                    .into(),
+            );
+        }
+        let keyless = s
+            .allowed_hosts
+            .iter()
+            .chain(
+                s.hosts
+                    .iter()
+                    .filter(|h| h.tls_key.is_none())
+                    .map(|h| &h.nqn),
+            )
+            .next();
+        if let Some(h) = keyless {
+            return bad(format!(
+                "host {h} has no TLS key and TLS is required: --allow-host {h},tls-key=FILE \
+                 (a key from `nvme gen-tls-key`, in a file only you can read)"
+            ));
         }
         Ok(())
     }

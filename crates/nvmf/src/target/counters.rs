@@ -136,11 +136,17 @@ pub enum Refused {
     AuthFailed,
     /// A queue that must authenticate did not within its deadline.
     AuthDeadline,
+    /// A TLS handshake failed (an unknown identity, another key, plain
+    /// text where TLS is required).
+    TlsFailed,
+    /// A Connect over TLS named another host or subsystem than the PSK
+    /// identity.
+    TlsIdentity,
 }
 
 impl Refused {
     /// Every reason, in the order the metrics list them.
-    pub const ALL: [Refused; 11] = [
+    pub const ALL: [Refused; 13] = [
         Refused::HostNotAllowed,
         Refused::HostIdMismatch,
         Refused::UnknownSubsystem,
@@ -152,6 +158,8 @@ impl Refused {
         Refused::ConnectDeadline,
         Refused::AuthFailed,
         Refused::AuthDeadline,
+        Refused::TlsFailed,
+        Refused::TlsIdentity,
     ];
 
     /// Its label value.
@@ -168,12 +176,15 @@ impl Refused {
             Refused::ConnectDeadline => "connect_deadline",
             Refused::AuthFailed => "auth_failed",
             Refused::AuthDeadline => "auth_deadline",
+            Refused::TlsFailed => "tls_failed",
+            Refused::TlsIdentity => "tls_identity",
         }
     }
 
     /// A refusal of the host's identity (what authentication failures
     /// are counted as): not allowed, a wrong Host ID, a failed or
-    /// unfinished DH-HMAC-CHAP transaction.
+    /// unfinished DH-HMAC-CHAP transaction, a failed TLS handshake or a
+    /// Connect that is not what its PSK identity says.
     pub fn is_auth(self) -> bool {
         matches!(
             self,
@@ -181,6 +192,8 @@ impl Refused {
                 | Refused::HostIdMismatch
                 | Refused::AuthFailed
                 | Refused::AuthDeadline
+                | Refused::TlsFailed
+                | Refused::TlsIdentity
         )
     }
 }

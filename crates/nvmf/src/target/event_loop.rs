@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types};
 
+use super::counters::Refused;
 use super::error::TargetError;
 use super::log_limit::LogLimit;
 use super::queue::{Connection, Phase};
@@ -26,6 +27,7 @@ use super::ring::{Ring, Tag};
 use super::storage::{StorageKind, StorageOp};
 use super::subsystem::Target;
 use crate::log::{Level, Stream};
+use crate::tls::ossl::{Received, ServerSession};
 
 /// How long in-flight writes get to finish after SIGINT/SIGTERM.
 pub const DRAIN_GRACE: Duration = Duration::from_secs(5);
@@ -74,6 +76,11 @@ struct Slot {
     dead: bool,
     /// shutdown(2) was called (to complete whatever the ring holds).
     shut: bool,
+    /// Its TLS session, on a target that requires TLS: the ring moves
+    /// records, the connection sees plain text.
+    tls: Option<Box<ServerSession>>,
+    /// Plain text taken from the connection to encrypt (reused).
+    plain: Vec<u8>,
     /// When the connection started closing (for the flush deadline).
     closing_since: Option<Instant>,
 }
@@ -85,13 +92,22 @@ impl Slot {
         let _ = stream.set_nonblocking(false);
         let addr = stream.peer_addr().ok();
         let peer = addr.map_or_else(|| "an unknown peer".into(), |a| a.to_string());
+        let mut conn = Connection::new(target.clone())
+            .on_port(port)
+            .on_reactor(cpu);
+        let tls = match target.tls.as_ref().map(|t| t.session()) {
+            None => None,
+            Some(Ok(session)) => Some(Box::new(session)),
+            Some(Err(e)) => {
+                conn.close(format!("cannot start its TLS session: {e}"));
+                None
+            }
+        };
         Self {
             stream,
             peer,
             peer_ip: addr.map(|a| a.ip()),
-            conn: Connection::new(target.clone())
-                .on_port(port)
-                .on_reactor(cpu),
+            conn,
             rbuf: vec![0u8; RECV_BYTES].into_boxed_slice(),
             recv_armed: false,
             out: Vec::new(),
@@ -100,6 +116,8 @@ impl Slot {
             dead: false,
             shut: false,
             closing_since: None,
+            tls,
+            plain: Vec::new(),
         }
     }
 
@@ -135,7 +153,12 @@ impl Slot {
             return None;
         }
         self.recv_armed = true;
-        let (len, flags) = match self.conn.rx_missing().min(self.rbuf.len()) {
+        // Under TLS the socket carries records, not PDUs: whatever is there.
+        let missing = match self.tls {
+            Some(_) => 0,
+            None => self.conn.rx_missing().min(self.rbuf.len()),
+        };
+        let (len, flags) = match missing {
             0 => (self.rbuf.len(), 0),
             n => (n, libc::MSG_WAITALL),
         };
@@ -153,8 +176,22 @@ impl Slot {
         if self.out_pos >= self.out.len() {
             self.out.clear();
             self.out_pos = 0;
-            if self.conn.tx_pending() > 0 {
-                self.conn.swap_tx(&mut self.out);
+            match self.tls.as_mut() {
+                None if self.conn.tx_pending() > 0 => self.conn.swap_tx(&mut self.out),
+                None => {}
+                Some(tls) => {
+                    if self.conn.tx_pending() > 0 {
+                        self.conn.swap_tx(&mut self.plain);
+                        let sent = tls.send(&self.plain);
+                        self.plain.clear();
+                        if let Err(why) = sent {
+                            self.conn.close(why);
+                        }
+                    }
+                    if tls.has_output() {
+                        tls.take_output(&mut self.out);
+                    }
+                }
             }
         }
         if self.out_pos >= self.out.len() {
@@ -385,8 +422,8 @@ impl Reactor {
                 }
                 Some(Tag::Tick) => self.tick_armed = false,
                 Some(Tag::Recv { conn }) => {
-                    if let Some(s) = self.slot(conn) {
-                        on_recv(s, res);
+                    if let Some(s) = self.slots.get_mut(conn as usize).and_then(Option::as_mut) {
+                        on_recv(s, res, &self.target);
                     }
                 }
                 Some(Tag::Send { conn }) => {
@@ -453,10 +490,25 @@ fn transient(res: i32) -> bool {
     matches!(-res, libc::EAGAIN | libc::EINTR | libc::ENOBUFS)
 }
 
-fn on_recv(s: &mut Slot, res: i32) {
+fn on_recv(s: &mut Slot, res: i32, target: &Target) {
     s.recv_armed = false;
     if res > 0 {
-        s.conn.on_bytes(&s.rbuf[..res as usize]);
+        let bytes = &s.rbuf[..res as usize];
+        match s.tls.as_mut() {
+            None => s.conn.on_bytes(bytes),
+            Some(tls) => {
+                let conn = &mut s.conn;
+                match tls.receive(bytes, |plain| conn.on_bytes(plain)) {
+                    Ok(Received::More) => {}
+                    Ok(Received::Established(peer)) => conn.set_tls_peer(peer),
+                    Ok(Received::Closed) => s.dead = true,
+                    Err(why) => {
+                        target.refusals.count(Refused::TlsFailed);
+                        conn.close(why);
+                    }
+                }
+            }
+        }
     } else if res == 0 || !transient(res) {
         s.dead = true;
     }

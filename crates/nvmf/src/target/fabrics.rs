@@ -184,6 +184,16 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
     if cmd.sqsize == 0 || cmd.sqsize >= max_entries {
         return invalid(Status::CONNECT_INVALID_PARAM, ipo(false, 44));
     }
+    if ctx.target.tls.is_some() {
+        // The PSK identity names the host and the subsystem; a host may not
+        // connect as another, nor to a subsystem its key is not for.
+        let same = ctx
+            .tls
+            .is_some_and(|p| p.identity.hostnqn == hostnqn && p.identity.subnqn == subnqn);
+        if !same {
+            return refusal(target, ConnectRefusal::TlsIdentityMismatch);
+        }
+    }
     let result = if cmd.qid == 0 {
         if data.cntlid != CNTLID_DYNAMIC {
             return invalid(Status::CONNECT_INVALID_PARAM, ipo(true, 16));
@@ -218,12 +228,18 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
         if let Some(c) = ctx.reactor_cpu {
             fields.push(("reactor_cpu", c.into()));
         }
+        let tls = ctx
+            .tls
+            .map_or_else(String::new, |p| format!(" tls {}", p.cipher));
+        if let Some(p) = ctx.tls {
+            fields.push(("tls", p.cipher.as_str().into()));
+        }
         log::emit(
             Stream::Out,
             Level::Info,
             "connected",
             format_args!(
-                "connected {subnqn} qid {} cntlid {cntlid} host {hostnqn} port {}{cpu} sqsize {} digests header={hd} data={dd}",
+                "connected {subnqn} qid {} cntlid {cntlid} host {hostnqn} port {}{cpu} sqsize {} digests header={hd} data={dd}{tls}",
                 cmd.qid,
                 ctx.port,
                 cmd.sqsize + 1,
@@ -263,6 +279,11 @@ fn refusal(target: &super::subsystem::Target, r: ConnectRefusal) -> Outcome {
             ipo(true, 0),
         ),
         C::Busy => (Refused::Busy, Status::CONNECT_CTRL_BUSY, 0),
+        C::TlsIdentityMismatch => (
+            Refused::TlsIdentity,
+            Status::CONNECT_INVALID_HOST,
+            ipo(true, 512),
+        ),
         C::BadQueueId => (Refused::Busy, Status::CONNECT_INVALID_PARAM, ipo(false, 42)),
     };
     target.refusals.count(why);

@@ -238,6 +238,7 @@ impl Connection {
             reactor_cpu: self.reactor_cpu,
             auth: &mut self.auth,
             now: self.clock,
+            tls: self.tls_peer.as_ref(),
         };
         let outcome = match qid {
             _ if is_fabrics => super::fabrics::execute(&mut ctx),

@@ -83,6 +83,9 @@ pub struct Connection {
     /// CPU of the reactor serving it, where a reactor does
     /// ([`Connection::on_reactor`]).
     pub reactor_cpu: Option<usize>,
+    /// The identity its TLS handshake proved, on a target that requires
+    /// TLS ([`Connection::set_tls_peer`]).
+    pub(crate) tls_peer: Option<crate::tls::ossl::TlsPeer>,
 }
 
 impl Connection {
@@ -113,7 +116,14 @@ impl Connection {
             close_reason: None,
             port: 1,
             reactor_cpu: None,
+            tls_peer: None,
         }
+    }
+
+    /// The host finished its TLS handshake as `peer`: its Connects must
+    /// name the host and subsystem its PSK identity does.
+    pub fn set_tls_peer(&mut self, peer: crate::tls::ossl::TlsPeer) {
+        self.tls_peer = Some(peer);
     }
 
     /// The same connection, arrived through port `port`.

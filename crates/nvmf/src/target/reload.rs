@@ -1,5 +1,5 @@
 //! A reload (SIGHUP) of the subsystems' namespaces, allowed hosts and their
-//! DH-HMAC-CHAP secrets while hosts stay connected (a secret that fails to
+//! DH-HMAC-CHAP secrets and TLS PSKs while hosts stay connected (a secret that fails to
 //! load keeps the previous one, and the reload says so). ANA states reload in `ana.rs`; listeners, limits,
 //! reactor CPUs and the set of subsystems stay as started.
 //!
@@ -46,6 +46,17 @@ impl Target {
     /// `cfg` are refused (a restart serves them).
     pub fn reload(&self, cfg: &TargetConfig) -> ReloadReport {
         let mut report = ReloadReport::default();
+        if cfg.tls != self.tls.is_some() {
+            report.refused.push(format!(
+                "tls = {} needs a restart (the target runs with TLS {})",
+                cfg.tls,
+                if self.tls.is_some() {
+                    "required"
+                } else {
+                    "off"
+                }
+            ));
+        }
         for s in &cfg.subsystems {
             match self.subsystems.iter().find(|t| t.nqn == s.nqn) {
                 Some(sub) => self.reload_subsystem(sub, s, &mut report),
@@ -75,6 +86,13 @@ impl Target {
             Ok(keys) => hosts_changed |= sub.set_host_keys(keys),
             Err(e) => r.refused.push(format!(
                 "{}: {e}; the hosts' previous secrets stay in use",
+                sub.nqn
+            )),
+        }
+        match super::subsystem::load_tls_keys(&cfg.hosts) {
+            Ok(keys) => hosts_changed |= sub.set_tls_keys(keys),
+            Err(e) => r.refused.push(format!(
+                "{}: {e}; the hosts' previous TLS keys stay in use",
                 sub.nqn
             )),
         }

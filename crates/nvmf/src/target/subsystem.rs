@@ -19,6 +19,7 @@ use super::error::{ConfigError, TargetError};
 use super::namespace::Namespace;
 use super::ns_set::{NamespaceSet, MAX_NAMESPACES};
 use super::port::Port;
+use crate::tls::ConfiguredPsk;
 
 /// NVM subsystem or the discovery subsystem.
 #[derive(Debug)]
@@ -39,6 +40,8 @@ pub struct Subsystem {
     allow_any_host: AtomicBool,
     /// Hosts that must authenticate, with their secrets (allowed too).
     host_keys: RwLock<HashMap<String, Arc<HostKeys>>>,
+    /// Hosts' TLS PSKs (allowed too), by NQN.
+    tls_keys: RwLock<HashMap<String, Arc<ConfiguredPsk>>>,
 }
 
 impl Subsystem {
@@ -53,6 +56,26 @@ impl Subsystem {
                 .iter()
                 .any(|h| h == hostnqn)
             || self.host_keys(hostnqn).is_some()
+            || self.tls_key(hostnqn).is_some()
+    }
+
+    /// The TLS PSK of `hostnqn`, if it has one.
+    pub fn tls_key(&self, hostnqn: &str) -> Option<Arc<ConfiguredPsk>> {
+        self.tls_keys
+            .read()
+            .expect("keys lock")
+            .get(hostnqn)
+            .cloned()
+    }
+
+    /// The hosts' TLS PSKs from now on (a reload); returns whether
+    /// anything changed. Connected queues keep their session; new
+    /// handshakes use the new keys.
+    pub fn set_tls_keys(&self, keys: HashMap<String, Arc<ConfiguredPsk>>) -> bool {
+        let mut k = self.tls_keys.write().expect("keys lock");
+        let changed = *k != keys;
+        *k = keys;
+        changed
     }
 
     /// The secrets `hostnqn` authenticates with, if it must (never for the
@@ -110,12 +133,80 @@ impl Subsystem {
     }
 }
 
-/// Reads the secrets of every host in `hosts`, by NQN.
+/// The hosts' TLS PSKs, as the handshake looks them up: the subsystem the
+/// identity names, and for the discovery subsystem any subsystem that
+/// holds a key for the host (the one whose digest matches).
+struct TlsKeys(Vec<Arc<Subsystem>>);
+
+impl crate::tls::ossl::PskLookup for TlsKeys {
+    fn tls_psk(&self, id: &crate::tls::Identity) -> Result<zeroize::Zeroizing<Vec<u8>>, String> {
+        let subsystems: Vec<&Arc<Subsystem>> = if id.subnqn == DISCOVERY_NQN {
+            self.0.iter().collect()
+        } else {
+            let s = self.0.iter().find(|s| s.nqn == id.subnqn).ok_or_else(|| {
+                format!(
+                    "the identity names subsystem {}, which this target does not serve",
+                    id.subnqn
+                )
+            })?;
+            vec![s]
+        };
+        let mut held = false;
+        for s in subsystems {
+            if let Some(k) = s.tls_key(&id.hostnqn) {
+                held = true;
+                if let Some(psk) = k.psk_for(id) {
+                    return Ok(psk);
+                }
+            }
+        }
+        Err(if held {
+            format!(
+                "host {} presented a PSK identity for {} that its key does not give (another key, or another hash)",
+                id.hostnqn, id.subnqn
+            )
+        } else {
+            format!("host {} has no TLS key for {}", id.hostnqn, id.subnqn)
+        })
+    }
+}
+
+fn tls_context(
+    subsystems: &[Arc<Subsystem>],
+) -> Result<crate::tls::ossl::ServerContext, TargetError> {
+    crate::tls::ossl::ServerContext::new(Arc::new(TlsKeys(subsystems.to_vec()))).map_err(|e| {
+        TargetError::Os {
+            what: "setting up TLS",
+            source: std::io::Error::other(e),
+        }
+    })
+}
+
+/// Reads the DH-HMAC-CHAP secrets of every host in `hosts` that has one,
+/// by NQN.
 pub fn load_host_keys(hosts: &[HostConfig]) -> Result<HashMap<String, Arc<HostKeys>>, ConfigError> {
-    hosts
-        .iter()
-        .map(|h| Ok((h.nqn.clone(), Arc::new(HostKeys::load(h)?))))
-        .collect()
+    let mut keys = HashMap::new();
+    for h in hosts {
+        if let Some(k) = HostKeys::load(h)? {
+            keys.insert(h.nqn.clone(), Arc::new(k));
+        }
+    }
+    Ok(keys)
+}
+
+/// Reads the TLS PSKs of every host in `hosts` that has one, by NQN.
+pub fn load_tls_keys(
+    hosts: &[HostConfig],
+) -> Result<HashMap<String, Arc<ConfiguredPsk>>, ConfigError> {
+    let mut keys = HashMap::new();
+    for h in hosts {
+        if let Some(p) = &h.tls_key {
+            let k = ConfiguredPsk::from_file(p)
+                .map_err(|e| ConfigError::Invalid(format!("host {}: TLS key {e}", h.nqn)))?;
+            keys.insert(h.nqn.clone(), Arc::new(k));
+        }
+    }
+    Ok(keys)
 }
 
 /// Counters a controller reports in SMART and the error log.
@@ -293,6 +384,9 @@ pub enum ConnectRefusal {
     Busy,
     /// Queue id already connected or above the granted count.
     BadQueueId,
+    /// On a TLS connection, a Connect for another host or subsystem than
+    /// the PSK identity names.
+    TlsIdentityMismatch,
 }
 
 /// Target-wide shared state.
@@ -329,6 +423,8 @@ pub struct Target {
     pub refusals: super::counters::Refusals,
     /// Command data buffers held over all connections.
     pub buffers: super::buf::BufferBudget,
+    /// TLS set-up when every listener requires TLS.
+    pub tls: Option<Arc<crate::tls::ossl::ServerContext>>,
     /// Announces changes a waiter may be waiting for ([`Target::wait_until`]).
     watch: (Mutex<u64>, Condvar),
 }
@@ -363,6 +459,7 @@ impl Target {
                 allowed_hosts: RwLock::new(s.allowed_hosts.clone()),
                 allow_any_host: AtomicBool::new(s.allow_any_host),
                 host_keys: RwLock::new(load_host_keys(&s.hosts)?),
+                tls_keys: RwLock::new(load_tls_keys(&s.hosts)?),
             }));
         }
         let discovery = Arc::new(Subsystem {
@@ -374,7 +471,12 @@ impl Target {
             allowed_hosts: RwLock::new(Vec::new()),
             allow_any_host: AtomicBool::new(true),
             host_keys: RwLock::new(HashMap::new()),
+            tls_keys: RwLock::new(HashMap::new()),
         });
+        let tls = match cfg.tls {
+            true => Some(Arc::new(tls_context(&subsystems)?)),
+            false => None,
+        };
         let ports = cfg
             .listen
             .iter()
@@ -402,6 +504,7 @@ impl Target {
             resizes_noticed: AtomicU64::new(0),
             refusals: Default::default(),
             buffers: super::buf::BufferBudget::new(cfg.limits.max_buffer_bytes),
+            tls,
             watch: (Mutex::new(0), Condvar::new()),
         }))
     }

@@ -23,7 +23,6 @@
 //! keeps this single-queue backend.
 
 use std::io::{self, Read, Write};
-use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 
 use nvmf::host::{command, DataBuffers, HostCompletion, HostError, HostQueue};
@@ -91,7 +90,7 @@ impl DataBuffers for Slots {
 pub struct TcpBackend {
     /// Kept open: the controller lives as long as its admin queue.
     _admin: Initiator,
-    stream: TcpStream,
+    stream: nvmf::host::Stream,
     queue: HostQueue,
     slots: Slots,
     nsid: u32,
@@ -218,6 +217,10 @@ impl TcpBackend {
 
     /// Waits until the socket is readable (or writable, with bytes to send).
     fn wait(&self) -> io::Result<()> {
+        if self.stream.buffered() {
+            // TLS decrypted more than the queue took: no need to poll.
+            return Ok(());
+        }
         let mut pfd = libc::pollfd {
             fd: self.stream.as_raw_fd(),
             events: libc::POLLIN

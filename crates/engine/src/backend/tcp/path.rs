@@ -15,7 +15,7 @@
 //! generation number, so a loss reported for an old one is ignored.
 
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, TcpStream};
+use std::net::IpAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
@@ -48,7 +48,7 @@ const ANA_LOG_BYTES: u32 = 4096;
 /// A path's connected I/O queue.
 pub struct Conn {
     /// The socket, non-blocking.
-    pub stream: TcpStream,
+    pub stream: nvmf::host::Stream,
     /// The queue over it.
     pub queue: HostQueue,
     /// NUMA node of the local interface it leaves by (`None`: no node).
@@ -201,6 +201,7 @@ pub fn connect(p: &PathParams) -> Result<(Initiator, Conn, AnaState), String> {
         .set_nonblocking(true)
         .map_err(|e| format!("{}: making the socket non-blocking: {e}", p.name()))?;
     let node = stream
+        .tcp()
         .local_addr()
         .ok()
         .and_then(|l| interface_node(l.ip()));
