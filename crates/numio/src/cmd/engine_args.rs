@@ -34,6 +34,11 @@ pub struct EngineArgs {
     /// host then authenticates the target too, and refuses one that fails.
     #[arg(long, value_name = "FILE", requires = "tcp_dhchap_secret")]
     pub tcp_dhchap_ctrl_secret: Option<std::path::PathBuf>,
+    /// tcp backend: connect over TLS 1.3 with this host's configured PSK (an
+    /// `NVMeTLSkey-1:` line in FILE, mode 600, as `nvme gen-tls-key` prints),
+    /// for targets that require TLS.
+    #[arg(long, value_name = "FILE")]
+    pub tcp_tls_key: Option<std::path::PathBuf>,
     /// tcp backend, a target of several portals
     /// (nvme-tcp://A/NQN,nvme-tcp://B/NQN): how each I/O picks a usable
     /// path (ANA optimized before non-optimized, never inaccessible).
@@ -129,6 +134,15 @@ impl EngineArgs {
                 data_digest: self.tcp_ddgst,
                 iopolicy: self.iopolicy.into(),
                 dhchap: self.dhchap_secrets()?,
+                tls: self
+                    .tcp_tls_key
+                    .as_deref()
+                    .map(|p| {
+                        nvmf::tls::ConfiguredPsk::from_file(p)
+                            .map(std::sync::Arc::new)
+                            .map_err(|e| anyhow::anyhow!("--tcp-tls-key: {e}"))
+                    })
+                    .transpose()?,
             },
         })
     }

@@ -34,6 +34,10 @@ Without --allow-host or --allow-any-host, any host is admitted (and a warning sa
 DH-HMAC-CHAP: --allow-host NQN,dhchap-secret=FILE (or [[subsystem.host]] in --config):
 that host authenticates every queue; a host without or with a wrong secret is refused.
   nvme connect ... --dhchap-secret \"$(cat host.key)\" [--dhchap-ctrl-secret \"$(cat ctrl.key)\"]
+TLS 1.3 (PSK): --tls --allow-host NQN,tls-key=FILE (the host's `nvme gen-tls-key` key,
+mode 600): every connection must be TLS; plain text and other keys are refused, and a
+Connect must name the host and subsystem of its PSK identity. The Linux host needs tlshd
+(ktls-utils) and the key's TLS PSK in its .nvme keyring (docs/readme/serve.md shows how).
 SIGINT/SIGTERM: stop accepting, let in-flight writes finish (5 s at most), close,
 fdatasync every namespace. SIGHUP: re-read --config: ANA states, namespaces added or
 removed (matched by backing; hosts are told), allowed hosts; connected hosts stay.
@@ -122,11 +126,17 @@ pub struct Args {
     /// `,dhchap-ctrl-secret=FILE` lets it authenticate the target too;
     /// `,dhchap-hash=sha256:sha384` and `,dhchap-dhgroup=ffdhe2048:null` limit the
     /// choices (default: every hash; ffdhe2048 to ffdhe8192, then null).
+    /// With `,tls-key=FILE` (and --tls) the host connects over TLS 1.3 with the
+    /// configured PSK in FILE (`NVMeTLSkey-1:`, mode 600; `nvme gen-tls-key`).
     #[arg(
         long,
-        value_name = "NQN[,dhchap-secret=FILE][,dhchap-ctrl-secret=FILE]"
+        value_name = "NQN[,dhchap-secret=FILE][,dhchap-ctrl-secret=FILE][,tls-key=FILE]"
     )]
     pub allow_host: Vec<String>,
+    /// Require TLS 1.3 with a pre-shared key on every listener (NVMe/TCP TP
+    /// 8011): each host needs `,tls-key=FILE`; plain-text connections are refused.
+    #[arg(long)]
+    pub tls: bool,
     /// Let any host connect.
     #[arg(long, conflicts_with = "allow_host")]
     pub allow_any_host: bool,
@@ -301,6 +311,7 @@ fn build_config_at(
         cfg.discovery_port = p;
     }
     cfg.log_connections |= args.log_connections;
+    cfg.tls |= args.tls;
     if let Some(c) = &args.cpus {
         cfg.cpus = parse_cpus(c)?;
     }
@@ -363,11 +374,22 @@ fn print_startup(
     placed: &[serve_ports::PortNode],
 ) {
     let t = &server.target;
+    let tls = if t.tls.is_some() {
+        " (TLS 1.3 required)"
+    } else {
+        ""
+    };
     for a in &server.listen_addrs {
         log::info(
             "listening",
-            format_args!("NVMe/TCP listening on {a}"),
-            &[("addr", a.to_string().into())],
+            format_args!("NVMe/TCP listening on {a}{tls}"),
+            &[
+                ("addr", a.to_string().into()),
+                (
+                    "tls",
+                    if t.tls.is_some() { "required" } else { "off" }.into(),
+                ),
+            ],
         );
     }
     for (i, p) in t.ports.iter().enumerate() {
@@ -406,6 +428,23 @@ fn print_startup(
         );
         for ns in &s.namespaces {
             print_namespace(&s.nqn, ns);
+        }
+        for (host, k) in s.tls_hosts() {
+            let hash = k.hash();
+            log::info(
+                "host_tls",
+                format_args!(
+                    "  host {host} connects over TLS 1.3 ({}, PSK identity NVMe1R{:02} or NVMe0R{:02})",
+                    hash.cipher_suite(),
+                    hash.id(),
+                    hash.id()
+                ),
+                &[
+                    ("subsystem", s.nqn.as_str().into()),
+                    ("host", host.as_str().into()),
+                    ("cipher", hash.cipher_suite().into()),
+                ],
+            );
         }
         for (host, k) in s.authenticating_hosts() {
             let join = |v: Vec<&str>| v.join(",");

@@ -68,6 +68,19 @@ impl Subsystem {
             .cloned()
     }
 
+    /// The hosts with TLS PSKs, by NQN.
+    pub fn tls_hosts(&self) -> Vec<(String, Arc<ConfiguredPsk>)> {
+        let mut v: Vec<_> = self
+            .tls_keys
+            .read()
+            .expect("keys lock")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
     /// The hosts' TLS PSKs from now on (a reload); returns whether
     /// anything changed. Connected queues keep their session; new
     /// handshakes use the new keys.

@@ -134,8 +134,11 @@ impl TcpBackend {
             .map_err(|e| format!("{}: making the socket non-blocking: {e}", t.addr))?;
         let on = |b: bool| if b { "on" } else { "off" };
         let framing = queue.framing();
+        let tls = stream
+            .tls_cipher()
+            .map_or_else(String::new, |c| format!(", TLS 1.3 {c}"));
         let note = format!(
-            "tcp backend: NVMe/TCP I/O queue of {entries} entries to {}, header digest {}, data digest {}, writes up to {} B in the capsule",
+            "tcp backend: NVMe/TCP I/O queue of {entries} entries to {}, header digest {}, data digest {}, writes up to {} B in the capsule{tls}",
             t.addr,
             on(framing.header_digest),
             on(framing.data_digest),

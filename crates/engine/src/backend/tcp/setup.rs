@@ -38,6 +38,9 @@ pub struct TcpOptions {
     /// DH-HMAC-CHAP secrets, for targets that ask this host to
     /// authenticate (`--tcp-dhchap-secret`, `--tcp-dhchap-ctrl-secret`).
     pub dhchap: Option<std::sync::Arc<nvmf::HostSecrets>>,
+    /// The configured TLS PSK: every queue runs over TLS 1.3
+    /// (`--tcp-tls-key`).
+    pub tls: Option<std::sync::Arc<nvmf::tls::ConfiguredPsk>>,
 }
 
 impl TcpOptions {
@@ -49,6 +52,7 @@ impl TcpOptions {
             kato_ms: 0,
             timeout: REPLY_TIMEOUT,
             dhchap: self.dhchap.clone(),
+            tls: self.tls.clone(),
             ..InitiatorOptions::default()
         };
         if let Some(h) = &self.hostnqn {
@@ -188,6 +192,9 @@ pub(super) fn setup_error(url: &TcpUrl, addr: SocketAddr, step: &str, e: Initiat
         {
             format!("{addr} did not answer within {}s; check the address and any firewall", REPLY_TIMEOUT.as_secs())
         }
+        InitiatorError::Tls(_) => "the TLS handshake failed: the target must hold this host's PSK (--tcp-tls-key, \
+             for --tcp-hostnqn and this subsystem); a target that does not require TLS closes the connection"
+            .to_string(),
         InitiatorError::Auth(_) => "the target asks this host (--tcp-hostnqn) to authenticate: \
              --tcp-dhchap-secret (and --tcp-dhchap-ctrl-secret) must hold the secrets the target lists for it"
             .to_string(),
@@ -201,6 +208,11 @@ pub(super) fn setup_error(url: &TcpUrl, addr: SocketAddr, step: &str, e: Initiat
                 "the target refused subsystem {:?} ({why}): check the NQN (`nvme discover -t tcp -a {} -s {}`) and that the host may connect (--tcp-hostnqn)",
                 url.subnqn, url.host, url.port
             )
+        }
+        InitiatorError::Io(io) if io.kind() == io::ErrorKind::UnexpectedEof => {
+            "the target closed the connection: check that it speaks NVMe/TCP on this port, \
+             and whether it requires TLS (then --tcp-tls-key FILE)"
+                .into()
         }
         _ => "check that the target speaks NVMe/TCP on this port".into(),
     };
