@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vm-lab: timeout=240
+# vm-lab: timeout=480
 # NVMe/TCP over TLS 1.3 with a pre-shared key, the kernel alone on both
 # ends first (the kernel control, tls_kernel_control): the kernel's nvmet-tcp
 # target on 127.0.0.1 with a port that requires TLS 1.3 (addr_tsas tls1.3,
@@ -11,8 +11,12 @@
 # (one tlshd handshake per end and queue), sysfs names the negotiated key, the
 # namespace reads back what was written (O_DIRECT, md5, and the target's
 # backing file holds the same bytes), and a connect without TLS to that port
-# is refused. Parts testing numio against the kernel go after the control,
-# with the target left up (tls_kernel_target_up).
+# is refused. Then numio against the kernel, with keys nvme-cli makes
+# (`nvme gen-tls-key`) and the kernel's side of each key derived by
+# tls-psk.py (Python, not numio): the Linux host connects to
+# `numio serve --tls` (every queue over TLS, fio verify, a plain connect
+# refused with a line that says so), and `numio bench --tcp-tls-key` writes
+# and verifies through the kernel's TLS target.
 # Debian's 6.1 is built without CONFIG_NVME_TCP_TLS and without the
 # handshake netlink family: there the check proves only that its fabrics
 # driver refuses the `tls` option and that tlshd, finding no handshake
@@ -81,6 +85,23 @@ if [ ! -d /sys/module/nvme_keyring ]; then
       "$(grep -q 'Kernel handshake service is not available' "$NVMF_TLSHD_LOG" && echo yes || echo no)"
   else
     not_ok "$(cat "$CHECK_OUT/tlshd-path.err")"
+  fi
+  # numio serve --tls still refuses this host's plain-text connect, by name.
+  mkdir -p "$CHECK_OUT/keys" && chmod 700 "$CHECK_OUT/keys"
+  (umask 077 && nvme gen-tls-key --hmac=1 >"$CHECK_OUT/keys/host.tls") || { not_ok "nvme gen-tls-key failed"; finish; }
+  NVMF_ALLOW="$NVMF_HOST,tls-key=$CHECK_OUT/keys/host.tls"
+  nvmf_start --tls
+  if ctrl=$(nvmf_fabrics_connect "transport=tcp,traddr=127.0.0.1,trsvcid=4420,nqn=$NVMF_NQN,hostnqn=$NVMF_HOST,hostid=$NVMF_HOSTID" \
+    2>"$CHECK_OUT/connect-numio-plain.err"); then
+    not_ok "6.1: numio serve --tls admitted a plain-text host ($ctrl)"
+  else
+    ok "6.1: numio serve --tls refuses the plain-text host ($(tail -n 1 "$CHECK_OUT/connect-numio-plain.err" | sed 's/.*: //'))"
+    for _ in $(seq 1 100); do
+      grep -q 'plain-text NVMe/TCP' "$NVMF_LOG" && break
+      sleep 0.1
+    done
+    expect_eq "6.1: numio serve names the mistake" yes \
+      "$(grep -q 'plain-text NVMe/TCP (an ICReq) where TLS is required' "$NVMF_LOG" && echo yes || echo no)"
   fi
   finish
 fi
@@ -209,7 +230,88 @@ tls_kernel_control() {
   fi
 }
 
+# tls_key_for HOSTNQN SUBNQN: the identity and TLS PSK the Linux host uses
+# for the configured key $TLS_KEY (tls-psk.py), inserted into .nvme; prints
+# the key's serial.
+tls_key_for() {
+  local identity
+  identity=$(python3 "$(dirname "$0")/tls-psk.py" "$TLS_KEY" "$1" "$2" "$CHECK_OUT/keys/psk-$2") ||
+    { not_ok "tls-psk.py failed for $2"; return 1; }
+  nvmf_psk_insert "$identity" "$CHECK_OUT/keys/psk-$2"
+}
+
+# The Linux host against numio serve --tls.
+tls_numio_serve() {
+  local serial ctrl connected over_tls
+  serial=$(tls_key_for "$NVMF_HOST" "$NVMF_NQN") || return
+  NVMF_ALLOW="$NVMF_HOST,tls-key=$TLS_KEY"
+  NVMF_LOG=$CHECK_OUT/serve-tls.log
+  nvmf_start --tls
+  expect_eq "numio serve: listening line" yes \
+    "$(grep -q 'NVMe/TCP listening on .*(TLS 1.3 required)' "$NVMF_LOG" && echo yes || echo no)"
+  if ctrl=$(nvmf_fabrics_connect "transport=tcp,traddr=127.0.0.1,trsvcid=4420,nqn=$NVMF_NQN,hostnqn=$NVMF_HOST,hostid=$NVMF_HOSTID,tls" \
+    2>"$CHECK_OUT/connect-numio.err"); then
+    ok "the Linux host connects to numio serve over TLS ($ctrl)"
+    expect_eq "sysfs tls_key (the PSK tls-psk.py derived)" "$(printf '%08x' "$serial")" \
+      "$(cat "/sys/class/nvme/$ctrl/tls_key" 2>&1)"
+    if nvmf_wait_devices 2; then
+      nvmf_fio_verify numio-serve-tls "$(nvmf_devices | head -n 1)" 8M
+    else
+      not_ok "numio serve's namespaces did not appear: $(nvmf_devices | tr '\n' ' ')"
+    fi
+    connected=$(grep -c "connected $NVMF_NQN qid" "$NVMF_LOG")
+    over_tls=$(grep "connected $NVMF_NQN qid" "$NVMF_LOG" | grep -c 'tls TLS_AES_128_GCM_SHA256$')
+    expect_eq "queues numio serve connected over TLS 1.3 (of $connected)" "$connected" "$over_tls"
+    nvmf_disconnect
+    nvmf_wait_devices 0 || not_ok "numio serve's namespaces stay after disconnect"
+  else
+    not_ok "the Linux host's TLS connect to numio serve failed: $(cat "$CHECK_OUT/connect-numio.err"); numio serve: $(tail -n 3 "$NVMF_LOG" | tr '\n' ' '); tlshd: $(tail -n 2 "$NVMF_TLSHD_LOG" | tr '\n' ' ')"
+  fi
+  if ctrl=$(nvmf_fabrics_connect "transport=tcp,traddr=127.0.0.1,trsvcid=4420,nqn=$NVMF_NQN,hostnqn=$NVMF_HOST,hostid=$NVMF_HOSTID" \
+    2>"$CHECK_OUT/connect-numio-plain.err"); then
+    not_ok "numio serve --tls admitted a plain-text host ($ctrl)"
+    nvmf_disconnect
+  else
+    ok "numio serve --tls refuses a plain-text connect ($(tail -n 1 "$CHECK_OUT/connect-numio-plain.err" | sed 's/.*: //'))"
+    local i
+    for i in $(seq 1 100); do
+      grep -q 'plain-text NVMe/TCP' "$NVMF_LOG" && break
+      sleep 0.1
+    done
+    expect_eq "numio serve names the plain-text host's mistake" yes \
+      "$(grep -q 'plain-text NVMe/TCP (an ICReq) where TLS is required' "$NVMF_LOG" && echo yes || echo no)"
+  fi
+  kill -TERM "$NVMF_PID" && wait "$NVMF_PID"
+  NVMF_PID=
+}
+
+# numio bench through the kernel's TLS target (left up by the control).
+tls_numio_bench() {
+  local url state
+  tls_key_for "$NVMF_HOST" "$TLS_NQN" >/dev/null || return
+  url=nvme-tcp://127.0.0.1:$TLS_PORT/$TLS_NQN/1
+  state=$CHECK_OUT/verify-state.json
+  if "$NUMIO" bench --backend tcp --tcp-hostnqn "$NVMF_HOST" --tcp-tls-key "$TLS_KEY" \
+    --rw write --bs 64k --size 4m --force-write --verify --verify-state "$state" --no-progress "$url" \
+    >"$CHECK_OUT/bench-tls.out" 2>&1; then
+    ok "numio bench writes through the kernel's TLS target (verify blocks, 4 MiB)"
+    expect_eq "numio bench ran over TLS 1.3" yes \
+      "$(grep -q 'TLS 1.3 TLS_AES_128_GCM_SHA256' "$CHECK_OUT/bench-tls.out" && echo yes || echo no)"
+    "$NUMIO" bench --backend tcp --tcp-hostnqn "$NVMF_HOST" --tcp-tls-key "$TLS_KEY" \
+      --rw read --bs 64k --size 4m --verify-only --verify-state "$state" --no-progress "$url" \
+      >"$CHECK_OUT/bench-tls-verify.out" 2>&1
+    expect_eq "numio bench --verify-only over TLS: exit status" 0 "$?"
+  else
+    not_ok "numio bench through the kernel's TLS target: $(tail -n 4 "$CHECK_OUT/bench-tls.out" | tr '\n' ' '); tlshd: $(tail -n 2 "$NVMF_TLSHD_LOG" | tr '\n' ' ')"
+  fi
+}
+
 nvmf_tls_setup
 nvmf_tlshd_start
 tls_kernel_control
+mkdir -p "$CHECK_OUT/keys" && chmod 700 "$CHECK_OUT/keys"
+TLS_KEY=$CHECK_OUT/keys/host.tls
+(umask 077 && nvme gen-tls-key --hmac=1 >"$TLS_KEY") || { not_ok "nvme gen-tls-key failed"; finish; }
+tls_numio_serve
+tls_numio_bench
 finish
