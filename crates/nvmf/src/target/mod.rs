@@ -37,6 +37,7 @@ pub mod namespace;
 pub mod ns_set;
 pub mod port;
 pub mod queue;
+pub mod ram;
 pub mod reactor;
 pub mod reload;
 pub mod request;

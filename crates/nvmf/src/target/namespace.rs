@@ -1,7 +1,7 @@
 //! Namespaces: a file descriptor plus geometry and identifiers.
 //!
-//! `mem:SIZE` is a `memfd` (RAM, punchable) served synchronously with
-//! `pread`/`pwrite` (a memcpy). A path is a regular file or a block device,
+//! `mem:SIZE` is plain memory ([`RamRegion`]: huge pages where the machine
+//! has them) served synchronously with copies on the reactor. A path is a regular file or a block device,
 //! opened with `O_DIRECT` and served asynchronously on the owning reactor's
 //! io_uring from page-aligned request buffers; where the filesystem refuses
 //! `O_DIRECT` (or the `buffered` option asks) it goes through the page cache
@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::buf::AlignedBuf;
 use super::config::{Backing, NamespaceConfig, DEFAULT_BLOCK_SIZE_BYTES};
 use super::error::TargetError;
+use super::ram::RamRegion;
 
 /// How a namespace's blocks are reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +53,9 @@ pub struct Namespace {
     pub access: Access,
     block_device: bool,
     lba_bytes: u64,
+    /// A RAM namespace's memory (`file` is then an empty memfd, for the
+    /// descriptor the API hands out).
+    ram: Option<RamRegion>,
 }
 
 fn fnv128(parts: &[&[u8]], salt: u8) -> [u8; 16] {
@@ -137,9 +141,15 @@ impl Namespace {
             source,
         };
         let asked = cfg.block_size.map(u64::from);
+        let mut ram = None;
         let (file, size_bytes, access, block_device, lba_bytes) = match Backing::parse(spec)? {
             Backing::Memory { size_bytes } => (
-                memory_file(size_bytes).map_err(berr)?,
+                {
+                    let len = usize::try_from(size_bytes)
+                        .map_err(|_| berr(std::io::ErrorKind::OutOfMemory.into()))?;
+                    ram = Some(RamRegion::new(len).map_err(berr)?);
+                    memory_file(0).map_err(berr)?
+                },
                 size_bytes,
                 Access::Memory,
                 false,
@@ -189,6 +199,7 @@ impl Namespace {
             access,
             block_device,
             lba_bytes,
+            ram,
         })
     }
 
@@ -246,7 +257,7 @@ impl Namespace {
     /// How the blocks are reached, for start-up.
     pub fn describe_access(&self) -> String {
         match &self.access {
-            Access::Memory => "RAM".into(),
+            Access::Memory => self.ram.as_ref().map_or("RAM", RamRegion::describe).into(),
             Access::Direct => "O_DIRECT via io_uring".into(),
             Access::Buffered { why } => format!("buffered via io_uring ({why})"),
         }
@@ -257,6 +268,9 @@ impl Namespace {
     /// aligned buffer when the descriptor is `O_DIRECT`.
     pub fn read(&self, slba: u64, buf: &mut [u8]) -> std::io::Result<()> {
         let off = slba * self.lba_bytes();
+        if let Some(r) = &self.ram {
+            return r.read(off, buf);
+        }
         if self.access != Access::Direct {
             return self.file.read_exact_at(buf, off);
         }
@@ -270,6 +284,9 @@ impl Namespace {
     /// Writes `buf` at block `slba`, blocking (see [`Namespace::read`]).
     pub fn write(&self, slba: u64, buf: &[u8]) -> std::io::Result<()> {
         let off = slba * self.lba_bytes();
+        if let Some(r) = &self.ram {
+            return r.write(off, buf);
+        }
         if self.access != Access::Direct {
             return self.file.write_all_at(buf, off);
         }
@@ -299,6 +316,10 @@ impl Namespace {
     pub fn zero(&self, slba: u64, nlb: u64) -> std::io::Result<()> {
         let off = slba * self.lba_bytes();
         let len = nlb * self.lba_bytes();
+        if let Some(r) = &self.ram {
+            let len = usize::try_from(len).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+            return r.zero(off, len);
+        }
         // SAFETY: fallocate only reads its integer arguments; the fd is owned
         // by self.file for the duration of the call.
         let rc = unsafe {
