@@ -148,7 +148,10 @@ impl ConnectData {
         d
     }
 
-    /// Decodes and checks both NQNs are NUL terminated and non-empty.
+    /// Decodes and checks both NQNs are NUL terminated UTF-8, the
+    /// subsystem's non-empty. An empty host NQN decodes (SPDK's perf sends
+    /// one unless told `hostnqn:`; Linux nvmet and SPDK's target admit it
+    /// where any host may connect): the target decides.
     pub fn decode(b: &[u8]) -> Result<Self, ConnectDataError> {
         if b.len() < Self::SIZE {
             return Err(ConnectDataError::Short { len: b.len() });
@@ -156,7 +159,8 @@ impl ConnectData {
         for (field, offset) in [("subnqn", 256usize), ("hostnqn", 512usize)] {
             let f = &b[offset..offset + 256];
             let end = f.iter().position(|&c| c == 0);
-            if f[0] == 0 || end.is_none_or(|e| std::str::from_utf8(&f[..e]).is_err()) {
+            let empty_refused = f[0] == 0 && field == "subnqn";
+            if empty_refused || end.is_none_or(|e| std::str::from_utf8(&f[..e]).is_err()) {
                 return Err(ConnectDataError::BadNqn {
                     field,
                     offset: offset as u32,
@@ -232,6 +236,18 @@ mod tests {
                 offset: 512
             })
         );
+        let mut anonymous = b.clone();
+        anonymous[512..768].fill(0);
+        assert_eq!(ConnectData::decode(&anonymous).unwrap().hostnqn_str(), "");
+        let mut no_subsystem = b.clone();
+        no_subsystem[256..512].fill(0);
+        assert!(matches!(
+            ConnectData::decode(&no_subsystem),
+            Err(ConnectDataError::BadNqn {
+                field: "subnqn",
+                ..
+            })
+        ));
         let mut not_utf8 = b.clone();
         not_utf8[256..259].copy_from_slice(&[b'n', 0xFF, 0]);
         assert_eq!(

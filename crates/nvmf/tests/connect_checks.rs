@@ -49,6 +49,22 @@ fn nqns_match_exactly_and_refused_sockets_close() {
     s.stop().unwrap();
 }
 
+/// An empty host NQN (SPDK's perf sends one unless told `hostnqn:`): a
+/// subsystem open to any host admits it, as Linux nvmet and SPDK's target
+/// do; one that lists its hosts refuses it as an invalid host.
+#[test]
+fn an_empty_host_nqn_is_admitted_only_where_any_host_is() {
+    let (open, addr) = start(&config(None));
+    let mut a =
+        Initiator::connect_admin(addr, NQN, &o("", 1)).expect("anonymous host, open subsystem");
+    a.enable().unwrap();
+    drop(a);
+    open.stop().unwrap();
+    let (listed, addr) = start(&config(Some(HOST)));
+    refused(addr, &o("", 1), NQN, 0, 0xFFFF, "sc=0x84");
+    listed.stop().unwrap();
+}
+
 #[test]
 fn an_io_queue_with_another_host_id_is_refused() {
     let (s, addr) = start(&config(Some(HOST)));

@@ -210,6 +210,11 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
     };
     let cntlid = ctrl.cntlid;
     if ctx.target.log_connections {
+        let hostnqn = if hostnqn.is_empty() {
+            "(none: an empty host NQN)".to_string()
+        } else {
+            hostnqn.clone()
+        };
         let on = |b: bool| if b { "on" } else { "off" };
         let cpu = ctx
             .reactor_cpu

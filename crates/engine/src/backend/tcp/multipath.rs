@@ -93,7 +93,7 @@ impl MultipathBackend {
         let entries = depth as u32 + 1;
         if entries > t.max_queue_entries.min(MAX_QUEUE_ENTRIES) {
             return Err(format!(
-                "iodepth={depth} needs a {entries}-entry queue; the controllers grant at most {} (CAP.MQES); use --iodepth {} or less",
+                "iodepth={depth} needs a {entries}-entry queue (an NVMe submission queue of N entries holds N-1 commands: one entry stays free so a full queue differs from an empty one); the controllers grant at most {} (CAP.MQES); use --iodepth {} or less",
                 t.max_queue_entries,
                 t.max_queue_entries - 1
             ));
