@@ -211,3 +211,42 @@ fn no_notice_unless_the_host_enabled_it() {
     assert_eq!(q.read(1, last, 8).unwrap(), data);
     srv.stop().unwrap();
 }
+
+/// SPDK's host aborts its Asynchronous Event Requests on its own side
+/// before shutting a controller down and then reuses their command ids
+/// (its perf logged "Failed to read the CC register" when numio answered
+/// Command ID Conflict): a command with the id of an outstanding AER
+/// replaces it, and the AER never completes under that id.
+#[test]
+fn a_command_reusing_an_outstanding_aers_id_replaces_it() {
+    use nvme_spec::tcp::{self, pdu_type, Direction, Framing, Pdu};
+    let (_srv, addr) = start(&config(None));
+    let mut a = Initiator::connect_admin(addr, NQN, &opts()).unwrap();
+    a.enable().unwrap();
+    // Capsules on one connection are taken in order: the AER is
+    // outstanding when the next one arrives.
+    let aer = post_aer(&mut a);
+    // Property Get of CC under the AER's command id, framed by hand (the
+    // initiator's queue refuses a duplicate id).
+    let mut sqe = nvmf::host::command::property_get(nvme_spec::fabrics::prop::CC, false);
+    sqe.cid = aer;
+    let mut b = Vec::new();
+    tcp::frame(
+        &mut b,
+        pdu_type::CAPSULE_CMD,
+        0,
+        &sqe.encode(),
+        &[],
+        &Framing::INITIAL,
+    );
+    a.send_raw(&b).unwrap();
+    let pdu = a.recv_pdu_bytes().unwrap();
+    let Ok(Pdu::CapsuleResp(cqe)) =
+        tcp::decode(&pdu, Direction::ControllerToHost, &Framing::INITIAL)
+    else {
+        panic!("expected a response capsule, got {pdu:?}");
+    };
+    assert_eq!(cqe.cid, aer);
+    assert!(cqe.status().is_success(), "{:?}", cqe.status());
+    assert_eq!(cqe.result & 1, 1, "CC.EN as enabled");
+}
