@@ -39,6 +39,12 @@ pub struct EngineArgs {
     /// for targets that require TLS.
     #[arg(long, value_name = "FILE")]
     pub tcp_tls_key: Option<std::path::PathBuf>,
+    /// tcp backend (one portal): busy-poll each worker's socket instead of
+    /// sleeping until a reply arrives. Saves a wake-up per I/O at low queue
+    /// depth and burns the worker's whole CPU (the result's CPU lines show
+    /// it): for latency studies; sleeping stays the default.
+    #[arg(long)]
+    pub poll: bool,
     /// tcp backend, a target of several portals
     /// (nvme-tcp://A/NQN,nvme-tcp://B/NQN): how each I/O picks a usable
     /// path (ANA optimized before non-optimized, never inaccessible).
@@ -143,6 +149,7 @@ impl EngineArgs {
                             .map_err(|e| anyhow::anyhow!("--tcp-tls-key: {e}"))
                     })
                     .transpose()?,
+                poll: self.poll,
             },
         })
     }

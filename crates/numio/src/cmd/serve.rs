@@ -133,6 +133,11 @@ pub struct Args {
         value_name = "NQN[,dhchap-secret=FILE][,dhchap-ctrl-secret=FILE][,tls-key=FILE]"
     )]
     pub allow_host: Vec<String>,
+    /// Busy-poll: each reactor checks its ring without sleeping, saving a
+    /// wake-up per I/O at low queue depth and burning its whole CPU (as SPDK's
+    /// target does); for latency studies. Sleeping stays the default.
+    #[arg(long)]
+    pub poll: bool,
     /// Require TLS 1.3 with a pre-shared key on every listener (NVMe/TCP TP
     /// 8011): each host needs `,tls-key=FILE`; plain-text connections are refused.
     #[arg(long)]
@@ -312,6 +317,7 @@ fn build_config_at(
     }
     cfg.log_connections |= args.log_connections;
     cfg.tls |= args.tls;
+    cfg.poll |= args.poll;
     if let Some(c) = &args.cpus {
         cfg.cpus = parse_cpus(c)?;
     }
@@ -485,6 +491,15 @@ fn print_startup(
             format_args!("reactors on CPUs {cpus}"),
             &[("cpus", cpus.as_str().into())],
         ),
+    }
+    if t.poll {
+        log::info(
+            "polling",
+            format_args!(
+                "reactors busy-poll (--poll): each keeps its CPU busy whether or not hosts send"
+            ),
+            &[],
+        );
     }
     log::info(
         "rings",

@@ -438,6 +438,8 @@ pub struct Target {
     pub buffers: super::buf::BufferBudget,
     /// TLS set-up when every listener requires TLS.
     pub tls: Option<Arc<crate::tls::ossl::ServerContext>>,
+    /// Reactors busy-poll their rings.
+    pub poll: bool,
     /// Announces changes a waiter may be waiting for ([`Target::wait_until`]).
     watch: (Mutex<u64>, Condvar),
 }
@@ -518,6 +520,7 @@ impl Target {
             refusals: Default::default(),
             buffers: super::buf::BufferBudget::new(cfg.limits.max_buffer_bytes),
             tls,
+            poll: cfg.poll,
             watch: (Mutex::new(0), Condvar::new()),
         }))
     }

@@ -100,6 +100,11 @@ pub struct TcpBackend {
     refused: Option<HostError>,
     /// What set-up negotiated, reported with the result.
     pub note: String,
+    /// Busy-poll the socket instead of sleeping in poll(2) (`--poll`).
+    poll: bool,
+    /// Since when a busy-polling reap has found nothing (its reply
+    /// timeout).
+    idle_since: Option<std::time::Instant>,
 }
 
 impl TcpBackend {
@@ -137,8 +142,9 @@ impl TcpBackend {
         let tls = stream
             .tls_cipher()
             .map_or_else(String::new, |c| format!(", TLS 1.3 {c}"));
+        let polling = if o.poll { ", busy-polling" } else { "" };
         let note = format!(
-            "tcp backend: NVMe/TCP I/O queue of {entries} entries to {}, header digest {}, data digest {}, writes up to {} B in the capsule{tls}",
+            "tcp backend: NVMe/TCP I/O queue of {entries} entries to {}, header digest {}, data digest {}, writes up to {} B in the capsule{tls}{polling}",
             t.addr,
             on(framing.header_digest),
             on(framing.data_digest),
@@ -158,6 +164,8 @@ impl TcpBackend {
             lba_shift: lba_bytes.trailing_zeros(),
             refused: None,
             note,
+            poll: o.poll,
+            idle_since: None,
         })
     }
 
@@ -216,6 +224,24 @@ impl TcpBackend {
             slot: u32::from(slot),
             result,
         })
+    }
+
+    /// One empty turn of a busy-polling reap: gives up as [`Self::wait`]
+    /// does when the target stays silent for the reply timeout.
+    fn spin(&mut self) -> io::Result<()> {
+        let since = *self.idle_since.get_or_insert_with(std::time::Instant::now);
+        if since.elapsed() >= REPLY_TIMEOUT {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "no reply from the NVMe/TCP target in {}s with {} I/Os in flight",
+                    REPLY_TIMEOUT.as_secs(),
+                    self.queue.in_flight()
+                ),
+            ));
+        }
+        std::hint::spin_loop();
+        Ok(())
     }
 
     /// Waits until the socket is readable (or writable, with bytes to send).
@@ -299,7 +325,11 @@ impl Backend for TcpBackend {
             if done >= min.max(1) || (min == 0 && !got) {
                 break;
             }
-            if !got {
+            if got {
+                self.idle_since = None;
+            } else if self.poll {
+                self.spin()?;
+            } else {
                 self.wait()?;
             }
         }

@@ -41,6 +41,10 @@ pub struct TcpOptions {
     /// The configured TLS PSK: every queue runs over TLS 1.3
     /// (`--tcp-tls-key`).
     pub tls: Option<std::sync::Arc<nvmf::tls::ConfiguredPsk>>,
+    /// Busy-poll each worker's socket instead of sleeping until it is
+    /// readable (`--poll`; single-path targets): lower latency at the cost
+    /// of a whole CPU per worker.
+    pub poll: bool,
 }
 
 impl TcpOptions {
