@@ -131,6 +131,11 @@ impl TcpBackend {
         io_opts.in_capsule_max_bytes = t.in_capsule_max_bytes;
         io_opts.max_data_bytes = max_io_bytes as u32;
         let admin = admin_queue(&t.url, t.addr, &io_opts)?;
+        // The I/O queue asks the target to disable SQ flow control (CATTR
+        // bit 2): no SQHD to track, and a read's last C2HData may carry
+        // SUCCESS instead of a separate response capsule (SPDK's target sent
+        // each read's data, waited for that send, then the response).
+        io_opts.disable_sqflow = true;
         let q = Initiator::connect_io(t.addr, &t.url.subnqn, admin.cntlid, 1, &io_opts)
             .map_err(|e| setup_error(&t.url, t.addr, "connecting I/O queue 1", e))?;
         let (stream, queue) = q.into_parts().map_err(|e| format!("{}: {e}", t.addr))?;
@@ -317,6 +322,9 @@ impl Backend for TcpBackend {
         loop {
             self.flush()?;
             let got = self.receive()?;
+            if got {
+                self.idle_since = None;
+            }
             if self.queue.wants_to_send() {
                 // H2CData answering the R2Ts just read.
                 self.flush()?;
@@ -325,12 +333,12 @@ impl Backend for TcpBackend {
             if done >= min.max(1) || (min == 0 && !got) {
                 break;
             }
-            if got {
-                self.idle_since = None;
-            } else if self.poll {
-                self.spin()?;
-            } else {
-                self.wait()?;
+            if !got {
+                if self.poll {
+                    self.spin()?;
+                } else {
+                    self.wait()?;
+                }
             }
         }
         let mut n = 0;

@@ -194,7 +194,12 @@ pub fn connect(p: &PathParams) -> Result<(Initiator, Conn, AnaState), String> {
     } else {
         AnaState::Optimized
     };
-    let q = Initiator::connect_io(addr, &url.subnqn, a.cntlid, 1, &p.io)
+    // SQ flow control off on the I/O queue, as the single-path backend asks.
+    let io = InitiatorOptions {
+        disable_sqflow: true,
+        ..p.io.clone()
+    };
+    let q = Initiator::connect_io(addr, &url.subnqn, a.cntlid, 1, &io)
         .map_err(|e| fail("connecting I/O queue 1", e))?;
     let (stream, queue) = q.into_parts().map_err(|e| fail("I/O queue", e))?;
     stream
