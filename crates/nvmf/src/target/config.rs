@@ -423,15 +423,19 @@ impl HostConfig {
                 }
             }
         }
-        let dhchap_options = h.dhchap_ctrl_secret.is_some()
-            || !h.dhchap_hashes.is_empty()
-            || !h.dhchap_dhgroups.is_empty();
-        if dhchap_options && h.dhchap_secret.is_none() {
+        if h.dhchap_options() && h.dhchap_secret.is_none() {
             return Err(format!(
                 "--allow-host {text}: the DH-HMAC-CHAP options need dhchap-secret=FILE (the host's secret)"
             ));
         }
         Ok((h.dhchap_secret.is_some() || h.tls_key.is_some()).then_some(h))
+    }
+
+    /// Names a DH-HMAC-CHAP option beside the host's secret.
+    fn dhchap_options(&self) -> bool {
+        self.dhchap_ctrl_secret.is_some()
+            || !self.dhchap_hashes.is_empty()
+            || !self.dhchap_dhgroups.is_empty()
     }
 
     fn validate(&self, subsystem: &str) -> Result<(), ConfigError> {
@@ -445,14 +449,11 @@ impl HostConfig {
         for n in &self.dhchap_dhgroups {
             crate::auth::DhGroup::parse(n).map_err(bad)?;
         }
-        let dhchap_options = self.dhchap_ctrl_secret.is_some()
-            || !self.dhchap_hashes.is_empty()
-            || !self.dhchap_dhgroups.is_empty();
         match (&self.dhchap_secret, &self.tls_key) {
             (None, None) => Err(bad(
                 "a [[subsystem.host]] needs dhchap_secret or tls_key (a host without keys goes in allowed_hosts)".into(),
             )),
-            (None, _) if dhchap_options => Err(bad(
+            (None, _) if self.dhchap_options() => Err(bad(
                 "the DH-HMAC-CHAP options need dhchap_secret (the host's secret)".into(),
             )),
             _ => Ok(()),

@@ -369,47 +369,26 @@ impl Reactor {
 
     /// Submits what is queued and waits for one completion or a tick.
     fn wait(&mut self) {
+        // With entries still in the backlog, reap without blocking and come
+        // back to push them.
         let backlog = self.ring.flush_backlog();
-        if self.target.poll && !backlog {
+        let to_submit = self.ring.ring.submission().len() as u32;
+        let submitter = self.ring.ring.submitter();
+        let r = if self.target.poll && !backlog {
             // Busy-polling: submit and reap what is there, never wait. An
             // enter carrying GETEVENTS (with nothing to wait for) runs the
             // ring's deferred task work (DEFER_TASKRUN), without which
             // socket completions are never posted.
-            let to_submit = self.ring.ring.submission().len() as u32;
             const IORING_ENTER_GETEVENTS: u32 = 1;
             // SAFETY: io_uring_enter on our own ring with no signal mask or
             // extended argument; the SQEs it submits were pushed under the
             // SAFETY contracts of their pushes.
-            let r = unsafe {
-                self.ring.ring.submitter().enter::<libc::sigset_t>(
-                    to_submit,
-                    0,
-                    IORING_ENTER_GETEVENTS,
-                    None,
-                )
-            };
-            if let Err(e) = r {
-                if !matches!(e.raw_os_error(), Some(libc::EINTR | libc::EBUSY)) {
-                    crate::log::emit(
-                        Stream::Err,
-                        Level::Error,
-                        "io_uring_wait_failed",
-                        format_args!("io_uring submit failed: {e}"),
-                        &[("error", e.to_string().into())],
-                    );
-                }
-            }
-            return;
-        }
-        // With entries still in the backlog, reap without blocking and come
-        // back to push them.
-        let want = if backlog { 0 } else { 1 };
-        let submitter = self.ring.ring.submitter();
-        let r = if self.ring.ext_arg {
+            unsafe { submitter.enter::<libc::sigset_t>(to_submit, 0, IORING_ENTER_GETEVENTS, None) }
+        } else if self.ring.ext_arg {
             let args = types::SubmitArgs::new().timespec(&self.tick_ts);
-            submitter.submit_with_args(want, &args)
+            submitter.submit_with_args(usize::from(!backlog), &args)
         } else {
-            submitter.submit_and_wait(want)
+            submitter.submit_and_wait(usize::from(!backlog))
         };
         match r {
             Ok(_) => {}

@@ -39,9 +39,44 @@ pub struct Subsystem {
     allowed_hosts: RwLock<Vec<String>>,
     allow_any_host: AtomicBool,
     /// Hosts that must authenticate, with their secrets (allowed too).
-    host_keys: RwLock<HashMap<String, Arc<HostKeys>>>,
+    host_keys: KeysByHost<HostKeys>,
     /// Hosts' TLS PSKs (allowed too), by NQN.
-    tls_keys: RwLock<HashMap<String, Arc<ConfiguredPsk>>>,
+    tls_keys: KeysByHost<ConfiguredPsk>,
+}
+
+/// Keys of one kind by host NQN, replaced whole by a reload.
+#[derive(Debug)]
+struct KeysByHost<T>(RwLock<HashMap<String, Arc<T>>>);
+
+impl<T: PartialEq> KeysByHost<T> {
+    fn new(keys: HashMap<String, Arc<T>>) -> Self {
+        Self(RwLock::new(keys))
+    }
+
+    fn get(&self, hostnqn: &str) -> Option<Arc<T>> {
+        self.0.read().expect("keys lock").get(hostnqn).cloned()
+    }
+
+    /// Every host's key, by NQN in order.
+    fn sorted(&self) -> Vec<(String, Arc<T>)> {
+        let mut v: Vec<_> = self
+            .0
+            .read()
+            .expect("keys lock")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    /// Puts `keys` in place; whether they differ from before.
+    fn replace(&self, keys: HashMap<String, Arc<T>>) -> bool {
+        let mut k = self.0.write().expect("keys lock");
+        let changed = *k != keys;
+        *k = keys;
+        changed
+    }
 }
 
 impl Subsystem {
@@ -61,67 +96,37 @@ impl Subsystem {
 
     /// The TLS PSK of `hostnqn`, if it has one.
     pub fn tls_key(&self, hostnqn: &str) -> Option<Arc<ConfiguredPsk>> {
-        self.tls_keys
-            .read()
-            .expect("keys lock")
-            .get(hostnqn)
-            .cloned()
+        self.tls_keys.get(hostnqn)
     }
 
     /// The hosts with TLS PSKs, by NQN.
     pub fn tls_hosts(&self) -> Vec<(String, Arc<ConfiguredPsk>)> {
-        let mut v: Vec<_> = self
-            .tls_keys
-            .read()
-            .expect("keys lock")
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
+        self.tls_keys.sorted()
     }
 
     /// The hosts' TLS PSKs from now on (a reload); returns whether
     /// anything changed. Connected queues keep their session; new
     /// handshakes use the new keys.
     pub fn set_tls_keys(&self, keys: HashMap<String, Arc<ConfiguredPsk>>) -> bool {
-        let mut k = self.tls_keys.write().expect("keys lock");
-        let changed = *k != keys;
-        *k = keys;
-        changed
+        self.tls_keys.replace(keys)
     }
 
     /// The secrets `hostnqn` authenticates with, if it must (never for the
     /// discovery subsystem).
     pub fn host_keys(&self, hostnqn: &str) -> Option<Arc<HostKeys>> {
-        self.host_keys
-            .read()
-            .expect("keys lock")
-            .get(hostnqn)
-            .cloned()
+        self.host_keys.get(hostnqn)
     }
 
     /// The hosts that must authenticate, by NQN.
     pub fn authenticating_hosts(&self) -> Vec<(String, Arc<HostKeys>)> {
-        let mut v: Vec<_> = self
-            .host_keys
-            .read()
-            .expect("keys lock")
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
+        self.host_keys.sorted()
     }
 
     /// The hosts that must authenticate from now on (a reload); returns
     /// whether anything changed. Connected queues keep their transaction;
     /// a re-authentication uses the new keys.
     pub fn set_host_keys(&self, keys: HashMap<String, Arc<HostKeys>>) -> bool {
-        let mut k = self.host_keys.write().expect("keys lock");
-        let changed = *k != keys;
-        *k = keys;
-        changed
+        self.host_keys.replace(keys)
     }
 
     /// Namespace by id (active ones only).
@@ -473,8 +478,8 @@ impl Target {
                 })?,
                 allowed_hosts: RwLock::new(s.allowed_hosts.clone()),
                 allow_any_host: AtomicBool::new(s.allow_any_host),
-                host_keys: RwLock::new(load_host_keys(&s.hosts)?),
-                tls_keys: RwLock::new(load_tls_keys(&s.hosts)?),
+                host_keys: KeysByHost::new(load_host_keys(&s.hosts)?),
+                tls_keys: KeysByHost::new(load_tls_keys(&s.hosts)?),
             }));
         }
         let discovery = Arc::new(Subsystem {
@@ -485,8 +490,8 @@ impl Target {
             namespaces: NamespaceSet::new(Vec::new()).expect("empty"),
             allowed_hosts: RwLock::new(Vec::new()),
             allow_any_host: AtomicBool::new(true),
-            host_keys: RwLock::new(HashMap::new()),
-            tls_keys: RwLock::new(HashMap::new()),
+            host_keys: KeysByHost::new(HashMap::new()),
+            tls_keys: KeysByHost::new(HashMap::new()),
         });
         let tls = match cfg.tls {
             true => Some(Arc::new(tls_context(&subsystems)?)),

@@ -236,17 +236,22 @@ impl TcpBackend {
     fn spin(&mut self) -> io::Result<()> {
         let since = *self.idle_since.get_or_insert_with(std::time::Instant::now);
         if since.elapsed() >= REPLY_TIMEOUT {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "no reply from the NVMe/TCP target in {}s with {} I/Os in flight",
-                    REPLY_TIMEOUT.as_secs(),
-                    self.queue.in_flight()
-                ),
-            ));
+            return Err(self.silent());
         }
         std::hint::spin_loop();
         Ok(())
+    }
+
+    /// The target said nothing for the reply timeout.
+    fn silent(&self) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "no reply from the NVMe/TCP target in {}s with {} I/Os in flight",
+                REPLY_TIMEOUT.as_secs(),
+                self.queue.in_flight()
+            ),
+        )
     }
 
     /// Waits until the socket is readable (or writable, with bytes to send).
@@ -268,14 +273,7 @@ impl TcpBackend {
         // SAFETY: one valid pollfd on the stack for the duration of the call.
         let rc = unsafe { libc::poll(&mut pfd, 1, REPLY_TIMEOUT.as_millis() as i32) };
         match rc {
-            0 => Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "no reply from the NVMe/TCP target in {}s with {} I/Os in flight",
-                    REPLY_TIMEOUT.as_secs(),
-                    self.queue.in_flight()
-                ),
-            )),
+            0 => Err(self.silent()),
             r if r < 0 => {
                 let e = io::Error::last_os_error();
                 if e.kind() == io::ErrorKind::Interrupted {
