@@ -7,37 +7,12 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
-
+use common::keys::KeyDir;
 use common::serve::Serve;
 use nvmf::auth::{HashFn, Secret};
 
 const NQN: &str = "nqn.2026-01.io.numio:dhchap";
 const HOST: &str = "nqn.2014-08.org.nvmexpress:uuid:0000-dhchap";
-
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("numio-dhchap-cli-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
-    fn secret(&self, name: &str, s: &Secret, mode: u32) -> String {
-        let p = self.0.join(name);
-        std::fs::write(&p, format!("{}\n", &*s.encode())).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
-        p.display().to_string()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// numio serve with one subsystem of 8 MiB that `allow` (an --allow-host
 /// value) may reach, on an ephemeral port.
@@ -75,12 +50,12 @@ fn bench(target: &str, secrets: &[&str], extra: &[&str]) -> (i32, String, String
 
 #[test]
 fn the_right_secrets_run_a_verified_bench_and_a_wrong_one_is_refused() {
-    let d = Dir::new("ok");
+    let d = KeyDir::new("ok");
     let host = Secret::generate(32, Some(HashFn::Sha256));
     let ctrl = Secret::generate(64, Some(HashFn::Sha512));
     let (hk, ck) = (
-        d.secret("host", &host, 0o600),
-        d.secret("ctrl", &ctrl, 0o600),
+        d.file("host", &host.encode(), 0o600),
+        d.file("ctrl", &ctrl.encode(), 0o600),
     );
     let srv = serve(&format!(
         "{HOST},dhchap-secret={hk},dhchap-ctrl-secret={ck},dhchap-dhgroup=ffdhe2048"
@@ -136,7 +111,7 @@ fn the_right_secrets_run_a_verified_bench_and_a_wrong_one_is_refused() {
         "read back with the host secret only:\n{out}\n{err}"
     );
 
-    let wrong = d.secret("wrong", &Secret::generate(32, None), 0o600);
+    let wrong = d.file("wrong", &Secret::generate(32, None).encode(), 0o600);
     let (code, _, err) = bench(
         &t,
         &["--tcp-dhchap-secret", &wrong],
@@ -169,8 +144,8 @@ fn the_right_secrets_run_a_verified_bench_and_a_wrong_one_is_refused() {
 
 #[test]
 fn secret_files_others_can_read_are_refused_on_both_sides() {
-    let d = Dir::new("perm");
-    let open = d.secret("open", &Secret::generate(32, None), 0o644);
+    let d = KeyDir::new("perm");
+    let open = d.file("open", &Secret::generate(32, None).encode(), 0o644);
     let (code, _, err) = common::numio(&[
         "serve",
         "--ns",

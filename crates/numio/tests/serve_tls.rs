@@ -6,37 +6,12 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
-
+use common::keys::KeyDir;
 use common::serve::Serve;
 use nvmf::tls::ConfiguredPsk;
 
 const NQN: &str = "nqn.2026-01.io.numio:tls";
 const HOST: &str = "nqn.2014-08.org.nvmexpress:uuid:0000-tls";
-
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("numio-tls-cli-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
-    fn key(&self, name: &str, k: &ConfiguredPsk, mode: u32) -> String {
-        let p = self.0.join(name);
-        std::fs::write(&p, format!("{}\n", &*k.encode())).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
-        p.display().to_string()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn bench(target: &str, extra: &[&str]) -> (i32, String, String) {
     let mut args = vec!["bench", "--backend", "tcp", "--tcp-hostnqn", HOST];
@@ -47,8 +22,8 @@ fn bench(target: &str, extra: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn the_hosts_key_runs_a_verified_bench_and_others_are_refused() {
-    let d = Dir::new("ok");
-    let key = d.key("host", &ConfiguredPsk::generate(48), 0o600);
+    let d = KeyDir::new("ok");
+    let key = d.file("host", &ConfiguredPsk::generate(48).encode(), 0o600);
     let srv = Serve::start(&[
         "--ns",
         "mem:8M",
@@ -118,7 +93,7 @@ fn the_hosts_key_runs_a_verified_bench_and_others_are_refused() {
     );
     assert_eq!(code, 0, "read back over TLS:\n{out}\n{err}");
 
-    let other = d.key("other", &ConfiguredPsk::generate(48), 0o600);
+    let other = d.file("other", &ConfiguredPsk::generate(48).encode(), 0o600);
     let (code, _, err) = bench(
         &t,
         &["--tcp-tls-key", &other, "--rw", "read", "--size", "1m"],
@@ -140,9 +115,9 @@ fn the_hosts_key_runs_a_verified_bench_and_others_are_refused() {
 
 #[test]
 fn configurations_that_cannot_work_stop_serve_with_the_fix() {
-    let d = Dir::new("cfg");
-    let open = d.key("open", &ConfiguredPsk::generate(32), 0o644);
-    let private = d.key("private", &ConfiguredPsk::generate(32), 0o600);
+    let d = KeyDir::new("cfg");
+    let open = d.file("open", &ConfiguredPsk::generate(32).encode(), 0o644);
+    let private = d.file("private", &ConfiguredPsk::generate(32).encode(), 0o600);
     let with_private = format!("{HOST},tls-key={private}");
     let with_open = format!("{HOST},tls-key={open}");
     for (args, want) in [

@@ -4,6 +4,7 @@
 
 use std::process::Command;
 
+pub mod keys;
 pub mod lines;
 pub mod running;
 pub mod serve;
