@@ -219,7 +219,7 @@ fn no_notice_unless_the_host_enabled_it() {
 /// replaces it, and the AER never completes under that id.
 #[test]
 fn a_command_reusing_an_outstanding_aers_id_replaces_it() {
-    use nvme_spec::tcp::{self, pdu_type, Direction, Framing, Pdu};
+    use nvme_spec::tcp::{self, Direction, Framing, Pdu};
     let (_srv, addr) = start(&config(None));
     let mut a = Initiator::connect_admin(addr, NQN, &opts()).unwrap();
     a.enable().unwrap();
@@ -230,15 +230,7 @@ fn a_command_reusing_an_outstanding_aers_id_replaces_it() {
     // initiator's queue refuses a duplicate id).
     let mut sqe = nvmf::host::command::property_get(nvme_spec::fabrics::prop::CC, false);
     sqe.cid = aer;
-    let mut b = Vec::new();
-    tcp::frame(
-        &mut b,
-        pdu_type::CAPSULE_CMD,
-        0,
-        &sqe.encode(),
-        &[],
-        &Framing::INITIAL,
-    );
+    let b = capsule(&sqe, &Framing::INITIAL);
     a.send_raw(&b).unwrap();
     let pdu = a.recv_pdu_bytes().unwrap();
     let Ok(Pdu::CapsuleResp(cqe)) =

@@ -36,15 +36,7 @@ fn post_write(q: &mut Initiator, expect_r2ts: usize) -> Vec<(u32, u32, u16)> {
         rsvd: [0; 3],
         type_byte: SGL_TRANSPORT,
     };
-    let mut b = Vec::new();
-    tcp::frame(
-        &mut b,
-        pdu_type::CAPSULE_CMD,
-        0,
-        &sqe.encode(),
-        &[],
-        &q.framing(),
-    );
+    let b = capsule(&sqe, &q.framing());
     q.send_raw(&b).unwrap();
     (0..expect_r2ts).map(|_| next_r2t(q)).collect()
 }
@@ -64,15 +56,7 @@ fn next_r2t(q: &mut Initiator) -> (u32, u32, u16) {
 fn assert_no_more_r2ts(q: &mut Initiator) {
     let mut sqe = rw_sqe(io::FLUSH, 1, 0, 1);
     sqe.cid = 99;
-    let mut b = Vec::new();
-    tcp::frame(
-        &mut b,
-        pdu_type::CAPSULE_CMD,
-        0,
-        &sqe.encode(),
-        &[],
-        &q.framing(),
-    );
+    let b = capsule(&sqe, &q.framing());
     q.send_raw(&b).unwrap();
     let pdu = q.recv_pdu_bytes().unwrap();
     match tcp::decode(&pdu, Direction::ControllerToHost, &q.framing()).unwrap() {

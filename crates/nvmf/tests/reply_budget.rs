@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use common::*;
 use nvme_spec::command::{io, SglDescriptor, SGL_TRANSPORT};
-use nvme_spec::tcp::{self, pdu_type, Framing};
+use nvme_spec::tcp::Framing;
 use nvmf::host::command::rw_sqe;
 
 #[test]
@@ -42,15 +42,7 @@ fn a_host_that_never_reads_its_replies_pins_a_bounded_amount() {
     let mut sent = 0;
     for i in 0..2048u16 {
         sqe.cid = i % 32;
-        let mut b = Vec::new();
-        tcp::frame(
-            &mut b,
-            pdu_type::CAPSULE_CMD,
-            0,
-            &sqe.encode(),
-            &[],
-            &Framing::INITIAL,
-        );
+        let b = capsule(&sqe, &Framing::INITIAL);
         if stream.write_all(&b).is_err() {
             break; // the target stopped reading: pushed back
         }

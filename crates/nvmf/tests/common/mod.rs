@@ -76,6 +76,22 @@ pub fn controller(addr: SocketAddr, o: &InitiatorOptions) -> (Initiator, Initiat
     (a, q)
 }
 
+/// A command capsule PDU of `sqe` (no in-capsule data), framed as
+/// `framing` says: for tests that send raw PDUs past the initiator's queue.
+pub fn capsule(sqe: &nvme_spec::Sqe, framing: &nvme_spec::tcp::Framing) -> Vec<u8> {
+    use nvme_spec::tcp::{self, pdu_type};
+    let mut b = Vec::new();
+    tcp::frame(
+        &mut b,
+        pdu_type::CAPSULE_CMD,
+        0,
+        &sqe.encode(),
+        &[],
+        framing,
+    );
+    b
+}
+
 pub fn pattern(seed: u32, len: usize) -> Vec<u8> {
     let mut x = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
     (0..len)
