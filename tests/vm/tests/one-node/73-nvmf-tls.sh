@@ -36,18 +36,8 @@ TLS_PSK=/tmp/nvmet-tls.psk
 TLS_BASE_OPTS="transport=tcp,traddr=127.0.0.1,trsvcid=$TLS_PORT,nqn=$TLS_NQN,hostnqn=$NVMF_HOST,hostid=$NVMF_HOSTID"
 TLS_KEY_SERIAL=
 
-# Deletes the controllers of the TLS subsystem.
-tls_disconnect() {
-  local c nqn
-  for c in /sys/class/nvme/nvme*; do
-    read -r nqn <"$c/subsysnqn" 2>/dev/null || continue
-    [ "$nqn" = "$TLS_NQN" ] && echo 1 >"$c/delete_controller" 2>/dev/null
-  done
-  return 0
-}
-
 tls_cleanup() {
-  tls_disconnect
+  nvmf_disconnect "$TLS_NQN"
   rm -f "$TLS_PORT_DIR/subsystems/$TLS_NQN" "$TLS_SUB/allowed_hosts/$NVMF_HOST" 2>/dev/null
   rmdir "$TLS_PORT_DIR" "$CFG/hosts/$NVMF_HOST" 2>/dev/null
   [ -d "$TLS_SUB/namespaces/1" ] && echo 0 >"$TLS_SUB/namespaces/1/enable" 2>/dev/null
@@ -198,7 +188,7 @@ tls_kernel_control() {
     else
       not_ok "kernel control: no namespace of $TLS_NQN after the TLS connect"
     fi
-    tls_disconnect
+    nvmf_disconnect "$TLS_NQN"
     nvmf_wait_devices 0 "$TLS_NQN" || not_ok "kernel control: the namespace stays after disconnect"
   else
     not_ok "kernel control: the TLS connect failed: $(cat "$CHECK_OUT/connect-tls.err"); tlshd: $(tail -n 3 "$NVMF_TLSHD_LOG" | tr '\n' ' '); dmesg: $(dmesg | tail -n 5 | tr '\n' ' ')"
@@ -210,7 +200,7 @@ tls_kernel_control() {
     expect_eq "kernel control: tls,tls_key=$TLS_KEY_SERIAL connects; sysfs tls_configured_key, tls_key" \
       "$want_key $want_key" "$(cat "/sys/class/nvme/$ctrl/tls_configured_key" "/sys/class/nvme/$ctrl/tls_key" 2>&1 | tr '\n' ' ' | sed 's/ $//')"
     tls_wait_namespace >/dev/null || not_ok "kernel control: no namespace after the tls_key connect"
-    tls_disconnect
+    nvmf_disconnect "$TLS_NQN"
     nvmf_wait_devices 0 "$TLS_NQN"
   else
     not_ok "kernel control: the tls,tls_key=$TLS_KEY_SERIAL connect failed: $(cat "$CHECK_OUT/connect-tls-key.err")"
@@ -223,7 +213,7 @@ tls_kernel_control() {
   t0=$SECONDS
   if ctrl=$(nvmf_fabrics_connect "$TLS_BASE_OPTS" 2>"$CHECK_OUT/connect-plain.err"); then
     not_ok "kernel control: a connect without TLS was admitted ($ctrl)"
-    tls_disconnect
+    nvmf_disconnect "$TLS_NQN"
   else
     ok "kernel control: a connect without TLS is refused ($(tail -n 1 "$CHECK_OUT/connect-plain.err" | sed 's/.*: //'), $((SECONDS - t0)) s)"
     note "tlshd: $(($(grep -c "Handshake with .* failed" "$NVMF_TLSHD_LOG") - failed_before)) failed handshake(s): $(grep -e 'audit: ' -e 'unhandled error' "$NVMF_TLSHD_LOG" | tail -n 2 | sed 's/^tlshd\[[0-9]*\]: //' | tr '\n' ';')"

@@ -77,13 +77,14 @@ nvmf_connect_raw() {
   printf 'nvme%s\n' "${BASH_REMATCH[1]}"
 }
 
-# Deletes every controller of our subsystem through sysfs (what
-# `nvme disconnect` does, without its start-up cost under TCG).
+# Deletes every controller of our subsystem (or of subsystem NQN, the first
+# argument) through sysfs (what `nvme disconnect` does, without its start-up
+# cost under TCG).
 nvmf_disconnect() {
-  local c nqn
+  local c nqn want=${1:-$NVMF_NQN}
   for c in /sys/class/nvme/nvme*; do
     read -r nqn <"$c/subsysnqn" 2>/dev/null || continue
-    [ "$nqn" = "$NVMF_NQN" ] && echo 1 >"$c/delete_controller" 2>/dev/null
+    [ "$nqn" = "$want" ] && echo 1 >"$c/delete_controller" 2>/dev/null
   done
   return 0
 }
