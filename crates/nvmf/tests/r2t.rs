@@ -234,3 +234,24 @@ fn h2c_data_must_follow_its_r2t() {
     assert_eq!(q.read(1, 0, 128).unwrap(), pattern(1, 65536));
     srv.stop().unwrap();
 }
+
+/// A capsule reusing the command id of a write still waiting for its data
+/// is a Command ID Conflict (only an outstanding AER's id may be reused:
+/// `async_events.rs`).
+#[test]
+fn a_command_reusing_a_busy_id_is_a_conflict() {
+    let (_s, addr) = small_h2c_target();
+    let (_a, mut q) = controller(addr, &opts());
+    post_write(&mut q, 1);
+    let mut sqe = rw_sqe(io::FLUSH, 1, 0, 1);
+    sqe.cid = 7;
+    q.send_raw(&capsule(&sqe, &q.framing())).unwrap();
+    let pdu = q.recv_pdu_bytes().unwrap();
+    match tcp::decode(&pdu, Direction::ControllerToHost, &q.framing()).unwrap() {
+        Pdu::CapsuleResp(c) => {
+            assert_eq!(c.cid, 7);
+            assert_eq!(c.status(), nvme_spec::Status::CID_CONFLICT);
+        }
+        other => panic!("expected the conflict's response, got {other:?}"),
+    }
+}

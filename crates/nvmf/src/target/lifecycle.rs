@@ -30,20 +30,23 @@ impl Connection {
         if let Some(b) = &self.binding {
             self.sqhd %= b.sq_entries.max(1);
         }
-        // A host that reuses the command id of its own outstanding
-        // Asynchronous Event Request has given that request up (SPDK's host
-        // aborts its AERs on its side before shutting a controller down,
-        // then reuses their ids): the AER is dropped without a completion,
-        // which would otherwise arrive under another command's id.
-        let abandoned = (0..self.reqs.len()).find(|&i| {
-            self.reqs[i].state() == RequestState::AwaitingEvent && self.reqs[i].sqe.cid == sqe.cid
-        });
-        if let Some(i) = abandoned {
+        // One pass over the slots for a request holding this command id. A
+        // host that reuses the id of its own outstanding Asynchronous Event
+        // Request has given that request up (SPDK's host aborts its AERs on
+        // its side before shutting a controller down, then reuses their
+        // ids): the AER is dropped without a completion, which would
+        // otherwise arrive under another command's id. Any other holder is
+        // a conflict.
+        let holder = self
+            .reqs
+            .iter()
+            .position(|r| r.busy() && r.sqe.cid == sqe.cid);
+        if let Some(i) = holder {
+            if self.reqs[i].state() != RequestState::AwaitingEvent {
+                self.send_response(sqe.cid, Status::CID_CONFLICT, 0);
+                return;
+            }
             self.reqs.set_state(i, RequestState::Free);
-        }
-        if self.reqs.iter().any(|r| r.busy() && r.sqe.cid == sqe.cid) {
-            self.send_response(sqe.cid, Status::CID_CONFLICT, 0);
-            return;
         }
         let depth = self.active_depth().min(self.reqs.len());
         let Some(slot) = self.reqs.first_free(depth) else {
