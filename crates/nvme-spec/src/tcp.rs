@@ -554,20 +554,46 @@ pub fn frame(
     data: &[u8],
     framing: &Framing,
 ) {
+    let base = out.len();
+    let dd = frame_head(out, pdu_type, extra_flags, hdr, data.len(), framing);
+    out.extend_from_slice(data);
+    if dd {
+        out.extend_from_slice(&crc32c(data).to_le_bytes());
+    }
+    debug_assert_eq!(
+        out.len() - base,
+        CommonHeader::decode(&out[base..]).plen as usize
+    );
+}
+
+/// Appends what [`frame`] writes ahead of `data_len` bytes of payload: the
+/// common and PDU-specific headers, the header digest and the padding up to
+/// PDO, with PLEN counting the payload and its digest. The caller appends
+/// the payload and then, where this returns true, its data digest
+/// ([`crc32c`] of the payload, little-endian): a sender that hands the
+/// payload to the socket from elsewhere (zero copy) frames with this.
+pub fn frame_head(
+    out: &mut Vec<u8>,
+    pdu_type: u8,
+    extra_flags: u8,
+    hdr: &[u8],
+    data_len: usize,
+    framing: &Framing,
+) -> bool {
     let hlen = 8 + hdr.len();
     let is_term = matches!(pdu_type, pdu_type::H2C_TERM_REQ | pdu_type::C2H_TERM_REQ);
     let is_ic = matches!(pdu_type, pdu_type::IC_REQ | pdu_type::IC_RESP);
     let hd = framing.header_digest && !is_term && !is_ic;
-    let dd = framing.data_digest && !data.is_empty() && !is_term;
+    let dd = framing.data_digest && data_len > 0 && !is_term;
     let hd_len = if hd { DIGEST_LEN } else { 0 };
-    let (pdo, pad) = if data.is_empty() || is_term {
+    let (pdo, pad) = if data_len == 0 || is_term {
         (0, 0)
     } else {
         let align = framing.tx_data_align.max(1);
         let start = (hlen + hd_len).div_ceil(align) * align;
         (start, start - hlen - hd_len)
     };
-    let plen = hlen + hd_len + pad + data.len() + if dd { DIGEST_LEN } else { 0 };
+    let plen = hlen + hd_len + pad + data_len + if dd { DIGEST_LEN } else { 0 };
     let mut fl = extra_flags;
     if hd {
         fl |= flags::HDGST;
@@ -591,11 +617,7 @@ pub fn frame(
         out.extend_from_slice(&d.to_le_bytes());
     }
     out.resize(out.len() + pad, 0);
-    out.extend_from_slice(data);
-    if dd {
-        out.extend_from_slice(&crc32c(data).to_le_bytes());
-    }
-    debug_assert_eq!(out.len() - base, plen);
+    dd
 }
 
 /// PDU-specific bytes (8..128) of an ICReq.

@@ -331,3 +331,54 @@ fn flush_of_every_namespace_syncs_them_in_turn() {
         std::fs::remove_file(p).unwrap();
     }
 }
+
+// A read of a RAM namespace leaves its data there: the output splices it
+// in (the reactor's send reads it from the namespace), except below the
+// splice threshold, and what a consumer takes is the whole PDU stream with
+// the data in place; a write after the read is framed changes what a
+// later read returns, not the framed one's header.
+#[test]
+fn ram_reads_are_spliced_into_the_output_and_taken_whole() {
+    let target = common::one_subsystem(NQN, &["mem:1M"]);
+    let (mut admin, cntlid) = connect(&target, 0, CNTLID_DYNAMIC);
+    let (mut q, _) = connect(&target, 1, cntlid);
+    let data = common::pattern(7, 8192);
+    let mut w = rw_sqe(io::WRITE, 1, 16, 16);
+    w.cid = 1;
+    sgl(&mut w, 8192, true);
+    q.on_bytes(&capsule(w, &data));
+    assert!(pdus(&q.take_tx())[0].3.unwrap().status().is_success());
+
+    // 8 KiB and 512 B reads in one batch: the first spliced, the second
+    // copied (below SPLICE_MIN_BYTES).
+    let mut big = rw_sqe(io::READ, 1, 16, 16);
+    big.cid = 2;
+    sgl(&mut big, 8192, false);
+    let mut small = rw_sqe(io::READ, 1, 17, 1);
+    small.cid = 3;
+    sgl(&mut small, 512, false);
+    let mut b = capsule(big, &[]);
+    b.extend(capsule(small, &[]));
+    q.on_bytes(&b);
+    assert_eq!(q.tx_spliced(), 8192, "the 8 KiB read stays in RAM");
+    let tx = q.take_tx();
+    assert_eq!(q.tx_spliced(), 0);
+    let mut pos = 0;
+    let mut got = Vec::new();
+    while pos < tx.len() {
+        let plen = u32::from_le_bytes(tx[pos + 4..pos + 8].try_into().unwrap()) as usize;
+        let p = tcp::decode(
+            &tx[pos..pos + plen],
+            Direction::ControllerToHost,
+            &Framing::INITIAL,
+        );
+        if let Ok(Pdu::Data { hdr, data, .. }) = p {
+            got.push((hdr.cccid, data.to_vec()));
+        }
+        pos += plen;
+    }
+    assert_eq!(pos, tx.len(), "whole PDUs");
+    assert_eq!(got, vec![(2, data.clone()), (3, data[512..1024].to_vec())]);
+    q.release();
+    admin.release();
+}

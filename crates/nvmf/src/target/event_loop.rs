@@ -24,6 +24,7 @@ use super::error::TargetError;
 use super::log_limit::LogLimit;
 use super::queue::{Connection, Phase};
 use super::ring::{Ring, Tag};
+use super::splice::{Splices, MAX_IOVECS};
 use super::storage::{StorageKind, StorageOp};
 use super::subsystem::Target;
 use crate::log::{Level, Stream};
@@ -68,9 +69,16 @@ struct Slot {
     /// Receive buffer; the kernel owns it while `recv_armed`.
     rbuf: Box<[u8]>,
     recv_armed: bool,
-    /// Bytes being sent; the kernel reads them while `send_armed`.
+    /// Bytes being sent, with RAM data spliced in; the kernel reads them
+    /// while `send_armed`. `out_pos` counts the output's bytes, spliced
+    /// ones included.
     out: Vec<u8>,
+    out_splices: Splices,
     out_pos: usize,
+    /// The iovecs and message header of a send with splices (boxed: the
+    /// kernel reads them while `send_armed`, and the slot may move).
+    iov: Vec<libc::iovec>,
+    msg: Box<libc::msghdr>,
     send_armed: bool,
     /// The socket failed or the host closed it.
     dead: bool,
@@ -111,7 +119,11 @@ impl Slot {
             rbuf: vec![0u8; RECV_BYTES].into_boxed_slice(),
             recv_armed: false,
             out: Vec::new(),
+            out_splices: Splices::default(),
             out_pos: 0,
+            iov: Vec::with_capacity(MAX_IOVECS),
+            // SAFETY: msghdr is plain old data; all zeroes is an empty one.
+            msg: Box::new(unsafe { std::mem::zeroed() }),
             send_armed: false,
             dead: false,
             shut: false,
@@ -127,7 +139,12 @@ impl Slot {
 
     /// Replies not yet sent: the send buffer's rest and the connection's.
     fn backlog(&self) -> usize {
-        self.out.len().saturating_sub(self.out_pos) + self.conn.tx_pending()
+        self.out_len().saturating_sub(self.out_pos) + self.conn.tx_pending()
+    }
+
+    /// Bytes of the output being sent, spliced ones included.
+    fn out_len(&self) -> usize {
+        self.out.len() + self.out_splices.bytes()
     }
 
     /// The host is not reading its replies fast enough: read no more of
@@ -137,7 +154,7 @@ impl Slot {
     }
 
     fn output_drained(&self) -> bool {
-        self.out_pos >= self.out.len() && self.conn.tx_pending() == 0
+        self.out_pos >= self.out_len() && self.conn.tx_pending() == 0
     }
 
     /// Nothing of this connection is left in the ring.
@@ -173,15 +190,21 @@ impl Slot {
         if self.send_armed || self.dead || self.shut {
             return None;
         }
-        if self.out_pos >= self.out.len() {
+        if self.out_pos >= self.out_len() {
             self.out.clear();
+            self.out_splices.clear();
             self.out_pos = 0;
             match self.tls.as_mut() {
-                None if self.conn.tx_pending() > 0 => self.conn.swap_tx(&mut self.out),
+                None if self.conn.tx_pending() > 0 => {
+                    self.conn.swap_tx(&mut self.out, &mut self.out_splices)
+                }
                 None => {}
                 Some(tls) => {
                     if self.conn.tx_pending() > 0 {
-                        self.conn.swap_tx(&mut self.plain);
+                        // A TLS connection's output has no splices.
+                        let mut none = Splices::default();
+                        self.conn.swap_tx(&mut self.plain, &mut none);
+                        debug_assert!(none.is_empty());
                         let sent = tls.send(&self.plain);
                         self.plain.clear();
                         if let Err(why) = sent {
@@ -194,14 +217,26 @@ impl Slot {
                 }
             }
         }
-        if self.out_pos >= self.out.len() {
+        if self.out_pos >= self.out_len() {
             return None;
         }
         self.send_armed = true;
-        let rest = &self.out[self.out_pos..];
         let fd = types::Fd(self.stream.as_raw_fd());
-        let e = opcode::Send::new(fd, rest.as_ptr(), rest.len() as u32).flags(libc::MSG_NOSIGNAL);
-        Some(e.build().user_data(Tag::Send { conn }.encode()))
+        let e = if self.out_splices.is_empty() {
+            let rest = &self.out[self.out_pos..];
+            opcode::Send::new(fd, rest.as_ptr(), rest.len() as u32)
+                .flags(libc::MSG_NOSIGNAL)
+                .build()
+        } else {
+            self.out_splices
+                .iovecs(&self.out, self.out_pos, &mut self.iov);
+            self.msg.msg_iov = self.iov.as_mut_ptr();
+            self.msg.msg_iovlen = self.iov.len() as _;
+            opcode::SendMsg::new(fd, &*self.msg)
+                .flags(libc::MSG_NOSIGNAL as u32)
+                .build()
+        };
+        Some(e.user_data(Tag::Send { conn }.encode()))
     }
 
     /// A closing connection shuts its socket down once its output is out
@@ -323,11 +358,14 @@ impl Reactor {
         let entries = [s.recv_entry(conn), s.send_entry(conn)];
         s.shut_when_done();
         for e in entries.iter().flatten() {
-            // SAFETY: the receive buffer (rbuf) and the output (out) live in
-            // the slot, which is not freed, nor are they reallocated or
-            // touched, while recv_armed / send_armed is set; those flags are
-            // cleared only when the matching completion is reaped. The
-            // socket stays open for as long as the slot does.
+            // SAFETY: the receive buffer (rbuf), the output (out) and a
+            // spliced send's iovecs and header (iov, msg) are heap
+            // allocations of the slot, which is not freed, nor are they
+            // reallocated or touched, while recv_armed / send_armed is set;
+            // those flags are cleared only when the matching completion is
+            // reaped. The spliced RAM stays mapped while the connection is
+            // not released (RamData), and it is released only after that.
+            // The socket stays open for as long as the slot does.
             unsafe { self.ring.push(e) };
         }
         while let Some((op, buf)) = self.slots[i].as_mut().and_then(|s| s.conn.take_storage()) {

@@ -23,7 +23,7 @@ use nvme_spec::{Sqe, Status};
 use super::command::{Binding, Ctx, Outcome};
 use super::namespace::Namespace;
 use super::ns_set::NamespaceSet;
-use super::request::Request;
+use super::request::{RamData, Request};
 use super::storage::{StorageKind, StorageOp};
 
 /// Most ranges one DSM command may carry.
@@ -130,7 +130,15 @@ fn read_write(ctx: &mut Ctx<'_>, ns: &Namespace) -> Outcome {
         });
     }
     let done = if read {
-        ns.read(sqe.slba(), &mut r.buf)
+        // The data stays in the namespace: the reply sends it from there.
+        match ns.ram_source(sqe.slba(), len as usize) {
+            Some(Ok(p)) => {
+                r.ram = Some(RamData(p));
+                Ok(())
+            }
+            Some(Err(e)) => Err(e),
+            None => ns.read(sqe.slba(), &mut r.buf),
+        }
     } else {
         ns.write(sqe.slba(), &r.buf)
     };

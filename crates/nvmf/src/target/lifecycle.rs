@@ -15,7 +15,8 @@ use nvme_spec::{Cqe, Sqe, Status};
 use super::command::{Ctx, Outcome};
 use super::config::ADMIN_IN_CAPSULE_BYTES;
 use super::queue::{Connection, RETAINED_BUF_BYTES};
-use super::request::{Request, RequestState, Xfer};
+use super::request::{RamData, Request, RequestState, Xfer};
+use super::splice::{Splices, SPLICE_MIN_BYTES};
 
 impl Connection {
     fn active_depth(&self) -> usize {
@@ -69,6 +70,7 @@ impl Connection {
         r.status = Status::SUCCESS;
         r.result = 0;
         r.out_len = 0;
+        r.ram = None;
         r.storage = None;
         r.storage_progress = 0;
         r.arrived = self.clock;
@@ -344,6 +346,9 @@ impl Connection {
         let r = &self.reqs[slot];
         let (cid, status, result) = (r.sqe.cid, r.status, r.result);
         let send_data = status.is_success() && r.xfer == Xfer::CtrlToHost && r.out_len > 0;
+        // RAM data goes out in place where the bytes themselves are not
+        // needed here: no data digest to compute, no TLS to encrypt.
+        let splice = !self.framing.data_digest && self.target.tls.is_none();
         let mut skip_resp = false;
         if send_data {
             let total = r.out_len as usize;
@@ -360,14 +365,39 @@ impl Connection {
                     }
                 }
                 let body = tcp::data_body(cid, 0, off as u32, n as u32);
-                tcp::frame(
-                    &mut self.tx,
-                    pdu_type::C2H_DATA,
-                    fl,
-                    &body,
-                    &r.buf[off..off + n],
-                    &self.framing,
-                );
+                match r.ram {
+                    None => tcp::frame(
+                        &mut self.tx,
+                        pdu_type::C2H_DATA,
+                        fl,
+                        &body,
+                        &r.buf[off..off + n],
+                        &self.framing,
+                    ),
+                    Some(RamData(src)) => {
+                        let dd = tcp::frame_head(
+                            &mut self.tx,
+                            pdu_type::C2H_DATA,
+                            fl,
+                            &body,
+                            n,
+                            &self.framing,
+                        );
+                        // SAFETY: src..src+out_len lies in a RAM namespace
+                        // of this connection's subsystem (checked by the
+                        // read), mapped while the connection holds its
+                        // controller (RamData), i.e. until it is released,
+                        // which the reactor does only with no send in
+                        // flight; off + n <= out_len.
+                        unsafe {
+                            out_ram(&mut self.tx, &mut self.tx_splices, src.add(off), n, splice)
+                        };
+                        if dd {
+                            let d = nvme_spec::crc32c::crc32c(&self.tx[self.tx.len() - n..]);
+                            self.tx.extend_from_slice(&d.to_le_bytes());
+                        }
+                    }
+                }
                 off += n;
             }
         }
@@ -409,5 +439,28 @@ impl Connection {
             &[],
             &self.framing,
         );
+    }
+}
+
+/// Appends `n` bytes at `src` to the output: spliced in place when `splice`
+/// and large enough, else copied into `tx`.
+///
+/// # Safety
+/// `src..src+n` must stay mapped and readable while the output holds it
+/// (see [`Splices::push`]).
+unsafe fn out_ram(tx: &mut Vec<u8>, splices: &mut Splices, src: *const u8, n: usize, splice: bool) {
+    if splice && n >= SPLICE_MIN_BYTES {
+        // SAFETY: the caller's contract; splices are pushed in output order.
+        unsafe { splices.push(tx.len(), src, n) };
+        return;
+    }
+    let at = tx.len();
+    tx.reserve(n);
+    // SAFETY: src..src+n is readable (the caller's contract); tx has room
+    // for n more bytes, initialized by the copy before the length covers
+    // them.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, tx.as_mut_ptr().add(at), n);
+        tx.set_len(at + n);
     }
 }

@@ -42,6 +42,7 @@ pub mod reactor;
 pub mod reload;
 pub mod request;
 pub mod ring;
+pub mod splice;
 pub mod storage;
 pub mod subsystem;
 mod transfer;

@@ -281,6 +281,14 @@ impl Namespace {
         Ok(())
     }
 
+    /// Where the `len` bytes at block `slba` of a RAM namespace are (a read
+    /// that leaves them there: [`super::splice`]); `None` for other
+    /// namespaces. The memory lives as long as the namespace.
+    pub fn ram_source(&self, slba: u64, len: usize) -> Option<std::io::Result<*const u8>> {
+        let r = self.ram.as_ref()?;
+        Some(r.source(slba * self.lba_bytes(), len))
+    }
+
     /// Writes `buf` at block `slba`, blocking (see [`Namespace::read`]).
     pub fn write(&self, slba: u64, buf: &[u8]) -> std::io::Result<()> {
         let off = slba * self.lba_bytes();

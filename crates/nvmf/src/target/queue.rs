@@ -21,6 +21,7 @@ use super::command::{Binding, Outcome};
 use super::config::R2T_OUTSTANDING_LIMIT;
 use super::counters::{IoCounters, QueueCounters, Refused};
 use super::request::{RequestState, Requests, StateCounts};
+use super::splice::Splices;
 use super::storage::{StorageKind, StorageOp};
 use super::subsystem::Target;
 
@@ -52,6 +53,8 @@ pub struct Connection {
     pub(crate) framing: Framing,
     rx: Vec<u8>,
     pub(crate) tx: Vec<u8>,
+    /// RAM namespace data that goes into `tx`'s output in place.
+    pub(crate) tx_splices: Splices,
     pub(crate) binding: Option<Binding>,
     /// DH-HMAC-CHAP state of the bound queue.
     pub(crate) auth: super::auth::QueueAuth,
@@ -101,6 +104,7 @@ impl Connection {
             framing: Framing::INITIAL,
             rx: Vec::new(),
             tx: Vec::new(),
+            tx_splices: Splices::default(),
             binding: None,
             auth: Default::default(),
             charged: 0,
@@ -150,12 +154,26 @@ impl Connection {
 
     /// Bytes waiting to be sent.
     pub fn tx_pending(&self) -> usize {
-        self.tx.len()
+        self.tx.len() + self.tx_splices.bytes()
     }
 
-    /// Takes the bytes to send (the caller writes them in order).
+    /// Bytes of the output waiting to be sent that stay in a RAM
+    /// namespace until the kernel copies them ([`super::splice`]).
+    pub fn tx_spliced(&self) -> usize {
+        self.tx_splices.bytes()
+    }
+
+    /// Takes the bytes to send (the caller writes them in order), spliced
+    /// data copied in place.
     pub fn take_tx(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.tx)
+        if self.tx_splices.is_empty() {
+            return std::mem::take(&mut self.tx);
+        }
+        let mut out = Vec::new();
+        self.tx_splices.flatten(&self.tx, &mut out);
+        self.tx.clear();
+        self.tx_splices.clear();
+        out
     }
 
     /// Bytes still missing from the PDU being received, once its common
@@ -170,18 +188,18 @@ impl Connection {
         plen.saturating_sub(self.rx.len())
     }
 
-    /// Swaps the bytes to send into `out`, which must be empty, and keeps
-    /// `out`'s allocation for the next output: the reactor's send buffer and
-    /// this one trade places, so steady-state sending allocates nothing.
-    pub fn swap_tx(&mut self, out: &mut Vec<u8>) {
-        assert!(out.is_empty(), "the previous output was sent");
+    /// Swaps the output into `out` and `splices`, which must be empty, and
+    /// keeps their allocations for the next output: the reactor's send
+    /// buffer and this one trade places, so steady-state sending allocates
+    /// nothing. The splices stay valid while the connection is not
+    /// released ([`super::request::RamData`]).
+    pub fn swap_tx(&mut self, out: &mut Vec<u8>, splices: &mut Splices) {
+        assert!(
+            out.is_empty() && splices.is_empty(),
+            "the previous output was sent"
+        );
         std::mem::swap(&mut self.tx, out);
-    }
-
-    /// Gives back bytes the socket did not accept, ahead of newer output.
-    pub fn untake_tx(&mut self, mut rest: Vec<u8>) {
-        rest.extend_from_slice(&self.tx);
-        self.tx = rest;
+        std::mem::swap(&mut self.tx_splices, splices);
     }
 
     /// How many of the connection's requests are in each state.
@@ -309,7 +327,7 @@ impl Connection {
         let mut pos = 0;
         let max_plen = self.target.limits.max_rx_pdu_bytes();
         while self.phase != Phase::Closing
-            && self.tx.len() < budget
+            && self.tx_pending() < budget
             && rx.len() - pos >= tcp::CommonHeader::SIZE
         {
             let b = &rx[pos..];

@@ -112,6 +112,14 @@ impl RamRegion {
         Ok(())
     }
 
+    /// Where `len` bytes at byte `off` are, for a reader that copies them
+    /// later ([`super::splice`]): valid for as long as the region lives.
+    pub fn source(&self, off: u64, len: usize) -> io::Result<*const u8> {
+        let off = self.check(off, len)?;
+        // SAFETY: off..off+len lies inside the mapping (checked).
+        Ok(unsafe { self.ptr.add(off) })
+    }
+
     /// Copies `buf` to byte `off`.
     pub fn write(&self, off: u64, buf: &[u8]) -> io::Result<()> {
         let off = self.check(off, buf.len())?;

@@ -165,6 +165,9 @@ pub struct Request {
     pub result: u64,
     /// Bytes of `buf` to return for a controller-to-host command.
     pub out_len: u32,
+    /// A read of a RAM namespace: its data is there, not in `buf`, and
+    /// goes to the host from there ([`super::splice`]).
+    pub ram: Option<RamData>,
     /// The storage operation while `Executing`.
     pub storage: Option<StorageOp>,
     /// How far a command that runs as several storage operations in turn
@@ -174,6 +177,17 @@ pub struct Request {
     /// When the receive that brought its capsule arrived.
     pub arrived: Instant,
 }
+
+/// Where a RAM read's data is: `out_len` bytes of a RAM namespace of the
+/// connection's subsystem.
+#[derive(Debug, Clone, Copy)]
+pub struct RamData(pub *const u8);
+
+// SAFETY: a read-only address in a RAM namespace's mapping, which its
+// subsystem keeps for as long as a controller of it exists (the namespace
+// set never drops a namespace); the connection holding it holds its
+// controller until it is released.
+unsafe impl Send for RamData {}
 
 impl Request {
     /// A free slot.
@@ -192,6 +206,7 @@ impl Request {
             status: Status::SUCCESS,
             result: 0,
             out_len: 0,
+            ram: None,
             storage: None,
             storage_progress: 0,
             arrived: Instant::now(),
