@@ -16,7 +16,7 @@ The target runs on CPU 0, the initiator on CPU 1 (each process pinned whole with
 over 127.0.0.1. Both targets serve a 1 GiB RAM namespace of 512-byte blocks with I/O queues of
 256 entries. CPU per side: the process's utime+stime over a steady window of the run.
 
-Run through bench/nvmf-spdk.sh, which builds SPDK and numio first. Environment: SPDK (the
+Run through bench/nvmf-spdk.sh, which builds SPDK and numio and reserves hugepages first. Environment: SPDK (the
 SPDK tree with build/bin), NUMIO (the binary), RUNTIME (s, 10), REPEATS (3), QDS ("1 32 128"),
 WORKLOADS ("randread:4096 randwrite:4096 read:131072"), PAIRS (space-separated names above),
 OUTDIR. Prints the per-cell table and the goal table (numio / SPDK in the same role).
