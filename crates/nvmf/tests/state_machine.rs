@@ -44,27 +44,34 @@ fn sgl(sqe: &mut Sqe, len: u32, in_capsule: bool) {
     };
 }
 
-/// Every PDU in `tx`, as (type, cid, data length) and response CQEs.
-fn pdus(tx: &[u8]) -> Vec<(u8, u16, usize, Option<Cqe>)> {
-    let mut out = Vec::new();
+/// Calls `f` with every PDU in `tx`, which must hold whole PDUs.
+fn for_each_pdu(tx: &[u8], mut f: impl FnMut(Pdu<'_>)) {
     let mut pos = 0;
     while pos < tx.len() {
         let plen = u32::from_le_bytes(tx[pos + 4..pos + 8].try_into().unwrap()) as usize;
-        let p = tcp::decode(
+        f(tcp::decode(
             &tx[pos..pos + plen],
             Direction::ControllerToHost,
             &Framing::INITIAL,
         )
-        .unwrap();
+        .unwrap());
+        pos += plen;
+    }
+    assert_eq!(pos, tx.len(), "whole PDUs");
+}
+
+/// Every PDU in `tx`, as (type, cid, data length) and response CQEs.
+fn pdus(tx: &[u8]) -> Vec<(u8, u16, usize, Option<Cqe>)> {
+    let mut out = Vec::new();
+    for_each_pdu(tx, |p| {
         out.push(match p {
             Pdu::CapsuleResp(c) => (pdu_type::CAPSULE_RESP, c.cid, 0, Some(c)),
             Pdu::Data { hdr, data, .. } => (hdr.ch.pdu_type, hdr.cccid, data.len(), None),
             Pdu::R2t(h) => (pdu_type::R2T, h.cccid, h.data_length as usize, None),
             Pdu::IcResp(_) => (pdu_type::IC_RESP, 0, 0, None),
             other => panic!("unexpected {other:?}"),
-        });
-        pos += plen;
-    }
+        })
+    });
     out
 }
 
@@ -363,21 +370,12 @@ fn ram_reads_are_spliced_into_the_output_and_taken_whole() {
     assert_eq!(q.tx_spliced(), 8192, "the 8 KiB read stays in RAM");
     let tx = q.take_tx();
     assert_eq!(q.tx_spliced(), 0);
-    let mut pos = 0;
     let mut got = Vec::new();
-    while pos < tx.len() {
-        let plen = u32::from_le_bytes(tx[pos + 4..pos + 8].try_into().unwrap()) as usize;
-        let p = tcp::decode(
-            &tx[pos..pos + plen],
-            Direction::ControllerToHost,
-            &Framing::INITIAL,
-        );
-        if let Ok(Pdu::Data { hdr, data, .. }) = p {
+    for_each_pdu(&tx, |p| {
+        if let Pdu::Data { hdr, data, .. } = p {
             got.push((hdr.cccid, data.to_vec()));
         }
-        pos += plen;
-    }
-    assert_eq!(pos, tx.len(), "whole PDUs");
+    });
     assert_eq!(got, vec![(2, data.clone()), (3, data[512..1024].to_vec())]);
     q.release();
     admin.release();
