@@ -14,7 +14,8 @@
 # ISAL_GIT name local copies (bare or not), else they are cloned from GitHub into
 # SPDK_CACHE (default /var/tmp/spdk/git). Revisions: SPDK master of 2026-08-21, DPDK v26.03
 # (SPDK needs DPDK >= 24.03; Debian 12 ships 22.11) and the ISA-L commit SPDK pins.
-# Needs root (hugepages, Debian packages). NUMIO=PATH measures that binary instead of building.
+# Needs root (hugepages, Debian packages); the hugepage reservation and mount it makes are undone
+# at exit. NUMIO=PATH measures that binary instead of building.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SPDK_DIR=${SPDK_DIR:-/var/tmp/spdk/src}
@@ -69,14 +70,28 @@ build_spdk() {
 		die "SPDK's build failed: $SPDK_DIR/build.log"
 }
 
+HUGEPAGES_BEFORE=""
+MOUNTED_HUGETLBFS=""
+# Gives back what hugepages() changed: the reservation and the mount.
+restore() {
+	if [ -n "$MOUNTED_HUGETLBFS" ]; then umount /dev/hugepages 2> /dev/null || true; fi
+	if [ -n "$HUGEPAGES_BEFORE" ]; then echo "$HUGEPAGES_BEFORE" > /proc/sys/vm/nr_hugepages; fi
+}
+trap restore EXIT
+
 hugepages() {
 	# SPDK's target and perf take their memory from 2 MiB hugepages; numio's mem: namespace
 	# uses them too when enough are reserved, so both sides run on the same kind of page.
-	local want=1100
-	if [ "$(cat /proc/sys/vm/nr_hugepages)" -lt $want ]; then
+	# Both changes are undone at exit (restore).
+	local want=1100 now
+	now=$(cat /proc/sys/vm/nr_hugepages)
+	if [ "$now" -lt $want ]; then
+		HUGEPAGES_BEFORE=$now
 		echo $want > /proc/sys/vm/nr_hugepages
 	fi
-	mountpoint -q /dev/hugepages || { mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages; }
+	if ! mountpoint -q /dev/hugepages; then
+		mkdir -p /dev/hugepages && mount -t hugetlbfs nodev /dev/hugepages && MOUNTED_HUGETLBFS=1
+	fi
 	[ "$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)" -ge 700 ] ||
 		die "fewer than 700 free 2 MiB hugepages (vm.nr_hugepages): free memory and try again"
 }
@@ -89,4 +104,4 @@ if [ -z "${NUMIO:-}" ]; then
 fi
 hugepages
 export SPDK="$SPDK_DIR" NUMIO
-exec python3 "$ROOT/bench/nvmf-spdk.py"
+python3 "$ROOT/bench/nvmf-spdk.py"
