@@ -131,14 +131,8 @@ fn read_write(ctx: &mut Ctx<'_>, ns: &Namespace) -> Outcome {
     }
     let done = if read {
         // The data stays in the namespace: the reply sends it from there.
-        match ns.ram_source(sqe.slba(), len as usize) {
-            Some(Ok(p)) => {
-                r.ram = Some(RamData(p));
-                Ok(())
-            }
-            Some(Err(e)) => Err(e),
-            None => ns.read(sqe.slba(), &mut r.buf),
-        }
+        ns.ram_source(sqe.slba(), len as usize)
+            .map(|p| r.ram = Some(RamData(p)))
     } else {
         ns.write(sqe.slba(), &r.buf)
     };

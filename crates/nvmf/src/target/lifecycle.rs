@@ -16,7 +16,6 @@ use super::command::{Ctx, Outcome};
 use super::config::ADMIN_IN_CAPSULE_BYTES;
 use super::queue::{Connection, RETAINED_BUF_BYTES};
 use super::request::{RamData, Request, RequestState, Xfer};
-use super::splice::{Splices, SPLICE_MIN_BYTES};
 
 impl Connection {
     fn active_depth(&self) -> usize {
@@ -390,7 +389,8 @@ impl Connection {
                         // which the reactor does only with no send in
                         // flight; off + n <= out_len.
                         unsafe {
-                            out_ram(&mut self.tx, &mut self.tx_splices, src.add(off), n, splice)
+                            self.tx_splices
+                                .append(&mut self.tx, src.add(off), n, splice)
                         };
                         if dd {
                             let d = nvme_spec::crc32c::crc32c(&self.tx[self.tx.len() - n..]);
@@ -439,28 +439,5 @@ impl Connection {
             &[],
             &self.framing,
         );
-    }
-}
-
-/// Appends `n` bytes at `src` to the output: spliced in place when `splice`
-/// and large enough, else copied into `tx`.
-///
-/// # Safety
-/// `src..src+n` must stay mapped and readable while the output holds it
-/// (see [`Splices::push`]).
-unsafe fn out_ram(tx: &mut Vec<u8>, splices: &mut Splices, src: *const u8, n: usize, splice: bool) {
-    if splice && n >= SPLICE_MIN_BYTES {
-        // SAFETY: the caller's contract; splices are pushed in output order.
-        unsafe { splices.push(tx.len(), src, n) };
-        return;
-    }
-    let at = tx.len();
-    tx.reserve(n);
-    // SAFETY: src..src+n is readable (the caller's contract); tx has room
-    // for n more bytes, initialized by the copy before the length covers
-    // them.
-    unsafe {
-        std::ptr::copy_nonoverlapping(src, tx.as_mut_ptr().add(at), n);
-        tx.set_len(at + n);
     }
 }

@@ -282,11 +282,16 @@ impl Namespace {
     }
 
     /// Where the `len` bytes at block `slba` of a RAM namespace are (a read
-    /// that leaves them there: [`super::splice`]); `None` for other
+    /// that leaves them there: [`super::splice`]); an error for other
     /// namespaces. The memory lives as long as the namespace.
-    pub fn ram_source(&self, slba: u64, len: usize) -> Option<std::io::Result<*const u8>> {
-        let r = self.ram.as_ref()?;
-        Some(r.source(slba * self.lba_bytes(), len))
+    pub fn ram_source(&self, slba: u64, len: usize) -> std::io::Result<*const u8> {
+        match &self.ram {
+            Some(r) => r.source(slba * self.lba_bytes(), len),
+            None => Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "not a RAM namespace: its data is read with io_uring",
+            )),
+        }
     }
 
     /// Writes `buf` at block `slba`, blocking (see [`Namespace::read`]).

@@ -57,6 +57,24 @@ impl Splices {
         self.bytes += len;
     }
 
+    /// Appends `len` bytes at `ptr` to the output whose byte buffer is
+    /// `bytes`: spliced in when `splice` allows and the payload is at least
+    /// [`SPLICE_MIN_BYTES`], else copied onto the end of `bytes`.
+    ///
+    /// # Safety
+    /// `ptr..ptr+len` must be readable now, and, where spliced, for as long
+    /// as [`push`](Self::push) requires.
+    pub unsafe fn append(&mut self, bytes: &mut Vec<u8>, ptr: *const u8, len: usize, splice: bool) {
+        if splice && len >= SPLICE_MIN_BYTES {
+            // SAFETY: the caller's contract; appending at the end of `bytes`
+            // keeps the splices in output order.
+            unsafe { self.push(bytes.len(), ptr, len) };
+        } else {
+            // SAFETY: the caller's contract.
+            unsafe { copy_onto(bytes, ptr, len) };
+        }
+    }
+
     /// Bytes spliced in.
     pub fn bytes(&self) -> usize {
         self.bytes
@@ -80,15 +98,9 @@ impl Splices {
         for s in &self.list {
             into.extend_from_slice(&bytes[from..s.at]);
             from = s.at;
-            let at = into.len();
-            into.reserve(s.len);
             // SAFETY: push's contract keeps ptr..ptr+len readable while the
-            // splice is held; `into` has room for len more bytes, which
-            // the copy initializes before the length covers them.
-            unsafe {
-                std::ptr::copy_nonoverlapping(s.ptr, into.as_mut_ptr().add(at), s.len);
-                into.set_len(at + s.len);
-            }
+            // splice is held.
+            unsafe { copy_onto(into, s.ptr, s.len) };
         }
         into.extend_from_slice(&bytes[from..]);
     }
@@ -121,6 +133,23 @@ impl Splices {
             from = s.at;
         }
         add(bytes[from..].as_ptr(), bytes.len() - from, iov);
+    }
+}
+
+/// Appends `len` bytes at `src` to `into`.
+///
+/// # Safety
+/// `src..src+len` must be readable and must not overlap `into`'s spare
+/// capacity.
+unsafe fn copy_onto(into: &mut Vec<u8>, src: *const u8, len: usize) {
+    let at = into.len();
+    into.reserve(len);
+    // SAFETY: src is readable for len bytes (the caller's contract); `into`
+    // has room for len more bytes, which the copy initializes before the
+    // length covers them.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src, into.as_mut_ptr().add(at), len);
+        into.set_len(at + len);
     }
 }
 
