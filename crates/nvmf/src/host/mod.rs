@@ -4,7 +4,9 @@
 //!   machine: commands in, bytes out; bytes in, completions out. Its
 //!   buffers are sized at start-up from a [`QueueConfig`]; command data
 //!   stays in the caller's memory, reached by command id through
-//!   [`DataBuffers`].
+//!   [`DataBuffers`]. Its send buffer (`tx.rs`) holds framed bytes and,
+//!   for a transport that sends vectored, references to write data left
+//!   in those buffers until the socket takes it.
 //! - [`Controller`] (`controller.rs`) is what the queues of one controller
 //!   share: the host's identity, the subsystem, the controller id and its
 //!   limits. Each queue has its own transport below it, so several paths
@@ -21,6 +23,7 @@
 //!   own non-blocking, allocation-free loop.
 
 pub mod auth;
+mod buffers;
 pub mod command;
 pub mod controller;
 pub mod error;
@@ -28,6 +31,7 @@ pub mod initiator;
 pub mod multipath;
 pub mod queue;
 pub mod stream;
+mod tx;
 
 pub use auth::{HostSecrets, Negotiated};
 pub use controller::{Controller, ControllerLimits};

@@ -27,7 +27,9 @@ use nvme_spec::fabrics::{ConnectCmd, FCTYPE_CONNECT};
 use nvme_spec::tcp::{self, flags, pdu_type, Direction, Framing, IcResp, Pdu};
 use nvme_spec::{Cqe, Sqe};
 
+pub use super::buffers::DataBuffers;
 use super::error::HostError;
+use super::tx::{TxBuf, SPLICE_MIN_BYTES};
 
 /// Room for one PDU's header, header digest, padding (CPDA up to 128
 /// bytes) and data digest.
@@ -83,15 +85,6 @@ impl Transfer {
             Transfer::ToController(n) | Transfer::FromController(n) => n,
         }
     }
-}
-
-/// The caller's data of the commands in flight, by command id.
-pub trait DataBuffers {
-    /// The bytes command `cid` writes: at least its transfer's length.
-    fn outgoing(&self, cid: u16) -> &[u8];
-    /// Where command `cid`'s read data lands: at least its transfer's
-    /// length.
-    fn incoming(&mut self, cid: u16) -> &mut [u8];
 }
 
 /// A completed command.
@@ -176,12 +169,13 @@ struct State {
     r2t_per_command: u32,
     r2ts: VecDeque<PendingR2t>,
     done: VecDeque<HostCompletion>,
-    /// Bytes to send; `tx[tx_sent..]` is still unsent. Its capacity is
-    /// fixed at start-up: every capsule of the commands in flight plus
-    /// `tx_data_window` bytes of H2CData.
-    tx: Vec<u8>,
-    tx_sent: usize,
+    /// Bytes to send. Its capacity is fixed at start-up: every capsule of
+    /// the commands in flight plus `tx_data_window` bytes of H2CData.
+    tx: TxBuf,
     tx_data_window: usize,
+    /// Write data of at least [`SPLICE_MIN_BYTES`] is sent from the
+    /// caller's buffers ([`HostQueue::tx_iovecs`]) instead of copied.
+    vectored: bool,
 }
 
 /// Received bytes: `buf[head..len]` is not yet handled.
@@ -222,14 +216,17 @@ impl HostQueue {
             r2t_per_command,
             r2ts: VecDeque::with_capacity(entries * r2t_per_command as usize),
             done: VecDeque::with_capacity(entries),
-            tx: Vec::with_capacity(entries * capsule_max + tx_data_window),
-            tx_sent: 0,
+            tx: TxBuf::with_capacity(
+                entries * capsule_max + tx_data_window,
+                entries + tx_data_window / tcp::MIN_MAXH2CDATA as usize + 1,
+            ),
             tx_data_window,
+            vectored: false,
         };
         let digest = (cfg.header_digest as u8 * tcp::DIGEST_HEADER)
             | (cfg.data_digest as u8 * tcp::DIGEST_DATA);
         tcp::frame(
-            &mut st.tx,
+            st.tx.bytes_mut(),
             pdu_type::IC_REQ,
             0,
             &tcp::icreq_body(cfg.hpda, digest, r2t_per_command - 1),
@@ -247,6 +244,15 @@ impl HostQueue {
     /// What the queue was sized for.
     pub fn config(&self) -> &QueueConfig {
         &self.st.cfg
+    }
+
+    /// Lets the transport send write data straight from the caller's
+    /// buffers with [`HostQueue::tx_iovecs`] (a socket's writev/sendmsg),
+    /// so the kernel's copy into the socket is the only one. Off by
+    /// default: [`HostQueue::tx_pending`] works either way, copying what
+    /// it must.
+    pub fn set_vectored(&mut self, on: bool) {
+        self.st.vectored = on;
     }
 
     /// Where the queue is.
@@ -315,24 +321,21 @@ impl HostQueue {
                 SGL_TRANSPORT
             },
         };
-        let data = if in_capsule {
-            &bufs.outgoing(cid)[..len as usize]
-        } else {
-            &[][..]
-        };
+        let data_len = if in_capsule { len } else { 0 };
         let st = &mut self.st;
-        st.compact_tx();
+        st.tx.compact();
         assert!(
-            st.tx.len() + data.len() + PDU_OVERHEAD_BYTES <= st.tx.capacity(),
+            st.tx.len() + data_len as usize + PDU_OVERHEAD_BYTES <= st.tx.capacity(),
             "the send buffer holds every capsule in flight"
         );
-        tcp::frame(
-            &mut st.tx,
+        st.frame_data(
             pdu_type::CAPSULE_CMD,
             0,
             &sqe.encode(),
-            data,
-            &st.framing,
+            cid,
+            0,
+            data_len,
+            bufs,
         );
         st.cmds[cid as usize] = Command::new(&sqe, xfer, in_capsule);
         st.in_flight += 1;
@@ -341,28 +344,41 @@ impl HostQueue {
 
     /// The bytes to send now: commands framed so far, then H2CData for the
     /// R2Ts received, framed from `bufs` as far as the send buffer's data
-    /// window allows.
+    /// window allows; in one piece (write data a vectored queue left in
+    /// `bufs` is copied in).
     pub fn tx_pending<B: DataBuffers + ?Sized>(&mut self, bufs: &B) -> &[u8] {
         if !self.st.r2ts.is_empty() {
             self.st.frame_h2c(bufs);
         }
-        &self.st.tx[self.st.tx_sent..]
+        self.st.tx.flatten(bufs)
+    }
+
+    /// What [`HostQueue::tx_pending`] returns, as up to `iov.len()` (at
+    /// least 2) slices, write data of a vectored queue
+    /// ([`HostQueue::set_vectored`]) in `bufs`' buffers: hand them to one
+    /// writev/sendmsg, then say how much went with [`HostQueue::tx_sent`].
+    /// Returns how many slices it filled (0: nothing to send).
+    pub fn tx_iovecs<'a, B: DataBuffers + ?Sized>(
+        &'a mut self,
+        bufs: &'a B,
+        iov: &mut [std::io::IoSlice<'a>],
+    ) -> usize {
+        assert!(iov.len() >= 2, "a send of at least two slices");
+        if !self.st.r2ts.is_empty() {
+            self.st.frame_h2c(bufs);
+        }
+        self.st.tx.iovecs(bufs, iov)
     }
 
     /// True when bytes wait to be sent (H2CData not yet framed included).
     pub fn wants_to_send(&self) -> bool {
-        self.st.tx_sent < self.st.tx.len() || !self.st.r2ts.is_empty()
+        !self.st.tx.is_empty() || !self.st.r2ts.is_empty()
     }
 
-    /// `n` bytes of [`HostQueue::tx_pending`] went out.
+    /// `n` bytes of [`HostQueue::tx_pending`] (or of
+    /// [`HostQueue::tx_iovecs`], in order) went out.
     pub fn tx_sent(&mut self, n: usize) {
-        let st = &mut self.st;
-        assert!(st.tx_sent + n <= st.tx.len(), "sent more than was pending");
-        st.tx_sent += n;
-        if st.tx_sent == st.tx.len() {
-            st.tx.clear();
-            st.tx_sent = 0;
-        }
+        self.st.tx.sent(n);
     }
 
     /// Where to put received bytes (never empty while the queue is
@@ -510,6 +526,12 @@ impl State {
             }
             Pdu::CapsuleResp(cqe) if !before => {
                 let cid = self.busy(cqe.cid)?;
+                if self.tx.references(cqe.cid) {
+                    // Answered before its data went out: the buffer is the
+                    // caller's from now on, so the data still to be sent
+                    // is copied out of it first.
+                    self.tx.flatten(&*bufs);
+                }
                 self.complete(cid, cqe);
                 Ok(())
             }
@@ -642,20 +664,54 @@ impl State {
         });
     }
 
-    /// Drops the sent prefix of the send buffer so appends reuse its room.
-    fn compact_tx(&mut self) {
-        if self.tx_sent == 0 {
+    /// Frames a PDU carrying `outgoing(cid)[offset..offset + len]`: copied
+    /// into the send buffer, or referenced there when the queue sends
+    /// vectored and the data is long enough to be worth an iovec (its data
+    /// digest, if any, computed from the caller's buffer now).
+    #[allow(clippy::too_many_arguments)]
+    fn frame_data<B: DataBuffers + ?Sized>(
+        &mut self,
+        pdu: u8,
+        extra_flags: u8,
+        hdr: &[u8],
+        cid: u16,
+        offset: u32,
+        len: u32,
+        bufs: &B,
+    ) {
+        let at = offset as usize;
+        let data = &bufs.outgoing(cid)[at..at + len as usize];
+        if !self.vectored || data.len() < SPLICE_MIN_BYTES {
+            tcp::frame(
+                self.tx.bytes_mut(),
+                pdu,
+                extra_flags,
+                hdr,
+                data,
+                &self.framing,
+            );
             return;
         }
-        self.tx.copy_within(self.tx_sent.., 0);
-        self.tx.truncate(self.tx.len() - self.tx_sent);
-        self.tx_sent = 0;
+        let dd = tcp::frame_head(
+            self.tx.bytes_mut(),
+            pdu,
+            extra_flags,
+            hdr,
+            data.len(),
+            &self.framing,
+        );
+        self.tx.push_ref(cid, offset, len);
+        if dd {
+            self.tx
+                .bytes_mut()
+                .extend_from_slice(&nvme_spec::crc32c::crc32c(data).to_le_bytes());
+        }
     }
 
     /// Frames H2CData PDUs of at most MAXH2CDATA for the pending R2Ts, in
     /// order, while the data window has room.
     fn frame_h2c<B: DataBuffers + ?Sized>(&mut self, bufs: &B) {
-        self.compact_tx();
+        self.tx.compact();
         let chunk = self.maxh2cdata.max(tcp::MIN_MAXH2CDATA);
         while let Some(r) = self.r2ts.front_mut() {
             let n = chunk.min(r.end - r.offset);
@@ -663,18 +719,13 @@ impl State {
                 return;
             }
             let last = r.offset + n == r.end;
-            let at = r.offset as usize;
-            tcp::frame(
-                &mut self.tx,
-                pdu_type::H2C_DATA,
-                if last { flags::DATA_LAST } else { 0 },
-                &tcp::data_body(r.cid, r.ttag, r.offset, n),
-                &bufs.outgoing(r.cid)[at..at + n as usize],
-                &self.framing,
-            );
+            let (cid, offset) = (r.cid, r.offset);
+            let body = tcp::data_body(cid, r.ttag, offset, n);
             r.offset += n;
+            let fl = if last { flags::DATA_LAST } else { 0 };
+            self.frame_data(pdu_type::H2C_DATA, fl, &body, cid, offset, n, bufs);
             if last {
-                self.cmds[r.cid as usize].r2ts_outstanding -= 1;
+                self.cmds[cid as usize].r2ts_outstanding -= 1;
                 self.r2ts.pop_front();
             }
         }

@@ -41,6 +41,105 @@ impl Stream {
         }
     }
 
+    /// Sets the socket up for a loop that mostly does not wait but sleeps
+    /// in `recv` when it has nothing else to do ([`Stream::read_wait`]):
+    /// plain TCP stays blocking, with `timeout` as its receive timeout, and
+    /// the other calls pass `MSG_DONTWAIT`; TLS goes non-blocking (its
+    /// loop waits in poll(2)). One `recv` that sleeps replaces the
+    /// `read` (EAGAIN), `poll` and `read` of a loop on a non-blocking
+    /// socket.
+    pub fn set_wait_in_read(&self, timeout: std::time::Duration) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => {
+                s.set_nonblocking(false)?;
+                s.set_read_timeout(Some(timeout))
+            }
+            Stream::Tls(s) => s.get_ref().set_nonblocking(true),
+        }
+    }
+
+    /// Whether [`Stream::read_wait`] can sleep in the read (plain TCP after
+    /// [`Stream::set_wait_in_read`]).
+    pub fn can_wait_in_read(&self) -> bool {
+        matches!(self, Stream::Plain(_))
+    }
+
+    /// Reads what is there now; `WouldBlock` when nothing is.
+    pub fn read_nowait(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => recv(s.as_raw_fd(), buf, libc::MSG_DONTWAIT),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+
+    /// Reads, sleeping until bytes arrive or the receive timeout passes
+    /// (`WouldBlock` then). TLS does not wait: it reads as
+    /// [`Stream::read_nowait`] does.
+    pub fn read_wait(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => recv(s.as_raw_fd(), buf, 0),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+
+    /// Writes what the socket takes now; `WouldBlock` when it takes
+    /// nothing.
+    pub fn write_nowait(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => {
+                // SAFETY: `buf` is valid for reads of `buf.len()` bytes for
+                // the duration of the call.
+                let n = unsafe {
+                    libc::send(
+                        s.as_raw_fd(),
+                        buf.as_ptr().cast(),
+                        buf.len(),
+                        libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                    )
+                };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            }
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+
+    /// Writes what the socket takes now of `iov`, in order, in one
+    /// sendmsg(2) over plain TCP (TLS writes the first non-empty slice);
+    /// `WouldBlock` when it takes nothing.
+    pub fn write_vectored_nowait(&mut self, iov: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => {
+                // SAFETY: a zeroed msghdr is valid (no name, no control).
+                let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+                // IoSlice is ABI-compatible with iovec on Unix; sendmsg only
+                // reads the slices.
+                msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
+                msg.msg_iovlen = iov.len() as _;
+                // SAFETY: `msg` points at `iov.len()` valid iovecs for the
+                // duration of the call.
+                let n = unsafe {
+                    libc::sendmsg(s.as_raw_fd(), &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+                };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
+            }
+            Stream::Tls(s) => {
+                let b = iov
+                    .iter()
+                    .find(|b| !b.is_empty())
+                    .map_or(&[][..], |b| &b[..]);
+                s.write(b)
+            }
+        }
+    }
+
     /// The TLS cipher suite, when the queue runs over TLS.
     pub fn tls_cipher(&self) -> Option<String> {
         match self {
@@ -81,5 +180,17 @@ impl Write for Stream {
 impl AsRawFd for Stream {
     fn as_raw_fd(&self) -> RawFd {
         self.tcp().as_raw_fd()
+    }
+}
+
+/// recv(2) into `buf` with `flags`.
+fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the
+    // duration of the call.
+    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
     }
 }

@@ -11,8 +11,9 @@
 //! buffer is the command's data ([`DataBuffers`]); `queue` hands the Read
 //! or Write to the host queue, `submit` writes what the queue has to send
 //! without waiting, `reap` reads what the socket holds into the queue and
-//! turns its completions into the worker's, waiting in poll(2) only while
-//! fewer than `min` are done. Nothing allocates in steady state (the
+//! turns its completions into the worker's, waiting only while fewer than
+//! `min` are done: in the socket's read over plain TCP, in poll(2) over
+//! TLS or while bytes wait to be sent. Nothing allocates in steady state (the
 //! queue's buffers are sized at connect). The admin queue stays open for
 //! the run: closing it would end the controller and its I/O queue.
 //!
@@ -22,7 +23,7 @@
 //! each path's admin queue and reconnection in `path.rs`); one portal
 //! keeps this single-queue backend.
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::fd::AsRawFd;
 
 use nvmf::host::{command, DataBuffers, HostCompletion, HostError, HostQueue};
@@ -86,6 +87,10 @@ impl DataBuffers for Slots {
     }
 }
 
+/// Most slices in one send: framed runs and write data alternate, so this
+/// covers 32 in-capsule writes per system call.
+const IOVECS_PER_SEND: usize = 64;
+
 /// One NVMe/TCP I/O queue driven without allocation.
 pub struct TcpBackend {
     /// Kept open: the controller lives as long as its admin queue.
@@ -138,10 +143,11 @@ impl TcpBackend {
         io_opts.disable_sqflow = true;
         let q = Initiator::connect_io(t.addr, &t.url.subnqn, admin.cntlid, 1, &io_opts)
             .map_err(|e| setup_error(&t.url, t.addr, "connecting I/O queue 1", e))?;
-        let (stream, queue) = q.into_parts().map_err(|e| format!("{}: {e}", t.addr))?;
+        let (stream, mut queue) = q.into_parts().map_err(|e| format!("{}: {e}", t.addr))?;
+        queue.set_vectored(stream.can_wait_in_read());
         stream
-            .set_nonblocking(true)
-            .map_err(|e| format!("{}: making the socket non-blocking: {e}", t.addr))?;
+            .set_wait_in_read(REPLY_TIMEOUT)
+            .map_err(|e| format!("{}: setting the socket's receive timeout: {e}", t.addr))?;
         let on = |b: bool| if b { "on" } else { "off" };
         let framing = queue.framing();
         let tls = stream
@@ -174,14 +180,26 @@ impl TcpBackend {
         })
     }
 
-    /// Writes what the socket takes now.
+    /// Writes what the socket takes now: over plain TCP in sendmsg(2)s
+    /// whose slices point at the write data in the worker's buffers (the
+    /// queue is vectored), else from the queue's send buffer.
     fn flush(&mut self) -> io::Result<()> {
         loop {
-            let b = self.queue.tx_pending(&self.slots);
-            if b.is_empty() {
-                return Ok(());
-            }
-            match self.stream.write(b) {
+            let r = if self.stream.can_wait_in_read() {
+                let mut iov = [io::IoSlice::new(&[]); IOVECS_PER_SEND];
+                let n = self.queue.tx_iovecs(&self.slots, &mut iov);
+                if n == 0 {
+                    return Ok(());
+                }
+                self.stream.write_vectored_nowait(&iov[..n])
+            } else {
+                let b = self.queue.tx_pending(&self.slots);
+                if b.is_empty() {
+                    return Ok(());
+                }
+                self.stream.write_nowait(b)
+            };
+            match r {
                 Ok(0) => return Err(closed()),
                 Ok(n) => self.queue.tx_sent(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
@@ -192,11 +210,17 @@ impl TcpBackend {
     }
 
     /// Reads what the socket holds into the queue; false when nothing was
-    /// there.
-    fn receive(&mut self) -> io::Result<bool> {
+    /// there. With `wait`, sleeps in the read until something arrives
+    /// (false then means the reply timeout passed).
+    fn receive(&mut self, wait: bool) -> io::Result<bool> {
         let space = self.queue.rx_space();
         let n = loop {
-            match self.stream.read(space) {
+            let r = if wait {
+                self.stream.read_wait(space)
+            } else {
+                self.stream.read_nowait(space)
+            };
+            match r {
                 Ok(0) => return Err(closed()),
                 Ok(n) => break n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
@@ -319,9 +343,19 @@ impl Backend for TcpBackend {
         }
         loop {
             self.flush()?;
-            let got = self.receive()?;
+            // A plain socket sleeps in its read when the worker must wait
+            // and nothing waits to be sent: one system call instead of a
+            // read that finds nothing, poll(2) and the read.
+            let sleep_in_read = !self.poll
+                && min > 0
+                && self.stream.can_wait_in_read()
+                && !self.queue.wants_to_send()
+                && self.queue.completions_ready() < min;
+            let got = self.receive(sleep_in_read)?;
             if got {
                 self.idle_since = None;
+            } else if sleep_in_read {
+                return Err(self.silent());
             }
             if self.queue.wants_to_send() {
                 // H2CData answering the R2Ts just read.
