@@ -35,6 +35,9 @@ enum Command {
     Report(cmd::report::Args),
     /// Serve namespaces over NVMe/TCP.
     Serve(cmd::serve::Args),
+    /// The far end of `numio bench --hosts`, started over ssh: speaks the
+    /// fleet protocol on stdin and stdout (not for interactive use).
+    Agent(cmd::agent::Args),
     /// NVMe interrupt coalescing: show it, set it or turn it off on every
     /// named controller or none, and restore the originals numio recorded;
     /// sweep thresholds with a workload and recommend one.
@@ -57,6 +60,7 @@ fn main() {
         Command::Sweep(args) => cmd::sweep::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Serve(args) => cmd::serve::run(args),
+        Command::Agent(args) => cmd::agent::run(args),
         Command::Coalesce(args) => cmd::coalesce::run(args),
         Command::Completions(args) => cmd::completions::run(args, Cli::command()),
         Command::Man(args) => cmd::man::run(args, Cli::command()),

@@ -10,6 +10,8 @@ use planner::{JobPlacement, MemPolicy, Placement, PlanRequest, Policy, TargetPla
 use session::interrupt;
 use topology::Topology;
 
+#[path = "bench_fleet.rs"]
+pub mod bench_fleet;
 #[path = "bench_jobs.rs"]
 pub mod bench_jobs;
 #[path = "bench_repeat.rs"]
@@ -96,6 +98,9 @@ pub struct Args {
     /// `--repeat N`, `--save`, `--csv`, `--chart` (owned by cmd/report.rs).
     #[command(flatten)]
     pub repeat: super::report::RepeatArgs,
+    /// `--hosts`, `--hosts-file`, `--ssh-opt`, `--remote-numio`.
+    #[command(flatten)]
+    pub fleet: bench_fleet::FleetArgs,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     #[command(flatten)]
@@ -113,6 +118,12 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         bail!("--output-format fio-json prints one run: with --repeat, --save FILE and convert it with `numio report FILE --fio-json`");
     }
     args.json |= args.output_format == Some(OutputFormat::Json);
+    if args.fleet.wanted() {
+        if fio_json {
+            bail!("--output-format fio-json prints one host's run: drop --hosts, or use --json");
+        }
+        return bench_fleet::run(&args.fleet, &args.targets, &args.repeat, args.json);
+    }
     let mut opts = args.engine.run_options()?;
     opts.backend = args.engine.backend_for(&args.targets).into();
     let placement = bench_placement(&args, &mut opts)?;
@@ -149,7 +160,10 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
 /// The plan of a bench run: targets placed by the planner (with the
 /// targets' labels in `opts`), or a fio job file, fio's command-line form
 /// or a saved plan, checked against this machine.
-fn bench_placement(args: &Args, opts: &mut engine::RunOptions) -> anyhow::Result<Placement> {
+pub(crate) fn bench_placement(
+    args: &Args,
+    opts: &mut engine::RunOptions,
+) -> anyhow::Result<Placement> {
     let src = bench_jobs::source(&args.targets, args.plan.as_deref(), &args.fio_args)?;
     let topo = Topology::discover(Path::new("/"));
     if src == bench_jobs::JobSource::Targets {

@@ -3,6 +3,7 @@
 //! Shared by several: the flag tables (`flags`, `engine_args`) and what a
 //! session shows on stderr (`display`).
 
+pub mod agent;
 pub mod bench;
 pub mod coalesce;
 pub mod coalesce_show;

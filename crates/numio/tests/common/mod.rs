@@ -8,6 +8,7 @@ pub mod keys;
 pub mod lines;
 pub mod running;
 pub mod serve;
+pub mod sshlab;
 
 /// Runs the numio binary with `args`; returns exit code, stdout, stderr.
 pub fn numio(args: &[&str]) -> (i32, String, String) {

@@ -1,0 +1,24 @@
+//! numio across hosts, through OpenSSH: the controlling numio starts
+//! `numio agent` on every host over the user's own ssh (keys,
+//! `~/.ssh/config`, host key checking as configured), measures each
+//! host's clock offset, waits until every host has planned and opened its
+//! targets (the barrier), starts them all at one instant, and merges what
+//! they send back. Nothing listens on the network for coordination.
+//!
+//! - `hosts.rs`: host lists and hosts files, and each host's targets.
+//! - `proto.rs`: the line protocol between controller and agent.
+//! - `clock.rs`: clock offsets from ping round trips.
+//! - `ssh.rs`: one host's ssh child and its channel.
+//! - `run.rs`: the controller's side of a fleet run.
+//! - `merge.rs`: one result from the hosts' results (merged histograms).
+
+pub mod clock;
+pub mod hosts;
+pub mod merge;
+pub mod proto;
+pub mod run;
+pub mod ssh;
+
+pub use hosts::{parse_host, parse_host_list, parse_hosts_file, targets_per_host, Host};
+pub use proto::{FromAgent, ToAgent, PROTOCOL};
+pub use run::{FleetEvent, FleetOptions, HostOutcome, HostRun};

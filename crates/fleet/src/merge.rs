@@ -1,0 +1,213 @@
+//! One result from the hosts' results: every host's targets, named
+//! `HOST:PATH`, and totals over the fleet. Counts and rates add up (the
+//! hosts measured over the same instants); latency percentiles come from
+//! the hosts' histograms merged, never from averaged percentiles.
+//!
+//! What the merged total leaves out: the per-direction latencies (each
+//! target keeps only its combined histograms) and the submission latency;
+//! each host's own result, kept beside the merged one, has them.
+
+use engine::stats::{decode_histogram, new_histogram, summarize};
+use results::{
+    CpuUsage, Environment, ErrnoCount, IoStats, Latencies, RunResult, RESULT_SCHEMA_VERSION,
+};
+
+/// The fleet's result from `(host label, its result)` pairs, in host
+/// order, with latency `percentiles` (0 < p ≤ 100). An error names a host
+/// whose histograms cannot be read.
+pub fn merge(parts: &[(&str, &RunResult)], percentiles: &[f64]) -> Result<RunResult, String> {
+    let mut targets = Vec::new();
+    let mut env = Environment {
+        hostname: format!(
+            "fleet of {}: {}",
+            parts.len(),
+            parts.iter().map(|(h, _)| *h).collect::<Vec<_>>().join(", ")
+        ),
+        ..parts
+            .first()
+            .map(|(_, r)| r.environment.clone())
+            .unwrap_or_default()
+    };
+    env.cpus_used.clear();
+    env.targets.clear();
+    env.notes.clear();
+    let (mut clat, mut lat) = (new_histogram(), new_histogram());
+    let mut out = RunResult {
+        schema_version: RESULT_SCHEMA_VERSION,
+        environment: Environment::default(),
+        policy: parts
+            .first()
+            .map(|(_, r)| r.policy.clone())
+            .unwrap_or_default(),
+        targets: Vec::new(),
+        read: IoStats::default(),
+        write: IoStats::default(),
+        total: IoStats::default(),
+        cpu_usage: CpuUsage::default(),
+        process_cpu_usage: CpuUsage::default(),
+        errors: Vec::new(),
+        runtime_ns: 0,
+        interrupted: false,
+        counters: None,
+    };
+    for (host, r) in parts {
+        env.started_unix_s = env.started_unix_s.min(r.environment.started_unix_s);
+        for t in &r.environment.targets {
+            let mut t = t.clone();
+            t.path = format!("{host}:{}", t.path);
+            env.targets.push(t);
+        }
+        env.notes
+            .extend(r.environment.notes.iter().map(|n| format!("{host}: {n}")));
+        for t in &r.targets {
+            let bad =
+                |what: &str| format!("{host}: the {what} histogram of {} cannot be read", t.path);
+            if t.total.ops > 0 {
+                clat.add(decode_histogram(&t.histograms.clat_hex).ok_or_else(|| bad("clat"))?)
+                    .map_err(|_| bad("clat"))?;
+                lat.add(decode_histogram(&t.histograms.lat_hex).ok_or_else(|| bad("lat"))?)
+                    .map_err(|_| bad("lat"))?;
+            }
+            let mut t = t.clone();
+            t.path = format!("{host}:{}", t.path);
+            targets.push(t);
+        }
+        add_counts(&mut out.read, &r.read);
+        add_counts(&mut out.write, &r.write);
+        add_counts(&mut out.total, &r.total);
+        add_cpu(&mut out.cpu_usage, &r.cpu_usage);
+        add_cpu(&mut out.process_cpu_usage, &r.process_cpu_usage);
+        for e in &r.errors {
+            match out.errors.iter_mut().find(|o| o.errno == e.errno) {
+                Some(o) => o.count += e.count,
+                None => out.errors.push(ErrnoCount { ..e.clone() }),
+            }
+        }
+        out.runtime_ns = out.runtime_ns.max(r.runtime_ns);
+        out.interrupted |= r.interrupted;
+    }
+    out.errors
+        .sort_by(|a, b| b.count.cmp(&a.count).then(a.errno.cmp(&b.errno)));
+    out.total.latency = Latencies {
+        slat: Default::default(),
+        clat: summarize(&clat, percentiles),
+        lat: summarize(&lat, percentiles),
+    };
+    out.targets = targets;
+    out.environment = env;
+    Ok(out)
+}
+
+fn add_counts(sum: &mut IoStats, x: &IoStats) {
+    sum.ops += x.ops;
+    sum.bytes += x.bytes;
+    sum.iops += x.iops;
+    sum.bandwidth_bytes_per_s += x.bandwidth_bytes_per_s;
+}
+
+fn add_cpu(sum: &mut CpuUsage, x: &CpuUsage) {
+    sum.wall_ns = sum.wall_ns.max(x.wall_ns);
+    sum.user_ns += x.user_ns;
+    sum.system_ns += x.system_ns;
+    sum.voluntary_ctx_switches += x.voluntary_ctx_switches;
+    sum.involuntary_ctx_switches += x.involuntary_ctx_switches;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::stats::encode_histogram;
+    use results::{RawHistograms, TargetResult};
+
+    fn host_result(samples: &[u64]) -> RunResult {
+        let mut h = new_histogram();
+        for &s in samples {
+            h.record(s).unwrap();
+        }
+        let total = IoStats {
+            ops: samples.len() as u64,
+            bytes: samples.len() as u64 * 4096,
+            iops: samples.len() as f64,
+            bandwidth_bytes_per_s: samples.len() as f64 * 4096.0,
+            latency: Latencies::default(),
+        };
+        let target = TargetResult {
+            path: "/dev/nvme0n1".into(),
+            label: None,
+            node: None,
+            workload: Default::default(),
+            runtime_ns: 1_000_000_000,
+            read: total.clone(),
+            write: IoStats::default(),
+            total: total.clone(),
+            cpu_usage: CpuUsage::default(),
+            errors: vec![],
+            workers: vec![],
+            histograms: RawHistograms {
+                clat_hex: encode_histogram(&h),
+                lat_hex: encode_histogram(&h),
+            },
+            verify: None,
+            multipath: None,
+        };
+        RunResult {
+            schema_version: RESULT_SCHEMA_VERSION,
+            environment: Environment::default(),
+            policy: "local".into(),
+            targets: vec![target],
+            read: total.clone(),
+            write: IoStats::default(),
+            total,
+            cpu_usage: CpuUsage {
+                user_ns: 10,
+                ..Default::default()
+            },
+            process_cpu_usage: CpuUsage::default(),
+            errors: vec![ErrnoCount {
+                errno: 5,
+                name: "EIO".into(),
+                count: 2,
+            }],
+            runtime_ns: 1_000_000_000,
+            interrupted: false,
+            counters: None,
+        }
+    }
+
+    /// Two hosts of very different latency: the merged p50 and p99 are
+    /// those of one histogram of every sample (averaging the hosts'
+    /// percentiles would give neither).
+    #[test]
+    fn percentiles_come_from_one_histogram_of_all_samples() {
+        let fast: Vec<u64> = (1..=900).map(|i| 10_000 + i).collect();
+        let slow: Vec<u64> = (1..=100).map(|i| 1_000_000 + i * 1000).collect();
+        let (a, b) = (host_result(&fast), host_result(&slow));
+        let m = merge(&[("a", &a), ("b", &b)], &[50.0, 99.0]).unwrap();
+        let mut all = new_histogram();
+        for s in fast.iter().chain(&slow) {
+            all.record(*s).unwrap();
+        }
+        let want = summarize(&all, &[50.0, 99.0]);
+        assert_eq!(m.total.latency.clat, want);
+        assert_eq!(m.total.latency.clat.samples, 1000);
+        assert!(m.total.latency.clat.at(99.0).unwrap() > 1_000_000);
+        assert_eq!(m.total.ops, 1000);
+        assert_eq!(m.total.iops, 1000.0);
+        assert_eq!(m.cpu_usage.user_ns, 20);
+        assert_eq!(m.errors[0].count, 4);
+        let names: Vec<_> = m.targets.iter().map(|t| t.path.as_str()).collect();
+        assert_eq!(names, ["a:/dev/nvme0n1", "b:/dev/nvme0n1"]);
+        assert!(m.environment.hostname.contains("a, b"));
+    }
+
+    #[test]
+    fn an_unreadable_histogram_names_its_host() {
+        let mut a = host_result(&[5, 6]);
+        a.targets[0].histograms.clat_hex = "zz".into();
+        let e = merge(&[("db7", &a)], &[99.0]).unwrap_err();
+        assert!(
+            e.starts_with("db7: the clat histogram of /dev/nvme0n1"),
+            "{e}"
+        );
+    }
+}

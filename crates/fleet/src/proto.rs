@@ -1,0 +1,136 @@
+//! What the controlling numio and `numio agent` say to each other over the
+//! ssh channel: one JSON object per line, the agent's on its stdout, the
+//! controller's on the agent's stdin. Nothing else travels: no secrets
+//! (ssh carries the authentication), no listening socket.
+//!
+//! The order: the agent says `hello`; the controller pings a few times
+//! (the clock offset), sends `prepare` (the bench arguments and this
+//! host's targets); the agent plans and opens its targets and says
+//! `ready`; once every host is ready the controller sends `start` with an
+//! instant in the agent's own clock; the agent runs then, reports
+//! `measuring` and `progress`, and ends with `result` (or `error`). The
+//! agent stops its run and exits when its stdin closes: when the ssh
+//! session ends, nothing is left running.
+
+use results::RunResult;
+use serde::{Deserialize, Serialize};
+
+/// Version of this protocol; the hello of an agent with another one is
+/// refused.
+pub const PROTOCOL: u32 = 1;
+
+/// Controller → agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToAgent {
+    /// Answer with [`FromAgent::Pong`] at once.
+    Ping {
+        /// The controller's clock when it sent this, ns since the epoch.
+        sent_ns: u64,
+    },
+    /// Plan and open the targets; answer `ready` or `error`.
+    Prepare {
+        /// The `numio bench` arguments (after `bench`) as the user gave
+        /// them; the fleet's own flags among them are ignored.
+        argv: Vec<String>,
+        /// This host's targets (empty: its NVMe namespaces).
+        targets: Vec<String>,
+    },
+    /// Start measuring at `at_unix_ns` of the agent's clock.
+    Start {
+        /// The instant, ns since the epoch, in the agent's clock.
+        at_unix_ns: u64,
+    },
+    /// Stop the run now (Ctrl-C at the controller).
+    Stop,
+}
+
+/// Agent → controller.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromAgent {
+    /// The first line.
+    Hello {
+        /// `numio --version`'s version.
+        version: String,
+        /// [`PROTOCOL`].
+        protocol: u32,
+        /// The host's name.
+        hostname: String,
+    },
+    /// Answer to a ping.
+    Pong {
+        /// The ping's `sent_ns`.
+        sent_ns: u64,
+        /// The agent's clock when it answered, ns since the epoch.
+        agent_ns: u64,
+    },
+    /// Targets planned and checked; waiting for `start`.
+    Ready {
+        /// The targets the host will run, with their NUMA placement.
+        targets: Vec<String>,
+        /// Workers (jobs) over all targets.
+        jobs: usize,
+    },
+    /// The workers passed their start barrier.
+    Measuring {
+        /// When, in the agent's clock, ns since the epoch.
+        at_unix_ns: u64,
+    },
+    /// Live counters, about five times a second.
+    Progress {
+        /// Seconds since measuring began.
+        elapsed_s: f64,
+        /// I/Os per second over the last interval.
+        iops: f64,
+        /// Bytes per second over the last interval.
+        bandwidth_bytes_per_s: f64,
+    },
+    /// The run's whole result.
+    Result {
+        /// As `numio bench --json` prints it.
+        result: Box<RunResult>,
+    },
+    /// The agent cannot go on; the last line it sends.
+    Error {
+        /// What went wrong, with the fix where there is one.
+        message: String,
+    },
+}
+
+impl FromAgent {
+    /// The line to send: JSON without a newline inside.
+    pub fn line(&self) -> String {
+        serde_json::to_string(self).expect("agent messages serialize")
+    }
+}
+
+impl ToAgent {
+    /// The line to send: JSON without a newline inside.
+    pub fn line(&self) -> String {
+        serde_json::to_string(self).expect("controller messages serialize")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_one_line_of_json_each_way() {
+        let m = ToAgent::Prepare {
+            argv: vec!["--rw".into(), "randread\nx".into()],
+            targets: vec!["/dev/nvme0n1".into()],
+        };
+        let l = m.line();
+        assert!(!l.contains('\n'));
+        assert_eq!(serde_json::from_str::<ToAgent>(&l).unwrap(), m);
+        let h = FromAgent::Hello {
+            version: "0.1.0".into(),
+            protocol: PROTOCOL,
+            hostname: "a".into(),
+        };
+        assert!(h.line().starts_with(r#"{"type":"hello""#));
+        assert_eq!(serde_json::from_str::<FromAgent>(&h.line()).unwrap(), h);
+    }
+}

@@ -1,0 +1,218 @@
+//! One host's ssh child: `ssh -T -o BatchMode=yes [-p PORT] [-l USER]
+//! [ARGS] HOST -- NUMIO agent`, its stdin the controller's channel to the
+//! agent, its stdout read by a thread into the run's one event channel,
+//! the last lines of its stderr kept for the error message.
+//!
+//! `BatchMode=yes` only stops ssh from asking for a password or
+//! passphrase on a terminal numio does not have; host key checking stays
+//! as the user configured it (a host whose key is unknown fails with ssh's
+//! own message).
+
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+
+use crate::hosts::Host;
+use crate::proto::{FromAgent, ToAgent};
+
+/// Lines of a host's stderr kept for its error message.
+const STDERR_LINES: usize = 20;
+
+/// What a host's reader thread reports.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A protocol line.
+    Message(FromAgent),
+    /// stdout closed: the agent (or ssh) ended.
+    Closed,
+}
+
+/// The ssh command line for `host` (without the program).
+pub fn ssh_args(host: &Host, global: &[String], remote: &[String]) -> Vec<String> {
+    let mut a = vec!["-T".to_string(), "-o".into(), "BatchMode=yes".into()];
+    if let Some(p) = host.port {
+        a.extend(["-p".to_string(), p.to_string()]);
+    }
+    if let Some(u) = &host.user {
+        a.extend(["-l".to_string(), u.clone()]);
+    }
+    a.extend(global.iter().cloned());
+    a.extend(host.ssh_args.iter().cloned());
+    a.push(host.addr.clone());
+    a.push("--".into());
+    a.extend(remote.iter().map(|w| shell_quote(w)));
+    a
+}
+
+/// `w` quoted for the remote shell (ssh joins the command's words with
+/// spaces and hands them to the login shell).
+pub fn shell_quote(w: &str) -> String {
+    if !w.is_empty()
+        && w.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@+%".contains(&b))
+    {
+        return w.to_string();
+    }
+    format!("'{}'", w.replace('\'', r"'\''"))
+}
+
+/// A running ssh child.
+pub struct Remote {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl Remote {
+    /// Starts `ssh` with `args`; its stdout lines go to `events` tagged
+    /// with `index`.
+    pub fn spawn(
+        ssh: &str,
+        args: &[String],
+        index: usize,
+        events: Sender<(usize, Incoming)>,
+    ) -> std::io::Result<Remote> {
+        let mut child = Command::new(ssh)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let stdout = child.stdout.take().expect("piped");
+        let stderr = child.stderr.take().expect("piped");
+        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let keep = Arc::clone(&tail);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let mut t = keep.lock().expect("stderr tail");
+                if t.len() == STDERR_LINES {
+                    t.pop_front();
+                }
+                t.push_back(line);
+            }
+        });
+        let keep = Arc::clone(&tail);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                match serde_json::from_str::<FromAgent>(&line) {
+                    Ok(m) => {
+                        if events.send((index, Incoming::Message(m))).is_err() {
+                            return;
+                        }
+                    }
+                    // Not the protocol (a login script's output): kept
+                    // with stderr for the error message.
+                    Err(_) => keep
+                        .lock()
+                        .expect("stderr tail")
+                        .push_back(format!("(stdout) {line}")),
+                }
+            }
+            let _ = events.send((index, Incoming::Closed));
+        });
+        Ok(Remote {
+            stdin: child.stdin.take(),
+            child,
+            stderr: tail,
+        })
+    }
+
+    /// Sends one message; false when the channel is gone.
+    pub fn send(&mut self, m: &ToAgent) -> bool {
+        let Some(w) = self.stdin.as_mut() else {
+            return false;
+        };
+        let mut line = m.line();
+        line.push('\n');
+        w.write_all(line.as_bytes())
+            .and_then(|()| w.flush())
+            .is_ok()
+    }
+
+    /// Closes the agent's stdin: it stops and exits.
+    pub fn close(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The last lines ssh and the agent wrote on stderr, joined.
+    pub fn stderr_tail(&self) -> String {
+        let t = self.stderr.lock().expect("stderr tail");
+        t.iter()
+            .map(String::as_str)
+            .filter(|l| !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+
+    /// Waits for ssh to exit, killing it after `grace`.
+    pub fn finish(&mut self, grace: std::time::Duration) -> Option<ExitStatus> {
+        self.close();
+        let until = std::time::Instant::now() + grace;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(s)) => return Some(s),
+                Ok(None) if std::time::Instant::now() < until => {
+                    // Waiting for a child process to exit: there is no
+                    // event to wait on short of SIGCHLD handling.
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    return self.child.wait().ok();
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        self.close();
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hosts::parse_hosts_file;
+
+    #[test]
+    fn the_command_line_keeps_the_users_ssh_settings() {
+        let h = &parse_hosts_file("root@db1:2222 -i /k/id\n", "h").unwrap()[0];
+        let a = ssh_args(
+            h,
+            &["-F".into(), "/cfg".into()],
+            &["/opt/numio dir/numio".into(), "agent".into()],
+        );
+        assert_eq!(
+            a,
+            [
+                "-T",
+                "-o",
+                "BatchMode=yes",
+                "-p",
+                "2222",
+                "-l",
+                "root",
+                "-F",
+                "/cfg",
+                "-i",
+                "/k/id",
+                "db1",
+                "--",
+                "'/opt/numio dir/numio'",
+                "agent"
+            ]
+        );
+        assert!(!a.iter().any(|w| w.contains("StrictHostKeyChecking")));
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+}

@@ -1,0 +1,217 @@
+//! `numio agent`: the far end of a fleet run (`numio bench --hosts`),
+//! started by the controlling numio over ssh. It speaks the line protocol
+//! of `fleet::proto` on stdin and stdout: hello, pongs, `ready` once the
+//! bench arguments it was sent are planned on this host's own topology,
+//! the run at the instant it is told, progress, the result. It stops its
+//! run and exits as soon as its stdin closes (the ssh session ended), so
+//! nothing keeps running on a host the controller lost.
+
+use std::io::{BufRead, Write};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args as _, FromArgMatches};
+use fleet::{FromAgent, ToAgent, PROTOCOL};
+use session::interrupt;
+
+use super::bench;
+
+/// Flags of `numio agent` (none: everything arrives on stdin).
+#[derive(Debug, clap::Args)]
+pub struct Args {}
+
+/// What the stdin thread hands the agent.
+enum Input {
+    Message(ToAgent),
+    /// stdin closed, or a line that is not the protocol.
+    Gone(String),
+}
+
+/// Runs the agent until its run is reported or its stdin closes.
+pub fn run(_args: Args) -> anyhow::Result<i32> {
+    interrupt::install(|_| {})?;
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        for line in stdin.lock().lines() {
+            let msg = match line {
+                Ok(l) => match serde_json::from_str::<ToAgent>(&l) {
+                    Ok(ToAgent::Stop) => {
+                        interrupt::flag().store(true, Ordering::Relaxed);
+                        continue;
+                    }
+                    Ok(m) => Input::Message(m),
+                    Err(e) => Input::Gone(format!("a line that is not the fleet protocol ({e})")),
+                },
+                Err(e) => Input::Gone(format!("reading stdin: {e}")),
+            };
+            let gone = matches!(msg, Input::Gone(_));
+            if gone {
+                interrupt::flag().store(true, Ordering::Relaxed);
+            }
+            if tx.send(msg).is_err() || gone {
+                return;
+            }
+        }
+        // The controller (or its ssh) went away: stop whatever runs.
+        interrupt::flag().store(true, Ordering::Relaxed);
+        let _ = tx.send(Input::Gone("stdin closed".into()));
+    });
+    say(&FromAgent::Hello {
+        version: env!("NUMIO_VERSION").to_string(),
+        protocol: PROTOCOL,
+        hostname: hostname(),
+    })?;
+    let mut prepared = None;
+    loop {
+        let m = match rx.recv() {
+            Ok(Input::Message(m)) => m,
+            Ok(Input::Gone(why)) => {
+                eprintln!("numio agent: {why}: exiting");
+                return Ok(1);
+            }
+            Err(_) => return Ok(1),
+        };
+        match m {
+            ToAgent::Ping { sent_ns } => say(&FromAgent::Pong {
+                sent_ns,
+                agent_ns: fleet::run::now_ns(),
+            })?,
+            ToAgent::Prepare { argv, targets } => match prepare(&argv, targets) {
+                Ok(p) => {
+                    say(&FromAgent::Ready {
+                        targets: p.0.targets.iter().map(|t| t.path.clone()).collect(),
+                        jobs: p.0.targets.iter().map(|t| t.jobs.len()).sum(),
+                    })?;
+                    prepared = Some(p);
+                }
+                Err(e) => return refuse(&format!("{e:#}")),
+            },
+            ToAgent::Start { at_unix_ns } => {
+                let Some((placement, opts)) = prepared.take() else {
+                    return refuse("start before prepare");
+                };
+                if !wait_until(at_unix_ns, &rx) {
+                    return Ok(1);
+                }
+                return measure(&placement, &opts);
+            }
+            ToAgent::Stop => {}
+        }
+    }
+}
+
+/// Sleeps until `at_unix_ns` of this host's clock; false when stdin
+/// closed meanwhile.
+fn wait_until(at_unix_ns: u64, rx: &mpsc::Receiver<Input>) -> bool {
+    loop {
+        if interrupt::flag().load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = fleet::run::now_ns();
+        if now >= at_unix_ns {
+            return true;
+        }
+        match rx.recv_timeout(Duration::from_nanos(at_unix_ns - now)) {
+            Err(mpsc::RecvTimeoutError::Timeout) => return true,
+            Ok(Input::Gone(why)) => {
+                eprintln!("numio agent: {why}: not starting");
+                return false;
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return false,
+            Ok(Input::Message(_)) => {}
+        }
+    }
+}
+
+/// The bench arguments planned here: `targets` replace the ones in
+/// `argv` (the controller split them by host).
+fn prepare(
+    argv: &[String],
+    targets: Vec<String>,
+) -> anyhow::Result<(planner::Placement, engine::RunOptions)> {
+    let cmd = bench::Args::augment_args(clap::Command::new("bench").no_binary_name(true));
+    let m = cmd
+        .try_get_matches_from(argv)
+        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
+    let mut args = bench::Args::from_arg_matches(&m).map_err(|e| anyhow::anyhow!("{e}"))?;
+    args.targets = targets;
+    if args.engine.verify || args.engine.verify_only {
+        anyhow::bail!("--verify across hosts is not supported yet: run it on each host");
+    }
+    let mut opts = args.engine.run_options()?;
+    opts.backend = args.engine.backend_for(&args.targets).into();
+    let placement = bench::bench_placement(&args, &mut opts)?;
+    let groups = bench::bench_jobs::groups(&placement);
+    if groups.len() > 1 {
+        anyhow::bail!(
+            "a fleet run runs one group: the job file has {} stonewall groups",
+            groups.len()
+        );
+    }
+    Ok((placement, opts))
+}
+
+/// Runs the plan, reporting as it goes, and sends the result.
+fn measure(placement: &planner::Placement, opts: &engine::RunOptions) -> anyhow::Result<i32> {
+    let mut failed = None;
+    let result = session::run_once(
+        placement,
+        opts,
+        session::RunInfo::SINGLE,
+        interrupt::flag(),
+        &mut |e| {
+            let m = match e {
+                session::Event::Measuring { .. } => FromAgent::Measuring {
+                    at_unix_ns: fleet::run::now_ns(),
+                },
+                session::Event::Progress { snapshot, .. } if snapshot.measuring => {
+                    FromAgent::Progress {
+                        elapsed_s: snapshot.elapsed_ns as f64 / 1e9,
+                        iops: snapshot.iops,
+                        bandwidth_bytes_per_s: snapshot.bytes_per_s,
+                    }
+                }
+                _ => return,
+            };
+            if let Err(e) = say(&m) {
+                failed.get_or_insert(e);
+                interrupt::flag().store(true, Ordering::Relaxed);
+            }
+        },
+    );
+    if let Some(e) = failed {
+        return Err(e).context("the controller's channel closed mid-run");
+    }
+    match result {
+        Ok(r) => {
+            say(&FromAgent::Result {
+                result: Box::new(r),
+            })?;
+            Ok(0)
+        }
+        Err(e) => refuse(&e.to_string()),
+    }
+}
+
+fn refuse(message: &str) -> anyhow::Result<i32> {
+    say(&FromAgent::Error {
+        message: message.to_string(),
+    })?;
+    Ok(1)
+}
+
+fn say(m: &FromAgent) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", m.line())
+        .and_then(|()| out.flush())
+        .context("writing to the controller")
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}

@@ -1,0 +1,204 @@
+//! `numio bench --hosts` over real OpenSSH: hosts are network namespaces
+//! joined by veth pairs, each with its own sshd (`common::sshlab`). Root
+//! only; elsewhere each test says why it did not run.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use common::lines::{lines_of, next_line};
+use common::sshlab::{unavailable, Numio, SshLab};
+use common::Temp;
+
+fn skip() -> bool {
+    if let Some(why) = unavailable() {
+        // CI has root and installs openssh-server: a skip there is a
+        // failure.
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the fleet tests cannot run: {why}"
+        );
+        eprintln!("skipped: {why}");
+        return true;
+    }
+    false
+}
+
+/// `numio bench --hosts LIST` with the lab's ssh flags and `rest`.
+fn fleet_bench(lab: &SshLab, hosts: &str, rest: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .arg("bench")
+        .args(["--hosts", hosts])
+        .args(lab.ssh_flags())
+        .args(rest)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const QUICK: [&str; 6] = ["--runtime", "2", "--ramp-time", "0", "--iodepth", "4"];
+
+/// Two hosts, then three, each on a file of its own (`ADDR:PATH`): every
+/// host reports, the totals add up, and the fleet's percentiles are those
+/// of one histogram of every I/O of every host.
+#[test]
+fn two_and_three_hosts_bench_at_once_and_merge_histograms() {
+    if skip() {
+        return;
+    }
+    let lab = SshLab::new(1, &[Numio::This, Numio::This, Numio::This]);
+    let files: Vec<Temp> = (0..3)
+        .map(|i| Temp::new(&format!("fleet{i}"), 16 << 20))
+        .collect();
+    let target = |i: usize| format!("{}:{}", lab.hosts[i].addr, files[i].0.display());
+    let list2 = format!("root@{},root@{}", lab.hosts[0].addr, lab.hosts[1].addr);
+    let (t0, t1) = (target(0), target(1));
+    let mut args: Vec<&str> = vec![&t0, &t1, "--json"];
+    args.extend(QUICK);
+    let (rc, out, err) = fleet_bench(&lab, &list2, &args);
+    assert_eq!(rc, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["schema"], "numio-fleet");
+    assert_eq!(v["partial"], false);
+    let hosts = v["hosts"].as_array().unwrap();
+    assert_eq!(hosts.len(), 2);
+    let mut all = engine::stats::new_histogram();
+    let mut ops = 0;
+    for (i, h) in hosts.iter().enumerate() {
+        assert_eq!(h["ok"], true, "{h}");
+        let r: results::RunResult = serde_json::from_value(h["result"].clone()).unwrap();
+        assert_eq!(r.targets.len(), 1, "host {i} ran only its own file");
+        assert_eq!(r.targets[0].path, files[i].0.display().to_string());
+        assert!(r.total.ops > 0);
+        ops += r.total.ops;
+        all.add(engine::stats::decode_histogram(&r.targets[0].histograms.clat_hex).unwrap())
+            .unwrap();
+        assert!(
+            h["clock_offset_ns"].as_i64().unwrap().abs() < 50_000_000,
+            "one kernel, one clock"
+        );
+    }
+    let merged: results::RunResult = serde_json::from_value(v["merged"].clone()).unwrap();
+    assert_eq!(merged.total.ops, ops);
+    let want = engine::stats::summarize(&all, &engine::DEFAULT_PERCENTILES);
+    let got = &merged.total.latency.clat;
+    assert_eq!(got.percentiles, want.percentiles);
+    assert_eq!(
+        (got.samples, got.min_ns, got.max_ns),
+        (want.samples, want.min_ns, want.max_ns)
+    );
+    assert!((got.mean_ns - want.mean_ns).abs() < 1e-6 * want.mean_ns.max(1.0));
+    let paths: Vec<&str> = merged.targets.iter().map(|t| t.path.as_str()).collect();
+    assert!(
+        paths[0].starts_with(&format!("root@{}:", lab.hosts[0].addr)),
+        "{paths:?}"
+    );
+
+    let t2 = target(2);
+    let mut args: Vec<&str> = vec![&t0, &t1, &t2];
+    args.extend(QUICK);
+    let (rc, out, err) = fleet_bench(&lab, &lab.host_list(), &args);
+    assert_eq!(rc, 0, "{err}");
+    for h in &lab.hosts {
+        assert!(out.contains(&format!("root@{}", h.addr)), "{out}");
+    }
+    assert!(out.contains("fleet (3 of 3 hosts)"), "{out}");
+    assert!(err.contains("3 host(s) start together"), "{err}");
+    for i in 0..3 {
+        assert!(
+            lab.processes(i, "agent").is_empty(),
+            "no agent left on host {i}"
+        );
+    }
+}
+
+/// A host without numio, one with another version and one that is down
+/// are each named with the fix; the host that ran is reported and the run
+/// marked partial (exit status 1).
+#[test]
+fn hosts_without_numio_of_another_version_or_down_are_named() {
+    if skip() {
+        return;
+    }
+    let mut lab = SshLab::new(
+        2,
+        &[
+            Numio::This,
+            Numio::Missing,
+            Numio::OtherVersion,
+            Numio::This,
+        ],
+    );
+    lab.kill_host(3);
+    let f = Temp::new("fleet-partial", 16 << 20);
+    let path = f.0.display().to_string();
+    let mut args: Vec<&str> = vec![&path];
+    args.extend(QUICK);
+    let (rc, out, err) = fleet_bench(&lab, &lab.host_list(), &args);
+    assert_eq!(rc, 1, "partial: {out}{err}");
+    let a = |i: usize| format!("root@{}", lab.hosts[i].addr);
+    assert!(
+        err.contains(&format!("{}: numio is not there or not executable", a(1))),
+        "{err}"
+    );
+    assert!(err.contains("install numio"), "{err}");
+    assert!(
+        err.contains(&format!("{}: it runs numio 0.0.1-other", a(2))),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{}: ssh could not reach or log in", a(3))),
+        "{err}"
+    );
+    assert!(out.contains("fleet (1 of 4 hosts, PARTIAL)"), "{out}");
+    assert!(err.contains("numio: partial:"), "{err}");
+}
+
+/// A host that dies mid-run is named; the other's result is kept, and
+/// nothing of numio is left running on it afterwards.
+#[test]
+fn a_host_killed_mid_run_leaves_the_others_result() {
+    if skip() {
+        return;
+    }
+    let mut lab = SshLab::new(3, &[Numio::This, Numio::This]);
+    let f = Temp::new("fleet-kill", 16 << 20);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .arg("bench")
+        .args(["--hosts", &lab.host_list()])
+        .args(lab.ssh_flags())
+        .arg(&f.0)
+        .args(["--runtime", "6", "--ramp-time", "0", "--iodepth", "4"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = lines_of(child.stderr.take().unwrap());
+    // Both hosts measure: the progress line shows the second one's IOPS.
+    let second = format!("root@{} ", lab.hosts[1].addr);
+    loop {
+        let l = next_line(&err, "total");
+        if l.contains(&second) && !l.contains(&format!("{second}0 ")) {
+            break;
+        }
+    }
+    lab.kill_host(1);
+    let mut rest = String::new();
+    for l in err.iter() {
+        rest.push_str(&l);
+        rest.push('\n');
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{rest}");
+    assert!(rest.contains("the connection ended mid-run"), "{rest}");
+    assert!(stdout.contains("fleet (1 of 2 hosts, PARTIAL)"), "{stdout}");
+    assert!(
+        lab.processes(0, "agent").is_empty(),
+        "no agent left on the live host"
+    );
+}
