@@ -27,6 +27,8 @@ pub struct FleetOptions {
     pub ssh_args: Vec<String>,
     /// numio on the hosts (a name on PATH or a path).
     pub remote_numio: String,
+    /// Copy this numio (the file) to every host first and run that.
+    pub push: Option<std::path::PathBuf>,
     /// This numio's version: an agent must have the same.
     pub version: String,
     /// Pings for each host's clock offset.
@@ -45,6 +47,7 @@ impl Default for FleetOptions {
             ssh: "ssh".into(),
             ssh_args: Vec::new(),
             remote_numio: "numio".into(),
+            push: None,
             version: String::new(),
             pings: 8,
             connect_timeout: Duration::from_secs(30),
@@ -169,12 +172,26 @@ pub fn run(
     observer: &mut dyn FnMut(FleetEvent<'_>),
 ) -> Vec<HostOutcome> {
     let (tx, rx) = mpsc::channel();
-    let remote_cmd = [o.remote_numio.clone(), "agent".into()];
+    let pushed = push_all(hosts, o);
     let mut slots: Vec<Slot> = hosts
         .iter()
         .enumerate()
         .map(|(i, h)| {
-            let args = ssh_args(&h.host, &o.ssh_args, &remote_cmd);
+            let remote = match &pushed[i] {
+                Some(Ok(path)) => path.clone(),
+                None => o.remote_numio.clone(),
+                Some(Err(e)) => {
+                    return Slot {
+                        remote: None,
+                        phase: Phase::Over(HostOutcome::Failed { reason: e.clone() }),
+                        offset: Offset::default(),
+                        deadline: None,
+                        measuring_ns: None,
+                        hostname: String::new(),
+                    }
+                }
+            };
+            let args = ssh_args(&h.host, &o.ssh_args, &[remote, "agent".into()]);
             match Remote::spawn(&o.ssh, &args, i, tx.clone()) {
                 Ok(r) => Slot {
                     remote: Some(r),
@@ -300,6 +317,25 @@ pub fn run(
             },
         })
         .collect()
+}
+
+/// `--push`: copies numio to every host at once; `None` per host without
+/// it.
+fn push_all(hosts: &[HostRun], o: &FleetOptions) -> Vec<Option<Result<String, String>>> {
+    let Some(exe) = &o.push else {
+        return vec![None; hosts.len()];
+    };
+    std::thread::scope(|s| {
+        let jobs: Vec<_> = hosts
+            .iter()
+            .map(|h| {
+                s.spawn(move || crate::ssh::push(&o.ssh, &h.host, &o.ssh_args, exe, &o.version))
+            })
+            .collect();
+        jobs.into_iter()
+            .map(|j| Some(j.join().unwrap_or_else(|_| Err("the copy panicked".into()))))
+            .collect()
+    })
 }
 
 fn fail(s: &mut Slot, host: &Host, reason: String, observer: &mut dyn FnMut(FleetEvent<'_>)) {

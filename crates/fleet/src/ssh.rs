@@ -31,6 +31,62 @@ pub enum Incoming {
 
 /// The ssh command line for `host` (without the program).
 pub fn ssh_args(host: &Host, global: &[String], remote: &[String]) -> Vec<String> {
+    let mut a = ssh_prefix(host, global);
+    a.extend(remote.iter().map(|w| shell_quote(w)));
+    a
+}
+
+/// Where `--push` puts numio on a host, relative to the login directory.
+pub fn pushed_path(version: &str) -> String {
+    let v: String = version
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || ".-+_".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!(".cache/numio/numio-{v}")
+}
+
+/// Copies `exe` (this numio) to `host` over ssh, as [`pushed_path`];
+/// returns that path, or why it failed.
+pub fn push(
+    ssh: &str,
+    host: &Host,
+    global: &[String],
+    exe: &std::path::Path,
+    version: &str,
+) -> Result<String, String> {
+    let path = pushed_path(version);
+    let mut a = ssh_prefix(host, global);
+    // One remote shell command: written under a temporary name, then
+    // renamed, so a host never runs a half-copied numio.
+    a.push(format!(
+        "mkdir -p .cache/numio && cat > {path}.$$ && chmod 755 {path}.$$ && mv -f {path}.$$ {path}"
+    ));
+    let file = std::fs::File::open(exe).map_err(|e| format!("reading {}: {e}", exe.display()))?;
+    let out = Command::new(ssh)
+        .args(&a)
+        .stdin(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("cannot run {ssh}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "copying numio over (--push) failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(path)
+}
+
+/// `ssh`'s options and destination for `host`, before the command.
+fn ssh_prefix(host: &Host, global: &[String]) -> Vec<String> {
     let mut a = vec!["-T".to_string(), "-o".into(), "BatchMode=yes".into()];
     if let Some(p) = host.port {
         a.extend(["-p".to_string(), p.to_string()]);
@@ -42,7 +98,6 @@ pub fn ssh_args(host: &Host, global: &[String], remote: &[String]) -> Vec<String
     a.extend(host.ssh_args.iter().cloned());
     a.push(host.addr.clone());
     a.push("--".into());
-    a.extend(remote.iter().map(|w| shell_quote(w)));
     a
 }
 
@@ -214,5 +269,9 @@ mod tests {
         );
         assert!(!a.iter().any(|w| w.contains("StrictHostKeyChecking")));
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(
+            pushed_path("0.1.0 (abc/d)"),
+            ".cache/numio/numio-0.1.0__abc_d_"
+        );
     }
 }

@@ -156,6 +156,28 @@ fn hosts_without_numio_of_another_version_or_down_are_named() {
     );
     assert!(out.contains("fleet (1 of 4 hosts, PARTIAL)"), "{out}");
     assert!(err.contains("numio: partial:"), "{err}");
+
+    // --push copies this numio over: the host without one and the host
+    // with another version both run.
+    let list = format!("{},{}", a(1), a(2));
+    let (rc, out, err) = fleet_bench(
+        &lab,
+        &list,
+        &[&[path.as_str(), "--push"][..], &QUICK].concat(),
+    );
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let pushed = std::path::Path::new(&home).join(".cache/numio");
+    let copies: Vec<_> = std::fs::read_dir(&pushed)
+        .map(|d| d.flatten().collect())
+        .unwrap_or_default();
+    for c in &copies {
+        if c.file_name().to_string_lossy().starts_with("numio-") {
+            let _ = std::fs::remove_file(c.path());
+        }
+    }
+    assert_eq!(rc, 0, "{out}{err}");
+    assert!(out.contains("fleet (2 of 2 hosts)"), "{out}");
+    assert_eq!(copies.len(), 1, "one copy, renamed into place: {copies:?}");
 }
 
 /// A host that dies mid-run is named; the other's result is kept, and

@@ -35,6 +35,10 @@ pub struct FleetArgs {
     /// numio on the hosts: a command on their PATH or a path.
     #[arg(long, value_name = "PATH", default_value = "numio")]
     pub remote_numio: String,
+    /// Copy this numio to every host first (to ~/.cache/numio/ there) and
+    /// run that copy: no install needed, and the versions match.
+    #[arg(long)]
+    pub push: bool,
 }
 
 impl FleetArgs {
@@ -108,6 +112,11 @@ pub fn run(
         ssh: std::env::var("NUMIO_SSH").unwrap_or_else(|_| "ssh".into()),
         ssh_args,
         remote_numio: fleet_args.remote_numio.clone(),
+        push: if fleet_args.push {
+            Some(std::env::current_exe().context("finding this numio's file for --push")?)
+        } else {
+            None
+        },
         version: env!("NUMIO_VERSION").to_string(),
         ..FleetOptions::default()
     };

@@ -1,5 +1,5 @@
-//! Hosts for fleet tests: network namespaces joined to this one by veth
-//! pairs, each running its own OpenSSH server (Debian's openssh-server)
+//! Hosts for fleet tests: network namespaces on one bridge with this one
+//! (a veth pair each), so every host reaches every other; each running its own OpenSSH server (Debian's openssh-server)
 //! with a throwaway host key, a client key made for the test, and a PATH
 //! of the test's choosing (so one host can lack numio or have another
 //! version). Root only; everything is removed on drop.
@@ -35,7 +35,7 @@ pub struct SshLab {
     /// The hosts.
     pub hosts: Vec<SshHost>,
     dir: PathBuf,
-    veths: Vec<String>,
+    bridge: String,
 }
 
 fn run(cmd: &str, args: &[&str]) {
@@ -86,16 +86,23 @@ impl SshLab {
         );
         std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
         let hostkey_pub = std::fs::read_to_string(dir.join("hostkey.pub")).unwrap();
+        let bridge = format!("nfb{id}p{}", std::process::id() % 100_000);
+        let subnet = format!("10.181.{id}");
+        run("ip", &["link", "add", &bridge, "type", "bridge"]);
         let mut lab = SshLab {
             hosts: Vec::new(),
             dir: dir.clone(),
-            veths: Vec::new(),
+            bridge: bridge.clone(),
         };
+        run(
+            "ip",
+            &["addr", "add", &format!("{subnet}.1/24"), "dev", &bridge],
+        );
+        run("ip", &["link", "set", &bridge, "up"]);
         let mut known = String::new();
         for (i, kind) in kinds.iter().enumerate() {
             let ns = format!("numio-fl{id}-{i}-{}", std::process::id());
-            let subnet = format!("10.{}.{}", 180 + id / 8, (id % 8) * 32 + i as u32);
-            let addr = format!("{subnet}.2");
+            let addr = format!("{subnet}.{}", 10 + i);
             let (outer, inner) = (format!("nfo{id}x{i}"), format!("nfi{id}x{i}"));
             run("ip", &["netns", "add", &ns]);
             lab.hosts.push(SshHost {
@@ -109,12 +116,8 @@ impl SshLab {
                     "link", "add", &outer, "type", "veth", "peer", "name", &inner,
                 ],
             );
-            lab.veths.push(outer.clone());
+            run("ip", &["link", "set", &outer, "master", &bridge]);
             run("ip", &["link", "set", &inner, "netns", &ns]);
-            run(
-                "ip",
-                &["addr", "add", &format!("{subnet}.1/24"), "dev", &outer],
-            );
             run("ip", &["link", "set", &outer, "up"]);
             let exec = |args: &[&str]| {
                 let mut a = vec!["netns", "exec", &ns];
@@ -244,12 +247,10 @@ impl Drop for SshLab {
                 .args(["netns", "del", &self.hosts[i].ns])
                 .status();
         }
-        for v in &self.veths {
-            let _ = Command::new("ip")
-                .args(["link", "del", v])
-                .stderr(Stdio::null())
-                .status();
-        }
+        let _ = Command::new("ip")
+            .args(["link", "del", &self.bridge])
+            .stderr(Stdio::null())
+            .status();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
