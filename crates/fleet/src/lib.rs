@@ -11,6 +11,7 @@
 //! - `ssh.rs`: one host's ssh child and its channel.
 //! - `run.rs`: the controller's side of a fleet run.
 //! - `merge.rs`: one result from the hosts' results (merged histograms).
+//! - `target.rs`: a target host of an NVMe-oF study (`numio serve` there).
 
 pub mod clock;
 pub mod hosts;
@@ -18,6 +19,7 @@ pub mod merge;
 pub mod proto;
 pub mod run;
 pub mod ssh;
+pub mod target;
 
 pub use hosts::{parse_host, parse_host_list, parse_hosts_file, targets_per_host, Host};
 pub use proto::{FromAgent, ToAgent, PROTOCOL};

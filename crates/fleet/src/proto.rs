@@ -41,8 +41,17 @@ pub enum ToAgent {
         /// The instant, ns since the epoch, in the agent's clock.
         at_unix_ns: u64,
     },
-    /// Stop the run now (Ctrl-C at the controller).
+    /// Stop the run now (Ctrl-C at the controller); a serving agent stops
+    /// its target and exits.
     Stop,
+    /// Start `numio serve` with `argv` here and keep it until stdin
+    /// closes; answer `serving` once it is ready, or `error`.
+    Serve {
+        /// `numio serve`'s arguments.
+        argv: Vec<String>,
+    },
+    /// Answer with [`FromAgent::Cpu`]: the serving target's CPU so far.
+    CpuSample,
 }
 
 /// Agent → controller.
@@ -91,11 +100,40 @@ pub enum FromAgent {
         /// As `numio bench --json` prints it.
         result: Box<RunResult>,
     },
+    /// `numio serve` is ready.
+    Serving {
+        /// What it said while starting (listeners, subsystems, reactors).
+        lines: Vec<String>,
+    },
+    /// CPU time so far: the target process's and the machine's.
+    Cpu {
+        /// The agent's clock, ns since the epoch.
+        at_unix_ns: u64,
+        /// The target process's user + system time, ns.
+        process_ns: u64,
+        /// The machine's busy CPU time (all CPUs), ns.
+        machine_busy_ns: u64,
+        /// The machine's CPU time, busy and idle (all CPUs), ns.
+        machine_total_ns: u64,
+        /// Online CPUs.
+        online_cpus: u32,
+    },
     /// The agent cannot go on; the last line it sends.
     Error {
         /// What went wrong, with the fix where there is one.
         message: String,
     },
+}
+
+/// The first answer of an agent: an error unless it runs numio `want`
+/// with this protocol.
+pub fn check_hello(version: &str, protocol: u32, want: &str) -> Result<(), String> {
+    if version != want || protocol != PROTOCOL {
+        return Err(format!(
+            "it runs numio {version} (agent protocol {protocol}), this is numio {want} (protocol {PROTOCOL}): install numio {want} there, or pass --push to copy this one over"
+        ));
+    }
+    Ok(())
 }
 
 impl FromAgent {

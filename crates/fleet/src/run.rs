@@ -15,7 +15,7 @@ use results::RunResult;
 
 use crate::clock::{self, Offset, Sample};
 use crate::hosts::Host;
-use crate::proto::{FromAgent, ToAgent, PROTOCOL};
+use crate::proto::{FromAgent, ToAgent};
 use crate::ssh::{ssh_args, Incoming, Remote};
 
 /// How a fleet run reaches its hosts.
@@ -409,11 +409,7 @@ fn on_message(
                 hostname,
             },
         ) => {
-            if version != o.version || protocol != PROTOCOL {
-                let reason = format!(
-                    "it runs numio {version} (agent protocol {protocol}), this is numio {} (protocol {PROTOCOL}): install numio {} there, or pass --push to copy this one over",
-                    o.version, o.version
-                );
+            if let Err(reason) = crate::proto::check_hello(&version, protocol, &o.version) {
                 return fail(s, h, reason, observer);
             }
             s.phase = Phase::Ping(Vec::with_capacity(o.pings));

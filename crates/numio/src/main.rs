@@ -35,6 +35,9 @@ enum Command {
     Report(cmd::report::Args),
     /// Serve namespaces over NVMe/TCP.
     Serve(cmd::serve::Args),
+    /// NVMe/TCP study across hosts: numio serve on a target host, numio's
+    /// initiator on N others at once, aggregate IOPS and each side's CPU.
+    Fabric(cmd::fabric::Args),
     /// The far end of `numio bench --hosts`, started over ssh: speaks the
     /// fleet protocol on stdin and stdout (not for interactive use).
     Agent(cmd::agent::Args),
@@ -61,6 +64,7 @@ fn main() {
         Command::Report(args) => cmd::report::run(args),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Agent(args) => cmd::agent::run(args),
+        Command::Fabric(args) => cmd::fabric::run(args),
         Command::Coalesce(args) => cmd::coalesce::run(args),
         Command::Completions(args) => cmd::completions::run(args, Cli::command()),
         Command::Man(args) => cmd::man::run(args, Cli::command()),

@@ -224,3 +224,116 @@ fn a_host_killed_mid_run_leaves_the_others_result() {
         "no agent left on the live host"
     );
 }
+
+/// `numio fabric`: numio serve on one host, numio's initiator on two
+/// others, one and then two initiators; the points add up, the target's
+/// CPU is measured, and nothing is left running afterwards.
+#[test]
+fn fabric_runs_a_target_and_initiators_and_tears_down() {
+    if skip() {
+        return;
+    }
+    let lab = SshLab::new(4, &[Numio::This, Numio::This, Numio::This]);
+    let a = |i: usize| format!("root@{}", lab.hosts[i].addr);
+    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .arg("fabric")
+        .args(["--target", &a(0)])
+        .args(["--initiators", &format!("{},{}", a(1), a(2))])
+        .args(["--initiator-counts", "1,2", "--ns", "mem:64M", "--json"])
+        .args(lab.ssh_flags())
+        .args(["--", "--runtime", "2", "--ramp-time", "0", "--iodepth", "4"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["schema"], "numio-fabric");
+    assert_eq!(
+        v["url"],
+        format!(
+            "nvme-tcp://{}:4420/nqn.2026-01.io.numio:subsys0/1",
+            lab.hosts[0].addr
+        )
+    );
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for (k, p) in points.iter().enumerate() {
+        assert_eq!(p["initiators"], k + 1);
+        let hosts = p["fleet"]["hosts"].as_array().unwrap();
+        assert_eq!(hosts.len(), k + 1);
+        let sum: u64 = hosts
+            .iter()
+            .map(|h| h["result"]["total"]["ops"].as_u64().unwrap())
+            .sum();
+        assert!(sum > 0);
+        assert_eq!(p["fleet"]["merged"]["total"]["ops"].as_u64().unwrap(), sum);
+        assert!(
+            p["target_cpu"]["process_cpu_s"].as_f64().unwrap() > 0.0,
+            "{p}"
+        );
+    }
+    assert!(stderr.contains("numio serve: ready"), "{stderr}");
+    for i in 0..3 {
+        assert!(
+            lab.processes(i, "agent").is_empty(),
+            "no agent left on host {i}"
+        );
+    }
+    assert!(
+        lab.processes(0, "serve").is_empty(),
+        "the target is stopped"
+    );
+}
+
+/// Ctrl-C in the middle of a fabric run stops the initiators and the
+/// target: nothing is left on any host.
+#[test]
+fn fabric_ctrl_c_stops_everything() {
+    if skip() {
+        return;
+    }
+    let lab = SshLab::new(5, &[Numio::This, Numio::This]);
+    let a = |i: usize| format!("root@{}", lab.hosts[i].addr);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .arg("fabric")
+        .args(["--target", &a(0), "--initiators", &a(1), "--ns", "mem:64M"])
+        .args(lab.ssh_flags())
+        .args([
+            "--",
+            "--runtime",
+            "60",
+            "--ramp-time",
+            "0",
+            "--iodepth",
+            "4",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = lines_of(child.stderr.take().unwrap());
+    next_line(&err, "total");
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let rest: Vec<String> = err.iter().collect();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", rest.join("\n"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("initiators"),
+        "the measured part is reported: {stdout}"
+    );
+    assert!(
+        lab.processes(0, "serve").is_empty(),
+        "the target is stopped"
+    );
+    for i in 0..2 {
+        assert!(
+            lab.processes(i, "agent").is_empty(),
+            "no agent left on host {i}"
+        );
+    }
+}

@@ -22,25 +22,32 @@ use super::bench;
 #[derive(Debug, clap::Args)]
 pub struct Args {}
 
-/// What the stdin thread hands the agent.
+/// What the stdin thread (and a served target's log thread) hand the
+/// agent.
 enum Input {
     Message(ToAgent),
     /// stdin closed, or a line that is not the protocol.
     Gone(String),
+    /// A line of `numio serve`'s log.
+    ServeLine(String),
+    /// `numio serve`'s log closed: it exited.
+    ServeEnded,
 }
 
 /// Runs the agent until its run is reported or its stdin closes.
 pub fn run(_args: Args) -> anyhow::Result<i32> {
     interrupt::install(|_| {})?;
     let (tx, rx) = mpsc::channel();
+    let serve_tx = tx.clone();
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
         for line in stdin.lock().lines() {
             let msg = match line {
                 Ok(l) => match serde_json::from_str::<ToAgent>(&l) {
                     Ok(ToAgent::Stop) => {
+                        // A run sees the flag; a served target the message.
                         interrupt::flag().store(true, Ordering::Relaxed);
-                        continue;
+                        Input::Message(ToAgent::Stop)
                     }
                     Ok(m) => Input::Message(m),
                     Err(e) => Input::Gone(format!("a line that is not the fleet protocol ({e})")),
@@ -72,6 +79,7 @@ pub fn run(_args: Args) -> anyhow::Result<i32> {
                 eprintln!("numio agent: {why}: exiting");
                 return Ok(1);
             }
+            Ok(Input::ServeLine(_) | Input::ServeEnded) => continue,
             Err(_) => return Ok(1),
         };
         match m {
@@ -98,8 +106,127 @@ pub fn run(_args: Args) -> anyhow::Result<i32> {
                 }
                 return measure(&placement, &opts);
             }
-            ToAgent::Stop => {}
+            ToAgent::Serve { argv } => return serve(&argv, &rx, serve_tx),
+            ToAgent::Stop | ToAgent::CpuSample => {}
         }
+    }
+}
+
+/// Runs `numio serve argv` until told to stop or stdin closes, answering
+/// CPU samples; SIGTERM stops it (it drains and closes as on Ctrl-C).
+fn serve(
+    argv: &[String],
+    rx: &mpsc::Receiver<Input>,
+    tx: mpsc::Sender<Input>,
+) -> anyhow::Result<i32> {
+    let exe = std::env::current_exe().context("finding this numio to run numio serve")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("serve")
+        .args(argv)
+        .stdin(std::process::Stdio::null())
+        // Its log (stdout) and errors (stderr) are read here: the agent's
+        // stdout is the protocol's.
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: sigemptyset, sigprocmask and prctl are async-signal-safe;
+    // the closure touches nothing else between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            // The agent blocks SIGINT and SIGTERM for its own handling;
+            // numio serve starts with none blocked, as from a shell.
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            // The target dies with the agent, even a killed one.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().context("starting numio serve")?;
+    let out = child.stdout.take().expect("piped");
+    let err = child.stderr.take().expect("piped");
+    let err_tx = tx.clone();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if err_tx.send(Input::ServeLine(l)).is_err() {
+                return;
+            }
+        }
+    });
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(Input::ServeLine(l)).is_err() {
+                return;
+            }
+        }
+        let _ = tx.send(Input::ServeEnded);
+    });
+    let pid = child.id();
+    let stop = |child: &mut std::process::Child| {
+        // SAFETY: kill(2) on the pid of a child not yet waited for.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        let _ = child.wait();
+    };
+    let mut lines = Vec::new();
+    let mut ready = false;
+    loop {
+        let input = rx.recv().unwrap_or(Input::Gone("stdin closed".into()));
+        match input {
+            Input::ServeLine(l) => {
+                eprintln!("{l}");
+                if !ready {
+                    ready = l.contains("numio serve: ready");
+                    lines.push(l);
+                    if ready {
+                        say(&FromAgent::Serving {
+                            lines: std::mem::take(&mut lines),
+                        })?;
+                    }
+                }
+            }
+            Input::ServeEnded => {
+                let status = child.wait().context("waiting for numio serve")?;
+                let last: Vec<&str> = lines
+                    .iter()
+                    .rev()
+                    .take(5)
+                    .rev()
+                    .map(String::as_str)
+                    .collect();
+                return refuse(&format!("exited ({status}): {}", last.join(" | ")));
+            }
+            Input::Message(ToAgent::CpuSample) => say(&cpu_sample(pid))?,
+            Input::Message(ToAgent::Stop) | Input::Gone(_) => {
+                stop(&mut child);
+                return Ok(0);
+            }
+            Input::Message(_) => {}
+        }
+    }
+}
+
+/// The served target's CPU time and the machine's, now.
+fn cpu_sample(pid: u32) -> FromAgent {
+    let s = topology::counters::sample(std::path::Path::new("/"), &[pid]).ok();
+    let ns = topology::counters::ticks_ns;
+    let (process_ns, busy, total, cpus) = s.map_or((0, 0, 0, 0), |s| {
+        let p = s
+            .processes
+            .first()
+            .map_or(0, |p| ns(p.user_ticks + p.system_ticks));
+        (
+            p,
+            ns(s.stat.total.busy()),
+            ns(s.stat.total.total()),
+            s.stat.cpus.len() as u32,
+        )
+    });
+    FromAgent::Cpu {
+        at_unix_ns: fleet::run::now_ns(),
+        process_ns,
+        machine_busy_ns: busy,
+        machine_total_ns: total,
+        online_cpus: cpus,
     }
 }
 
@@ -121,7 +248,7 @@ fn wait_until(at_unix_ns: u64, rx: &mpsc::Receiver<Input>) -> bool {
                 return false;
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => return false,
-            Ok(Input::Message(_)) => {}
+            Ok(Input::Message(_) | Input::ServeLine(_) | Input::ServeEnded) => {}
         }
     }
 }

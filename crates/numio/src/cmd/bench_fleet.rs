@@ -29,6 +29,13 @@ pub struct FleetArgs {
     /// arguments for that host (`-i KEY`); `#` comments.
     #[arg(long, value_name = "FILE")]
     pub hosts_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub ssh: SshArgs,
+}
+
+/// How numio reaches other hosts (`numio bench --hosts`, `numio fabric`).
+#[derive(Debug, Default, clap::Args)]
+pub struct SshArgs {
     /// An ssh option for every host, as `ssh -o OPTION` (repeatable).
     #[arg(long = "ssh-opt", value_name = "OPTION")]
     pub ssh_opts: Vec<String>,
@@ -39,6 +46,29 @@ pub struct FleetArgs {
     /// run that copy: no install needed, and the versions match.
     #[arg(long)]
     pub push: bool,
+}
+
+impl SshArgs {
+    /// The fleet options these flags make (`NUMIO_SSH` names another ssh
+    /// program).
+    pub fn options(&self) -> anyhow::Result<FleetOptions> {
+        let mut ssh_args = Vec::new();
+        for o in &self.ssh_opts {
+            ssh_args.extend(["-o".to_string(), o.clone()]);
+        }
+        Ok(FleetOptions {
+            ssh: std::env::var("NUMIO_SSH").unwrap_or_else(|_| "ssh".into()),
+            ssh_args,
+            remote_numio: self.remote_numio.clone(),
+            push: if self.push {
+                Some(std::env::current_exe().context("finding this numio's file for --push")?)
+            } else {
+                None
+            },
+            version: env!("NUMIO_VERSION").to_string(),
+            ..FleetOptions::default()
+        })
+    }
 }
 
 impl FleetArgs {
@@ -60,7 +90,7 @@ impl FleetArgs {
 
 /// One host's part of a fleet run, as saved and printed with `--json`.
 #[derive(Debug, Serialize)]
-struct HostReport {
+pub(crate) struct HostReport {
     host: String,
     ok: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -78,11 +108,11 @@ struct HostReport {
 
 /// A fleet run's whole outcome.
 #[derive(Debug, Serialize)]
-struct FleetReport {
+pub(crate) struct FleetReport {
     schema: &'static str,
-    partial: bool,
-    hosts: Vec<HostReport>,
-    merged: Option<results::RunResult>,
+    pub(crate) partial: bool,
+    pub(crate) hosts: Vec<HostReport>,
+    pub(crate) merged: Option<results::RunResult>,
 }
 
 /// Runs the bench on every host; `targets` are the bench's targets.
@@ -104,22 +134,7 @@ pub fn run(
         bail!("numio bench --hosts: cannot find `bench` among the arguments");
     };
     let argv = all[at + 1..].to_vec();
-    let mut ssh_args = Vec::new();
-    for o in &fleet_args.ssh_opts {
-        ssh_args.extend(["-o".to_string(), o.clone()]);
-    }
-    let opts = FleetOptions {
-        ssh: std::env::var("NUMIO_SSH").unwrap_or_else(|_| "ssh".into()),
-        ssh_args,
-        remote_numio: fleet_args.remote_numio.clone(),
-        push: if fleet_args.push {
-            Some(std::env::current_exe().context("finding this numio's file for --push")?)
-        } else {
-            None
-        },
-        version: env!("NUMIO_VERSION").to_string(),
-        ..FleetOptions::default()
-    };
+    let opts = fleet_args.ssh.options()?;
     let mut records = Vec::new();
     let mut partial_runs = 0;
     let mut io_errors = false;
@@ -188,7 +203,10 @@ pub fn run(
     Ok(interrupt::exit_code().unwrap_or(code))
 }
 
-fn fleet_report(runs: &[HostRun], outcomes: Vec<HostOutcome>) -> anyhow::Result<FleetReport> {
+pub(crate) fn fleet_report(
+    runs: &[HostRun],
+    outcomes: Vec<HostOutcome>,
+) -> anyhow::Result<FleetReport> {
     let mut hosts = Vec::new();
     for (r, o) in runs.iter().zip(outcomes) {
         hosts.push(match o {
@@ -244,7 +262,7 @@ fn fleet_report(runs: &[HostRun], outcomes: Vec<HostOutcome>) -> anyhow::Result<
     })
 }
 
-fn failures(r: &FleetReport) -> String {
+pub(crate) fn failures(r: &FleetReport) -> String {
     r.hosts
         .iter()
         .filter_map(|h| Some(format!("{}: {}", h.host, h.reason.as_ref()?)))
@@ -252,7 +270,7 @@ fn failures(r: &FleetReport) -> String {
         .join("; ")
 }
 
-fn print_hosts(r: &FleetReport) {
+pub(crate) fn print_hosts(r: &FleetReport) {
     println!(
         "{:<24} {:>10} {:>11} {:>10} {:>10} {:>12} {:>11}",
         "host", "IOPS", "bandwidth", "mean", "p99", "clock offset", "start skew"
@@ -312,7 +330,7 @@ fn print_total(m: &results::RunResult, r: &FleetReport) {
     );
 }
 
-fn signed_latency(ns: i64) -> String {
+pub(crate) fn signed_latency(ns: i64) -> String {
     let s = human::latency(ns.unsigned_abs() as f64);
     if ns < 0 {
         format!("-{s}")
@@ -322,14 +340,14 @@ fn signed_latency(ns: i64) -> String {
 }
 
 /// The hosts' live IOPS on stderr, one line a second.
-struct Progress {
+pub(crate) struct Progress {
     labels: Vec<String>,
     iops: Vec<f64>,
     last: Instant,
 }
 
 impl Progress {
-    fn new(runs: &[HostRun]) -> Self {
+    pub(crate) fn new(runs: &[HostRun]) -> Self {
         Progress {
             labels: runs.iter().map(|r| r.host.label.clone()).collect(),
             iops: vec![0.0; runs.len()],
@@ -337,7 +355,7 @@ impl Progress {
         }
     }
 
-    fn event(&mut self, e: FleetEvent<'_>) {
+    pub(crate) fn event(&mut self, e: FleetEvent<'_>) {
         match e {
             FleetEvent::Connected {
                 host,

@@ -18,6 +18,7 @@ pub mod default_target;
 pub mod display;
 pub mod doctor;
 pub mod engine_args;
+pub mod fabric;
 pub mod flags;
 pub mod human;
 pub mod man;
