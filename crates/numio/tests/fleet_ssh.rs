@@ -114,6 +114,59 @@ fn two_and_three_hosts_bench_at_once_and_merge_histograms() {
             "no agent left on host {i}"
         );
     }
+
+    // numio compare across hosts: one host against the other two,
+    // interleaved, with the per-host rows in the saved set.
+    let (a0, a12) = (
+        format!("hosts=root@{},label=one", lab.hosts[0].addr),
+        format!(
+            "hosts=root@{},root@{}",
+            lab.hosts[1].addr, lab.hosts[2].addr
+        ),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .args([
+            "compare", "--a", &a0, "--b", &a12, "--repeat", "2", "--json",
+        ])
+        .args(lab.ssh_flags())
+        .args([&t0, &t1, &t2])
+        .args(QUICK)
+        .output()
+        .unwrap();
+    let (o, e) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{o}{e}");
+    let v: serde_json::Value = serde_json::from_str(&o).unwrap();
+    let arms = v["set"]["arms"]
+        .as_array()
+        .or(v["arms"].as_array())
+        .unwrap_or_else(|| panic!("{o}"));
+    assert_eq!(arms.len(), 2);
+    assert_eq!(arms[0]["label"], "one");
+    let seqs: Vec<u64> = arms
+        .iter()
+        .flat_map(|a| {
+            a["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["seq"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(seqs, [1, 3, 2, 4], "interleaved A B A B");
+    let b_targets: Vec<&str> = arms[1]["runs"][0]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        b_targets.len(),
+        2,
+        "one row per host and drive: {b_targets:?}"
+    );
 }
 
 /// A host without numio, one with another version and one that is down

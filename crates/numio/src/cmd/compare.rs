@@ -23,7 +23,9 @@ use super::report::{command_line, finish, now_unix_s};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Arm A: policy=local|spread|none, plan=FILE (numio plan --save),
-    /// fio=FILE (job file) or result=FILE[,arm=LABEL]; append ,label=NAME to rename.
+    /// fio=FILE (job file), result=FILE[,arm=LABEL] or hosts=H1,H2 (a fleet
+    /// over ssh, as numio bench --hosts; then --b names hosts too); append
+    /// ,label=NAME to rename.
     #[arg(long = "a", value_name = "ARM")]
     pub a: String,
     /// Arm B, as --a.
@@ -44,6 +46,9 @@ pub struct Args {
     /// Print the result set and its analysis as JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// How hosts= arms reach their hosts.
+    #[command(flatten)]
+    pub ssh: super::bench::bench_fleet::SshArgs,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     #[command(flatten)]
@@ -58,6 +63,17 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         args.repeat
     );
     interrupt::install(super::display::on_signal)?;
+    if super::compare_fleet::is_fleet_arm(&args.a) || super::compare_fleet::is_fleet_arm(&args.b) {
+        return super::compare_fleet::run(&super::compare_fleet::FleetCompare {
+            a: &args.a,
+            b: &args.b,
+            repeat: args.repeat,
+            targets: &args.targets,
+            ssh: &args.ssh,
+            export: &args.export,
+            json: args.json,
+        });
+    }
     let mut specs = [parse_arm("--a", &args.a)?, parse_arm("--b", &args.b)?];
     if let Some(code) = compare_sweeps(&specs, &args)? {
         return Ok(code);
