@@ -390,3 +390,55 @@ fn fabric_ctrl_c_stops_everything() {
         );
     }
 }
+
+/// The controlling numio killed outright (no chance to stop anything):
+/// the ssh sessions end, and every agent stops its run and exits.
+#[test]
+fn agents_exit_when_the_controller_dies() {
+    if skip() {
+        return;
+    }
+    let lab = SshLab::new(6, &[Numio::This, Numio::This]);
+    let f = Temp::new("fleet-orphan", 16 << 20);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .arg("bench")
+        .args(["--hosts", &lab.host_list()])
+        .args(lab.ssh_flags())
+        .arg(&f.0)
+        .args(["--runtime", "120", "--ramp-time", "0", "--iodepth", "4"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = lines_of(child.stderr.take().unwrap());
+    next_line(&err, "total");
+    let agents: Vec<u32> = (0..2).flat_map(|i| lab.processes(i, "agent")).collect();
+    assert_eq!(agents.len(), 2, "one agent per host while it runs");
+    // pidfds first: a pid that exits is then reported, never reused.
+    let fds: Vec<i32> = agents
+        .iter()
+        // SAFETY: pidfd_open(2) with a pid and no flags.
+        .map(|&p| unsafe { libc::syscall(libc::SYS_pidfd_open, p, 0) } as i32)
+        .collect();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    for (fd, pid) in fds.into_iter().zip(agents) {
+        if fd < 0 {
+            continue; // it had already exited
+        }
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; the pidfd is readable once the process
+        // has exited.
+        let n = unsafe { libc::poll(&mut p, 1, 60_000) };
+        assert_eq!(
+            n, 1,
+            "agent {pid} still runs a minute after its controller died"
+        );
+        // SAFETY: closing the pidfd we opened.
+        unsafe { libc::close(fd) };
+    }
+}

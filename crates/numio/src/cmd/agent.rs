@@ -338,7 +338,7 @@ fn say(m: &FromAgent) -> anyhow::Result<()> {
 }
 
 fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
+    topology::host::host_record(std::path::Path::new("/"))
+        .map(|h| h.hostname)
         .unwrap_or_default()
 }

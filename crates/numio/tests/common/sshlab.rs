@@ -36,6 +36,7 @@ pub struct SshLab {
     pub hosts: Vec<SshHost>,
     dir: PathBuf,
     bridge: String,
+    veths: Vec<String>,
 }
 
 fn run(cmd: &str, args: &[&str]) {
@@ -93,6 +94,7 @@ impl SshLab {
             hosts: Vec::new(),
             dir: dir.clone(),
             bridge: bridge.clone(),
+            veths: Vec::new(),
         };
         run(
             "ip",
@@ -103,7 +105,10 @@ impl SshLab {
         for (i, kind) in kinds.iter().enumerate() {
             let ns = format!("numio-fl{id}-{i}-{}", std::process::id());
             let addr = format!("{subnet}.{}", 10 + i);
-            let (outer, inner) = (format!("nfo{id}x{i}"), format!("nfi{id}x{i}"));
+            // Unique per process too: a pair whose namespace lingers (its
+            // sockets closing) must not collide with the next run's.
+            let tag = std::process::id() % 100_000;
+            let (outer, inner) = (format!("n{tag}o{id}x{i}"), format!("n{tag}i{id}x{i}"));
             run("ip", &["netns", "add", &ns]);
             lab.hosts.push(SshHost {
                 ns: ns.clone(),
@@ -116,6 +121,7 @@ impl SshLab {
                     "link", "add", &outer, "type", "veth", "peer", "name", &inner,
                 ],
             );
+            lab.veths.push(outer.clone());
             run("ip", &["link", "set", &outer, "master", &bridge]);
             run("ip", &["link", "set", &inner, "netns", &ns]);
             run("ip", &["link", "set", &outer, "up"]);
@@ -247,10 +253,14 @@ impl Drop for SshLab {
                 .args(["netns", "del", &self.hosts[i].ns])
                 .status();
         }
-        let _ = Command::new("ip")
-            .args(["link", "del", &self.bridge])
-            .stderr(Stdio::null())
-            .status();
+        // Deleting our end removes each pair at once, even while a
+        // namespace lingers on its closing sockets.
+        for v in self.veths.iter().chain([&self.bridge]) {
+            let _ = Command::new("ip")
+                .args(["link", "del", v])
+                .stderr(Stdio::null())
+                .status();
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
