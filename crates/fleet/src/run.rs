@@ -39,6 +39,10 @@ pub struct FleetOptions {
     pub prepare_timeout: Duration,
     /// Least time between the barrier and the start.
     pub start_lead: Duration,
+    /// A running host that says nothing this long (its progress comes
+    /// five times a second) is taken for lost: a network partition or a
+    /// hung host.
+    pub silence_timeout: Duration,
 }
 
 impl Default for FleetOptions {
@@ -53,6 +57,7 @@ impl Default for FleetOptions {
             connect_timeout: Duration::from_secs(30),
             prepare_timeout: Duration::from_secs(120),
             start_lead: Duration::from_millis(300),
+            silence_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -261,11 +266,15 @@ pub fn run(
         for (i, s) in slots.iter_mut().enumerate() {
             if s.deadline.is_some_and(|d| now >= d) && !matches!(s.phase, Phase::Over(_)) {
                 let what = match s.phase {
-                    Phase::Hello => "did not start numio agent",
-                    Phase::Ping(_) => "did not answer pings",
-                    _ => "did not plan and open its targets",
+                    Phase::Hello => "did not start numio agent in time".to_string(),
+                    Phase::Ping(_) => "did not answer pings in time".to_string(),
+                    Phase::Running => format!(
+                        "said nothing for {} s mid-run (a network partition or a hung host): its result is lost",
+                        o.silence_timeout.as_secs()
+                    ),
+                    _ => "did not plan and open its targets in time".to_string(),
                 };
-                fail(s, &hosts[i].host, format!("{what} in time"), &mut *observer);
+                fail(s, &hosts[i].host, what, &mut *observer);
             }
         }
         let (i, msg) = match rx.recv_timeout(Duration::from_millis(100)) {
@@ -276,6 +285,9 @@ pub fn run(
         let s = &mut slots[i];
         if matches!(s.phase, Phase::Over(_)) {
             continue;
+        }
+        if matches!(s.phase, Phase::Running) {
+            s.deadline = Some(Instant::now() + o.silence_timeout);
         }
         let host = &hosts[i];
         match msg {
@@ -505,6 +517,7 @@ fn start_all(
             };
             if s.remote.as_mut().is_some_and(|r| r.send(&msg)) {
                 s.phase = Phase::Running;
+                s.deadline = Some(Instant::now() + Duration::from_nanos(lead) + o.silence_timeout);
                 n += 1;
             }
         }

@@ -294,13 +294,13 @@ fn measure(placement: &planner::Placement, opts: &engine::RunOptions) -> anyhow:
                 session::Event::Measuring { .. } => FromAgent::Measuring {
                     at_unix_ns: fleet::run::now_ns(),
                 },
-                session::Event::Progress { snapshot, .. } if snapshot.measuring => {
-                    FromAgent::Progress {
-                        elapsed_s: snapshot.elapsed_ns as f64 / 1e9,
-                        iops: snapshot.iops,
-                        bandwidth_bytes_per_s: snapshot.bytes_per_s,
-                    }
-                }
+                // During the ramp too: the controller takes a silent host
+                // for a lost one.
+                session::Event::Progress { snapshot, .. } => FromAgent::Progress {
+                    elapsed_s: snapshot.elapsed_ns as f64 / 1e9,
+                    iops: snapshot.iops,
+                    bandwidth_bytes_per_s: snapshot.bytes_per_s,
+                },
                 _ => return,
             };
             if let Err(e) = say(&m) {
