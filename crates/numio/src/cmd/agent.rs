@@ -128,20 +128,8 @@ fn serve(
         // stdout is the protocol's.
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    // SAFETY: sigemptyset, sigprocmask and prctl are async-signal-safe;
-    // the closure touches nothing else between fork and exec.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            // The agent blocks SIGINT and SIGTERM for its own handling;
-            // numio serve starts with none blocked, as from a shell.
-            let mut none: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut none);
-            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-            // The target dies with the agent, even a killed one.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
+    // The target dies with the agent, even a killed one.
+    super::child::unblocked_and_tied_to_parent(&mut cmd);
     let mut child = cmd.spawn().context("starting numio serve")?;
     let out = child.stdout.take().expect("piped");
     let err = child.stderr.take().expect("piped");

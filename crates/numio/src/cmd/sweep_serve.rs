@@ -8,7 +8,6 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::AtomicBool;
@@ -76,26 +75,7 @@ impl Served {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        // The sweep blocks SIGINT and SIGTERM for its signal thread and a
-        // child inherits the mask: unblock them, or SIGTERM never stops it.
-        // And if the sweep dies without stopping it (SIGKILL, a crash), the
-        // kernel sends it SIGTERM, so no serve is left listening.
-        let parent = std::process::id();
-        // SAFETY: sigemptyset, sigprocmask, prctl and getppid are
-        // async-signal-safe.
-        unsafe {
-            command.pre_exec(move || {
-                let mut none: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut none);
-                libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                if libc::getppid() as u32 != parent {
-                    // The sweep died before the prctl took hold.
-                    libc::_exit(1);
-                }
-                Ok(())
-            });
-        }
+        super::child::unblocked_and_tied_to_parent(&mut command);
         let mut child = command
             .spawn()
             .with_context(|| format!("starting {} serve", exe.display()))?;
