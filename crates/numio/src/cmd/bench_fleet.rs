@@ -15,7 +15,7 @@ use serde::Serialize;
 use session::interrupt;
 
 use super::super::human;
-use super::super::report::{command_line, finish, now_unix_s, RepeatArgs};
+use super::super::report::{command_line, now_unix_s, RepeatArgs};
 
 /// Fleet flags of `numio bench`.
 #[derive(Debug, Default, clap::Args)]
@@ -186,13 +186,7 @@ pub fn run(
             runs: records,
         };
         let set = report::ResultSet::new(kind, command_line(), now_unix_s(), vec![arm]);
-        finish(
-            &set,
-            repeat.export.save.as_deref(),
-            repeat.export.csv.as_deref(),
-            repeat.export.chart.as_deref(),
-            json,
-        )?;
+        repeat.export.finish(&set, json)?;
     }
     if partial_runs > 0 {
         eprintln!(

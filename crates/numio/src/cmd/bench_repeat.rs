@@ -7,7 +7,7 @@ use planner::Placement;
 use session::{interrupt, LiveArm, Outcome, Schedule};
 
 use super::super::display::{Display, ProgressMode, Runs};
-use super::super::report::{command_line, finish, now_unix_s, RepeatArgs};
+use super::super::report::{command_line, now_unix_s, RepeatArgs};
 
 /// Runs `placement` `args.repeat` times, prints the repeat statistics and
 /// writes `--save`, `--csv` and `--chart`; `json` prints the result set as
@@ -45,13 +45,7 @@ pub fn run(
         report::SetKind::Single
     };
     let set = report::ResultSet::new(kind, command_line(), now_unix_s(), vec![arm]);
-    finish(
-        &set,
-        args.export.save.as_deref(),
-        args.export.csv.as_deref(),
-        args.export.chart.as_deref(),
-        json,
-    )?;
+    args.export.finish(&set, json)?;
     if failed_runs > 0 {
         eprintln!(
             "numio: {failed_runs} of {} runs had I/O errors (see `errors` in the saved JSON, or run once without --repeat for the details)",

@@ -17,7 +17,7 @@ use super::bench::choose_targets;
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
 use super::flags::WorkloadArgs;
-use super::report::{command_line, finish, now_unix_s};
+use super::report::{command_line, now_unix_s};
 
 /// Flags of `numio compare`.
 #[derive(Debug, clap::Args)]
@@ -116,13 +116,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
     }
     let set = ResultSet::new(SetKind::Compare, command_line(), now_unix_s(), arms);
-    finish(
-        &set,
-        args.export.save.as_deref(),
-        args.export.csv.as_deref(),
-        args.export.chart.as_deref(),
-        args.json,
-    )?;
+    args.export.finish(&set, args.json)?;
     Ok(interrupt::exit_code().unwrap_or(0))
 }
 

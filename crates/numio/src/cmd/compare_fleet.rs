@@ -13,7 +13,7 @@ use session::interrupt;
 
 use super::bench::bench_fleet::SshArgs;
 use super::bench::bench_fleet::{failures, fleet_report, Progress};
-use super::report::{command_line, finish, now_unix_s, ExportArgs};
+use super::report::{command_line, now_unix_s, ExportArgs};
 
 /// What `numio compare` hands over for two `hosts=` arms.
 pub struct FleetCompare<'a> {
@@ -167,13 +167,7 @@ pub fn run(args: &FleetCompare<'_>) -> anyhow::Result<i32> {
         now_unix_s(),
         vec![arm(&arms[0], ra), arm(&arms[1], rb)],
     );
-    finish(
-        &set,
-        args.export.save.as_deref(),
-        args.export.csv.as_deref(),
-        args.export.chart.as_deref(),
-        args.json,
-    )?;
+    args.export.finish(&set, args.json)?;
     Ok(interrupt::exit_code().unwrap_or(0))
 }
 

@@ -139,6 +139,17 @@ impl ExportArgs {
     pub fn any(&self) -> bool {
         self.save.is_some() || self.csv.is_some() || self.chart.is_some()
     }
+    /// [`finish`] with these outputs: prints `set` (JSON with `json`),
+    /// saves it, writes the CSV and the chart.
+    pub fn finish(&self, set: &report::ResultSet, json: bool) -> anyhow::Result<()> {
+        finish(
+            set,
+            self.save.as_deref(),
+            self.csv.as_deref(),
+            self.chart.as_deref(),
+            json,
+        )
+    }
 }
 
 impl RepeatArgs {
