@@ -54,6 +54,20 @@ pub enum ToAgent {
     CpuSample,
 }
 
+/// A serving target's CPU at one instant (the agent's answer to
+/// [`ToAgent::CpuSample`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CpuSample {
+    /// The target host's clock, ns since the epoch.
+    pub at_unix_ns: u64,
+    /// The serve process's user + system time, ns.
+    pub process_ns: u64,
+    /// The machine's busy CPU time (all CPUs), ns.
+    pub machine_busy_ns: u64,
+    /// The machine's CPU time, busy and idle (all CPUs), ns.
+    pub machine_total_ns: u64,
+}
+
 /// Agent → controller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -106,18 +120,7 @@ pub enum FromAgent {
         lines: Vec<String>,
     },
     /// CPU time so far: the target process's and the machine's.
-    Cpu {
-        /// The agent's clock, ns since the epoch.
-        at_unix_ns: u64,
-        /// The target process's user + system time, ns.
-        process_ns: u64,
-        /// The machine's busy CPU time (all CPUs), ns.
-        machine_busy_ns: u64,
-        /// The machine's CPU time, busy and idle (all CPUs), ns.
-        machine_total_ns: u64,
-        /// Online CPUs.
-        online_cpus: u32,
-    },
+    Cpu(CpuSample),
     /// The agent cannot go on; the last line it sends.
     Error {
         /// What went wrong, with the fix where there is one.

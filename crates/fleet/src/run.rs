@@ -159,6 +159,32 @@ struct Slot {
     hostname: String,
 }
 
+impl Slot {
+    /// A host whose agent was started, waiting for its hello.
+    fn started(remote: Remote, connect_timeout: Duration) -> Slot {
+        Slot {
+            remote: Some(remote),
+            phase: Phase::Hello,
+            offset: Offset::default(),
+            deadline: Some(Instant::now() + connect_timeout),
+            measuring_ns: None,
+            hostname: String::new(),
+        }
+    }
+
+    /// A host out of the run before its agent started.
+    fn failed(reason: String) -> Slot {
+        Slot {
+            remote: None,
+            phase: Phase::Over(HostOutcome::Failed { reason }),
+            offset: Offset::default(),
+            deadline: None,
+            measuring_ns: None,
+            hostname: String::new(),
+        }
+    }
+}
+
 /// The controller's clock, ns since the epoch.
 pub fn now_ns() -> u64 {
     SystemTime::now()
@@ -185,37 +211,12 @@ pub fn run(
             let remote = match &pushed[i] {
                 Some(Ok(path)) => path.clone(),
                 None => o.remote_numio.clone(),
-                Some(Err(e)) => {
-                    return Slot {
-                        remote: None,
-                        phase: Phase::Over(HostOutcome::Failed { reason: e.clone() }),
-                        offset: Offset::default(),
-                        deadline: None,
-                        measuring_ns: None,
-                        hostname: String::new(),
-                    }
-                }
+                Some(Err(e)) => return Slot::failed(e.clone()),
             };
             let args = ssh_args(&h.host, &o.ssh_args, &[remote, "agent".into()]);
             match Remote::spawn(&o.ssh, &args, i, tx.clone()) {
-                Ok(r) => Slot {
-                    remote: Some(r),
-                    phase: Phase::Hello,
-                    offset: Offset::default(),
-                    deadline: Some(Instant::now() + o.connect_timeout),
-                    measuring_ns: None,
-                    hostname: String::new(),
-                },
-                Err(e) => Slot {
-                    remote: None,
-                    phase: Phase::Over(HostOutcome::Failed {
-                        reason: format!("cannot run {}: {e}", o.ssh),
-                    }),
-                    offset: Offset::default(),
-                    deadline: None,
-                    measuring_ns: None,
-                    hostname: String::new(),
-                },
+                Ok(r) => Slot::started(r, o.connect_timeout),
+                Err(e) => Slot::failed(format!("cannot run {}: {e}", o.ssh)),
             }
         })
         .collect();
@@ -362,6 +363,31 @@ fn fail(s: &mut Slot, host: &Host, reason: String, observer: &mut dyn FnMut(Flee
     s.phase = Phase::Over(HostOutcome::Failed { reason });
 }
 
+/// What ssh's exit status `code` says when the agent never answered: ssh
+/// itself failed (255), or the remote shell found no numio to run
+/// (126, 127). `said` is what they wrote, ready to append.
+pub(crate) fn login_failure(code: Option<i32>, said: &str, o: &FleetOptions) -> Option<String> {
+    match code {
+        Some(255) => Some(format!(
+            "ssh could not reach or log in to it{said}; check the address, your keys and `ssh HOST true`"
+        )),
+        Some(126 | 127) => Some(format!(
+            "{} is not there or not executable{said}; install numio {} on it, pass --remote-numio PATH, or --push",
+            o.remote_numio, o.version
+        )),
+        _ => None,
+    }
+}
+
+/// ` (it said: TAIL)`, or nothing for an empty tail.
+pub(crate) fn said(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!(" (it said: {tail})")
+    }
+}
+
 /// Why a host's channel closed before its result, from the phase it was
 /// in, ssh's exit status and the last lines of stderr.
 fn closed_reason(
@@ -370,20 +396,12 @@ fn closed_reason(
     tail: &str,
     o: &FleetOptions,
 ) -> String {
-    let said = if tail.is_empty() {
-        String::new()
-    } else {
-        format!(" (it said: {tail})")
-    };
+    let said = said(tail);
     let code = status.and_then(|s| s.code());
+    if let (Phase::Hello, Some(why)) = (phase, login_failure(code, &said, o)) {
+        return why;
+    }
     match (phase, code) {
-        (Phase::Hello, Some(255)) => format!(
-            "ssh could not reach or log in to it{said}; check the address, your keys and `ssh HOST true`"
-        ),
-        (Phase::Hello, Some(126 | 127)) => format!(
-            "{} is not there or not executable{said}; install numio {} on it, pass --remote-numio PATH, or --push",
-            o.remote_numio, o.version
-        ),
         (Phase::Hello, _) => format!(
             "{} agent ended before saying hello (exit status {}){said}; is it numio {}?",
             o.remote_numio,

@@ -7,8 +7,9 @@ use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
 use crate::hosts::Host;
+pub use crate::proto::CpuSample;
 use crate::proto::{check_hello, FromAgent, ToAgent};
-use crate::run::FleetOptions;
+use crate::run::{login_failure, said, FleetOptions};
 use crate::ssh::{ssh_args, Incoming, Remote};
 
 /// A serving target.
@@ -21,21 +22,8 @@ pub struct TargetSession {
     pub hostname: String,
     /// What `numio serve` said while starting.
     pub lines: Vec<String>,
-}
-
-/// The target's CPU at one instant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CpuSample {
-    /// The target host's clock, ns.
-    pub at_unix_ns: u64,
-    /// The serve process's CPU time, ns.
-    pub process_ns: u64,
-    /// The machine's busy CPU time, ns.
-    pub machine_busy_ns: u64,
-    /// The machine's CPU time, busy and idle, ns.
-    pub machine_total_ns: u64,
-    /// Online CPUs.
-    pub online_cpus: u32,
+    /// How it was reached (for the error messages).
+    opts: FleetOptions,
 }
 
 /// What the target spent between two samples.
@@ -92,6 +80,7 @@ impl TargetSession {
             host: host.clone(),
             hostname: String::new(),
             lines: Vec::new(),
+            opts: o.clone(),
         };
         match s.next(o.connect_timeout, "saying hello")? {
             FromAgent::Hello {
@@ -119,19 +108,7 @@ impl TargetSession {
     pub fn cpu(&mut self) -> Result<CpuSample, String> {
         self.remote.send(&ToAgent::CpuSample);
         match self.next(Duration::from_secs(30), "answering a CPU sample")? {
-            FromAgent::Cpu {
-                at_unix_ns,
-                process_ns,
-                machine_busy_ns,
-                machine_total_ns,
-                online_cpus,
-            } => Ok(CpuSample {
-                at_unix_ns,
-                process_ns,
-                machine_busy_ns,
-                machine_total_ns,
-                online_cpus,
-            }),
+            FromAgent::Cpu(c) => Ok(c),
             FromAgent::Error { message } => Err(format!("numio serve: {message}")),
             other => Err(format!("it said {} instead of a CPU sample", other.line())),
         }
@@ -147,14 +124,17 @@ impl TargetSession {
         match self.events.recv_timeout(timeout) {
             Ok((_, Incoming::Message(m))) => Ok(m),
             Ok((_, Incoming::Closed)) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let status = self.remote.finish(Duration::from_secs(2));
-                let tail = self.remote.stderr_tail();
-                let code = status.and_then(|s| s.code());
-                Err(match code {
-                    Some(255) => format!("ssh could not reach or log in to it ({tail}); check the address, your keys and `ssh HOST true`"),
-                    Some(126 | 127) => format!("numio is not there or not executable ({tail}); install it there, pass --remote-numio PATH, or --push"),
-                    _ => format!("the connection ended while {doing} (exit status {}): {tail}", code.map_or("none".into(), |c| c.to_string())),
-                })
+                let code = self
+                    .remote
+                    .finish(Duration::from_secs(2))
+                    .and_then(|s| s.code());
+                let said = said(&self.remote.stderr_tail());
+                Err(login_failure(code, &said, &self.opts).unwrap_or_else(|| {
+                    format!(
+                        "the connection ended while {doing} (exit status {}){said}",
+                        code.map_or("none".into(), |c| c.to_string())
+                    )
+                }))
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 Err(format!("no answer in {}s while {doing}", timeout.as_secs()))
@@ -174,14 +154,12 @@ mod tests {
             process_ns: 0,
             machine_busy_ns: 0,
             machine_total_ns: 0,
-            online_cpus: 4,
         };
         let b = CpuSample {
             at_unix_ns: 3_000_000_000,
             process_ns: 3_000_000_000,
             machine_busy_ns: 2_000_000_000,
             machine_total_ns: 8_000_000_000,
-            online_cpus: 4,
         };
         let c = a.until(&b);
         assert_eq!(

@@ -197,25 +197,19 @@ fn serve(
 fn cpu_sample(pid: u32) -> FromAgent {
     let s = topology::counters::sample(std::path::Path::new("/"), &[pid]).ok();
     let ns = topology::counters::ticks_ns;
-    let (process_ns, busy, total, cpus) = s.map_or((0, 0, 0, 0), |s| {
+    let (process_ns, machine_busy_ns, machine_total_ns) = s.map_or((0, 0, 0), |s| {
         let p = s
             .processes
             .first()
             .map_or(0, |p| ns(p.user_ticks + p.system_ticks));
-        (
-            p,
-            ns(s.stat.total.busy()),
-            ns(s.stat.total.total()),
-            s.stat.cpus.len() as u32,
-        )
+        (p, ns(s.stat.total.busy()), ns(s.stat.total.total()))
     });
-    FromAgent::Cpu {
+    FromAgent::Cpu(fleet::proto::CpuSample {
         at_unix_ns: fleet::run::now_ns(),
         process_ns,
-        machine_busy_ns: busy,
-        machine_total_ns: total,
-        online_cpus: cpus,
-    }
+        machine_busy_ns,
+        machine_total_ns,
+    })
 }
 
 /// Sleeps until `at_unix_ns` of this host's clock; false when stdin
