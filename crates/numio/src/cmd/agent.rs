@@ -250,9 +250,7 @@ fn prepare(
     if args.engine.verify || args.engine.verify_only {
         anyhow::bail!("--verify across hosts is not supported yet: run it on each host");
     }
-    let mut opts = args.engine.run_options()?;
-    opts.backend = args.engine.backend_for(&args.targets).into();
-    let placement = bench::bench_placement(&args, &mut opts)?;
+    let (placement, opts) = bench::plan(&args)?;
     let groups = bench::bench_jobs::groups(&placement);
     if groups.len() > 1 {
         anyhow::bail!(

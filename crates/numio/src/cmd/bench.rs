@@ -124,9 +124,7 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         }
         return bench_fleet::run(&args.fleet, &args.targets, &args.repeat, args.json);
     }
-    let mut opts = args.engine.run_options()?;
-    opts.backend = args.engine.backend_for(&args.targets).into();
-    let placement = bench_placement(&args, &mut opts)?;
+    let (placement, mut opts) = plan(&args)?;
     let (placement, verify_run) = bench_verify::prepare(&args.engine, placement, &mut opts)?;
     let groups = bench_jobs::groups(&placement);
     let progress = args.engine.progress_mode(args.json || fio_json);
@@ -157,13 +155,19 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
     Ok(interrupt::exit_code().unwrap_or(code))
 }
 
+/// The engine options and the plan of a bench run (here, or on a fleet's
+/// host by `numio agent`).
+pub(crate) fn plan(args: &Args) -> anyhow::Result<(Placement, engine::RunOptions)> {
+    let mut opts = args.engine.run_options()?;
+    opts.backend = args.engine.backend_for(&args.targets).into();
+    let placement = bench_placement(args, &mut opts)?;
+    Ok((placement, opts))
+}
+
 /// The plan of a bench run: targets placed by the planner (with the
 /// targets' labels in `opts`), or a fio job file, fio's command-line form
 /// or a saved plan, checked against this machine.
-pub(crate) fn bench_placement(
-    args: &Args,
-    opts: &mut engine::RunOptions,
-) -> anyhow::Result<Placement> {
+fn bench_placement(args: &Args, opts: &mut engine::RunOptions) -> anyhow::Result<Placement> {
     let src = bench_jobs::source(&args.targets, args.plan.as_deref(), &args.fio_args)?;
     let topo = Topology::discover(Path::new("/"));
     if src == bench_jobs::JobSource::Targets {

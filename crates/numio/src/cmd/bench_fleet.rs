@@ -15,7 +15,7 @@ use serde::Serialize;
 use session::interrupt;
 
 use super::super::human;
-use super::super::report::{command_line, now_unix_s, RepeatArgs};
+use super::super::report::{one_arm_set, RepeatArgs};
 
 /// Fleet flags of `numio bench`.
 #[derive(Debug, Default, clap::Args)]
@@ -145,11 +145,7 @@ pub fn run(
         if repeat.repeat > 1 {
             eprintln!("numio: fleet run {seq} of {}", repeat.repeat);
         }
-        let mut progress = Progress::new(&runs);
-        let outcomes = fleet::run::run(&runs, &argv, &opts, interrupt::flag(), &mut |e| {
-            progress.event(e)
-        });
-        let report = fleet_report(&runs, outcomes)?;
+        let report = run_fleet(&runs, &argv, &opts, &mut |_| {})?;
         partial_runs += usize::from(report.partial);
         let Some(merged) = &report.merged else {
             if !json {
@@ -164,28 +160,14 @@ pub fn run(
         } else if json && !repeat.wanted() {
             println!("{}", serde_json::to_string_pretty(&report)?);
         }
-        let mut record = report::from_engine::record(seq, merged);
-        record.raw = Some(serde_json::to_value(&report)?);
-        records.push(record);
+        records.extend(report.record(seq)?);
     }
     if repeat.wanted() && !records.is_empty() {
-        let kind = if records.len() > 1 {
-            report::SetKind::Repeat
-        } else {
-            report::SetKind::Single
-        };
-        let arm = report::Arm {
+        let set = one_arm_set(report::Arm {
             label: "fleet".into(),
-            spec: format!(
-                "hosts={}",
-                runs.iter()
-                    .map(|r| r.host.label.as_str())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
+            spec: hosts_spec(runs.iter().map(|r| &r.host)),
             runs: records,
-        };
-        let set = report::ResultSet::new(kind, command_line(), now_unix_s(), vec![arm]);
+        });
         repeat.export.finish(&set, json)?;
     }
     if partial_runs > 0 {
@@ -197,10 +179,42 @@ pub fn run(
     Ok(interrupt::exit_code().unwrap_or(code))
 }
 
-pub(crate) fn fleet_report(
+/// `hosts=A,B`: an arm's spec in a result set.
+pub(crate) fn hosts_spec<'a>(hosts: impl Iterator<Item = &'a fleet::Host>) -> String {
+    let labels: Vec<&str> = hosts.map(|h| h.label.as_str()).collect();
+    format!("hosts={}", labels.join(","))
+}
+
+/// One fleet run of `runs` with the hosts' progress on stderr; `also`
+/// sees each event first (fabric samples its target's CPU at the start).
+pub(crate) fn run_fleet(
     runs: &[HostRun],
-    outcomes: Vec<HostOutcome>,
+    argv: &[String],
+    opts: &FleetOptions,
+    also: &mut dyn FnMut(&FleetEvent<'_>),
 ) -> anyhow::Result<FleetReport> {
+    let mut progress = Progress::new(runs);
+    let outcomes = fleet::run::run(runs, argv, opts, interrupt::flag(), &mut |e| {
+        also(&e);
+        progress.event(e)
+    });
+    fleet_report(runs, outcomes)
+}
+
+impl FleetReport {
+    /// This run as run `seq` of a result set, every host's whole result in
+    /// its `raw`; `None` when no host ran.
+    pub(crate) fn record(&self, seq: usize) -> anyhow::Result<Option<report::RunRecord>> {
+        let Some(merged) = &self.merged else {
+            return Ok(None);
+        };
+        let mut record = report::from_engine::record(seq, merged);
+        record.raw = Some(serde_json::to_value(self)?);
+        Ok(Some(record))
+    }
+}
+
+fn fleet_report(runs: &[HostRun], outcomes: Vec<HostOutcome>) -> anyhow::Result<FleetReport> {
     let mut hosts = Vec::new();
     for (r, o) in runs.iter().zip(outcomes) {
         hosts.push(match o {
@@ -334,14 +348,14 @@ pub(crate) fn signed_latency(ns: i64) -> String {
 }
 
 /// The hosts' live IOPS on stderr, one line a second.
-pub(crate) struct Progress {
+struct Progress {
     labels: Vec<String>,
     iops: Vec<f64>,
     last: Instant,
 }
 
 impl Progress {
-    pub(crate) fn new(runs: &[HostRun]) -> Self {
+    fn new(runs: &[HostRun]) -> Self {
         Progress {
             labels: runs.iter().map(|r| r.host.label.clone()).collect(),
             iops: vec![0.0; runs.len()],
@@ -349,7 +363,7 @@ impl Progress {
         }
     }
 
-    pub(crate) fn event(&mut self, e: FleetEvent<'_>) {
+    fn event(&mut self, e: FleetEvent<'_>) {
         match e {
             FleetEvent::Connected {
                 host,

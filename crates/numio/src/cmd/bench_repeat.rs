@@ -7,7 +7,7 @@ use planner::Placement;
 use session::{interrupt, LiveArm, Outcome, Schedule};
 
 use super::super::display::{Display, ProgressMode, Runs};
-use super::super::report::{command_line, now_unix_s, RepeatArgs};
+use super::super::report::{one_arm_set, RepeatArgs};
 
 /// Runs `placement` `args.repeat` times, prints the repeat statistics and
 /// writes `--save`, `--csv` and `--chart`; `json` prints the result set as
@@ -39,12 +39,7 @@ pub fn run(
     let Some((arm, failed_runs)) = kept_runs(outcome, args.repeat) else {
         return Ok(1);
     };
-    let kind = if arm.runs.len() > 1 {
-        report::SetKind::Repeat
-    } else {
-        report::SetKind::Single
-    };
-    let set = report::ResultSet::new(kind, command_line(), now_unix_s(), vec![arm]);
+    let set = one_arm_set(arm);
     args.export.finish(&set, json)?;
     if failed_runs > 0 {
         eprintln!(

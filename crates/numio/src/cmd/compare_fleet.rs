@@ -12,7 +12,7 @@ use fleet::HostRun;
 use session::interrupt;
 
 use super::bench::bench_fleet::SshArgs;
-use super::bench::bench_fleet::{failures, fleet_report, Progress};
+use super::bench::bench_fleet::{failures, hosts_spec, run_fleet};
 use super::report::{command_line, now_unix_s, ExportArgs};
 
 /// What `numio compare` hands over for two `hosts=` arms.
@@ -122,14 +122,10 @@ pub fn run(args: &FleetCompare<'_>) -> anyhow::Result<i32> {
             }
             seq += 1;
             eprintln!("numio: round {round} of {}: {label}", args.repeat);
-            let mut progress = Progress::new(&runs[k]);
-            let outcomes = fleet::run::run(&runs[k], &argv, &opts, interrupt::flag(), &mut |e| {
-                progress.event(e)
-            });
-            let report = fleet_report(&runs[k], outcomes)?;
-            let Some(merged) = &report.merged else {
+            let report = run_fleet(&runs[k], &argv, &opts, &mut |_| {})?;
+            if report.merged.is_none() {
                 bail!("{label}: no host ran: {}", failures(&report));
-            };
+            }
             if report.partial {
                 bail!(
                     "{label}: {} (a comparison needs every host in every run)",
@@ -139,9 +135,7 @@ pub fn run(args: &FleetCompare<'_>) -> anyhow::Result<i32> {
             if interrupt::flag().load(Ordering::Relaxed) {
                 break 'rounds; // a run cut short is left out
             }
-            let mut record = report::from_engine::record(seq, merged);
-            record.raw = Some(serde_json::to_value(&report)?);
-            records[k].push(record);
+            records[k].extend(report.record(seq)?);
         }
     }
     if records.iter().any(Vec::is_empty) {
@@ -151,14 +145,7 @@ pub fn run(args: &FleetCompare<'_>) -> anyhow::Result<i32> {
     let [ra, rb] = records;
     let arm = |(label, hosts): &(String, Vec<fleet::Host>), runs| report::Arm {
         label: label.clone(),
-        spec: format!(
-            "hosts={}",
-            hosts
-                .iter()
-                .map(|h| h.label.as_str())
-                .collect::<Vec<_>>()
-                .join(",")
-        ),
+        spec: hosts_spec(hosts.iter()),
         runs,
     };
     let set = report::ResultSet::new(

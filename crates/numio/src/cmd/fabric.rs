@@ -15,9 +15,7 @@ use fleet::HostRun;
 use serde::Serialize;
 use session::interrupt;
 
-use super::bench::bench_fleet::{
-    failures, fleet_report, print_hosts, FleetReport, Progress, SshArgs,
-};
+use super::bench::bench_fleet::{failures, print_hosts, run_fleet, FleetReport, SshArgs};
 use super::human;
 
 /// Flags of `numio fabric`.
@@ -173,29 +171,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 })
                 .collect();
             eprintln!("numio fabric: {n} initiator(s) against {url}");
-            let mut progress = Progress::new(&runs);
             // The target's CPU from the common start instant (the barrier)
             // to the last result.
             let mut before = None;
-            let outcomes = fleet::run::run(
-                &runs,
-                &args.bench_args,
-                &opts,
-                interrupt::flag(),
-                &mut |e| {
-                    if let (fleet::FleetEvent::Starting { .. }, Some(t)) = (&e, target.as_mut()) {
-                        before = Some(t.cpu());
-                    }
-                    progress.event(e)
-                },
-            );
+            let fleet = run_fleet(&runs, &args.bench_args, &opts, &mut |e| {
+                if let (fleet::FleetEvent::Starting { .. }, Some(t)) = (e, target.as_mut()) {
+                    before = Some(t.cpu());
+                }
+            })?;
             let before = before.transpose().map_err(anyhow::Error::msg)?;
             let after = target
                 .as_mut()
                 .map(TargetSession::cpu)
                 .transpose()
                 .map_err(anyhow::Error::msg)?;
-            let fleet = fleet_report(&runs, outcomes)?;
             if fleet.merged.is_none() {
                 print_hosts(&fleet);
                 bail!("no initiator ran: {}", failures(&fleet));

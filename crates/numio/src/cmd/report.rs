@@ -119,6 +119,17 @@ pub struct RepeatArgs {
     pub export: ExportArgs,
 }
 
+/// The result set of one arm's runs, made now by this command line: a
+/// repeat set with several runs, a single one with one.
+pub fn one_arm_set(arm: report::Arm) -> report::ResultSet {
+    let kind = if arm.runs.len() > 1 {
+        report::SetKind::Repeat
+    } else {
+        report::SetKind::Single
+    };
+    report::ResultSet::new(kind, command_line(), now_unix_s(), vec![arm])
+}
+
 /// Where a result set goes besides the terminal (`numio bench --repeat` and
 /// `numio compare`).
 #[derive(Debug, Clone, Default, clap::Args)]
