@@ -14,6 +14,12 @@
 //! `numio serve` names.
 #![deny(missing_docs)]
 
+/// Payload (read data on the target, write data on the host) shorter than
+/// this is copied into the output rather than handed to the socket from
+/// where it lies: an iovec of its own costs the kernel more than a copy
+/// this small.
+pub const SPLICE_MIN_BYTES: usize = 1024;
+
 pub mod auth;
 pub mod host;
 pub mod log;

@@ -29,7 +29,8 @@ use nvme_spec::{Cqe, Sqe};
 
 pub use super::buffers::DataBuffers;
 use super::error::HostError;
-use super::tx::{TxBuf, SPLICE_MIN_BYTES};
+use super::tx::TxBuf;
+use crate::SPLICE_MIN_BYTES;
 
 /// Room for one PDU's header, header digest, padding (CPDA up to 128
 /// bytes) and data digest.

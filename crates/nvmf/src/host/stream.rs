@@ -85,26 +85,7 @@ impl Stream {
     /// Writes what the socket takes now; `WouldBlock` when it takes
     /// nothing.
     pub fn write_nowait(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Plain(s) => {
-                // SAFETY: `buf` is valid for reads of `buf.len()` bytes for
-                // the duration of the call.
-                let n = unsafe {
-                    libc::send(
-                        s.as_raw_fd(),
-                        buf.as_ptr().cast(),
-                        buf.len(),
-                        libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                    )
-                };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(n as usize)
-                }
-            }
-            Stream::Tls(s) => s.write(buf),
-        }
+        self.write_vectored_nowait(&[io::IoSlice::new(buf)])
     }
 
     /// Writes what the socket takes now of `iov`, in order, in one
@@ -121,14 +102,9 @@ impl Stream {
                 msg.msg_iovlen = iov.len() as _;
                 // SAFETY: `msg` points at `iov.len()` valid iovecs for the
                 // duration of the call.
-                let n = unsafe {
+                byte_count(unsafe {
                     libc::sendmsg(s.as_raw_fd(), &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
-                };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(n as usize)
-                }
+                })
             }
             Stream::Tls(s) => {
                 let b = iov
@@ -187,7 +163,11 @@ impl AsRawFd for Stream {
 fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> io::Result<usize> {
     // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the
     // duration of the call.
-    let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
+    byte_count(unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) })
+}
+
+/// A byte count a system call returned, or its error (-1 and errno).
+fn byte_count(n: isize) -> io::Result<usize> {
     if n < 0 {
         Err(io::Error::last_os_error())
     } else {

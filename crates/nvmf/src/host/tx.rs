@@ -17,10 +17,6 @@ use std::io::IoSlice;
 
 use super::buffers::DataBuffers;
 
-/// Write data shorter than this is copied into the send buffer: an iovec of
-/// its own costs more than the copy.
-pub const SPLICE_MIN_BYTES: usize = 1024;
-
 /// Data of command `cid`, `outgoing(cid)[offset..offset + len]`, to be sent
 /// before `bytes[at]`.
 #[derive(Debug, Clone, Copy)]

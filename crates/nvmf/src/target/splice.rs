@@ -14,9 +14,7 @@
 //! never splice (`lifecycle.rs`); neither do small payloads, which are
 //! cheaper to copy than to describe.
 
-/// Payloads smaller than this are copied into the output rather than
-/// spliced: an iovec pair costs the kernel more than a copy this small.
-pub const SPLICE_MIN_BYTES: usize = 1024;
+pub use crate::SPLICE_MIN_BYTES;
 
 /// Most iovecs one send carries (IOV_MAX is 1024).
 pub const MAX_IOVECS: usize = 256;
