@@ -133,35 +133,28 @@ fn serve(
     let mut child = cmd.spawn().context("starting numio serve")?;
     let out = child.stdout.take().expect("piped");
     let err = child.stderr.take().expect("piped");
-    let err_tx = tx.clone();
-    std::thread::spawn(move || {
-        for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
-            if err_tx.send(Input::ServeLine(l)).is_err() {
-                return;
-            }
-        }
-    });
-    std::thread::spawn(move || {
-        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(Input::ServeLine(l)).is_err() {
-                return;
-            }
-        }
-        let _ = tx.send(Input::ServeEnded);
-    });
+    forward_lines(err, tx.clone(), None);
+    forward_lines(out, tx, Some(Input::ServeEnded));
     let pid = child.id();
     let stop = |child: &mut std::process::Child| {
         // SAFETY: kill(2) on the pid of a child not yet waited for.
         unsafe { libc::kill(pid as i32, libc::SIGTERM) };
         let _ = child.wait();
     };
+    // Its start-up lines until it is ready, and its last lines for an
+    // exit's message (at start-up or later).
     let mut lines = Vec::new();
+    let mut last = std::collections::VecDeque::new();
     let mut ready = false;
     loop {
         let input = rx.recv().unwrap_or(Input::Gone("stdin closed".into()));
         match input {
             Input::ServeLine(l) => {
                 eprintln!("{l}");
+                if last.len() == 5 {
+                    last.pop_front();
+                }
+                last.push_back(l.clone());
                 if !ready {
                     ready = l.contains("numio serve: ready");
                     lines.push(l);
@@ -174,13 +167,7 @@ fn serve(
             }
             Input::ServeEnded => {
                 let status = child.wait().context("waiting for numio serve")?;
-                let last: Vec<&str> = lines
-                    .iter()
-                    .rev()
-                    .take(5)
-                    .rev()
-                    .map(String::as_str)
-                    .collect();
+                let last: Vec<&str> = last.iter().map(String::as_str).collect();
                 return refuse(&format!("exited ({status}): {}", last.join(" | ")));
             }
             Input::Message(ToAgent::CpuSample) => say(&cpu_sample(pid))?,
@@ -191,6 +178,25 @@ fn serve(
             Input::Message(_) => {}
         }
     }
+}
+
+/// Sends each line of `r` as a [`Input::ServeLine`], then `end` (if any)
+/// when `r` closes.
+fn forward_lines(
+    r: impl std::io::Read + Send + 'static,
+    tx: mpsc::Sender<Input>,
+    end: Option<Input>,
+) {
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(r).lines().map_while(Result::ok) {
+            if tx.send(Input::ServeLine(l)).is_err() {
+                return;
+            }
+        }
+        if let Some(end) = end {
+            let _ = tx.send(end);
+        }
+    });
 }
 
 /// The served target's CPU time and the machine's, now.
