@@ -108,12 +108,7 @@ fn two_and_three_hosts_bench_at_once_and_merge_histograms() {
     }
     assert!(out.contains("fleet (3 of 3 hosts)"), "{out}");
     assert!(err.contains("3 host(s) start together"), "{err}");
-    for i in 0..3 {
-        assert!(
-            lab.processes(i, "agent").is_empty(),
-            "no agent left on host {i}"
-        );
-    }
+    lab.assert_no_numio_left();
 
     // numio compare across hosts: one host against the other two,
     // interleaved, with the per-host rows in the saved set.
@@ -193,7 +188,7 @@ fn hosts_without_numio_of_another_version_or_down_are_named() {
     args.extend(QUICK);
     let (rc, out, err) = fleet_bench(&lab, &lab.host_list(), &args);
     assert_eq!(rc, 1, "partial: {out}{err}");
-    let a = |i: usize| format!("root@{}", lab.hosts[i].addr);
+    let a = |i: usize| lab.login(i);
     assert!(
         err.contains(&format!("{}: numio is not there or not executable", a(1))),
         "{err}"
@@ -272,10 +267,7 @@ fn a_host_killed_mid_run_leaves_the_others_result() {
     assert_eq!(out.status.code(), Some(1), "{stdout}{rest}");
     assert!(rest.contains("the connection ended mid-run"), "{rest}");
     assert!(stdout.contains("fleet (1 of 2 hosts, PARTIAL)"), "{stdout}");
-    assert!(
-        lab.processes(0, "agent").is_empty(),
-        "no agent left on the live host"
-    );
+    lab.assert_no_numio_left();
 }
 
 /// `numio fabric`: numio serve on one host, numio's initiator on two
@@ -287,7 +279,7 @@ fn fabric_runs_a_target_and_initiators_and_tears_down() {
         return;
     }
     let lab = SshLab::new(4, &[Numio::This, Numio::This, Numio::This]);
-    let a = |i: usize| format!("root@{}", lab.hosts[i].addr);
+    let a = |i: usize| lab.login(i);
     let out = Command::new(env!("CARGO_BIN_EXE_numio"))
         .arg("fabric")
         .args(["--target", &a(0)])
@@ -329,16 +321,7 @@ fn fabric_runs_a_target_and_initiators_and_tears_down() {
         );
     }
     assert!(stderr.contains("numio serve: ready"), "{stderr}");
-    for i in 0..3 {
-        assert!(
-            lab.processes(i, "agent").is_empty(),
-            "no agent left on host {i}"
-        );
-    }
-    assert!(
-        lab.processes(0, "serve").is_empty(),
-        "the target is stopped"
-    );
+    lab.assert_no_numio_left();
 }
 
 /// Ctrl-C in the middle of a fabric run stops the initiators and the
@@ -349,7 +332,7 @@ fn fabric_ctrl_c_stops_everything() {
         return;
     }
     let lab = SshLab::new(5, &[Numio::This, Numio::This]);
-    let a = |i: usize| format!("root@{}", lab.hosts[i].addr);
+    let a = |i: usize| lab.login(i);
     let mut child = Command::new(env!("CARGO_BIN_EXE_numio"))
         .arg("fabric")
         .args(["--target", &a(0), "--initiators", &a(1), "--ns", "mem:64M"])
@@ -379,16 +362,7 @@ fn fabric_ctrl_c_stops_everything() {
         stdout.contains("initiators"),
         "the measured part is reported: {stdout}"
     );
-    assert!(
-        lab.processes(0, "serve").is_empty(),
-        "the target is stopped"
-    );
-    for i in 0..2 {
-        assert!(
-            lab.processes(i, "agent").is_empty(),
-            "no agent left on host {i}"
-        );
-    }
+    lab.assert_no_numio_left();
 }
 
 /// The controlling numio killed outright (no chance to stop anything):

@@ -199,6 +199,22 @@ impl SshLab {
         .collect()
     }
 
+    /// `root@ADDR` of host `i`.
+    pub fn login(&self, i: usize) -> String {
+        format!("root@{}", self.hosts[i].addr)
+    }
+
+    /// Asserts that no numio agent and no numio serve runs on any host
+    /// still up.
+    pub fn assert_no_numio_left(&self) {
+        for i in 0..self.hosts.len() {
+            for what in ["agent", "serve"] {
+                let left = self.processes(i, what);
+                assert!(left.is_empty(), "numio {what} left on host {i}: {left:?}");
+            }
+        }
+    }
+
     /// `root@ADDR` of every host, comma-separated.
     pub fn host_list(&self) -> String {
         self.hosts
