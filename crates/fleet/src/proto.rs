@@ -35,6 +35,11 @@ pub enum ToAgent {
         argv: Vec<String>,
         /// This host's targets (empty: its NVMe namespaces).
         targets: Vec<String>,
+        /// An `nvme-tcp://` namespace for the Linux host to connect to
+        /// (`numio connect`, held until the agent exits): its block device
+        /// is then the one target.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        connect: Option<String>,
     },
     /// Start measuring at `at_unix_ns` of the agent's clock.
     Start {
@@ -162,6 +167,7 @@ mod tests {
         let m = ToAgent::Prepare {
             argv: vec!["--rw".into(), "randread\nx".into()],
             targets: vec!["/dev/nvme0n1".into()],
+            connect: None,
         };
         let l = m.line();
         assert!(!l.contains('\n'));

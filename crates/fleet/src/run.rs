@@ -69,6 +69,9 @@ pub struct HostRun {
     pub host: Host,
     /// Its targets (empty: its NVMe namespaces).
     pub targets: Vec<String>,
+    /// An `nvme-tcp://` namespace its Linux host connects to for the run;
+    /// the block device made is its one target.
+    pub connect: Option<String>,
 }
 
 /// How one host's part ended.
@@ -469,6 +472,7 @@ fn on_message(
                 &ToAgent::Prepare {
                     argv: argv.to_vec(),
                     targets: host.targets.clone(),
+                    connect: host.connect.clone(),
                 },
             );
         }

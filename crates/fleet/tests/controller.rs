@@ -42,6 +42,7 @@ fn fleet(names: &[&str], silence: Duration) -> (Vec<HostOutcome>, Vec<String>) {
         .map(|n| HostRun {
             host: parse_host(n).unwrap(),
             targets: vec!["/x".into()],
+            connect: None,
         })
         .collect();
     let o = FleetOptions {

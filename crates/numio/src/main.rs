@@ -38,6 +38,9 @@ enum Command {
     /// NVMe/TCP study across hosts: numio serve on a target host, numio's
     /// initiator on N others at once, aggregate IOPS and each side's CPU.
     Fabric(cmd::fabric::Args),
+    /// Connect the Linux host to an NVMe/TCP namespace, print its block
+    /// device, hold the connection until stdin closes or Ctrl-C, disconnect.
+    Connect(cmd::connect::Args),
     /// The far end of `numio bench --hosts`, started over ssh: speaks the
     /// fleet protocol on stdin and stdout (not for interactive use).
     Agent(cmd::agent::Args),
@@ -65,6 +68,7 @@ fn main() {
         Command::Serve(args) => cmd::serve::run(args),
         Command::Agent(args) => cmd::agent::run(args),
         Command::Fabric(args) => cmd::fabric::run(args),
+        Command::Connect(args) => cmd::connect::run(args),
         Command::Coalesce(args) => cmd::coalesce::run(args),
         Command::Completions(args) => cmd::completions::run(args, Cli::command()),
         Command::Man(args) => cmd::man::run(args, Cli::command()),

@@ -4,7 +4,8 @@
 //! signatures on a device by libblkid's probing API ([`blkid`]), files kept
 //! where other users may write, made new and never opened through a symlink
 //! ([`file`]), NVMe admin commands without data (Get and Set Features)
-//! through a controller's character device ([`nvme_admin`]), the interface
+//! through a controller's character device ([`nvme_admin`]), the kernel's
+//! NVMe over Fabrics host connect and controller delete ([`fabrics`]), the interface
 //! holding an address ([`net`]), and the
 //! io_uring boundary ([`uring`]: the ring set-up fallback chain, entering
 //! through the registered ring fd, typed SQE views).
@@ -22,6 +23,7 @@
 pub mod affinity;
 pub mod blkid;
 pub mod block;
+pub mod fabrics;
 pub mod file;
 pub mod net;
 pub mod nvme_admin;

@@ -72,6 +72,9 @@ pub fn run(_args: Args) -> anyhow::Result<i32> {
         hostname: hostname(),
     })?;
     let mut prepared = None;
+    // A connection of the Linux host made for this run: undone when the
+    // agent returns (and by `numio connect` itself if the agent dies).
+    let mut _connection = None;
     loop {
         let m = match rx.recv() {
             Ok(Input::Message(m)) => m,
@@ -87,7 +90,21 @@ pub fn run(_args: Args) -> anyhow::Result<i32> {
                 sent_ns,
                 agent_ns: fleet::run::now_ns(),
             })?,
-            ToAgent::Prepare { argv, targets } => match prepare(&argv, targets) {
+            ToAgent::Prepare {
+                argv,
+                targets,
+                connect,
+            } => match connect
+                .map(|url| Connection::open(&url))
+                .transpose()
+                .and_then(|c| {
+                    let targets = match &c {
+                        Some(c) => vec![c.device.clone()],
+                        None => targets,
+                    };
+                    _connection = c;
+                    prepare(&argv, targets)
+                }) {
                 Ok(p) => {
                     say(&FromAgent::Ready {
                         targets: p.0.targets.iter().map(|t| t.path.clone()).collect(),
@@ -109,6 +126,62 @@ pub fn run(_args: Args) -> anyhow::Result<i32> {
             ToAgent::Serve { argv } => return serve(&argv, &rx, serve_tx),
             ToAgent::Stop | ToAgent::CpuSample => {}
         }
+    }
+}
+
+/// A `numio connect` child holding the Linux host's connection to an
+/// NVMe/TCP namespace; dropping it closes the child's stdin, on which it
+/// disconnects, and waits for that.
+struct Connection {
+    child: std::process::Child,
+    /// The block device the kernel made (`/dev/nvme1n1`).
+    device: String,
+}
+
+impl Connection {
+    /// Starts `numio connect url` and waits for its device line.
+    fn open(url: &str) -> anyhow::Result<Connection> {
+        let exe = std::env::current_exe().context("finding this numio to run numio connect")?;
+        let mut cmd = std::process::Command::new(exe);
+        cmd.arg("connect")
+            .arg(url)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        // It disconnects when the agent dies, even a killed one.
+        super::child::unblocked_and_tied_to_parent(&mut cmd);
+        let mut child = cmd.spawn().context("starting numio connect")?;
+        let out = child.stdout.take().expect("piped");
+        let err = child.stderr.take().expect("piped");
+        // Its log goes to the agent's stderr (the ssh session's), and its
+        // last lines into a failure's message.
+        let (etx, erx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("{l}");
+                let _ = etx.send(l);
+            }
+        });
+        let mut first = String::new();
+        let _ = std::io::BufReader::new(out).read_line(&mut first);
+        match first.trim().strip_prefix("device ") {
+            Some(dev) => Ok(Connection {
+                device: dev.to_string(),
+                child,
+            }),
+            None => {
+                let status = child.wait().context("waiting for numio connect")?;
+                let lines: Vec<String> = erx.iter().collect();
+                anyhow::bail!("numio connect {url} ({status}): {}", lines.join(" | "))
+            }
+        }
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
     }
 }
 

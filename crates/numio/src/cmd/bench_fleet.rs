@@ -115,6 +115,13 @@ pub(crate) struct FleetReport {
     pub(crate) merged: Option<results::RunResult>,
 }
 
+impl FleetReport {
+    /// The result of each host that sent one.
+    pub(crate) fn host_results(&self) -> impl Iterator<Item = &results::RunResult> {
+        self.hosts.iter().filter_map(|h| h.result.as_ref())
+    }
+}
+
 /// Runs the bench on every host; `targets` are the bench's targets.
 pub fn run(
     fleet_args: &FleetArgs,
@@ -127,7 +134,11 @@ pub fn run(
     let runs: Vec<HostRun> = hosts
         .into_iter()
         .zip(per_host)
-        .map(|(host, targets)| HostRun { host, targets })
+        .map(|(host, targets)| HostRun {
+            host,
+            targets,
+            connect: None,
+        })
         .collect();
     let all: Vec<String> = std::env::args().collect();
     let Some(at) = all.iter().position(|a| a == "bench") else {

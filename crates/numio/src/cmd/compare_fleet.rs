@@ -109,7 +109,11 @@ pub fn run(args: &FleetCompare<'_>) -> anyhow::Result<i32> {
                 .iter()
                 .cloned()
                 .zip(per.by_ref())
-                .map(|(host, targets)| HostRun { host, targets })
+                .map(|(host, targets)| HostRun {
+                    host,
+                    targets,
+                    connect: None,
+                })
                 .collect()
         })
         .collect();

@@ -48,6 +48,12 @@ pub struct Args {
     /// Busy-poll the target (`numio serve --poll`).
     #[arg(long)]
     pub target_poll: bool,
+    /// The initiators' NVMe/TCP host: numio's tcp backend (`numio`), or
+    /// the Linux kernel's (`kernel`: each initiator host connects with
+    /// `numio connect`, as `nvme connect` does, benches the block device
+    /// the kernel makes and disconnects at the end, also if numio dies).
+    #[arg(long, value_enum, default_value_t = Stack::Numio)]
+    pub stack: Stack,
     /// Run with the first N initiators, for each N (e.g. 1,2,4): the
     /// scaling axis [default: all of them].
     #[arg(long, value_name = "N,...")]
@@ -63,10 +69,52 @@ pub struct Args {
     pub bench_args: Vec<String>,
 }
 
+/// Whose NVMe/TCP host the initiators run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stack {
+    /// numio bench's tcp backend.
+    Numio,
+    /// The Linux kernel's nvme-tcp, through its block device.
+    Kernel,
+}
+
+/// The initiator hosts' machines over a point: their busy CPU (workers,
+/// kernel threads, softirqs, whatever ran) per I/O, summed over hosts, and
+/// the lowest host's unused share.
+#[derive(Debug, Clone, Copy, Serialize)]
+struct InitiatorCpu {
+    machine_cpu_ns_per_io: Option<f64>,
+    min_headroom_pct: Option<f64>,
+}
+
+impl InitiatorCpu {
+    fn of(fleet: &FleetReport) -> InitiatorCpu {
+        let mut busy_per_s = None::<f64>;
+        let mut iops = 0.0;
+        let mut head = None::<f64>;
+        for r in fleet.host_results() {
+            let p = r.per_io();
+            if let Some(ns) = p.machine_cpu_ns {
+                *busy_per_s.get_or_insert(0.0) += ns * r.total.iops;
+            }
+            iops += r.total.iops;
+            if let Some(h) = p.cpu_headroom_pct {
+                head = Some(head.map_or(h, |x| x.min(h)));
+            }
+        }
+        InitiatorCpu {
+            machine_cpu_ns_per_io: busy_per_s.filter(|_| iops > 0.0).map(|b| b / iops),
+            min_headroom_pct: head,
+        }
+    }
+}
+
 /// One point of the study.
 #[derive(Debug, Serialize)]
 struct Point {
     initiators: usize,
+    initiator_cpu: InitiatorCpu,
     target_cpu: Option<TargetCpu>,
     fleet: FleetReport,
 }
@@ -77,6 +125,7 @@ struct Study {
     schema: &'static str,
     target: String,
     url: String,
+    stack: Stack,
     target_lines: Vec<String>,
     points: Vec<Point>,
 }
@@ -155,6 +204,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         schema: "numio-fabric",
         target: target_name,
         url: url.clone(),
+        stack: args.stack,
         target_lines: target.as_ref().map(|t| t.lines.clone()).unwrap_or_default(),
         points: Vec::new(),
     };
@@ -165,9 +215,17 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
             let runs: Vec<HostRun> = initiators[..n]
                 .iter()
-                .map(|h| HostRun {
-                    host: h.clone(),
-                    targets: vec![url.clone()],
+                .map(|h| match args.stack {
+                    Stack::Numio => HostRun {
+                        host: h.clone(),
+                        targets: vec![url.clone()],
+                        connect: None,
+                    },
+                    Stack::Kernel => HostRun {
+                        host: h.clone(),
+                        targets: Vec::new(),
+                        connect: Some(url.clone()),
+                    },
                 })
                 .collect();
             eprintln!("numio fabric: {n} initiator(s) against {url}");
@@ -191,6 +249,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
             study.points.push(Point {
                 initiators: n,
+                initiator_cpu: InitiatorCpu::of(&fleet),
                 target_cpu: before.zip(after).map(|(a, b)| a.until(&b)),
                 fleet,
             });
@@ -214,46 +273,51 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 }
 
 fn print_study(s: &Study) {
-    println!("target {} ({})", s.target, s.url);
     println!(
-        "{:>10} {:>10} {:>11} {:>10} {:>10} {:>14} {:>14} {:>12} {:>15}",
+        "target {} ({}); initiators: {}",
+        s.target,
+        s.url,
+        match s.stack {
+            Stack::Numio => "numio's tcp backend",
+            Stack::Kernel => "the Linux kernel's nvme-tcp (block device)",
+        }
+    );
+    println!(
+        "{:>10} {:>10} {:>11} {:>10} {:>10} {:>15} {:>13} {:>15} {:>14} {:>10} {:>15}",
         "initiators",
         "IOPS",
         "bandwidth",
         "p50",
         "p99",
-        "init CPU µs/IO",
-        "tgt CPU µs/IO",
+        "workers µs/IO",
+        "init µs/IO",
+        "init headroom %",
+        "tgt µs/IO",
         "tgt cores",
         "tgt headroom %"
     );
+    let opt = |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |v| format!("{v:.prec$}"));
     for p in &s.points {
         let Some(m) = &p.fleet.merged else { continue };
         let ops = m.total.ops.max(1) as f64;
         let lat = &m.total.latency.clat;
-        let init_cpu = (m.cpu_usage.user_ns + m.cpu_usage.system_ns) as f64 / 1e3 / ops;
-        let (tgt_io, cores, head) =
-            p.target_cpu
-                .map_or(("-".to_string(), "-".to_string(), "-".to_string()), |c| {
-                    (
-                        format!("{:.2}", c.process_cpu_s * 1e6 / ops),
-                        format!("{:.2}", c.process_cores),
-                        format!("{:.1}", c.headroom_pct),
-                    )
-                });
+        let workers = (m.cpu_usage.user_ns + m.cpu_usage.system_ns) as f64 / 1e3 / ops;
+        let t = p.target_cpu;
         println!(
-            "{:>10} {:>10} {:>11} {:>10} {:>10} {:>14.2} {:>14} {:>12} {:>15}{}",
+            "{:>10} {:>10} {:>11} {:>10} {:>10} {:>15.2} {:>13} {:>15} {:>14} {:>10} {:>15}{}",
             p.initiators,
             human::si(m.total.iops),
             human::bandwidth(m.total.bandwidth_bytes_per_s),
             human::latency(lat.at(50.0).unwrap_or(0) as f64),
             human::latency(lat.at(99.0).unwrap_or(0) as f64),
-            init_cpu,
-            tgt_io,
-            cores,
-            head,
+            workers,
+            opt(p.initiator_cpu.machine_cpu_ns_per_io.map(|n| n / 1e3), 2),
+            opt(p.initiator_cpu.min_headroom_pct, 1),
+            opt(t.map(|c| c.process_cpu_s * 1e6 / ops), 2),
+            opt(t.map(|c| c.process_cores), 2),
+            opt(t.map(|c| c.headroom_pct), 1),
             if p.fleet.partial { "  PARTIAL" } else { "" }
         );
     }
-    println!("(latency: percentiles of the initiators' merged histograms; CPU: the initiators' workers and the target's numio serve process; headroom: the target machine's unused CPU)");
+    println!("(latency: percentiles of the initiators' merged histograms; workers: the initiators' bench threads' CPU; init: the initiator machines' busy CPU (kernel threads and softirqs too) summed over hosts, and the lowest host's unused share; tgt: the target's numio serve process, and its machine's unused share)");
 }

@@ -16,6 +16,7 @@ pub mod coalesce_sweep_runner;
 pub mod compare;
 pub mod compare_fleet;
 pub mod completions;
+pub mod connect;
 pub mod default_target;
 pub mod display;
 pub mod doctor;

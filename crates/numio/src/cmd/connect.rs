@@ -1,0 +1,443 @@
+//! `numio connect`: the Linux host's NVMe/TCP initiator for as long as
+//! numio needs it. It connects (as `nvme connect` does), prints the block
+//! device the kernel made, holds the connection until its stdin closes or
+//! it gets SIGINT/SIGTERM, then disconnects. `numio fabric --stack kernel`
+//! runs one per initiator host (under that host's agent, which it dies
+//! with), and a user can script one: `numio connect URL | (read _ dev; fio
+//! --filename=$dev ...)`.
+//!
+//! Nothing is left connected after a crash: a record of each connection
+//! (controller, cntlid, subsystem, address, the owning process and its
+//! start time) is written to the state directory as soon as the kernel
+//! names the controller, and removed after the disconnect. Every `numio
+//! connect` first disconnects what a dead numio left (the controller
+//! checked to be the recorded one), and `numio connect --cleanup` does
+//! only that.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use serde::{Deserialize, Serialize};
+use session::interrupt;
+use sysapi::fabrics;
+
+/// The state directory's default (root's, cleared at boot like the
+/// connections it records).
+pub const STATE_DIR: &str = "/run/numio/fabric";
+const SCHEMA_VERSION: u32 = 1;
+
+/// Flags of `numio connect`.
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Example: numio connect nvme-tcp://10.0.0.5/nqn.2026-11.io.numio:mem0/1\n\
+                  prints `device /dev/nvme1n1`, holds the connection until stdin closes or Ctrl-C, then disconnects."
+)]
+pub struct Args {
+    /// The namespace: `nvme-tcp://ADDR[:PORT]/SUBNQN[/NSID]`.
+    #[arg(value_name = "URL", required_unless_present = "cleanup")]
+    pub url: Option<String>,
+    /// This host's NQN [default: /etc/nvme/hostnqn as nvme-cli reads it,
+    /// else the kernel's default].
+    #[arg(long, value_name = "NQN")]
+    pub hostnqn: Option<String>,
+    /// This host's id, a UUID [default: the one after `uuid:` in the host
+    /// NQN, else /etc/nvme/hostid with /etc/nvme/hostnqn, else the
+    /// kernel's].
+    #[arg(long, value_name = "UUID")]
+    pub hostid: Option<String>,
+    /// Only disconnect what a numio that died left connected, then exit.
+    #[arg(long, conflicts_with = "url")]
+    pub cleanup: bool,
+    /// How long to wait for the namespace's block device after the
+    /// connect, in seconds.
+    #[arg(long, value_name = "S", default_value_t = 60)]
+    pub wait: u64,
+    /// Where the connection records live.
+    #[arg(long, value_name = "DIR", default_value = STATE_DIR, hide = true)]
+    pub state_dir: PathBuf,
+}
+
+/// One connection numio made and has not undone yet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Record {
+    schema_version: u32,
+    /// `nvme3`.
+    controller: String,
+    cntlid: u32,
+    subnqn: String,
+    traddr: String,
+    trsvcid: u16,
+    /// The numio that connected, and its start time (clock ticks after
+    /// boot, /proc/PID/stat field 22): with the pid, who it is.
+    pid: u32,
+    pid_start: u64,
+    since_unix_s: u64,
+}
+
+/// Runs `numio connect`.
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    interrupt::install(|_| {})?;
+    let sys_nvme = Path::new("/sys/class/nvme");
+    for line in cleanup(&args.state_dir, sys_nvme)? {
+        eprintln!("numio connect: {line}");
+    }
+    let Some(url_text) = &args.url else {
+        return Ok(0);
+    };
+    let url = engine::backend::tcp::parse_url(url_text)
+        .map_err(|e| anyhow::anyhow!("{url_text}: {e}"))?;
+    let addr = url
+        .resolve()
+        .map_err(|e| anyhow::anyhow!("{url_text}: {e}"))?;
+    let (hostnqn, hostid) = host_identity(&args);
+    let options = fabrics::TcpConnect {
+        subnqn: url.subnqn.clone(),
+        traddr: addr.ip().to_string(),
+        trsvcid: addr.port(),
+        hostnqn,
+        hostid,
+    }
+    .options()
+    .map_err(|e| anyhow::anyhow!("{url_text}: {e}"))?;
+    let fabrics_dev = Path::new(fabrics::FABRICS_DEV);
+    if !fabrics_dev.exists() {
+        // The module is not loaded (the kernel loads nvme-tcp itself once
+        // nvme-fabrics is there).
+        let _ = std::process::Command::new("modprobe")
+            .arg("nvme-tcp")
+            .stderr(std::process::Stdio::null())
+            .status();
+    }
+    if !fabrics_dev.exists() {
+        bail!(
+            "{} is missing: this kernel has no NVMe over Fabrics host loaded; load it with `modprobe nvme-tcp` (as root; Debian's kernels ship the module) and retry",
+            fabrics::FABRICS_DEV
+        );
+    }
+    std::fs::create_dir_all(&args.state_dir).with_context(|| {
+        format!(
+            "creating the state directory {} (numio connect runs as root)",
+            args.state_dir.display()
+        )
+    })?;
+    let c = fabrics::connect(fabrics_dev, &options).map_err(|e| {
+        anyhow::anyhow!(
+            "connecting the kernel's NVMe/TCP host to {addr} ({}) failed: {e}; check that a target listens there and offers that subsystem to this host (dmesg names the kernel's reason)",
+            url.subnqn
+        )
+    })?;
+    let controller = format!("nvme{}", c.instance);
+    let record = Record {
+        schema_version: SCHEMA_VERSION,
+        controller: controller.clone(),
+        cntlid: c.cntlid,
+        subnqn: url.subnqn.clone(),
+        traddr: addr.ip().to_string(),
+        trsvcid: addr.port(),
+        pid: std::process::id(),
+        pid_start: process_start(std::process::id()).unwrap_or(0),
+        since_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+    };
+    let record_path = args.state_dir.join(format!("{controller}.json"));
+    let held = write_record(&record_path, &record)
+        .with_context(|| format!("recording the connection in {}", record_path.display()))
+        .and_then(|()| {
+            eprintln!(
+                "numio connect: {controller} (cntlid {}) connected to {addr} {}",
+                c.cntlid, url.subnqn
+            );
+            let dev = wait_namespace(&controller, url.nsid, Duration::from_secs(args.wait))?;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "device /dev/{dev}")
+                .and_then(|()| out.flush())
+                .context("writing the device")?;
+            hold();
+            Ok(())
+        });
+    let undone = disconnect(sys_nvme, &record);
+    let _ = std::fs::remove_file(&record_path);
+    match undone {
+        Ok(true) => eprintln!("numio connect: {controller} disconnected"),
+        Ok(false) => eprintln!("numio connect: {controller} was gone already"),
+        Err(e) => eprintln!("numio connect: {controller}: {e}"),
+    }
+    held?;
+    Ok(interrupt::exit_code().unwrap_or(0))
+}
+
+/// The host NQN and id to connect as: the flags, else nvme-cli's files;
+/// an NQN of the `...:uuid:UUID` form brings its own id.
+fn host_identity(args: &Args) -> (Option<String>, Option<String>) {
+    let file = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    let (nqn, from_file) = match &args.hostnqn {
+        Some(h) => (Some(h.clone()), false),
+        None => (file("/etc/nvme/hostnqn"), true),
+    };
+    let id = args.hostid.clone().or_else(|| {
+        let own = nqn
+            .as_deref()
+            .and_then(|n| n.rsplit_once(":uuid:"))
+            .map(|(_, u)| u.to_string());
+        own.or_else(|| {
+            (from_file && nqn.is_some())
+                .then(|| file("/etc/nvme/hostid"))
+                .flatten()
+        })
+    });
+    (nqn, id)
+}
+
+/// Waits for stdin to close or a signal.
+fn hold() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut lock = stdin.lock();
+        let mut line = String::new();
+        while lock.read_line(&mut line).is_ok_and(|n| n > 0) {
+            line.clear();
+        }
+        let _ = tx.send(());
+    });
+    while !interrupt::interrupted() {
+        if rx.recv_timeout(Duration::from_millis(100)).is_ok() {
+            return;
+        }
+    }
+}
+
+/// The head block device of namespace `nsid` reached through
+/// `controller`, once the kernel has made it.
+fn wait_namespace(controller: &str, nsid: u32, wait: Duration) -> anyhow::Result<String> {
+    let deadline = Instant::now() + wait;
+    loop {
+        if let Ok(t) = topology::Topology::discover(Path::new("/")) {
+            let found = t.subsystems.iter().flat_map(|s| &s.namespaces).find(|n| {
+                n.nsid == nsid
+                    && (n.controller.as_deref() == Some(controller)
+                        || n.paths.iter().any(|p| p.controller == controller))
+            });
+            if let Some(n) = found {
+                return Ok(n.block_device.clone());
+            }
+        }
+        if interrupt::interrupted() {
+            bail!("interrupted while waiting for namespace {nsid} of {controller}");
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "namespace {nsid} of {controller} did not appear within {} s: the subsystem may not have that NSID (`numio topo` lists what it has), or give --wait more time",
+                wait.as_secs()
+            );
+        }
+        // The kernel scans namespaces after the connect returns; its
+        // block device appears as a sysfs entry, looked for every 100 ms.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Deletes `r`'s controller if it is still the one recorded (its name can
+/// have been reused by another connection since): the controller's own
+/// `cntlid`, `subsysnqn` and `address` under `sys_nvme` must match.
+fn disconnect(sys_nvme: &Path, r: &Record) -> anyhow::Result<bool> {
+    let dir = sys_nvme.join(&r.controller);
+    let attr = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let Some(address) = attr("address") else {
+        return Ok(false); // Gone already.
+    };
+    let same = attr("cntlid").and_then(|c| c.parse::<u32>().ok()) == Some(r.cntlid)
+        && attr("subsysnqn").as_deref() == Some(r.subnqn.as_str())
+        && address_matches(&address, &r.traddr, r.trsvcid);
+    if !same {
+        return Ok(false);
+    }
+    fabrics::delete_controller(sys_nvme, &r.controller)
+        .with_context(|| format!("deleting {} (nvme disconnect -d {0})", r.controller))?;
+    Ok(true)
+}
+
+/// Whether a fabrics controller's `address` (`traddr=10.0.0.5,trsvcid=4420,src_addr=...`)
+/// is `traddr`:`trsvcid`.
+fn address_matches(address: &str, traddr: &str, trsvcid: u16) -> bool {
+    let mut a = None;
+    let mut p = None;
+    for kv in address.split(',') {
+        match kv.trim().split_once('=') {
+            Some(("traddr", v)) => a = Some(v),
+            Some(("trsvcid", v)) => p = v.parse::<u16>().ok(),
+            _ => {}
+        }
+    }
+    a == Some(traddr) && p == Some(trsvcid)
+}
+
+/// Disconnects what numio processes that no longer run left connected,
+/// removing their records; one line per thing done.
+fn cleanup(dir: &Path, sys_nvme: &Path) -> anyhow::Result<Vec<String>> {
+    let mut done = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(done),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let Ok(r) = serde_json::from_str::<Record>(&text) else {
+            done.push(format!(
+                "{}: not a connection record; remove it by hand",
+                path.display()
+            ));
+            continue;
+        };
+        if process_start(r.pid).is_some_and(|s| s == r.pid_start) {
+            continue; // Its numio still holds it.
+        }
+        let deleted = disconnect(sys_nvme, &r)?;
+        std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
+        done.push(if deleted {
+            format!(
+                "disconnected {} ({} at {}:{}), left connected by numio pid {} which no longer runs",
+                r.controller, r.subnqn, r.traddr, r.trsvcid, r.pid
+            )
+        } else {
+            format!(
+                "dropped the record of {} left by numio pid {}: that connection is gone",
+                r.controller, r.pid
+            )
+        });
+    }
+    Ok(done)
+}
+
+/// Writes `r` whole or not at all (a temporary file renamed).
+fn write_record(path: &Path, r: &Record) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(r)?)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// A process's start time (clock ticks after boot), `None` when it does
+/// not run.
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces and ')'):
+    // state is field 3, starttime field 22.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fabrics_address() {
+        assert!(address_matches(
+            "traddr=10.0.0.5,trsvcid=4420,src_addr=10.0.0.1",
+            "10.0.0.5",
+            4420
+        ));
+        assert!(!address_matches(
+            "traddr=10.0.0.5,trsvcid=4421",
+            "10.0.0.5",
+            4420
+        ));
+        assert!(!address_matches("0000:01:00.0", "10.0.0.5", 4420));
+    }
+
+    #[test]
+    fn own_start_time_and_a_dead_pid() {
+        let me = process_start(std::process::id()).expect("this process runs");
+        assert!(me > 0);
+        assert_eq!(process_start(u32::MAX - 1), None);
+    }
+
+    #[test]
+    fn cleanup_keeps_live_owners_and_undoes_dead_ones() {
+        let dir = std::env::temp_dir().join(format!("numio-connect-{}", std::process::id()));
+        let sys = dir.join("sys-class-nvme");
+        // The kernel's attributes of a controller (delete_controller
+        // records what is written to it).
+        let controller = |name: &str, cntlid: u32, nqn: &str| {
+            let d = sys.join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("cntlid"), format!("{cntlid}\n")).unwrap();
+            std::fs::write(d.join("subsysnqn"), format!("{nqn}\n")).unwrap();
+            std::fs::write(
+                d.join("address"),
+                "traddr=10.0.0.5,trsvcid=4420,src_addr=10.0.0.1\n",
+            )
+            .unwrap();
+            std::fs::write(d.join("delete_controller"), "").unwrap();
+        };
+        let deleted = |name: &str| {
+            std::fs::read_to_string(sys.join(name).join("delete_controller")).unwrap() == "1"
+        };
+        controller("nvme5", 1, "nqn.x");
+        controller("nvme6", 2, "nqn.x");
+        // nvme7's name was reused by another connection after the crash.
+        controller("nvme7", 9, "nqn.other");
+        let live = Record {
+            schema_version: SCHEMA_VERSION,
+            controller: "nvme5".into(),
+            cntlid: 1,
+            subnqn: "nqn.x".into(),
+            traddr: "10.0.0.5".into(),
+            trsvcid: 4420,
+            pid: std::process::id(),
+            pid_start: process_start(std::process::id()).unwrap(),
+            since_unix_s: 0,
+        };
+        let dead = |c: &str, cntlid: u32| Record {
+            controller: c.into(),
+            cntlid,
+            pid_start: live.pid_start + 1,
+            ..live.clone()
+        };
+        write_record(&dir.join("nvme5.json"), &live).unwrap();
+        write_record(&dir.join("nvme6.json"), &dead("nvme6", 2)).unwrap();
+        write_record(&dir.join("nvme7.json"), &dead("nvme7", 3)).unwrap();
+        write_record(&dir.join("nvme8.json"), &dead("nvme8", 4)).unwrap();
+        std::fs::write(dir.join("junk.json"), "{").unwrap();
+        let lines = cleanup(&dir, &sys).unwrap();
+        assert!(
+            dir.join("nvme5.json").exists(),
+            "a live owner's record stays"
+        );
+        assert!(!deleted("nvme5"), "a live owner's controller stays");
+        assert!(deleted("nvme6"), "a dead owner's controller is deleted");
+        assert!(!deleted("nvme7"), "a reused name is not ours: left alone");
+        for n in ["nvme6", "nvme7", "nvme8"] {
+            assert!(!dir.join(format!("{n}.json")).exists(), "{n}'s record goes");
+        }
+        assert!(
+            lines.iter().any(|l| l.contains("disconnected nvme6")),
+            "{lines:?}"
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("not a connection record")),
+            "{lines:?}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

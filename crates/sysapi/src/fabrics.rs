@@ -1,0 +1,175 @@
+//! The Linux NVMe over Fabrics host: connecting a controller (what
+//! `nvme connect` does: one options line written to `/dev/nvme-fabrics`,
+//! the kernel's `instance=N,cntlid=M` read back) and deleting one (what
+//! `nvme disconnect` does: `1` into the controller's `delete_controller`).
+
+use std::fs::OpenOptions;
+use std::io::{self, Read, Write};
+use std::path::Path;
+
+/// The kernel's fabrics control file.
+pub const FABRICS_DEV: &str = "/dev/nvme-fabrics";
+
+/// What the kernel made of a connect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Connected {
+    /// The controller's instance: it is `nvme{instance}`.
+    pub instance: u32,
+    /// Its controller id in the subsystem.
+    pub cntlid: u32,
+}
+
+/// One NVMe/TCP connect's options, as `/dev/nvme-fabrics` takes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpConnect {
+    /// Subsystem NQN.
+    pub subnqn: String,
+    /// Target address (IPv4 or IPv6, no brackets).
+    pub traddr: String,
+    /// Target port.
+    pub trsvcid: u16,
+    /// This host's NQN (`None`: the kernel's default).
+    pub hostnqn: Option<String>,
+    /// This host's id, a UUID (`None`: the kernel's default). Newer
+    /// kernels refuse one id under two host NQNs, so a host NQN comes with
+    /// its own id.
+    pub hostid: Option<String>,
+}
+
+impl TcpConnect {
+    /// The options line (`nqn=...,transport=tcp,traddr=...,trsvcid=...`);
+    /// an error names a value the kernel's comma-separated parser would
+    /// split.
+    pub fn options(&self) -> Result<String, String> {
+        let mut fields = vec![
+            ("nqn", self.subnqn.clone()),
+            ("transport", "tcp".to_string()),
+            ("traddr", self.traddr.clone()),
+            ("trsvcid", self.trsvcid.to_string()),
+        ];
+        if let Some(h) = &self.hostnqn {
+            fields.push(("hostnqn", h.clone()));
+        }
+        if let Some(h) = &self.hostid {
+            fields.push(("hostid", h.clone()));
+        }
+        for (k, v) in &fields {
+            if v.is_empty() || v.contains([',', '\n', '=']) {
+                return Err(format!(
+                    "{k} {v:?} is empty or holds ',', '=' or a newline: the kernel cannot take it"
+                ));
+            }
+        }
+        Ok(fields
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(","))
+    }
+}
+
+/// Parses the kernel's answer to a connect (`instance=3,cntlid=1`).
+pub fn parse_connected(reply: &str) -> Option<Connected> {
+    let (mut instance, mut cntlid) = (None, None);
+    for part in reply.trim().split(',') {
+        match part.split_once('=') {
+            Some(("instance", v)) => instance = v.parse().ok(),
+            Some(("cntlid", v)) => cntlid = v.parse().ok(),
+            _ => {}
+        }
+    }
+    Some(Connected {
+        instance: instance?,
+        cntlid: cntlid?,
+    })
+}
+
+/// Connects through `fabrics` (normally [`FABRICS_DEV`]) with `options`;
+/// the kernel's error (e.g. `ECONNREFUSED` as "Connection refused",
+/// `EINVAL` for options it does not take) comes back as it is.
+pub fn connect(fabrics: &Path, options: &str) -> io::Result<Connected> {
+    let mut f = OpenOptions::new().read(true).write(true).open(fabrics)?;
+    // One write: the kernel parses the whole line and connects before it
+    // returns.
+    f.write_all(options.as_bytes())?;
+    let mut reply = String::new();
+    f.read_to_string(&mut reply)?;
+    parse_connected(&reply).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: unexpected answer {reply:?}", fabrics.display()),
+        )
+    })
+}
+
+/// Deletes controller `name` (`nvme3`) under `sys_class_nvme`
+/// (normally `/sys/class/nvme`): the kernel tears its queues and
+/// namespaces down before the write returns.
+pub fn delete_controller(sys_class_nvme: &Path, name: &str) -> io::Result<()> {
+    let p = sys_class_nvme.join(name).join("delete_controller");
+    OpenOptions::new().write(true).open(p)?.write_all(b"1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_line() {
+        let c = TcpConnect {
+            subnqn: "nqn.2026-11.io.numio:mem0".into(),
+            traddr: "10.0.0.5".into(),
+            trsvcid: 4420,
+            hostnqn: None,
+            hostid: None,
+        };
+        assert_eq!(
+            c.options().unwrap(),
+            "nqn=nqn.2026-11.io.numio:mem0,transport=tcp,traddr=10.0.0.5,trsvcid=4420"
+        );
+        let h = TcpConnect {
+            hostnqn: Some("nqn.2014-08.org.nvmexpress:uuid:1".into()),
+            hostid: Some("1".into()),
+            ..c.clone()
+        };
+        assert!(h
+            .options()
+            .unwrap()
+            .ends_with(",hostnqn=nqn.2014-08.org.nvmexpress:uuid:1,hostid=1"));
+        let bad = TcpConnect {
+            subnqn: "nqn.a,b".into(),
+            ..c
+        };
+        let e = bad.options().unwrap_err();
+        assert!(e.contains("nqn \"nqn.a,b\""), "{e}");
+    }
+
+    #[test]
+    fn kernel_answer() {
+        assert_eq!(
+            parse_connected("instance=3,cntlid=17\n"),
+            Some(Connected {
+                instance: 3,
+                cntlid: 17
+            })
+        );
+        assert_eq!(parse_connected("instance=3\n"), None);
+        assert_eq!(parse_connected(""), None);
+    }
+
+    #[test]
+    fn connect_errors_come_back() {
+        let e = connect(Path::new("/nonexistent/nvme-fabrics"), "x").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
+        let dir = std::env::temp_dir().join(format!("fabrics-del-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("nvme7")).unwrap();
+        std::fs::write(dir.join("nvme7/delete_controller"), "").unwrap();
+        delete_controller(&dir, "nvme7").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.join("nvme7/delete_controller")).unwrap(),
+            "1"
+        );
+        assert!(delete_controller(&dir, "nvme8").is_err());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# vm-lab: timeout=400
+# numio fabric --stack kernel: the Linux host as the initiator. The guest
+# plays every host through an ssh stand-in that runs the remote command
+# here (the fleet's ssh sessions are tested with real sshd in
+# crates/numio/tests/fleet_ssh.rs; what needs a kernel with nvme-tcp is
+# tested here). numio serve starts as the target; the initiator's agent
+# connects the kernel (numio connect), benches the block device the kernel
+# made and disconnects:
+#   1. a study runs: I/Os counted on /dev/nvmeXnY, nothing left connected,
+#      no record left in /run/numio/fabric, no numio left running;
+#   2. the initiator's agent killed with SIGKILL mid-run (after the event:
+#      its connect line): numio connect, tied to it, still disconnects, and
+#      the study names the host as failed;
+#   3. numio connect itself killed with SIGKILL: the connection stays, its
+#      record names it, and `numio connect --cleanup` disconnects it.
+. "$(dirname "$0")/nvmf-lib.bash"
+nvmf_setup
+NQN=nqn.2026-01.io.numio:subsys0 # numio fabric's target (numio serve's default NQN)
+STATE=/run/numio/fabric
+
+ssh_stub=$CHECK_OUT/ssh
+cat >"$ssh_stub" <<'EOF'
+#!/bin/bash
+# ssh stand-in: the words after `--` are the remote command; run it here.
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
+shift
+exec bash -c "$*"
+EOF
+chmod +x "$ssh_stub"
+export NUMIO_SSH=$ssh_stub
+
+# numio as the agent (started by the path given), or as its children
+# (started by the path the kernel gives /proc/self/exe).
+left_running() { pgrep -f -- "/numio (agent|connect|serve)( |\$)" | tr '\n' ' '; }
+records() { ls "$STATE" 2>/dev/null | tr '\n' ' '; }
+
+# 1. A study.
+out=$CHECK_OUT/study.json
+"$NUMIO" fabric --target lab-tgt --initiators lab-ini --listen 127.0.0.1:4420 --ns mem:64M \
+  --stack kernel --remote-numio "$NUMIO" --json -- \
+  --rw randread --bs 4k --iodepth 4 --runtime 2s --progress never \
+  >"$out" 2>"$CHECK_OUT/study.err"
+rc=$?
+expect_eq "fabric --stack kernel exits 0" 0 "$rc"
+[ "$rc" = 0 ] || note "stderr: $(tail -n 8 "$CHECK_OUT/study.err")"
+summary=$(python3 - "$out" <<'EOF' 2>&1
+import json, re, sys
+s = json.load(open(sys.argv[1]))
+p = s["points"][0]
+host = p["fleet"]["hosts"][0]
+path = host["result"]["targets"][0]["path"]
+ops = p["fleet"]["merged"]["total"]["ops"]
+errors = p["fleet"]["merged"]["total"].get("errors", 0)
+print(s["stack"], bool(re.fullmatch(r"/dev/nvme\d+n1", path)), ops > 0, errors == 0,
+      p["target_cpu"] is not None)
+EOF
+)
+expect_eq "kernel stack, a /dev/nvmeXn1 target, I/Os counted, no errors, target CPU" \
+  "kernel True True True True" "$summary"
+grep -q 'numio: lab-ini: ready: /dev/nvme[0-9]*n1 ' "$CHECK_OUT/study.err"
+expect_eq "the controller says which device the initiator's kernel made" 0 $?
+expect_eq "no namespace of $NQN left" "" "$(nvmf_devices "$NQN" | tr '\n' ' ')"
+expect_eq "no connection record left" "" "$(records)"
+expect_eq "no numio left running" "" "$(left_running)"
+
+# 2. The initiator's agent killed mid-run.
+err=$CHECK_OUT/kill-agent.err
+"$NUMIO" fabric --target lab-tgt --initiators lab-ini --listen 127.0.0.1:4420 --ns mem:64M \
+  --stack kernel --remote-numio "$NUMIO" -- \
+  --rw randread --bs 4k --iodepth 4 --runtime 120s --progress never \
+  >"$CHECK_OUT/kill-agent.out" 2>"$err" &
+fabric=$!
+# The event: the kernel made the namespace's block device (sysfs).
+for _ in $(seq 1200); do
+  [ -n "$(nvmf_devices "$NQN")" ] && break
+  kill -0 "$fabric" 2>/dev/null || break
+  sleep 0.1
+done
+connect_pid=$(pgrep -f -- "/numio connect nvme-tcp://" | head -n1)
+agent_pid=$(ps -o ppid= -p "${connect_pid:-0}" 2>/dev/null | tr -d ' ')
+note "numio connect pid '$connect_pid', its agent '$agent_pid'"
+expect_eq "a controller of $NQN is connected" 1 "$(nvmf_devices "$NQN" | wc -l)"
+[ -n "$agent_pid" ] && kill -9 "$agent_pid"
+# The event: numio connect exits (it disconnects first).
+for _ in $(seq 600); do
+  kill -0 "${connect_pid:-0}" 2>/dev/null || break
+  sleep 0.1
+done
+expect_eq "after the agent's SIGKILL, numio connect disconnected" "" "$(nvmf_devices "$NQN" | tr '\n' ' ')"
+wait "$fabric"
+rc=$?
+expect_eq "the study fails (its only initiator died: exit 2)" 2 "$rc"
+grep -q 'no initiator ran: lab-ini' "$err"
+expect_eq "and names the host" 0 $?
+[ "$rc" = 2 ] || note "stderr: $(tail -n 5 "$err")"
+expect_eq "no connection record left" "" "$(records)"
+expect_eq "no numio left running" "" "$(left_running)"
+
+# 3. numio connect killed itself: the record, then --cleanup.
+"$NUMIO" serve --listen 127.0.0.1:4421 --allow-any-host --ns mem:16M --discovery-port 0 \
+  >"$CHECK_OUT/serve3.log" 2>&1 &
+serve=$!
+for _ in $(seq 100); do grep -q 'ready' "$CHECK_OUT/serve3.log" && break; sleep 0.1; done
+fifo=$(mktemp -u /dev/shm/numio-hold.XXXXXX) # (not in CHECK_OUT: a 9p share has no FIFOs)
+mkfifo "$fifo"
+"$NUMIO" connect "nvme-tcp://127.0.0.1:4421/$NQN/1" <"$fifo" >"$CHECK_OUT/connect3.out" 2>"$CHECK_OUT/connect3.err" &
+holder=$!
+exec {hold_fd}>"$fifo"
+for _ in $(seq 600); do
+  grep -q '^device ' "$CHECK_OUT/connect3.out" && break
+  kill -0 "$holder" 2>/dev/null || break
+  sleep 0.1
+done
+dev=$(sed -n 's|^device /dev/||p' "$CHECK_OUT/connect3.out")
+expect_eq "numio connect printed the kernel's device" "$(nvmf_devices "$NQN")" "$dev"
+kill -9 "$holder"
+wait "$holder" 2>/dev/null
+exec {hold_fd}>&-
+rm -f "$fifo"
+expect_eq "after its SIGKILL the connection stays" "$dev" "$(nvmf_devices "$NQN")"
+expect_eq "and its record names the controller" 1 "$(ls "$STATE" | wc -l)"
+run_numio connect --cleanup
+expect_eq "numio connect --cleanup exits 0" 0 "$NUMIO_RC"
+grep -q "disconnected nvme[0-9]* ($NQN at 127.0.0.1:4421), left connected by numio pid $holder" <<<"$NUMIO_ERR"
+expect_eq "--cleanup says what it disconnected and whose it was" 0 $?
+[ -z "$NUMIO_ERR" ] || note "cleanup: $NUMIO_ERR"
+nvmf_wait_devices 0 "$NQN"
+expect_eq "the connection is gone" "" "$(nvmf_devices "$NQN")"
+expect_eq "and its record" "" "$(records)"
+kill -TERM "$serve"
+wait "$serve" 2>/dev/null
+finish
