@@ -5,7 +5,8 @@ use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
 use results::{
-    ErrnoCount, IoStats, Latencies, LatencySummary, Percentile, RawHistograms, NVME_STATUS_BASE,
+    DirHistogramsHex, ErrnoCount, IoStats, Latencies, LatencySummary, Percentile, RawHistograms,
+    NVME_STATUS_BASE,
 };
 
 /// Largest latency a histogram tracks exactly (60 s); larger values saturate.
@@ -206,12 +207,23 @@ impl WorkerStats {
         v
     }
 
-    /// Serialized histograms of both directions together.
+    /// Serialized histograms of both directions together, and of each
+    /// direction that did I/O.
     pub fn raw_histograms(&self) -> RawHistograms {
         let all = self.combined();
+        let dir = |d: Dir| {
+            let h = &self.hist[d as usize];
+            (self.ops[d as usize] > 0).then(|| DirHistogramsHex {
+                slat_hex: encode_histogram(&h.slat),
+                clat_hex: encode_histogram(&h.clat),
+                lat_hex: encode_histogram(&h.lat),
+            })
+        };
         RawHistograms {
             clat_hex: encode_histogram(&all.clat),
             lat_hex: encode_histogram(&all.lat),
+            read: dir(Dir::Read),
+            write: dir(Dir::Write),
         }
     }
 }

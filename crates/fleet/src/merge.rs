@@ -3,14 +3,62 @@
 //! hosts measured over the same instants); latency percentiles come from
 //! the hosts' histograms merged, never from averaged percentiles.
 //!
-//! What the merged total leaves out: the per-direction latencies (each
-//! target keeps only its combined histograms) and the submission latency;
-//! each host's own result, kept beside the merged one, has them.
+//! Per-direction and submission latencies come from each target's
+//! per-direction histograms; a result saved by a numio that did not keep
+//! them (before 2026-11-27) leaves those summaries empty in the merge, and
+//! each host's own result, kept beside the merged one, has its own.
 
 use engine::stats::{decode_histogram, new_histogram, summarize};
+use hdrhistogram::Histogram;
 use results::{
-    CpuUsage, Environment, ErrnoCount, IoStats, Latencies, RunResult, RESULT_SCHEMA_VERSION,
+    CpuUsage, DirHistogramsHex, Environment, ErrnoCount, IoStats, Latencies, RunResult,
+    RESULT_SCHEMA_VERSION,
 };
+
+/// One direction's histograms being merged; `None` once a target that did
+/// I/O in that direction brought none (an older result).
+struct DirMerge(Option<[Histogram<u64>; 3]>);
+
+impl DirMerge {
+    fn new() -> DirMerge {
+        DirMerge(Some([new_histogram(), new_histogram(), new_histogram()]))
+    }
+
+    fn add(
+        &mut self,
+        ops: u64,
+        hex: Option<&DirHistogramsHex>,
+        bad: &dyn Fn(&str) -> String,
+    ) -> Result<(), String> {
+        if ops == 0 {
+            return Ok(());
+        }
+        let (Some(h), Some(hex)) = (self.0.as_mut(), hex) else {
+            self.0 = None;
+            return Ok(());
+        };
+        for (i, (what, x)) in [
+            ("slat", &hex.slat_hex),
+            ("clat", &hex.clat_hex),
+            ("lat", &hex.lat_hex),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            h[i].add(decode_histogram(x).ok_or_else(|| bad(what))?)
+                .map_err(|_| bad(what))?;
+        }
+        Ok(())
+    }
+
+    fn latencies(&self, percentiles: &[f64]) -> Option<Latencies> {
+        self.0.as_ref().map(|[s, c, l]| Latencies {
+            slat: summarize(s, percentiles),
+            clat: summarize(c, percentiles),
+            lat: summarize(l, percentiles),
+        })
+    }
+}
 
 /// The fleet's result from `(host label, its result)` pairs, in host
 /// order, with latency `percentiles` (0 < p ≤ 100). An error names a host
@@ -32,6 +80,7 @@ pub fn merge(parts: &[(&str, &RunResult)], percentiles: &[f64]) -> Result<RunRes
     env.targets.clear();
     env.notes.clear();
     let (mut clat, mut lat) = (new_histogram(), new_histogram());
+    let (mut read, mut write) = (DirMerge::new(), DirMerge::new());
     let mut out = RunResult {
         schema_version: RESULT_SCHEMA_VERSION,
         environment: Environment::default(),
@@ -68,6 +117,12 @@ pub fn merge(parts: &[(&str, &RunResult)], percentiles: &[f64]) -> Result<RunRes
                 lat.add(decode_histogram(&t.histograms.lat_hex).ok_or_else(|| bad("lat"))?)
                     .map_err(|_| bad("lat"))?;
             }
+            read.add(t.read.ops, t.histograms.read.as_ref(), &|w| {
+                bad(&format!("read {w}"))
+            })?;
+            write.add(t.write.ops, t.histograms.write.as_ref(), &|w| {
+                bad(&format!("write {w}"))
+            })?;
             let mut t = t.clone();
             t.path = format!("{host}:{}", t.path);
             targets.push(t);
@@ -93,6 +148,17 @@ pub fn merge(parts: &[(&str, &RunResult)], percentiles: &[f64]) -> Result<RunRes
         clat: summarize(&clat, percentiles),
         lat: summarize(&lat, percentiles),
     };
+    let (r, w) = (read.latencies(percentiles), write.latencies(percentiles));
+    if let (Some(r), Some(w)) = (&read.0, &write.0) {
+        // Submission latency of both directions (the combined histograms
+        // hold only completion and total).
+        let mut slat = r[0].clone();
+        slat.add(&w[0])
+            .map_err(|_| "the submission histograms do not add up".to_string())?;
+        out.total.latency.slat = summarize(&slat, percentiles);
+    }
+    out.read.latency = r.unwrap_or_default();
+    out.write.latency = w.unwrap_or_default();
     out.targets = targets;
     out.environment = env;
     Ok(out)
@@ -117,12 +183,13 @@ fn add_cpu(sum: &mut CpuUsage, x: &CpuUsage) {
 mod tests {
     use super::*;
     use engine::stats::encode_histogram;
-    use results::{RawHistograms, TargetResult};
+    use results::{DirHistogramsHex, RawHistograms, TargetResult};
 
     fn host_result(samples: &[u64]) -> RunResult {
-        let mut h = new_histogram();
+        let (mut h, mut slat) = (new_histogram(), new_histogram());
         for &s in samples {
             h.record(s).unwrap();
+            slat.record(s / 10).unwrap();
         }
         let total = IoStats {
             ops: samples.len() as u64,
@@ -146,6 +213,13 @@ mod tests {
             histograms: RawHistograms {
                 clat_hex: encode_histogram(&h),
                 lat_hex: encode_histogram(&h),
+                // Reads only: submission latency a tenth of completion's.
+                read: Some(DirHistogramsHex {
+                    slat_hex: encode_histogram(&slat),
+                    clat_hex: encode_histogram(&h),
+                    lat_hex: encode_histogram(&h),
+                }),
+                write: None,
             },
             verify: None,
             multipath: None,
@@ -190,6 +264,17 @@ mod tests {
         let want = summarize(&all, &[50.0, 99.0]);
         assert_eq!(m.total.latency.clat, want);
         assert_eq!(m.total.latency.clat.samples, 1000);
+        // Per direction and submission latency the same way.
+        assert_eq!(m.read.latency.clat, want);
+        assert_eq!(m.read.latency.lat, want);
+        let mut all_slat = new_histogram();
+        for s in fast.iter().chain(&slow) {
+            all_slat.record(*s / 10).unwrap();
+        }
+        let want_slat = summarize(&all_slat, &[50.0, 99.0]);
+        assert_eq!(m.read.latency.slat, want_slat);
+        assert_eq!(m.total.latency.slat, want_slat);
+        assert_eq!(m.write.latency.clat.samples, 0, "no writes");
         assert!(m.total.latency.clat.at(99.0).unwrap() > 1_000_000);
         assert_eq!(m.total.ops, 1000);
         assert_eq!(m.total.iops, 1000.0);
@@ -198,6 +283,20 @@ mod tests {
         let names: Vec<_> = m.targets.iter().map(|t| t.path.as_str()).collect();
         assert_eq!(names, ["a:/dev/nvme0n1", "b:/dev/nvme0n1"]);
         assert!(m.environment.hostname.contains("a, b"));
+    }
+
+    /// A host whose result has no per-direction histograms (an older
+    /// numio's): the merge keeps the combined percentiles and leaves the
+    /// per-direction ones empty rather than partial.
+    #[test]
+    fn a_result_without_direction_histograms_leaves_those_empty() {
+        let a = host_result(&[10, 20, 30]);
+        let mut old = host_result(&[40, 50]);
+        old.targets[0].histograms.read = None;
+        let m = merge(&[("a", &a), ("old", &old)], &[50.0]).unwrap();
+        assert_eq!(m.total.latency.clat.samples, 5);
+        assert_eq!(m.read.latency, Latencies::default());
+        assert_eq!(m.total.latency.slat, Default::default());
     }
 
     #[test]

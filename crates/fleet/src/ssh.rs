@@ -118,6 +118,8 @@ pub struct Remote {
     child: Child,
     stdin: Option<ChildStdin>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Closed when the stderr reader has read everything (EOF).
+    stderr_read: std::sync::mpsc::Receiver<()>,
 }
 
 impl Remote {
@@ -139,7 +141,9 @@ impl Remote {
         let stderr = child.stderr.take().expect("piped");
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let keep = Arc::clone(&tail);
+        let (stderr_done, stderr_read) = std::sync::mpsc::channel::<()>();
         std::thread::spawn(move || {
+            let _done = stderr_done;
             for line in BufReader::new(stderr).lines() {
                 let Ok(line) = line else { break };
                 let mut t = keep.lock().expect("stderr tail");
@@ -173,6 +177,7 @@ impl Remote {
             stdin: child.stdin.take(),
             child,
             stderr: tail,
+            stderr_read,
         })
     }
 
@@ -203,8 +208,19 @@ impl Remote {
             .join(" | ")
     }
 
-    /// Waits for ssh to exit, killing it after `grace`.
+    /// Waits for ssh to exit, killing it after `grace`, and for its last
+    /// stderr lines to be read (they explain the exit).
     pub fn finish(&mut self, grace: std::time::Duration) -> Option<ExitStatus> {
+        let status = self.exit(grace);
+        // The reader ends at EOF, which follows the exit unless something
+        // the remote side started still holds the pipe: bounded.
+        let _ = self
+            .stderr_read
+            .recv_timeout(std::time::Duration::from_secs(2));
+        status
+    }
+
+    fn exit(&mut self, grace: std::time::Duration) -> Option<ExitStatus> {
         self.close();
         let until = std::time::Instant::now() + grace;
         loop {

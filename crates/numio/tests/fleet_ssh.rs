@@ -67,6 +67,7 @@ fn two_and_three_hosts_bench_at_once_and_merge_histograms() {
     let hosts = v["hosts"].as_array().unwrap();
     assert_eq!(hosts.len(), 2);
     let mut all = engine::stats::new_histogram();
+    let mut all_slat = engine::stats::new_histogram();
     let mut ops = 0;
     for (i, h) in hosts.iter().enumerate() {
         assert_eq!(h["ok"], true, "{h}");
@@ -76,6 +77,14 @@ fn two_and_three_hosts_bench_at_once_and_merge_histograms() {
         assert!(r.total.ops > 0);
         ops += r.total.ops;
         all.add(engine::stats::decode_histogram(&r.targets[0].histograms.clat_hex).unwrap())
+            .unwrap();
+        let reads = r.targets[0]
+            .histograms
+            .read
+            .as_ref()
+            .expect("read histograms kept");
+        all_slat
+            .add(engine::stats::decode_histogram(&reads.slat_hex).unwrap())
             .unwrap();
         assert!(
             h["clock_offset_ns"].as_i64().unwrap().abs() < 50_000_000,
@@ -92,6 +101,12 @@ fn two_and_three_hosts_bench_at_once_and_merge_histograms() {
         (want.samples, want.min_ns, want.max_ns)
     );
     assert!((got.mean_ns - want.mean_ns).abs() < 1e-6 * want.mean_ns.max(1.0));
+    // A read-only run: the reads' merged percentiles are the total's, and
+    // the submission latency is one histogram of both hosts' too.
+    assert_eq!(merged.read.latency.clat.percentiles, want.percentiles);
+    let want_slat = engine::stats::summarize(&all_slat, &engine::DEFAULT_PERCENTILES);
+    assert_eq!(merged.read.latency.slat.percentiles, want_slat.percentiles);
+    assert_eq!(merged.total.latency.slat.samples, want_slat.samples);
     let paths: Vec<&str> = merged.targets.iter().map(|t| t.path.as_str()).collect();
     assert!(
         paths[0].starts_with(&format!("root@{}:", lab.hosts[0].addr)),

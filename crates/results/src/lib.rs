@@ -239,6 +239,25 @@ pub struct RawHistograms {
     pub clat_hex: String,
     /// Total latency of all I/Os.
     pub lat_hex: String,
+    /// The reads' own histograms; `None` without reads (or in a result
+    /// saved before they were kept). With `write`, what a merge across
+    /// hosts needs for per-direction and submission percentiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read: Option<DirHistogramsHex>,
+    /// The writes' own histograms; `None` without writes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<DirHistogramsHex>,
+}
+
+/// One direction's serialized histograms (as [`RawHistograms`]'s).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct DirHistogramsHex {
+    /// Submission latency.
+    pub slat_hex: String,
+    /// Completion latency.
+    pub clat_hex: String,
+    /// Total latency.
+    pub lat_hex: String,
 }
 
 /// Everything measured on one target.
