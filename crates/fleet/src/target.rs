@@ -27,7 +27,7 @@ pub struct TargetSession {
 }
 
 /// What the target spent between two samples.
-#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct TargetCpu {
     /// Seconds between the samples.
     pub wall_s: f64,

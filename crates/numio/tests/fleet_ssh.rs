@@ -339,6 +339,111 @@ fn fabric_runs_a_target_and_initiators_and_tears_down() {
     lab.assert_no_numio_left();
 }
 
+/// A study over the target's cores, repeated and saved: numio serve
+/// restarts on the first K CPUs of --target-cpus for each K, every point
+/// runs twice (interleaved), the file keeps every run and `numio report`
+/// reprints the table of median runs.
+#[test]
+fn fabric_sweeps_target_cores_repeats_and_saves() {
+    if skip() {
+        return;
+    }
+    let lab = SshLab::new(7, &[Numio::This, Numio::This]);
+    let a = |i: usize| lab.login(i);
+    let saved = std::env::temp_dir().join(format!("fabric-study-{}.json", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .arg("fabric")
+        .args(["--target", &a(0), "--initiators", &a(1), "--ns", "mem:64M"])
+        .args([
+            "--target-cpus",
+            "0,1",
+            "--target-core-counts",
+            "1,2",
+            "--repeat",
+            "2",
+        ])
+        .arg("--save")
+        .arg(&saved)
+        .args(lab.ssh_flags())
+        .args(["--", "--runtime", "1", "--ramp-time", "0", "--iodepth", "4"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    // The target started once per core count, on those CPUs.
+    assert!(
+        stderr.contains("--cpus 0\n") || stderr.contains("--cpus 0)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--cpus 0,1"), "{stderr}");
+    assert_eq!(stderr.matches("numio serve: ready").count(), 2, "{stderr}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(v["schema"], "numio-fabric");
+    assert_eq!(v["repeat"], 2);
+    let key = |p: &serde_json::Value| {
+        (
+            p["target_cores"].as_u64().unwrap(),
+            p["run"].as_u64().unwrap(),
+        )
+    };
+    let points: Vec<(u64, u64)> = v["points"].as_array().unwrap().iter().map(key).collect();
+    assert_eq!(points, [(1, 1), (1, 2), (2, 1), (2, 2)]);
+    for p in v["points"].as_array().unwrap() {
+        assert!(
+            p["fleet"]["merged"]["total"]["ops"].as_u64().unwrap() > 0,
+            "{p}"
+        );
+        // One core of the target kept at most about one core busy.
+        let cores = p["target_cpu"]["process_cores"].as_f64().unwrap();
+        if p["target_cores"] == 1 {
+            assert!(cores < 1.2, "{cores}");
+        }
+    }
+    // The table: one row per core count, two runs each.
+    let rows = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                w.len() > 3 && w[0].parse::<u32>().is_ok() && w[1] == "1"
+            })
+            .map(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                format!("{} {} {}", w[0], w[1], w[w.len() - 2])
+            })
+            .collect()
+    };
+    assert_eq!(rows(&stdout), ["1 1 2", "2 1 2"], "{stdout}");
+    assert!(
+        stdout.contains("tgt CPUs") && stdout.contains("IOPS spread %"),
+        "{stdout}"
+    );
+    let report = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .arg("report")
+        .arg(&saved)
+        .output()
+        .unwrap();
+    assert_eq!(report.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&report.stdout),
+        stdout,
+        "report reprints the study"
+    );
+    let csv = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .arg("report")
+        .arg(&saved)
+        .args(["--csv", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(csv.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&csv.stderr).contains("is a numio fabric study"));
+    std::fs::remove_file(&saved).unwrap();
+    lab.assert_no_numio_left();
+}
+
 /// Ctrl-C in the middle of a fabric run stops the initiators and the
 /// target: nothing is left on any host.
 #[test]

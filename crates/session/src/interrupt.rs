@@ -21,6 +21,8 @@ use crate::SessionError;
 static INTERRUPT: AtomicBool = AtomicBool::new(false);
 /// The signal that set it.
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
+/// Whether a second signal exits (see [`second_signal_waits`]).
+static SECOND_EXITS: AtomicBool = AtomicBool::new(true);
 /// Whether [`install`] succeeded (once per process).
 static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
 
@@ -122,6 +124,14 @@ fn signal_set() -> libc::sigset_t {
     }
 }
 
+/// Makes every later signal do what the first did (set the flag, tell
+/// `notify` it is stopping) instead of exiting: for a process whose undo
+/// must run to its end whatever arrives (`numio connect` disconnecting).
+/// SIGKILL still ends it.
+pub fn second_signal_waits() {
+    SECOND_EXITS.store(false, Ordering::Relaxed);
+}
+
 /// Blocks SIGINT and SIGTERM in the calling thread (and so in every thread
 /// it starts from now on) and starts the thread that takes them, which
 /// calls `notify` for each. Call it before starting workers; later calls
@@ -157,7 +167,7 @@ fn wait_for_signals(set: libc::sigset_t, notify: fn(Notice)) {
         if unsafe { libc::sigwait(&set, &mut sig) } != 0 {
             continue;
         }
-        if INTERRUPT.load(Ordering::Relaxed) {
+        if INTERRUPT.load(Ordering::Relaxed) && SECOND_EXITS.load(Ordering::Relaxed) {
             notify(Notice::Exiting { signal: sig });
             run_exit_hooks();
             // SAFETY: _exit ends the process at once without running

@@ -89,7 +89,7 @@ impl FleetArgs {
 }
 
 /// One host's part of a fleet run, as saved and printed with `--json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, serde::Deserialize)]
 pub(crate) struct HostReport {
     host: String,
     ok: bool,
@@ -107,8 +107,9 @@ pub(crate) struct HostReport {
 }
 
 /// A fleet run's whole outcome.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, serde::Deserialize)]
 pub(crate) struct FleetReport {
+    #[serde(skip_deserializing)]
     schema: &'static str,
     pub(crate) partial: bool,
     pub(crate) hosts: Vec<HostReport>,

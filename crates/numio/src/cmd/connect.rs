@@ -79,6 +79,10 @@ struct Record {
 /// Runs `numio connect`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     interrupt::install(|_| {})?;
+    // Every signal waits for the disconnect: a killed agent's
+    // PR_SET_PDEATHSIG comes once per thread of it that this process is
+    // handed to, so several SIGTERMs in a row are normal here.
+    interrupt::second_signal_waits();
     let sys_nvme = Path::new("/sys/class/nvme");
     for line in cleanup(&args.state_dir, sys_nvme)? {
         eprintln!("numio connect: {line}");
@@ -160,11 +164,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         });
     let undone = disconnect(sys_nvme, &record);
     let _ = std::fs::remove_file(&record_path);
-    match undone {
-        Ok(true) => eprintln!("numio connect: {controller} disconnected"),
-        Ok(false) => eprintln!("numio connect: {controller} was gone already"),
-        Err(e) => eprintln!("numio connect: {controller}: {e}"),
-    }
+    // Whoever read stderr may be gone (a killed agent): no panic on EPIPE.
+    let _ = match undone {
+        Ok(true) => writeln!(
+            std::io::stderr(),
+            "numio connect: {controller} disconnected"
+        ),
+        Ok(false) => writeln!(
+            std::io::stderr(),
+            "numio connect: {controller} was gone already"
+        ),
+        Err(e) => writeln!(std::io::stderr(), "numio connect: {controller}: {e:#}"),
+    };
     held?;
     Ok(interrupt::exit_code().unwrap_or(0))
 }

@@ -34,7 +34,7 @@ pub struct Args {
 pub const MAX_REPEAT: usize = 1000;
 
 /// `--repeat N`: 1 to [`MAX_REPEAT`].
-fn parse_repeat(text: &str) -> Result<usize, String> {
+pub(crate) fn parse_repeat(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(n) if (1..=MAX_REPEAT).contains(&n) => Ok(n),
         _ => Err(format!("--repeat={text}: give 1 to {MAX_REPEAT} runs")),

@@ -7,8 +7,10 @@
 # tested here). numio serve starts as the target; the initiator's agent
 # connects the kernel (numio connect), benches the block device the kernel
 # made and disconnects:
-#   1. a study runs: I/Os counted on /dev/nvmeXnY, nothing left connected,
-#      no record left in /run/numio/fabric, no numio left running;
+#   1. a study runs (twice, saved): I/Os counted on /dev/nvmeXnY, the
+#      merged reads' percentiles, the table reprinted by numio report;
+#      nothing left connected, no record left in /run/numio/fabric, no
+#      numio left running;
 #   2. the initiator's agent killed with SIGKILL mid-run (after the event:
 #      its connect line): numio connect, tied to it, still disconnects, and
 #      the study names the host as failed;
@@ -38,26 +40,32 @@ records() { ls "$STATE" 2>/dev/null | tr '\n' ' '; }
 # 1. A study.
 out=$CHECK_OUT/study.json
 "$NUMIO" fabric --target lab-tgt --initiators lab-ini --listen 127.0.0.1:4420 --ns mem:64M \
-  --stack kernel --remote-numio "$NUMIO" --json -- \
+  --stack kernel --remote-numio "$NUMIO" --repeat 2 --save "$out" -- \
   --rw randread --bs 4k --iodepth 4 --runtime 2s --progress never \
-  >"$out" 2>"$CHECK_OUT/study.err"
+  >"$CHECK_OUT/study.out" 2>"$CHECK_OUT/study.err"
 rc=$?
 expect_eq "fabric --stack kernel exits 0" 0 "$rc"
 [ "$rc" = 0 ] || note "stderr: $(tail -n 8 "$CHECK_OUT/study.err")"
 summary=$(python3 - "$out" <<'EOF' 2>&1
 import json, re, sys
 s = json.load(open(sys.argv[1]))
-p = s["points"][0]
-host = p["fleet"]["hosts"][0]
-path = host["result"]["targets"][0]["path"]
-ops = p["fleet"]["merged"]["total"]["ops"]
-errors = p["fleet"]["merged"]["total"].get("errors", 0)
-print(s["stack"], bool(re.fullmatch(r"/dev/nvme\d+n1", path)), ops > 0, errors == 0,
-      p["target_cpu"] is not None)
+ok = []
+for p in s["points"]:
+    host = p["fleet"]["hosts"][0]
+    path = host["result"]["targets"][0]["path"]
+    m = p["fleet"]["merged"]
+    ok.append(all([bool(re.fullmatch(r"/dev/nvme\d+n1", path)), m["total"]["ops"] > 0,
+                   not m["errors"], m["read"]["latency"]["clat"]["samples"] > 0,
+                   p["target_cpu"] is not None]))
+print(s["stack"], len(s["points"]), all(ok))
 EOF
 )
-expect_eq "kernel stack, a /dev/nvmeXn1 target, I/Os counted, no errors, target CPU" \
-  "kernel True True True True" "$summary"
+expect_eq "kernel stack, 2 runs: a /dev/nvmeXn1 target, I/Os counted, no errors, reads' percentiles, target CPU" \
+  "kernel 2 True" "$summary"
+run_numio report "$out"
+expect_eq "numio report reprints the study's table" "$(cat "$CHECK_OUT/study.out")" "$NUMIO_OUT"
+grep -q "the Linux kernel's nvme-tcp" "$CHECK_OUT/study.out"
+expect_eq "the table names the kernel's initiator" 0 $?
 grep -q 'numio: lab-ini: ready: /dev/nvme[0-9]*n1 ' "$CHECK_OUT/study.err"
 expect_eq "the controller says which device the initiator's kernel made" 0 $?
 expect_eq "no namespace of $NQN left" "" "$(nvmf_devices "$NQN" | tr '\n' ' ')"
@@ -95,6 +103,7 @@ grep -q 'no initiator ran: lab-ini' "$err"
 expect_eq "and names the host" 0 $?
 [ "$rc" = 2 ] || note "stderr: $(tail -n 5 "$err")"
 expect_eq "no connection record left" "" "$(records)"
+[ -z "$(records)" ] || note "record: $(cat "$STATE"/*) controllers: $(ls /sys/class/nvme) procs: $(ps -eo pid,ppid,stat,args | grep -v grep | grep numio)"
 expect_eq "no numio left running" "" "$(left_running)"
 
 # 3. numio connect killed itself: the record, then --cleanup.
