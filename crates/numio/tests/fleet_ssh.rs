@@ -339,6 +339,78 @@ fn fabric_runs_a_target_and_initiators_and_tears_down() {
     lab.assert_no_numio_left();
 }
 
+/// --verify across hosts: each host keeps its own verify state (its
+/// XDG_STATE_HOME here, as on a machine of its own); a later --verify-only
+/// finds the block damaged behind numio's back on one host, names it with
+/// its host, and the run exits 1.
+#[test]
+fn verify_across_hosts_finds_damage_on_one_host() {
+    if skip() {
+        return;
+    }
+    let lab = SshLab::new(8, &[Numio::This, Numio::This]);
+    let files: Vec<Temp> = (0..2)
+        .map(|i| Temp::new(&format!("fleet-verify{i}"), 1 << 20))
+        .collect();
+    let target = |i: usize| format!("{}:{}", lab.hosts[i].addr, files[i].0.display());
+    let (t0, t1) = (target(0), target(1));
+    let write = [
+        t0.as_str(),
+        &t1,
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--iodepth",
+        "4",
+        "--no-time-based",
+        "--verify",
+        "--ramp-time",
+        "0",
+    ];
+    let (rc, out, err) = fleet_bench(&lab, &lab.host_list(), &write);
+    assert_eq!(rc, 0, "{out}{err}");
+    for i in 0..2 {
+        let state = lab.state_dir(i).join("numio/verify-state.json");
+        assert!(state.exists(), "host {i} saved its own verify state");
+    }
+    // One flipped byte in host 1's file.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&files[1].0)
+        .unwrap();
+    let byte = std::fs::read(&files[1].0).unwrap()[(512 << 10) + 100];
+    std::os::unix::fs::FileExt::write_all_at(&f, &[byte ^ 0x40], (512 << 10) + 100).unwrap();
+    drop(f);
+    let (rc, out, err) = fleet_bench(
+        &lab,
+        &lab.host_list(),
+        &[t0.as_str(), &t1, "--verify-only", "--json"],
+    );
+    assert_eq!(rc, 1, "a mismatch exits 1: {err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let targets = v["merged"]["targets"].as_array().unwrap();
+    let corrupt = |t: &serde_json::Value| {
+        assert_eq!(t["verify"]["checked_blocks"], 2048, "{t}");
+        t["verify"]["mismatched_blocks"]["corrupt"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    assert_eq!(targets.len(), 2);
+    assert!(
+        targets[0]["path"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("root@{}:", lab.hosts[0].addr)),
+        "{}",
+        targets[0]["path"]
+    );
+    assert_eq!(corrupt(&targets[0]), 0, "host 0 is whole");
+    assert_eq!(corrupt(&targets[1]), 1, "host 1's flipped byte");
+    assert_eq!(targets[1]["verify"]["ranges"][0]["offset_bytes"], 512 << 10);
+    lab.assert_no_numio_left();
+}
+
 /// A study over the target's cores, repeated and saved: numio serve
 /// restarts on the first K CPUs of --target-cpus for each K, every point
 /// runs twice (interleaved), the file keeps every run and `numio report`

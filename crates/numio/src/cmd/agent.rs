@@ -107,21 +107,21 @@ pub fn run(_args: Args) -> anyhow::Result<i32> {
                 }) {
                 Ok(p) => {
                     say(&FromAgent::Ready {
-                        targets: p.0.targets.iter().map(|t| t.path.clone()).collect(),
-                        jobs: p.0.targets.iter().map(|t| t.jobs.len()).sum(),
+                        targets: p.placement.targets.iter().map(|t| t.path.clone()).collect(),
+                        jobs: p.placement.targets.iter().map(|t| t.jobs.len()).sum(),
                     })?;
                     prepared = Some(p);
                 }
                 Err(e) => return refuse(&format!("{e:#}")),
             },
             ToAgent::Start { at_unix_ns } => {
-                let Some((placement, opts)) = prepared.take() else {
+                let Some(p) = prepared.take() else {
                     return refuse("start before prepare");
                 };
                 if !wait_until(at_unix_ns, &rx) {
                     return Ok(1);
                 }
-                return measure(&placement, &opts);
+                return measure(p);
             }
             ToAgent::Serve { argv } => return serve(&argv, &rx, serve_tx),
             ToAgent::Stop | ToAgent::CpuSample => {}
@@ -316,20 +316,17 @@ fn wait_until(at_unix_ns: u64, rx: &mpsc::Receiver<Input>) -> bool {
 
 /// The bench arguments planned here: `targets` replace the ones in
 /// `argv` (the controller split them by host).
-fn prepare(
-    argv: &[String],
-    targets: Vec<String>,
-) -> anyhow::Result<(planner::Placement, engine::RunOptions)> {
+fn prepare(argv: &[String], targets: Vec<String>) -> anyhow::Result<Prepared> {
     let cmd = bench::Args::augment_args(clap::Command::new("bench").no_binary_name(true));
     let m = cmd
         .try_get_matches_from(argv)
         .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
     let mut args = bench::Args::from_arg_matches(&m).map_err(|e| anyhow::anyhow!("{e}"))?;
     args.targets = targets;
-    if args.engine.verify || args.engine.verify_only {
-        anyhow::bail!("--verify across hosts is not supported yet: run it on each host");
-    }
-    let (placement, opts) = bench::plan(&args)?;
+    let (placement, mut opts) = bench::plan(&args)?;
+    // --verify and --verify-only with this host's own state file (the
+    // default one, or --verify-state's path on this host).
+    let (placement, verify) = bench::bench_verify::prepare(&args.engine, placement, &mut opts)?;
     let groups = bench::bench_jobs::groups(&placement);
     if groups.len() > 1 {
         anyhow::bail!(
@@ -337,15 +334,27 @@ fn prepare(
             groups.len()
         );
     }
-    Ok((placement, opts))
-}
-
-/// Runs the plan, reporting as it goes, and sends the result.
-fn measure(placement: &planner::Placement, opts: &engine::RunOptions) -> anyhow::Result<i32> {
-    let mut failed = None;
-    let result = session::run_once(
+    Ok(Prepared {
         placement,
         opts,
+        verify,
+    })
+}
+
+/// A bench planned here, ready to start.
+struct Prepared {
+    placement: planner::Placement,
+    opts: engine::RunOptions,
+    verify: Option<bench::bench_verify::VerifyRun>,
+}
+
+/// Runs the plan, reporting as it goes, and sends the result (after
+/// saving what a verifying run wrote in this host's verify state).
+fn measure(p: Prepared) -> anyhow::Result<i32> {
+    let mut failed = None;
+    let result = session::run_once(
+        &p.placement,
+        &p.opts,
         session::RunInfo::SINGLE,
         interrupt::flag(),
         &mut |e| {
@@ -373,6 +382,7 @@ fn measure(placement: &planner::Placement, opts: &engine::RunOptions) -> anyhow:
     }
     match result {
         Ok(r) => {
+            bench::bench_verify::finish(p.verify, std::slice::from_ref(&r));
             say(&FromAgent::Result {
                 result: Box::new(r),
             })?;

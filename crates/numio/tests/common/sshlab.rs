@@ -69,6 +69,12 @@ pub fn unavailable() -> Option<String> {
 }
 
 impl SshLab {
+    /// Host `i`'s state directory (its XDG_STATE_HOME: a host of its own
+    /// keeps its own numio state, e.g. the verify state).
+    pub fn state_dir(&self, i: usize) -> PathBuf {
+        self.dir.join(format!("state{i}"))
+    }
+
     /// `kinds.len()` hosts; `id` (0..40) keeps concurrent tests' names and
     /// subnets apart.
     pub fn new(id: u32, kinds: &[Numio]) -> SshLab {
@@ -152,11 +158,12 @@ impl SshLab {
             std::fs::write(
                 &cfg,
                 format!(
-                    "Port 22\nListenAddress {addr}\nHostKey {}\nPidFile {}\nAuthorizedKeysFile {}\nPermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nSetEnv PATH={}:/usr/local/bin:/usr/bin:/bin\n",
+                    "Port 22\nListenAddress {addr}\nHostKey {}\nPidFile {}\nAuthorizedKeysFile {}\nPermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nSetEnv PATH={}:/usr/local/bin:/usr/bin:/bin XDG_STATE_HOME={}\n",
                     d("hostkey"),
                     d(&format!("sshd{i}.pid")),
                     d("authorized_keys"),
-                    bin.display()
+                    bin.display(),
+                    lab.state_dir(i).display()
                 ),
             )
             .unwrap();
