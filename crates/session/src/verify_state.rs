@@ -9,9 +9,14 @@
 //! reorder window (one number per target), which at the last write to a
 //! block is that write's own (an older one: the overwrite was lost).
 //!
-//! Targets are keyed by their canonical path, an NVMe generic device
-//! (`/dev/ngXnY`) by its block device (`/dev/nvmeXnY`): both reach the
-//! same blocks.
+//! Targets are keyed by this host's name and their canonical path
+//! (`db1:/dev/nvme0n1`), an NVMe generic device (`/dev/ngXnY`) by its
+//! block device (`/dev/nvmeXnY`): both reach the same blocks. The host
+//! keeps apart the same device path on machines that share one home (and
+//! so one state file), as a fleet often does; a state saved before keys
+//! had the host (the bare path) is still read, and replaced by the next
+//! write. Saving merges into the file under an exclusive lock, so runs on
+//! several hosts or devices at once each keep their own record.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,6 +69,47 @@ pub fn load(path: &Path) -> Result<VerifyState, String> {
     Ok(state)
 }
 
+/// Records what `results` wrote into the state file at `path`: under an
+/// exclusive lock on `PATH.lock`, the file as it is now (another run may
+/// have saved since this one loaded it) gets these targets' records and
+/// is written back. False when nothing was written with `--verify`.
+pub fn record_and_save(path: &Path, results: &[RunResult]) -> Result<bool, String> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let lock_path = path.with_extension("lock");
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    // SAFETY: flock(2) on a descriptor this function owns; the lock goes
+    // with the descriptor when `lock` drops (or the process dies).
+    if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
+        let e = std::io::Error::last_os_error();
+        // A filesystem without flock (some network ones): the file is still
+        // read again just before it is written, which narrows the race.
+        if !matches!(
+            e.raw_os_error(),
+            Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::EINVAL)
+        ) {
+            return Err(format!("{}: cannot lock: {e}", lock_path.display()));
+        }
+    }
+    let mut state = load(path)?;
+    let before = state.clone();
+    for r in results {
+        record(&mut state, r, r.environment.started_unix_s);
+    }
+    if state == before {
+        return Ok(false);
+    }
+    save(path, &state).map_err(|e| e.to_string())?;
+    drop(lock);
+    Ok(true)
+}
+
 /// Writes `state` to `path` (a new file renamed into place; its directory
 /// made when missing).
 pub fn save(path: &Path, state: &VerifyState) -> std::io::Result<()> {
@@ -76,9 +122,24 @@ pub fn save(path: &Path, state: &VerifyState) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// The key of target `path` in the state: its canonical path, a generic
-/// device's block device.
+/// The key of target `path` in the state: this host's name, `:`, and
+/// [`path_key`].
 pub fn target_key(path: &str) -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    format!("{}:{}", host.trim(), path_key(path))
+}
+
+/// The saved state of target `path`: under [`target_key`], else under
+/// the bare path of a state saved before keys had the host.
+fn saved<'a>(state: &'a VerifyState, path: &str) -> Option<&'a TargetVerifyState> {
+    state
+        .targets
+        .get(&target_key(path))
+        .or_else(|| state.targets.get(&path_key(path)))
+}
+
+/// Target `path`'s canonical path, a generic device's block device.
+pub fn path_key(path: &str) -> String {
     let canonical = std::fs::canonicalize(path)
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| path.to_string());
@@ -120,7 +181,7 @@ pub fn keys(
 ) -> BTreeMap<String, TargetVerify> {
     let mut keys = BTreeMap::new();
     for t in &placement.targets {
-        let saved = state.targets.get(&target_key(&t.path));
+        let saved = saved(state, &t.path);
         let window = saved.and_then(|s| s.sequence_window).filter(|_| replay);
         let saved = saved.map(|s| s.stamp);
         let write = VerifyStamp {
@@ -150,6 +211,8 @@ pub fn record(state: &mut VerifyState, result: &RunResult, saved_unix_s: u64) {
         let Some(stamp) = v.written else {
             continue;
         };
+        // A record under the bare path (an older numio's) is replaced.
+        state.targets.remove(&path_key(&t.path));
         state.targets.insert(
             target_key(&t.path),
             TargetVerifyState {
@@ -177,7 +240,7 @@ pub fn replay(
 ) -> Result<Placement, String> {
     let mut p = placement.clone();
     for t in &mut p.targets {
-        let Some(saved) = state.targets.get(&target_key(&t.path)) else {
+        let Some(saved) = saved(state, &t.path) else {
             return Err(format!(
                 "--verify-only: {} has no saved verify state in {}; write it with --verify first (or name the state with --verify-state)",
                 t.path,
@@ -225,4 +288,80 @@ pub fn replay(
         t.workload = w;
     }
     Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use engine::result::verify::VerifyResult;
+
+    /// The fixture run (one target) as if it wrote `path` with `--verify`,
+    /// stamp generation `generation`.
+    fn wrote(path: &str, generation: u64) -> RunResult {
+        let text = include_str!("../../../tests/fixtures/results/engine_run.json");
+        let mut r: RunResult = serde_json::from_str(text).unwrap();
+        r.targets.truncate(1);
+        r.targets[0].path = path.to_string();
+        r.targets[0].verify = Some(VerifyResult {
+            written: Some(VerifyStamp {
+                generation,
+                seed: 7,
+            }),
+            expected: None,
+            checked_blocks: 0,
+            mismatched_blocks: BTreeMap::new(),
+            ranges: Vec::new(),
+            ranges_dropped: 0,
+            sequence_window: Some(3),
+        });
+        r
+    }
+
+    fn temp_state(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("verify-state-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir.join("state.json")
+    }
+
+    /// Two runs that loaded the state before either saved (two hosts of a
+    /// fleet sharing one home, or two devices benched at once): both
+    /// records survive, keyed by host and path.
+    #[test]
+    fn saves_merge_into_the_file_as_it_is_then() {
+        let path = temp_state("merge");
+        assert!(record_and_save(&path, &[wrote("/x/a", 1)]).unwrap());
+        assert!(record_and_save(&path, &[wrote("/x/b", 4)]).unwrap());
+        let s = load(&path).unwrap();
+        assert_eq!(s.targets.len(), 2, "{:?}", s.targets.keys());
+        assert_eq!(s.targets[&target_key("/x/a")].stamp.generation, 1);
+        assert_eq!(s.targets[&target_key("/x/b")].stamp.generation, 4);
+        assert!(target_key("/x/a").ends_with(":/x/a"));
+        assert!(
+            !record_and_save(&path, &[]).unwrap(),
+            "nothing written: no save"
+        );
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    /// A state saved before keys had the host is read, and its record is
+    /// replaced (not kept beside) by the next write.
+    #[test]
+    fn a_bare_path_record_is_read_then_replaced() {
+        let path = temp_state("legacy");
+        let mut old = VerifyState {
+            schema_version: VERIFY_STATE_SCHEMA_VERSION,
+            ..VerifyState::default()
+        };
+        record(&mut old, &wrote("/x/a", 2), 1);
+        let rec = old.targets.remove(&target_key("/x/a")).unwrap();
+        old.targets.insert(path_key("/x/a"), rec);
+        save(&path, &old).unwrap();
+        let s = load(&path).unwrap();
+        assert_eq!(saved(&s, "/x/a").unwrap().stamp.generation, 2);
+        record_and_save(&path, &[wrote("/x/a", 3)]).unwrap();
+        let s = load(&path).unwrap();
+        assert_eq!(s.targets.len(), 1, "{:?}", s.targets.keys());
+        assert_eq!(saved(&s, "/x/a").unwrap().stamp.generation, 3);
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
 }

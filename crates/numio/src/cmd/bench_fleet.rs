@@ -328,6 +328,13 @@ pub(crate) fn print_hosts(r: &FleetReport) {
                 human::latency(t.total.latency.clat.mean_ns),
                 human::latency(t.total.latency.clat.at(99.0).unwrap_or(0) as f64),
             );
+            if let Some(v) = &t.verify {
+                let mut lines = String::new();
+                super::bench_report::verify_lines(&mut lines, v);
+                for l in lines.lines() {
+                    println!("  {l}");
+                }
+            }
         }
     }
 }

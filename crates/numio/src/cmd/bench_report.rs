@@ -135,7 +135,7 @@ const RANGES_SHOWN: usize = 10;
 
 /// What verify found: blocks checked, mismatches by kind, and where (the
 /// first [`RANGES_SHOWN`] ranges).
-fn verify_lines(out: &mut String, v: &engine::result::VerifyResult) {
+pub(crate) fn verify_lines(out: &mut String, v: &engine::result::VerifyResult) {
     let gen = |s: Option<engine::result::VerifyStamp>| {
         s.map_or("any".to_string(), |s| s.generation.to_string())
     };

@@ -5,16 +5,14 @@
 
 use std::path::PathBuf;
 
-use engine::result::verify::VerifyState;
 use planner::Placement;
 use session::verify_state;
 
 use crate::cmd::engine_args::EngineArgs;
 
-/// The state a verifying run read, to update once it ran.
+/// The state file of a verifying run, to update once it ran.
 pub struct VerifyRun {
     path: PathBuf,
-    state: VerifyState,
 }
 
 /// Sets `opts`' verify keys from the state (and for `--verify-only` turns
@@ -38,25 +36,20 @@ pub fn prepare(
         placement
     };
     opts.verify_keys = verify_state::keys(&placement, &state, args.verify_only);
-    Ok((placement, Some(VerifyRun { path, state })))
+    Ok((placement, Some(VerifyRun { path })))
 }
 
-/// Records what the runs wrote and saves the state when they wrote. A
-/// state that cannot be saved is a warning: the run and its report stand,
-/// only a later `--verify-only` lacks it.
+/// Records what the runs wrote and saves the state when they wrote
+/// (merged into the file as it is by then: runs elsewhere may have saved
+/// meanwhile). A state that cannot be saved is a warning: the run and its
+/// report stand, only a later `--verify-only` lacks it.
 pub fn finish(run: Option<VerifyRun>, results: &[engine::RunResult]) {
-    let Some(VerifyRun { path, mut state }) = run else {
+    let Some(VerifyRun { path }) = run else {
         return;
     };
-    let before = state.clone();
-    for r in results {
-        verify_state::record(&mut state, r, r.environment.started_unix_s);
-    }
-    if state == before {
-        return;
-    }
-    match verify_state::save(&path, &state) {
-        Ok(()) => eprintln!(
+    match verify_state::record_and_save(&path, results) {
+        Ok(false) => {}
+        Ok(true) => eprintln!(
             "numio: verify state saved to {} (check it later with --verify-only)",
             path.display()
         ),

@@ -112,6 +112,25 @@ expect_eq "no numio left running" "" "$(left_running)"
 serve=$!
 for _ in $(seq 100); do grep -q 'ready' "$CHECK_OUT/serve3.log" && break; sleep 0.1; done
 fifo=$(mktemp -u /dev/shm/numio-hold.XXXXXX) # (not in CHECK_OUT: a 9p share has no FIFOs)
+# First the ordinary life: connect, the device, stdin closed, disconnect.
+mkfifo "$fifo"
+"$NUMIO" connect "nvme-tcp://127.0.0.1:4421/$NQN/1" <"$fifo" >"$CHECK_OUT/connect-ok.out" 2>"$CHECK_OUT/connect-ok.err" &
+holder=$!
+exec {hold_fd}>"$fifo"
+for _ in $(seq 600); do
+  grep -q '^device ' "$CHECK_OUT/connect-ok.out" && break
+  kill -0 "$holder" 2>/dev/null || break
+  sleep 0.1
+done
+expect_eq "numio connect: the kernel's device" "device /dev/$(nvmf_devices "$NQN")" "$(cat "$CHECK_OUT/connect-ok.out")"
+exec {hold_fd}>&-
+wait "$holder"
+expect_eq "numio connect exits 0 when its stdin closes" 0 $?
+grep -q '^numio connect: nvme[0-9]* disconnected$' "$CHECK_OUT/connect-ok.err"
+expect_eq "and says it disconnected" 0 $?
+expect_eq "nothing left connected, no record" "" "$(nvmf_devices "$NQN")$(records)"
+rm -f "$fifo"
+# Then killed with SIGKILL.
 mkfifo "$fifo"
 "$NUMIO" connect "nvme-tcp://127.0.0.1:4421/$NQN/1" <"$fifo" >"$CHECK_OUT/connect3.out" 2>"$CHECK_OUT/connect3.err" &
 holder=$!
