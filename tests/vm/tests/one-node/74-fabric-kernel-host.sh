@@ -14,7 +14,9 @@
 #   2. the initiator's agent killed with SIGKILL mid-run (after the event:
 #      its connect line): numio connect, tied to it, still disconnects, and
 #      the study names the host as failed;
-#   3. numio connect itself killed with SIGKILL: the connection stays, its
+#   2b. Ctrl-C at the controller: exit 130, everything undone;
+#   3. numio connect on its own, its stdin closed: disconnects; then
+#      numio connect itself killed with SIGKILL: the connection stays, its
 #      record names it, and `numio connect --cleanup` disconnects it.
 . "$(dirname "$0")/nvmf-lib.bash"
 nvmf_setup
@@ -105,6 +107,34 @@ expect_eq "and names the host" 0 $?
 expect_eq "no connection record left" "" "$(records)"
 [ -z "$(records)" ] || note "record: $(cat "$STATE"/*) controllers: $(ls /sys/class/nvme) procs: $(ps -eo pid,ppid,stat,args | grep -v grep | grep numio)"
 expect_eq "no numio left running" "" "$(left_running)"
+
+# 2b. Ctrl-C at the controller mid-run: exit 130, the measured part
+# reported, the kernel disconnected, nothing left.
+err=$CHECK_OUT/ctrl-c.err
+"$NUMIO" fabric --target lab-tgt --initiators lab-ini --listen 127.0.0.1:4420 --ns mem:64M \
+  --stack kernel --remote-numio "$NUMIO" -- \
+  --rw randread --bs 4k --iodepth 4 --runtime 120s --progress never \
+  >"$CHECK_OUT/ctrl-c.out" 2>"$err" &
+fabric=$!
+# The event: the run started (the controller's barrier line).
+for _ in $(seq 1200); do
+  grep -q 'host(s) start together' "$err" 2>/dev/null && break
+  kill -0 "$fabric" 2>/dev/null || break
+  sleep 0.1
+done
+expect_eq "the kernel is connected before Ctrl-C" 1 "$(nvmf_devices "$NQN" | wc -l)"
+kill -INT "$fabric"
+wait "$fabric"
+expect_eq "Ctrl-C: exit 130" 130 $?
+grep -q '^initiators ' "$CHECK_OUT/ctrl-c.out"
+expect_eq "the measured part is reported" 0 $?
+nvmf_wait_devices 0 "$NQN"
+expect_eq "disconnected" "" "$(nvmf_devices "$NQN")"
+for _ in $(seq 300); do
+  [ -z "$(left_running)$(records)" ] && break
+  sleep 0.1
+done
+expect_eq "no numio left running, no record" "" "$(left_running)$(records)"
 
 # 3. numio connect killed itself: the record, then --cleanup.
 "$NUMIO" serve --listen 127.0.0.1:4421 --allow-any-host --ns mem:16M --discovery-port 0 \
