@@ -42,6 +42,39 @@ fn fleet_bench(lab: &SshLab, hosts: &str, rest: &[&str]) -> (i32, String, String
 
 const QUICK: [&str; 6] = ["--runtime", "2", "--ramp-time", "0", "--iodepth", "4"];
 
+/// `numio fabric` with host 0 of `lab` as the target (mem:64M), `initiators`
+/// (hosts of `lab`) as the initiators, `flags`, then `--` and a bench of
+/// `runtime` seconds at QD4 without ramp.
+fn fabric(lab: &SshLab, initiators: &[usize], flags: &[&str], runtime: &str) -> Command {
+    let list: Vec<String> = initiators.iter().map(|&i| lab.login(i)).collect();
+    let mut c = Command::new(env!("CARGO_BIN_EXE_numio"));
+    c.arg("fabric")
+        .args(["--target", &lab.login(0), "--initiators", &list.join(",")])
+        .args(["--ns", "mem:64M"])
+        .args(flags)
+        .args(lab.ssh_flags())
+        .args([
+            "--",
+            "--runtime",
+            runtime,
+            "--ramp-time",
+            "0",
+            "--iodepth",
+            "4",
+        ]);
+    c
+}
+
+/// A finished command's exit status, stdout and stderr.
+fn outcome(c: &mut Command) -> (Option<i32>, String, String) {
+    let out = c.output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// Two hosts, then three, each on a file of its own (`ADDR:PATH`): every
 /// host reports, the totals add up, and the fleet's percentiles are those
 /// of one histogram of every I/O of every host.
@@ -294,21 +327,13 @@ fn fabric_runs_a_target_and_initiators_and_tears_down() {
         return;
     }
     let lab = SshLab::new(4, &[Numio::This, Numio::This, Numio::This]);
-    let a = |i: usize| lab.login(i);
-    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
-        .arg("fabric")
-        .args(["--target", &a(0)])
-        .args(["--initiators", &format!("{},{}", a(1), a(2))])
-        .args(["--initiator-counts", "1,2", "--ns", "mem:64M", "--json"])
-        .args(lab.ssh_flags())
-        .args(["--", "--runtime", "2", "--ramp-time", "0", "--iodepth", "4"])
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    let (code, stdout, stderr) = outcome(&mut fabric(
+        &lab,
+        &[1, 2],
+        &["--initiator-counts", "1,2", "--json"],
+        "2",
+    ));
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(v["schema"], "numio-fabric");
     assert_eq!(
@@ -421,30 +446,24 @@ fn fabric_sweeps_target_cores_repeats_and_saves() {
         return;
     }
     let lab = SshLab::new(7, &[Numio::This, Numio::This]);
-    let a = |i: usize| lab.login(i);
     let saved = std::env::temp_dir().join(format!("fabric-study-{}.json", std::process::id()));
-    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
-        .arg("fabric")
-        .args(["--target", &a(0), "--initiators", &a(1), "--ns", "mem:64M"])
-        .args([
+    let saved_arg = saved.display().to_string();
+    let (code, stdout, stderr) = outcome(&mut fabric(
+        &lab,
+        &[1],
+        &[
             "--target-cpus",
             "0,1",
             "--target-core-counts",
             "1,2",
             "--repeat",
             "2",
-        ])
-        .arg("--save")
-        .arg(&saved)
-        .args(lab.ssh_flags())
-        .args(["--", "--runtime", "1", "--ramp-time", "0", "--iodepth", "4"])
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+            "--save",
+            &saved_arg,
+        ],
+        "1",
+    ));
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
     // The target started once per core count, on those CPUs.
     assert!(
         stderr.contains("--cpus 0\n") || stderr.contains("--cpus 0)"),
@@ -493,25 +512,19 @@ fn fabric_sweeps_target_cores_repeats_and_saves() {
         stdout.contains("tgt CPUs") && stdout.contains("IOPS spread %"),
         "{stdout}"
     );
-    let report = Command::new(env!("CARGO_BIN_EXE_numio"))
-        .arg("report")
-        .arg(&saved)
-        .output()
-        .unwrap();
-    assert_eq!(report.status.code(), Some(0));
-    assert_eq!(
-        String::from_utf8_lossy(&report.stdout),
-        stdout,
-        "report reprints the study"
-    );
-    let csv = Command::new(env!("CARGO_BIN_EXE_numio"))
-        .arg("report")
-        .arg(&saved)
-        .args(["--csv", "-"])
-        .output()
-        .unwrap();
-    assert_eq!(csv.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&csv.stderr).contains("is a numio fabric study"));
+    let report = |extra: &[&str]| {
+        outcome(
+            Command::new(env!("CARGO_BIN_EXE_numio"))
+                .args(["report", &saved_arg])
+                .args(extra),
+        )
+    };
+    let (code, text, _) = report(&[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(text, stdout, "report reprints the study");
+    let (code, _, err) = report(&["--csv", "-"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("is a numio fabric study"), "{err}");
     std::fs::remove_file(&saved).unwrap();
     lab.assert_no_numio_left();
 }
@@ -524,20 +537,7 @@ fn fabric_ctrl_c_stops_everything() {
         return;
     }
     let lab = SshLab::new(5, &[Numio::This, Numio::This]);
-    let a = |i: usize| lab.login(i);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_numio"))
-        .arg("fabric")
-        .args(["--target", &a(0), "--initiators", &a(1), "--ns", "mem:64M"])
-        .args(lab.ssh_flags())
-        .args([
-            "--",
-            "--runtime",
-            "60",
-            "--ramp-time",
-            "0",
-            "--iodepth",
-            "4",
-        ])
+    let mut child = fabric(&lab, &[1], &[], "60")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -34,6 +34,11 @@ pub struct TcpConnect {
     /// kernels refuse one id under two host NQNs, so a host NQN comes with
     /// its own id.
     pub hostid: Option<String>,
+    /// This host's DH-HMAC-CHAP secret (`DHHC-1:…`), for a subsystem that
+    /// authenticates its hosts.
+    pub dhchap_secret: Option<String>,
+    /// The controller's secret, for bidirectional authentication.
+    pub dhchap_ctrl_secret: Option<String>,
 }
 
 impl TcpConnect {
@@ -47,17 +52,32 @@ impl TcpConnect {
             ("traddr", self.traddr.clone()),
             ("trsvcid", self.trsvcid.to_string()),
         ];
-        if let Some(h) = &self.hostnqn {
-            fields.push(("hostnqn", h.clone()));
+        for (k, v) in [("hostnqn", &self.hostnqn), ("hostid", &self.hostid)] {
+            if let Some(v) = v {
+                fields.push((k, v.clone()));
+            }
         }
-        if let Some(h) = &self.hostid {
-            fields.push(("hostid", h.clone()));
-        }
+        let secrets = [
+            ("dhchap_secret", &self.dhchap_secret),
+            ("dhchap_ctrl_secret", &self.dhchap_ctrl_secret),
+        ];
         for (k, v) in &fields {
-            if v.is_empty() || v.contains([',', '\n', '=']) {
+            // The kernel splits the line at commas (a value may hold '=').
+            if v.is_empty() || v.contains([',', '\n']) {
                 return Err(format!(
-                    "{k} {v:?} is empty or holds ',', '=' or a newline: the kernel cannot take it"
+                    "{k} {v:?} is empty or holds ',' or a newline: the kernel cannot take it"
                 ));
+            }
+        }
+        for (k, v) in secrets {
+            if let Some(v) = v {
+                if v.is_empty() || v.contains([',', '\n']) {
+                    // Never the secret itself in a message.
+                    return Err(format!(
+                        "the {k} is empty or holds ',' or a newline: give a DHHC-1 secret as `nvme gen-dhchap-key` prints it"
+                    ));
+                }
+                fields.push((k, v.clone()));
             }
         }
         Ok(fields
@@ -122,6 +142,8 @@ mod tests {
             trsvcid: 4420,
             hostnqn: None,
             hostid: None,
+            dhchap_secret: None,
+            dhchap_ctrl_secret: None,
         };
         assert_eq!(
             c.options().unwrap(),
@@ -142,6 +164,21 @@ mod tests {
         };
         let e = bad.options().unwrap_err();
         assert!(e.contains("nqn \"nqn.a,b\""), "{e}");
+        let auth = TcpConnect {
+            dhchap_secret: Some("DHHC-1:01:c2VjcmV0PQ==:".into()),
+            dhchap_ctrl_secret: Some("DHHC-1:03:Y3RybA==:".into()),
+            ..h.clone()
+        };
+        assert!(auth.options().unwrap().ends_with(
+            ",dhchap_secret=DHHC-1:01:c2VjcmV0PQ==:,dhchap_ctrl_secret=DHHC-1:03:Y3RybA==:"
+        ));
+        let leaky = TcpConnect {
+            dhchap_secret: Some("DHHC-1:01:abc,def:".into()),
+            ..h
+        };
+        let e = leaky.options().unwrap_err();
+        assert!(e.starts_with("the dhchap_secret is empty"), "{e}");
+        assert!(!e.contains("abc"), "the secret stays out of messages: {e}");
     }
 
     #[test]

@@ -47,6 +47,15 @@ pub struct Args {
     /// kernel's].
     #[arg(long, value_name = "UUID")]
     pub hostid: Option<String>,
+    /// This host's DH-HMAC-CHAP secret, from FILE (`DHHC-1:…`, as `nvme
+    /// gen-dhchap-key` prints it), for a subsystem that authenticates its
+    /// hosts; never on the command line.
+    #[arg(long, value_name = "FILE")]
+    pub dhchap_secret_file: Option<PathBuf>,
+    /// The controller's secret from FILE: the host authenticates the
+    /// controller too (bidirectional).
+    #[arg(long, value_name = "FILE", requires = "dhchap_secret_file")]
+    pub dhchap_ctrl_secret_file: Option<PathBuf>,
     /// Only disconnect what a numio that died left connected, then exit.
     #[arg(long, conflicts_with = "url")]
     pub cleanup: bool,
@@ -96,12 +105,28 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         .resolve()
         .map_err(|e| anyhow::anyhow!("{url_text}: {e}"))?;
     let (hostnqn, hostid) = host_identity(&args);
+    let secret = |f: &Option<PathBuf>, what: &str| -> anyhow::Result<Option<String>> {
+        f.as_ref()
+            .map(|p| {
+                std::fs::read_to_string(p)
+                    .map(|s| s.trim().to_string())
+                    .with_context(|| format!("reading the {what} from {}", p.display()))
+            })
+            .transpose()
+    };
+    let dhchap_secret = secret(&args.dhchap_secret_file, "DH-HMAC-CHAP secret")?;
+    let dhchap_ctrl_secret = secret(
+        &args.dhchap_ctrl_secret_file,
+        "controller's DH-HMAC-CHAP secret",
+    )?;
     let options = fabrics::TcpConnect {
         subnqn: url.subnqn.clone(),
         traddr: addr.ip().to_string(),
         trsvcid: addr.port(),
         hostnqn,
         hostid,
+        dhchap_secret,
+        dhchap_ctrl_secret,
     }
     .options()
     .map_err(|e| anyhow::anyhow!("{url_text}: {e}"))?;

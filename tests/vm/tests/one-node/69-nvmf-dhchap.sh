@@ -148,5 +148,24 @@ if ctrl=$(auth_connect "$host_key" "$ctrl_key" 2>"$CHECK_OUT/reauth.connect") &&
 else
   not_ok "connect for re-authentication: $(cat "$CHECK_OUT/reauth.connect")"
 fi
+
+# numio connect with the same secrets, read from files: it connects,
+# authenticates both ways, prints the device and (its stdin at EOF at once)
+# disconnects; the secrets appear in none of its output.
+nvmf_disconnect
+nvmf_wait_devices 0
+before=$(grep -c "authenticated $NVMF_NQN qid .* bidirectional yes" "$NVMF_LOG")
+"$NUMIO" connect "nvme-tcp://127.0.0.1:4420/$NVMF_NQN/1" --hostnqn "$NVMF_HOST" --hostid "$NVMF_HOSTID" \
+  --dhchap-secret-file "$keys/host" --dhchap-ctrl-secret-file "$keys/ctrl" \
+  </dev/null >"$CHECK_OUT/numio-connect.out" 2>"$CHECK_OUT/numio-connect.err"
+expect_eq "numio connect with DH-HMAC-CHAP exits 0" 0 $?
+grep -Eq '^device /dev/nvme[0-9]+n[0-9]+$' "$CHECK_OUT/numio-connect.out"
+expect_eq "numio connect printed the device" 0 $?
+after=$(grep -c "authenticated $NVMF_NQN qid .* bidirectional yes" "$NVMF_LOG")
+[ "$after" -gt "$before" ] && ok "numio connect's queues authenticated both ways ($((after - before)))" ||
+  not_ok "numio connect: no queue authenticated: $(cat "$CHECK_OUT/numio-connect.err")"
+grep -qF -e "${host_key#DHHC-1:??:}" -e "${ctrl_key#DHHC-1:??:}" "$CHECK_OUT/numio-connect.out" "$CHECK_OUT/numio-connect.err"
+expect_eq "no secret in numio connect's output" 1 $?
+expect_eq "numio connect disconnected" 0 "$(nvmf_devices | wc -l)"
 nvmf_stop
 finish

@@ -39,6 +39,33 @@ export NUMIO_SSH=$ssh_stub
 left_running() { pgrep -f -- "/numio (agent|connect|serve)( |\$)" | tr '\n' ' '; }
 records() { ls "$STATE" 2>/dev/null | tr '\n' ' '; }
 
+# study NAME [fabric flags]: a --stack kernel study of 120 s in the
+# background (stdout NAME.out, stderr NAME.err in CHECK_OUT; pid in $fabric).
+study() {
+  local name=$1
+  shift
+  "$NUMIO" fabric --target lab-tgt --initiators lab-ini --listen 127.0.0.1:4420 --ns mem:64M \
+    --stack kernel --remote-numio "$NUMIO" "$@" -- \
+    --rw randread --bs 4k --iodepth 4 --runtime 120s --progress never \
+    >"$CHECK_OUT/$name.out" 2>"$CHECK_OUT/$name.err" &
+  fabric=$!
+}
+
+# until_event PID CONDITION...: waits for the event CONDITION (a command)
+# while PID runs (with `false`: for PID to exit), polling every 0.1 s for
+# at most 120 s.
+until_event() {
+  local pid=$1 i
+  shift
+  for i in $(seq 1200); do
+    "$@" && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+connected() { [ -n "$(nvmf_devices "$NQN")" ]; }
+
 # 1. A study.
 out=$CHECK_OUT/study.json
 "$NUMIO" fabric --target lab-tgt --initiators lab-ini --listen 127.0.0.1:4420 --ns mem:64M \
@@ -75,28 +102,17 @@ expect_eq "no connection record left" "" "$(records)"
 expect_eq "no numio left running" "" "$(left_running)"
 
 # 2. The initiator's agent killed mid-run.
+study kill-agent
 err=$CHECK_OUT/kill-agent.err
-"$NUMIO" fabric --target lab-tgt --initiators lab-ini --listen 127.0.0.1:4420 --ns mem:64M \
-  --stack kernel --remote-numio "$NUMIO" -- \
-  --rw randread --bs 4k --iodepth 4 --runtime 120s --progress never \
-  >"$CHECK_OUT/kill-agent.out" 2>"$err" &
-fabric=$!
 # The event: the kernel made the namespace's block device (sysfs).
-for _ in $(seq 1200); do
-  [ -n "$(nvmf_devices "$NQN")" ] && break
-  kill -0 "$fabric" 2>/dev/null || break
-  sleep 0.1
-done
+until_event "$fabric" connected
 connect_pid=$(pgrep -f -- "/numio connect nvme-tcp://" | head -n1)
 agent_pid=$(ps -o ppid= -p "${connect_pid:-0}" 2>/dev/null | tr -d ' ')
 note "numio connect pid '$connect_pid', its agent '$agent_pid'"
 expect_eq "a controller of $NQN is connected" 1 "$(nvmf_devices "$NQN" | wc -l)"
 [ -n "$agent_pid" ] && kill -9 "$agent_pid"
 # The event: numio connect exits (it disconnects first).
-for _ in $(seq 600); do
-  kill -0 "${connect_pid:-0}" 2>/dev/null || break
-  sleep 0.1
-done
+until_event "${connect_pid:-0}" false
 expect_eq "after the agent's SIGKILL, numio connect disconnected" "" "$(nvmf_devices "$NQN" | tr '\n' ' ')"
 wait "$fabric"
 rc=$?
@@ -110,18 +126,9 @@ expect_eq "no numio left running" "" "$(left_running)"
 
 # 2b. Ctrl-C at the controller mid-run: exit 130, the measured part
 # reported, the kernel disconnected, nothing left.
-err=$CHECK_OUT/ctrl-c.err
-"$NUMIO" fabric --target lab-tgt --initiators lab-ini --listen 127.0.0.1:4420 --ns mem:64M \
-  --stack kernel --remote-numio "$NUMIO" -- \
-  --rw randread --bs 4k --iodepth 4 --runtime 120s --progress never \
-  >"$CHECK_OUT/ctrl-c.out" 2>"$err" &
-fabric=$!
+study ctrl-c
 # The event: the run started (the controller's barrier line).
-for _ in $(seq 1200); do
-  grep -q 'host(s) start together' "$err" 2>/dev/null && break
-  kill -0 "$fabric" 2>/dev/null || break
-  sleep 0.1
-done
+until_event "$fabric" grep -q 'host(s) start together' "$CHECK_OUT/ctrl-c.err"
 expect_eq "the kernel is connected before Ctrl-C" 1 "$(nvmf_devices "$NQN" | wc -l)"
 kill -INT "$fabric"
 wait "$fabric"
@@ -140,18 +147,21 @@ expect_eq "no numio left running, no record" "" "$(left_running)$(records)"
 "$NUMIO" serve --listen 127.0.0.1:4421 --allow-any-host --ns mem:16M --discovery-port 0 \
   >"$CHECK_OUT/serve3.log" 2>&1 &
 serve=$!
-for _ in $(seq 100); do grep -q 'ready' "$CHECK_OUT/serve3.log" && break; sleep 0.1; done
+until_event "$serve" grep -q 'ready' "$CHECK_OUT/serve3.log"
 fifo=$(mktemp -u /dev/shm/numio-hold.XXXXXX) # (not in CHECK_OUT: a 9p share has no FIFOs)
+# hold NAME: numio connect with a FIFO as stdin (held open on $hold_fd),
+# stdout NAME.out and stderr NAME.err in CHECK_OUT, pid in $holder; waits
+# for its device line.
+hold() {
+  mkfifo "$fifo"
+  "$NUMIO" connect "nvme-tcp://127.0.0.1:4421/$NQN/1" <"$fifo" \
+    >"$CHECK_OUT/$1.out" 2>"$CHECK_OUT/$1.err" &
+  holder=$!
+  exec {hold_fd}>"$fifo"
+  until_event "$holder" grep -q '^device ' "$CHECK_OUT/$1.out"
+}
 # First the ordinary life: connect, the device, stdin closed, disconnect.
-mkfifo "$fifo"
-"$NUMIO" connect "nvme-tcp://127.0.0.1:4421/$NQN/1" <"$fifo" >"$CHECK_OUT/connect-ok.out" 2>"$CHECK_OUT/connect-ok.err" &
-holder=$!
-exec {hold_fd}>"$fifo"
-for _ in $(seq 600); do
-  grep -q '^device ' "$CHECK_OUT/connect-ok.out" && break
-  kill -0 "$holder" 2>/dev/null || break
-  sleep 0.1
-done
+hold connect-ok
 expect_eq "numio connect: the kernel's device" "device /dev/$(nvmf_devices "$NQN")" "$(cat "$CHECK_OUT/connect-ok.out")"
 exec {hold_fd}>&-
 wait "$holder"
@@ -161,15 +171,7 @@ expect_eq "and says it disconnected" 0 $?
 expect_eq "nothing left connected, no record" "" "$(nvmf_devices "$NQN")$(records)"
 rm -f "$fifo"
 # Then killed with SIGKILL.
-mkfifo "$fifo"
-"$NUMIO" connect "nvme-tcp://127.0.0.1:4421/$NQN/1" <"$fifo" >"$CHECK_OUT/connect3.out" 2>"$CHECK_OUT/connect3.err" &
-holder=$!
-exec {hold_fd}>"$fifo"
-for _ in $(seq 600); do
-  grep -q '^device ' "$CHECK_OUT/connect3.out" && break
-  kill -0 "$holder" 2>/dev/null || break
-  sleep 0.1
-done
+hold connect3
 dev=$(sed -n 's|^device /dev/||p' "$CHECK_OUT/connect3.out")
 expect_eq "numio connect printed the kernel's device" "$(nvmf_devices "$NQN")" "$dev"
 kill -9 "$holder"
