@@ -152,8 +152,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         )
     })?;
     let c = fabrics::connect(fabrics_dev, &options).map_err(|e| {
+        let hint = if e.raw_os_error() == Some(libc::EALREADY) {
+            "this host is already connected to that subsystem there (`numio topo` or `nvme list-subsys` shows it): bench its device, or disconnect it first"
+        } else {
+            "check that a target listens there and offers that subsystem to this host (dmesg names the kernel's reason)"
+        };
         anyhow::anyhow!(
-            "connecting the kernel's NVMe/TCP host to {addr} ({}) failed: {e}; check that a target listens there and offers that subsystem to this host (dmesg names the kernel's reason)",
+            "connecting the kernel's NVMe/TCP host to {addr} ({}) failed: {e}; {hint}",
             url.subnqn
         )
     })?;

@@ -163,6 +163,14 @@ hold() {
 # First the ordinary life: connect, the device, stdin closed, disconnect.
 hold connect-ok
 expect_eq "numio connect: the kernel's device" "device /dev/$(nvmf_devices "$NQN")" "$(cat "$CHECK_OUT/connect-ok.out")"
+# A second connect of the same host to the same subsystem and portal: the
+# kernel refuses it (EALREADY) and numio says what to do.
+run_numio connect "nvme-tcp://127.0.0.1:4421/$NQN/1" </dev/null
+expect_eq "a duplicate connect fails (exit 2)" 2 "$NUMIO_RC"
+grep -q "already connected to that subsystem" <<<"$NUMIO_ERR"
+expect_eq "and says the host is already connected" 0 $?
+[ "$NUMIO_RC" = 2 ] || note "duplicate: $NUMIO_ERR"
+expect_eq "the first connection is untouched" 1 "$(nvmf_devices "$NQN" | wc -l)"
 exec {hold_fd}>&-
 wait "$holder"
 expect_eq "numio connect exits 0 when its stdin closes" 0 $?
