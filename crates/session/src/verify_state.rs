@@ -125,8 +125,8 @@ pub fn save(path: &Path, state: &VerifyState) -> std::io::Result<()> {
 /// The key of target `path` in the state: this host's name, `:`, and
 /// [`path_key`].
 pub fn target_key(path: &str) -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    format!("{}:{}", host.trim(), path_key(path))
+    let host = topology::host::hostname(Path::new("/"));
+    format!("{host}:{}", path_key(path))
 }
 
 /// The saved state of target `path`: under [`target_key`], else under

@@ -29,14 +29,25 @@ pub struct HostRecord {
     pub nvme_poll_queues: Option<u32>,
 }
 
+/// The machine's name under `root` (`proc/sys/kernel/hostname`; empty
+/// when unreadable).
+pub fn hostname(root: &Path) -> String {
+    reader(root)
+        .map(|mut r| read_hostname(&mut r))
+        .unwrap_or_default()
+}
+
+fn read_hostname(r: &mut crate::reader::Reader) -> String {
+    r.read_trimmed("proc/sys/kernel/hostname")
+        .unwrap_or_default()
+}
+
 /// The environment record of the machine under `root`; a file that is
 /// missing or unreadable leaves its field empty.
 pub fn host_record(root: &Path) -> Result<HostRecord, TopologyError> {
     let mut r = reader(root)?;
     Ok(HostRecord {
-        hostname: r
-            .read_trimmed("proc/sys/kernel/hostname")
-            .unwrap_or_default(),
+        hostname: read_hostname(&mut r),
         kernel: r
             .read_trimmed("proc/sys/kernel/osrelease")
             .unwrap_or_default(),

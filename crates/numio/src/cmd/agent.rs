@@ -407,7 +407,5 @@ fn say(m: &FromAgent) -> anyhow::Result<()> {
 }
 
 fn hostname() -> String {
-    topology::host::host_record(std::path::Path::new("/"))
-        .map(|h| h.hostname)
-        .unwrap_or_default()
+    topology::host::hostname(std::path::Path::new("/"))
 }

@@ -92,8 +92,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // PR_SET_PDEATHSIG comes once per thread of it that this process is
     // handed to, so several SIGTERMs in a row are normal here.
     interrupt::second_signal_waits();
-    let sys_nvme = Path::new("/sys/class/nvme");
-    for line in cleanup(&args.state_dir, sys_nvme)? {
+    let root = Path::new("/");
+    for line in cleanup(&args.state_dir, root)? {
         eprintln!("numio connect: {line}");
     }
     let Some(url_text) = &args.url else {
@@ -171,7 +171,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         traddr: addr.ip().to_string(),
         trsvcid: addr.port(),
         pid: std::process::id(),
-        pid_start: process_start(std::process::id()).unwrap_or(0),
+        pid_start: topology::counters::process_start_ticks(root, std::process::id()).unwrap_or(0),
         since_unix_s: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
@@ -192,7 +192,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             hold();
             Ok(())
         });
-    let undone = disconnect(sys_nvme, &record);
+    let undone = disconnect(root, &record);
     let _ = std::fs::remove_file(&record_path);
     // Whoever read stderr may be gone (a killed agent): no panic on EPIPE.
     let _ = match undone {
@@ -286,26 +286,20 @@ fn wait_namespace(controller: &str, nsid: u32, wait: Duration) -> anyhow::Result
     }
 }
 
-/// Deletes `r`'s controller if it is still the one recorded (its name can
-/// have been reused by another connection since): the controller's own
-/// `cntlid`, `subsysnqn` and `address` under `sys_nvme` must match.
-fn disconnect(sys_nvme: &Path, r: &Record) -> anyhow::Result<bool> {
-    let dir = sys_nvme.join(&r.controller);
-    let attr = |name: &str| {
-        std::fs::read_to_string(dir.join(name))
-            .ok()
-            .map(|s| s.trim().to_string())
-    };
-    let Some(address) = attr("address") else {
+/// Deletes `r`'s controller under `root` if it is still the one recorded
+/// (its name can have been reused by another connection since): the
+/// controller's own `cntlid`, `subsysnqn` and `address` must match.
+fn disconnect(root: &Path, r: &Record) -> anyhow::Result<bool> {
+    let Some(id) = topology::device::controller_identity(root, &r.controller)? else {
         return Ok(false); // Gone already.
     };
-    let same = attr("cntlid").and_then(|c| c.parse::<u32>().ok()) == Some(r.cntlid)
-        && attr("subsysnqn").as_deref() == Some(r.subnqn.as_str())
-        && address_matches(&address, &r.traddr, r.trsvcid);
+    let same = id.cntlid == Some(r.cntlid)
+        && id.subsysnqn == r.subnqn
+        && address_matches(&id.address, &r.traddr, r.trsvcid);
     if !same {
         return Ok(false);
     }
-    fabrics::delete_controller(sys_nvme, &r.controller)
+    fabrics::delete_controller(&root.join("sys/class/nvme"), &r.controller)
         .with_context(|| format!("deleting {} (nvme disconnect -d {0})", r.controller))?;
     Ok(true)
 }
@@ -325,9 +319,9 @@ fn address_matches(address: &str, traddr: &str, trsvcid: u16) -> bool {
     a == Some(traddr) && p == Some(trsvcid)
 }
 
-/// Disconnects what numio processes that no longer run left connected,
-/// removing their records; one line per thing done.
-fn cleanup(dir: &Path, sys_nvme: &Path) -> anyhow::Result<Vec<String>> {
+/// Disconnects what numio processes that no longer run (under `root`)
+/// left connected, removing their records; one line per thing done.
+fn cleanup(dir: &Path, root: &Path) -> anyhow::Result<Vec<String>> {
     let mut done = Vec::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,
@@ -349,10 +343,10 @@ fn cleanup(dir: &Path, sys_nvme: &Path) -> anyhow::Result<Vec<String>> {
             ));
             continue;
         };
-        if process_start(r.pid).is_some_and(|s| s == r.pid_start) {
+        if topology::counters::process_start_ticks(root, r.pid) == Some(r.pid_start) {
             continue; // Its numio still holds it.
         }
-        let deleted = disconnect(sys_nvme, &r)?;
+        let deleted = disconnect(root, &r)?;
         std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
         done.push(if deleted {
             format!(
@@ -377,16 +371,6 @@ fn write_record(path: &Path, r: &Record) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A process's start time (clock ticks after boot), `None` when it does
-/// not run.
-fn process_start(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the command name (which may hold spaces and ')'):
-    // state is field 3, starttime field 22.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,16 +391,17 @@ mod tests {
     }
 
     #[test]
-    fn own_start_time_and_a_dead_pid() {
-        let me = process_start(std::process::id()).expect("this process runs");
-        assert!(me > 0);
-        assert_eq!(process_start(u32::MAX - 1), None);
-    }
-
-    #[test]
     fn cleanup_keeps_live_owners_and_undoes_dead_ones() {
         let dir = std::env::temp_dir().join(format!("numio-connect-{}", std::process::id()));
-        let sys = dir.join("sys-class-nvme");
+        let root = dir.join("root");
+        let sys = root.join("sys/class/nvme");
+        // A live numio, pid 4242, started at tick 777.
+        std::fs::create_dir_all(root.join("proc/4242")).unwrap();
+        std::fs::write(
+            root.join("proc/4242/stat"),
+            format!("4242 (numio connect) S {}777 0 0\n", "0 ".repeat(18)),
+        )
+        .unwrap();
         // The kernel's attributes of a controller (delete_controller
         // records what is written to it).
         let controller = |name: &str, cntlid: u32, nqn: &str| {
@@ -445,8 +430,8 @@ mod tests {
             subnqn: "nqn.x".into(),
             traddr: "10.0.0.5".into(),
             trsvcid: 4420,
-            pid: std::process::id(),
-            pid_start: process_start(std::process::id()).unwrap(),
+            pid: 4242,
+            pid_start: 777,
             since_unix_s: 0,
         };
         let dead = |c: &str, cntlid: u32| Record {
@@ -460,7 +445,7 @@ mod tests {
         write_record(&dir.join("nvme7.json"), &dead("nvme7", 3)).unwrap();
         write_record(&dir.join("nvme8.json"), &dead("nvme8", 4)).unwrap();
         std::fs::write(dir.join("junk.json"), "{").unwrap();
-        let lines = cleanup(&dir, &sys).unwrap();
+        let lines = cleanup(&dir, &root).unwrap();
         assert!(
             dir.join("nvme5.json").exists(),
             "a live owner's record stays"

@@ -30,7 +30,7 @@ mod stat;
 pub use block_io::{block_io, parse_block_stat, BlockIo};
 pub use delta::{Delta, IrqDelta, NodeTimes, ProcessDelta};
 pub use interrupts::{parse_interrupt_counts, queue_controller, InterruptCounts, IrqCounts};
-pub use process::{parse_pid_stat, parse_status_switches, ProcessSample};
+pub use process::{parse_pid_stat, parse_status_switches, process_start_ticks, ProcessSample};
 pub use stat::{parse_stat, StatSample};
 
 /// Clock ticks per second of the CPU times in `/proc/stat` and

@@ -20,24 +20,46 @@ pub struct ProcessSample {
     pub involuntary_switches: u64,
 }
 
-/// `(utime, stime)` in ticks from a `/proc/PID/stat` text. The command
-/// name in parentheses may hold spaces and parentheses itself, so the
-/// fields are counted from the last `)`.
-pub fn parse_pid_stat(text: &str) -> Result<(u64, u64), String> {
+/// Fields `numbers` (numbered as proc(5) does: utime is 14) of a
+/// `/proc/PID/stat` text, each with its name for errors. The command name
+/// in parentheses may hold spaces and parentheses itself, so the fields
+/// are counted from the last `)`.
+fn pid_stat_fields<const N: usize>(
+    text: &str,
+    numbers: [(usize, &str); N],
+) -> Result<[u64; N], String> {
     let (_, rest) = text
         .rsplit_once(')')
         .ok_or("no `(comm)` field (is this /proc/PID/stat?)")?;
-    // After the name: state(3) ppid pgrp session tty_nr tpgid flags minflt
-    // cminflt majflt cmajflt utime(14) stime(15), numbered as proc(5) does.
+    // After the name comes field 3 (state).
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    let field = |i: usize, name: &str| -> Result<u64, String> {
+    let mut out = [0; N];
+    for (o, (number, name)) in out.iter_mut().zip(numbers) {
         let w = fields
-            .get(i)
+            .get(number - 3)
             .ok_or_else(|| format!("no {name} field ({} fields after the name)", fields.len()))?;
-        w.parse()
-            .map_err(|_| format!("{name} `{w}` is not a tick count"))
-    };
-    Ok((field(11, "utime")?, field(12, "stime")?))
+        *o = w
+            .parse()
+            .map_err(|_| format!("{name} `{w}` is not a tick count"))?;
+    }
+    Ok(out)
+}
+
+/// `(utime, stime)` in ticks from a `/proc/PID/stat` text.
+pub fn parse_pid_stat(text: &str) -> Result<(u64, u64), String> {
+    let [utime, stime] = pid_stat_fields(text, [(14, "utime"), (15, "stime")])?;
+    Ok((utime, stime))
+}
+
+/// When process `pid` under `root` started, in clock ticks after boot
+/// (`/proc/PID/stat` field 22): with the pid, which process it is (a pid
+/// is reused, its start time with it is not). `None` when it does not run.
+pub fn process_start_ticks(root: &std::path::Path, pid: u32) -> Option<u64> {
+    let mut r = crate::device::reader(root).ok()?;
+    let text = r.read(&format!("proc/{pid}/stat"))?;
+    pid_stat_fields(&text, [(22, "starttime")])
+        .ok()
+        .map(|[t]| t)
 }
 
 /// `(voluntary, nonvoluntary)` context switches from a

@@ -146,3 +146,20 @@ fn this_machine_counts_itself() {
     assert_eq!(a.processes.len(), 1, "this test's own process");
     assert!(b.stat.context_switches >= a.stat.context_switches);
 }
+
+#[test]
+fn a_process_start_time_names_the_process_not_the_pid() {
+    let me = process_start_ticks(Path::new("/"), std::process::id()).expect("this process runs");
+    assert!(me > 0);
+    assert_eq!(process_start_ticks(Path::new("/"), u32::MAX - 1), None);
+    // A name with spaces and ')' does not shift the fields.
+    let dir = std::env::temp_dir().join(format!("proc-start-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("proc/7")).unwrap();
+    std::fs::write(
+        dir.join("proc/7/stat"),
+        format!("7 (a) b (c) S {}123 9\n", "1 ".repeat(18)),
+    )
+    .unwrap();
+    assert_eq!(process_start_ticks(&dir, 7), Some(123));
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -35,8 +35,8 @@ mod stack;
 
 pub use block::{block_device, BlockDevice, BlockKind, Partition, PartitionOf, QueueSettings};
 pub use nvme::{
-    generic_device, generic_name, head_name, multipath_head, nvme_namespace, ControllerNode,
-    GenericDevice, NvmeDevices,
+    controller_identity, generic_device, generic_name, head_name, multipath_head, nvme_namespace,
+    ControllerIdentity, ControllerNode, GenericDevice, NvmeDevices,
 };
 pub use stack::{block_stack, node_of_path, DeviceStack, StackNode};
 

@@ -52,6 +52,37 @@ pub struct GenericDevice {
     pub block: BlockDevice,
 }
 
+/// What tells a live NVMe controller apart from a later one that reuses
+/// its name: its controller id, its subsystem's NQN and its address (a
+/// fabrics controller's `traddr=…,trsvcid=…`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ControllerIdentity {
+    /// `cntlid`, when readable.
+    pub cntlid: Option<u32>,
+    /// `subsysnqn`.
+    pub subsysnqn: String,
+    /// `address`.
+    pub address: String,
+}
+
+/// The identity of controller `name` (`nvme3`) under `root`; `None` when
+/// there is no such controller (or it has no `address`: it is going).
+pub fn controller_identity(
+    root: &Path,
+    name: &str,
+) -> Result<Option<ControllerIdentity>, TopologyError> {
+    let mut r = reader(root)?;
+    let dir = format!("sys/class/nvme/{name}");
+    let Some(address) = r.read_trimmed(&join(&dir, "address")) else {
+        return Ok(None);
+    };
+    Ok(Some(ControllerIdentity {
+        cntlid: r.parse(&join(&dir, "cntlid"), parse_num::<u32>),
+        subsysnqn: r.read_trimmed(&join(&dir, "subsysnqn")).unwrap_or_default(),
+        address,
+    }))
+}
+
 /// `nvme0n1` for a multipath path device `nvme0c1n1`; `None` for other
 /// names. Pure: the kernel names a head `nvme<subsys>n<ns>` and its paths
 /// `nvme<subsys>c<ctrl>n<ns>`.
