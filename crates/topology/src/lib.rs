@@ -26,6 +26,9 @@
 //! "which namespace, controllers and nodes is this block device";
 //! [`multipath`] models the kernel's multipath path choice per CPU node.
 //!
+//! [`pci`] answers what VFIO needs: a PCI function's driver, IOMMU group
+//! and namespaces, the IOMMU, VFIO modules, hugepages and open files.
+//!
 //! Module map: `discover/` (nodes and CPUs, IRQs, NVMe controllers,
 //! subsystems and namespaces), `device/` and `host` (the queries), `reader`
 //! (the recording reader) over `source` (a directory or an in-memory
@@ -45,6 +48,7 @@ pub mod lookup;
 pub mod model;
 pub mod multipath;
 pub mod parse;
+pub mod pci;
 mod reader;
 mod recording;
 mod relpath;

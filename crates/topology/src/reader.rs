@@ -174,6 +174,12 @@ impl Reader {
         self.source.exists(rel)
     }
 
+    /// The target of the symlink `rel` as stored (not followed, not
+    /// recorded); `None` when it is absent or no symlink.
+    pub fn link_target(&self, rel: &str) -> Option<String> {
+        self.source.read_link(rel).ok()
+    }
+
     /// Resolves `rel` when it is a symlink (following chains, staying inside
     /// the root) and returns the path it leads to; a non-link is returned
     /// as is; `None` when it is absent.

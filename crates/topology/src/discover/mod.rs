@@ -11,7 +11,7 @@ use crate::source::Source;
 
 mod cpus;
 pub(crate) use cpus::online_cpus;
-mod dirs;
+pub(crate) mod dirs;
 mod irq;
 mod nodes;
 mod nvme;

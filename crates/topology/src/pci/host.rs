@@ -1,0 +1,181 @@
+//! The machine's side of VFIO, each over a root: whether an IOMMU is on,
+//! which VFIO modules are loaded, hugepages per node, the swap areas, and
+//! which processes hold a file open (`/proc/PID/fd` links).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::reader;
+use crate::discover::dirs::{numbered_dirs, NODE_DIR};
+use crate::error::TopologyError;
+use crate::parse::parse_num;
+use crate::relpath::join;
+
+/// Whether an IOMMU is on: `sys/class/iommu` or `sys/kernel/iommu_groups`
+/// is non-empty.
+pub fn iommu_enabled(root: &Path) -> Result<bool, TopologyError> {
+    let mut r = reader(root)?;
+    let mut any = |dir: &str| r.list(dir).is_some_and(|v| !v.is_empty());
+    Ok(any("sys/class/iommu") || any("sys/kernel/iommu_groups"))
+}
+
+/// Which VFIO modules are loaded (`sys/module/NAME`; a built-in one has a
+/// directory too when it has parameters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct VfioModules {
+    /// `vfio`.
+    pub vfio: bool,
+    /// `vfio_pci` (or its driver registered: `sys/bus/pci/drivers/vfio-pci`).
+    pub vfio_pci: bool,
+    /// `vfio_iommu_type1`.
+    pub vfio_iommu_type1: bool,
+    /// Whether `vfio` was built with no-IOMMU support
+    /// (`parameters/enable_unsafe_noiommu_mode` exists).
+    pub noiommu_supported: bool,
+    /// Whether no-IOMMU mode is enabled (that parameter reads `Y`).
+    pub noiommu_enabled: bool,
+}
+
+impl VfioModules {
+    /// The names of the modules missing, in load order.
+    pub fn missing(&self) -> Vec<&'static str> {
+        [
+            (self.vfio, "vfio"),
+            (self.vfio_iommu_type1, "vfio_iommu_type1"),
+            (self.vfio_pci, "vfio_pci"),
+        ]
+        .into_iter()
+        .filter(|(loaded, _)| !loaded)
+        .map(|(_, name)| name)
+        .collect()
+    }
+}
+
+/// The VFIO modules under `root`.
+pub fn vfio_modules(root: &Path) -> Result<VfioModules, TopologyError> {
+    let mut r = reader(root)?;
+    let param = "sys/module/vfio/parameters/enable_unsafe_noiommu_mode";
+    let noiommu = r.read_trimmed(param);
+    Ok(VfioModules {
+        vfio: r.exists("sys/module/vfio"),
+        vfio_pci: r.exists("sys/module/vfio_pci") || r.exists("sys/bus/pci/drivers/vfio-pci"),
+        vfio_iommu_type1: r.exists("sys/module/vfio_iommu_type1"),
+        noiommu_supported: noiommu.is_some(),
+        noiommu_enabled: noiommu.is_some_and(|v| v == "Y" || v == "1"),
+    })
+}
+
+/// One node's pool of one hugepage size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeHugepages {
+    /// The node.
+    pub node: u32,
+    /// The page size in KiB (2048, 1048576).
+    pub size_kib: u64,
+    /// `nr_hugepages`: pages reserved.
+    pub total: u64,
+    /// `free_hugepages`.
+    pub free: u64,
+}
+
+impl NodeHugepages {
+    /// The `nr_hugepages` file of this pool, relative to the root.
+    pub fn nr_path(node: u32, size_kib: u64) -> String {
+        format!("{NODE_DIR}/node{node}/hugepages/hugepages-{size_kib}kB/nr_hugepages")
+    }
+}
+
+/// Every node's hugepage pools (`nodeN/hugepages/hugepages-SIZEkB`), by
+/// node then size; none on a machine without nodes in sysfs.
+pub fn hugepages(root: &Path) -> Result<Vec<NodeHugepages>, TopologyError> {
+    let mut r = reader(root)?;
+    let mut out = Vec::new();
+    for node in numbered_dirs(&mut r, NODE_DIR, "node") {
+        let dir = format!("{NODE_DIR}/node{node}/hugepages");
+        let mut sizes: Vec<u64> = r
+            .list(&dir)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|n| {
+                n.strip_prefix("hugepages-")?
+                    .strip_suffix("kB")?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        sizes.sort_unstable();
+        for size_kib in sizes {
+            let pool = join(&dir, &format!("hugepages-{size_kib}kB"));
+            out.push(NodeHugepages {
+                node,
+                size_kib,
+                total: r
+                    .parse(&join(&pool, "nr_hugepages"), parse_num::<u64>)
+                    .unwrap_or(0),
+                free: r
+                    .parse(&join(&pool, "free_hugepages"), parse_num::<u64>)
+                    .unwrap_or(0),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The swap areas in use (`proc/swaps`' first column: `/dev/nvme0n1p2`).
+pub fn swaps(root: &Path) -> Result<Vec<String>, TopologyError> {
+    let mut r = reader(root)?;
+    Ok(r.read("proc/swaps")
+        .unwrap_or_default()
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|f| f.replace("\\040", " "))
+        .collect())
+}
+
+/// A process holding a file open.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    /// Its pid.
+    pub pid: u32,
+    /// Its command name (`proc/PID/comm`).
+    pub command: String,
+    /// The file (the fd link's target: `/dev/vfio/12`).
+    pub path: String,
+}
+
+/// The processes under `root` with a file descriptor whose link target
+/// `wanted` accepts (`/proc/PID/fd/N`), one [`Holder`] per process and
+/// file, by pid. Processes whose fds cannot be read (another user's, as
+/// non-root; ended meanwhile) are left out.
+pub fn open_by(root: &Path, wanted: impl Fn(&str) -> bool) -> Result<Vec<Holder>, TopologyError> {
+    let mut r = reader(root)?;
+    let mut out: Vec<Holder> = Vec::new();
+    for pid in numbered_dirs(&mut r, "proc", "") {
+        let fd_dir = format!("proc/{pid}/fd");
+        // Listing another user's fds fails: not an error here.
+        let Ok(fds) = std::fs::read_dir(root.join(&fd_dir)) else {
+            continue;
+        };
+        let mut paths: Vec<String> = fds
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .map(|t| t.to_string_lossy().into_owned())
+            .filter(|t| wanted(t))
+            .collect();
+        paths.sort();
+        paths.dedup();
+        if paths.is_empty() {
+            continue;
+        }
+        let command = r
+            .read_trimmed(&format!("proc/{pid}/comm"))
+            .unwrap_or_default();
+        out.extend(paths.into_iter().map(|path| Holder {
+            pid,
+            command: command.clone(),
+            path,
+        }));
+    }
+    Ok(out)
+}
