@@ -15,6 +15,8 @@
 //! - [`nvme_namespace`], [`multipath_head`]: namespace ↔ block device ↔
 //!   generic device, nsid, and the controllers I/O goes through with their
 //!   nodes.
+//! - [`signature`]: the partition table, filesystem or volume signature
+//!   at a device's start.
 //! - [`block_stack`], [`node_of_path`]: down through partitions and dm/md
 //!   slaves to the disks beneath a device or a file, and the NUMA node that
 //!   gives ([`StackNode`]: one node, several, unknown, or not NVMe).
@@ -31,6 +33,7 @@ use crate::source::Source;
 
 mod block;
 mod nvme;
+pub mod signature;
 mod stack;
 
 pub use block::{block_device, BlockDevice, BlockKind, Partition, PartitionOf, QueueSettings};
