@@ -104,8 +104,10 @@ pub enum TuneError {
         why: String,
     },
     /// Another numio holds the lock beside the state file.
-    #[error("another numio ({holder}) is changing coalescing settings now ({} is locked): wait for it to end; it puts back what it changed", path.display())]
+    #[error("another numio ({holder}) is changing {what} now ({} is locked): wait for it to end; it puts back what it changed", path.display())]
     Busy {
+        /// What it is changing (`coalescing settings`).
+        what: &'static str,
         /// The lock file.
         path: PathBuf,
         /// Who holds it (`pid 1234`), as far as known.
@@ -139,6 +141,24 @@ pub enum TuneError {
     /// The guard already restored or kept its values.
     #[error("the coalescing guard is closed: its values were already put back or kept")]
     Closed,
+    /// A controller cannot be handed to vfio-pci or given back; `why`
+    /// says what was found and the fix.
+    #[error("{device}: {why}")]
+    Vfio {
+        /// The PCI address, or the user's input when it is none.
+        device: String,
+        /// What is wrong, and the fix.
+        why: String,
+    },
+    /// A controller whose namespaces are in use (mounted, held, swap, open,
+    /// a signature) was not taken.
+    #[error("{device} is in use: {found}; numio does not take a drive in use away from the kernel: stop using it, or pass --force to take it anyway (whatever uses it loses its device)")]
+    InUse {
+        /// The PCI address.
+        device: String,
+        /// What was found, `; `-separated.
+        found: String,
+    },
     /// Discovery failed.
     #[error(transparent)]
     Topology(#[from] topology::TopologyError),

@@ -67,7 +67,28 @@ struct StateFile {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Journal {
     dir: PathBuf,
+    names: Names,
 }
+
+/// The file names of one state file: the file, its lock, its temporary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Names {
+    /// The state file (`coalesce.json`).
+    pub file: &'static str,
+    /// The lock beside it.
+    pub lock: &'static str,
+    /// The temporary written before the rename.
+    pub tmp: &'static str,
+    /// What the lock's holder is changing, for [`TuneError::Busy`].
+    pub what: &'static str,
+}
+
+const COALESCE: Names = Names {
+    file: FILE_NAME,
+    lock: LOCK_NAME,
+    tmp: TMP_NAME,
+    what: "coalescing settings",
+};
 
 /// The exclusive lock beside the state file; released on drop (and by the
 /// kernel when the process dies, `kill -9` included).
@@ -76,7 +97,7 @@ pub struct JournalLock {
     _file: File,
 }
 
-fn journal_err(path: &Path, why: impl std::fmt::Display) -> TuneError {
+pub(crate) fn journal_err(path: &Path, why: impl std::fmt::Display) -> TuneError {
     TuneError::Journal {
         path: path.to_path_buf(),
         why: why.to_string(),
@@ -121,16 +142,49 @@ impl Journal {
 
     /// The state directory `dir`.
     pub fn at(dir: impl Into<PathBuf>) -> Journal {
-        Journal { dir: dir.into() }
+        Journal {
+            dir: dir.into(),
+            names: COALESCE,
+        }
+    }
+
+    /// This journal's directory with the file names `names` (another state
+    /// file beside `coalesce.json`: `vfio.json`).
+    pub(crate) fn beside(&self, names: Names) -> Journal {
+        Journal {
+            dir: self.dir.clone(),
+            names,
+        }
+    }
+
+    /// The state directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The state file.
     pub fn path(&self) -> PathBuf {
-        self.dir.join(FILE_NAME)
+        self.dir.join(self.names.file)
     }
 
     /// The records; none when there is no file.
     pub fn records(&self) -> Result<Vec<Record>, TuneError> {
+        let Some(text) = self.read_text()? else {
+            return Ok(Vec::new());
+        };
+        let path = self.path();
+        let file: StateFile = serde_json::from_str(&text).map_err(|e| {
+            journal_err(
+                &path,
+                format!("cannot parse it ({e}); it holds original values numio must put back: put them back by hand (nvme set-feature) and remove it"),
+            )
+        })?;
+        check_schema(&path, file.schema_version)?;
+        Ok(file.records)
+    }
+
+    /// The state file's text; `None` when there is no file.
+    pub(crate) fn read_text(&self) -> Result<Option<String>, TuneError> {
         let path = self.path();
         let mut text = String::new();
         let opened = std::fs::OpenOptions::new()
@@ -138,35 +192,20 @@ impl Journal {
             .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
             .open(&path);
         match opened {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(journal_err(&path, format!("cannot open it: {e}"))),
             Ok(mut f) => f
                 .read_to_string(&mut text)
                 .map_err(|e| journal_err(&path, format!("cannot read it: {e}")))?,
         };
-        let file: StateFile = serde_json::from_str(&text).map_err(|e| {
-            journal_err(
-                &path,
-                format!("cannot parse it ({e}); it holds original values numio must put back: put them back by hand (nvme set-feature) and remove it"),
-            )
-        })?;
-        if file.schema_version != SCHEMA_VERSION {
-            return Err(journal_err(
-                &path,
-                format!(
-                    "schema_version {} is not {SCHEMA_VERSION}: written by another numio version; restore with that version",
-                    file.schema_version
-                ),
-            ));
-        }
-        Ok(file.records)
+        Ok(Some(text))
     }
 
     /// Takes the exclusive lock (creating the private state directory);
     /// [`TuneError::Busy`] at once when another process holds it.
     pub fn lock(&self) -> Result<JournalLock, TuneError> {
         self.ensure_dir()?;
-        let path = self.dir.join(LOCK_NAME);
+        let path = self.dir.join(self.names.lock);
         let mut file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -186,7 +225,11 @@ impl Journal {
                     "" => "pid unknown".to_string(),
                     p => format!("pid {p}"),
                 };
-                return Err(TuneError::Busy { path, holder });
+                return Err(TuneError::Busy {
+                    path,
+                    holder,
+                    what: self.names.what,
+                });
             }
             return Err(journal_err(&path, format!("cannot lock it: {e}")));
         }
@@ -231,21 +274,29 @@ impl Journal {
     /// temporary file written and fsynced, renamed over, the directory
     /// fsynced.
     fn write(&self, records: &[Record]) -> Result<(), TuneError> {
-        let path = self.path();
         if records.is_empty() {
+            return self.write_text(None);
+        }
+        let text = serde_json::to_string_pretty(&StateFile {
+            schema_version: SCHEMA_VERSION,
+            records: records.to_vec(),
+        })
+        .map_err(|e| journal_err(&self.path(), e))?;
+        self.write_text(Some(&text))
+    }
+
+    /// Replaces the file with `text`, or removes it (`None`).
+    pub(crate) fn write_text(&self, text: Option<&str>) -> Result<(), TuneError> {
+        let path = self.path();
+        let Some(text) = text else {
             match std::fs::remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(journal_err(&path, format!("cannot remove it: {e}"))),
             }
             return self.sync_dir();
-        }
-        let text = serde_json::to_string_pretty(&StateFile {
-            schema_version: SCHEMA_VERSION,
-            records: records.to_vec(),
-        })
-        .map_err(|e| journal_err(&path, e))?;
-        let tmp = self.dir.join(TMP_NAME);
+        };
+        let tmp = self.dir.join(self.names.tmp);
         // Under the lock no other numio writes here: a leftover is a crashed
         // writer's.
         let _ = std::fs::remove_file(&tmp);
@@ -311,6 +362,19 @@ impl Journal {
         }
         Ok(())
     }
+}
+
+/// Refuses a state file of another layout version.
+pub(crate) fn check_schema(path: &Path, found: u32) -> Result<(), TuneError> {
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
+    Err(journal_err(
+        path,
+        format!(
+            "schema_version {found} is not {SCHEMA_VERSION}: written by another numio version; restore with that version"
+        ),
+    ))
 }
 
 /// Seconds since the Unix epoch (0 if the clock is before it).

@@ -1,7 +1,9 @@
 //! Device settings numio changes, and the promise to put them back.
 //!
-//! Today that is one setting: NVMe Interrupt Coalescing (Feature 0x08) of
-//! PCIe controllers, read and written with Get/Set Features through the
+//! Two settings: a controller's driver ([`vfio`]: handed to vfio-pci for
+//! numio's user-space driver, and given back, with the hugepages it
+//! needs), and NVMe Interrupt Coalescing (Feature 0x08) of PCIe
+//! controllers, read and written with Get/Set Features through the
 //! controller's character device (`/dev/nvme0`), beside each I/O queue
 //! vector's Coalescing Disable bit (Feature 0x09, read only). This crate
 //! owns everything between the user's names and the admin commands:
@@ -57,6 +59,7 @@ pub mod restore;
 pub mod setting;
 pub mod state;
 pub mod target;
+pub mod vfio;
 
 pub use admin::{Access, Admin, AdminError, DevAccess};
 pub use controller::Controller;

@@ -141,6 +141,19 @@ pub fn block_device(root: &Path, dev: DevNum) -> Result<BlockDevice, TopologyErr
     Ok(read_block(&mut r, &dir))
 }
 
+/// The block device named `name` (`nvme0n1`, `nvme0n1p2`) under `root`
+/// (`sys/class/block/NAME`); `None` when there is none.
+pub fn block_by_name(root: &Path, name: &str) -> Result<Option<BlockDevice>, TopologyError> {
+    if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        return Ok(None);
+    }
+    let mut r = reader(root)?;
+    let link = format!("sys/class/block/{name}");
+    Ok(r.resolve(&link)
+        .filter(|dir| r.exists(dir))
+        .map(|dir| read_block(&mut r, &dir)))
+}
+
 /// The sysfs directory of block device `dev`.
 pub(crate) fn resolve_block(r: &mut Reader, dev: DevNum) -> Result<String, TopologyError> {
     let link = format!("sys/dev/block/{dev}");

@@ -36,7 +36,9 @@ mod nvme;
 pub mod signature;
 mod stack;
 
-pub use block::{block_device, BlockDevice, BlockKind, Partition, PartitionOf, QueueSettings};
+pub use block::{
+    block_by_name, block_device, BlockDevice, BlockKind, Partition, PartitionOf, QueueSettings,
+};
 pub use nvme::{
     controller_identity, generic_device, generic_name, head_name, multipath_head, nvme_namespace,
     ControllerIdentity, ControllerNode, GenericDevice, NvmeDevices,

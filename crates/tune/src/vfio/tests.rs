@@ -1,0 +1,391 @@
+//! Binding and giving back on fake sysfs trees, with a thread playing the
+//! kernel: it reacts to `unbind` and `drivers_probe` writes as Linux does
+//! (honouring `driver_override`, creating `/dev/vfio/N` for vfio-pci and
+//! `nvme/nvme0` for nvme).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use topology::pci::fake::FakeSys;
+use topology::pci::{parse_address, CLASS_NVME};
+
+use super::*;
+use crate::error::TuneError;
+
+const ADDR: &str = "0000:02:00.0";
+const GROUP: u32 = 5;
+
+struct FakeKernel {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+fn take_line(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let addr = parse_address(text.trim())?;
+    std::fs::write(path, "").ok()?;
+    Some(addr)
+}
+
+fn kernel_step(root: &Path) {
+    let dev = |addr: &str| root.join(FakeSys::device_dir(addr));
+    let drivers = root.join("sys/bus/pci/drivers");
+    for d in std::fs::read_dir(&drivers).into_iter().flatten().flatten() {
+        if let Some(addr) = take_line(&d.path().join("unbind")) {
+            let _ = std::fs::remove_file(dev(&addr).join("driver"));
+            let _ = std::fs::remove_dir_all(dev(&addr).join("nvme"));
+            let _ = std::fs::remove_file(root.join(format!("dev/vfio/{GROUP}")));
+        }
+    }
+    let Some(addr) = take_line(&root.join("sys/bus/pci/drivers_probe")) else {
+        return;
+    };
+    if dev(&addr).join("driver").symlink_metadata().is_ok() {
+        return;
+    }
+    let over = std::fs::read_to_string(dev(&addr).join("driver_override")).unwrap_or_default();
+    let over = over.trim();
+    let driver = if over.is_empty() || over == "(null)" {
+        "nvme"
+    } else {
+        over
+    };
+    if !drivers.join(driver).is_dir() {
+        return;
+    }
+    let _ = std::os::unix::fs::symlink(
+        format!("../../../bus/pci/drivers/{driver}"),
+        dev(&addr).join("driver"),
+    );
+    if driver == "vfio-pci" {
+        let _ = std::fs::create_dir_all(root.join("dev/vfio"));
+        let _ = std::fs::write(root.join(format!("dev/vfio/{GROUP}")), "");
+    } else {
+        let _ = std::fs::create_dir_all(dev(&addr).join("nvme/nvme0/nvme0n1"));
+    }
+}
+
+impl FakeKernel {
+    fn start(root: &Path) -> FakeKernel {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, root) = (Arc::clone(&stop), root.to_path_buf());
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::Relaxed) {
+                kernel_step(&root);
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        });
+        FakeKernel {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for FakeKernel {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A machine with an IOMMU, vfio-pci, and one NVMe controller on nvme
+/// with a blank namespace `nvme0n1`.
+fn machine(tag: &str) -> (FakeSys, FakeKernel, TakeOptions) {
+    let sys = FakeSys::new(&format!("vfio-{tag}"));
+    sys.function(ADDR, CLASS_NVME, Some("nvme"), Some(GROUP), 0)
+        .function(
+            "0000:00:1c.0",
+            0x06_04_00,
+            Some("pcieport"),
+            Some(GROUP),
+            -1,
+        )
+        .controller(ADDR, "nvme0", &[("nvme0n1", 1)])
+        .file("dev/nvme0n1", &"\0".repeat(8192))
+        .driver("vfio-pci")
+        .dir("sys/class/iommu/dmar0");
+    let kernel = FakeKernel::start(sys.root());
+    let opts = TakeOptions {
+        state_dir: Some(sys.root().join("run/numio")),
+        command: "test".into(),
+        ..TakeOptions::default()
+    };
+    (sys, kernel, opts)
+}
+
+fn driver(sys: &FakeSys) -> Option<String> {
+    topology::pci::pci_function(sys.root(), ADDR)
+        .unwrap()
+        .unwrap()
+        .driver
+}
+
+fn journal(opts: &TakeOptions) -> VfioJournal {
+    VfioJournal::at(opts.state_dir.clone().unwrap())
+}
+
+#[test]
+fn take_records_then_binds_and_give_back_restores_driver_and_override() {
+    let (sys, _k, opts) = machine("basic");
+    let b = Binding::take(sys.root(), ADDR, &opts).unwrap();
+    assert!(b.owned() && !b.noiommu());
+    assert_eq!(b.addr(), ADDR);
+    assert_eq!(b.numa_node(), Some(0));
+    assert_eq!(b.group_dev(), sys.root().join("dev/vfio/5"));
+    let f = topology::pci::pci_function(sys.root(), ADDR)
+        .unwrap()
+        .unwrap();
+    assert_eq!(f.driver.as_deref(), Some("vfio-pci"));
+    assert_eq!(f.driver_override.as_deref(), Some("vfio-pci"));
+    let recs = journal(&opts).records().unwrap();
+    assert_eq!(recs.len(), 1);
+    assert_eq!(recs[0].driver.as_deref(), Some("nvme"));
+    assert_eq!(recs[0].driver_override, None);
+    assert_eq!(recs[0].owner.map(|o| o.pid), Some(std::process::id()));
+    b.give_back().unwrap();
+    let f = topology::pci::pci_function(sys.root(), ADDR)
+        .unwrap()
+        .unwrap();
+    assert_eq!(f.driver.as_deref(), Some("nvme"));
+    assert_eq!(f.driver_override, None, "override cleared");
+    assert_eq!(f.controllers, ["nvme0"], "the nvme controller is back");
+    assert!(!journal(&opts).path().exists(), "record removed");
+}
+
+#[test]
+fn drop_and_the_restorer_give_it_back_once() {
+    let (sys, _k, opts) = machine("drop");
+    drop(Binding::take(sys.root(), ADDR, &opts).unwrap());
+    assert_eq!(driver(&sys).as_deref(), Some("nvme"));
+    let b = Binding::take(sys.root(), ADDR, &opts).unwrap();
+    let r = b.restorer();
+    std::thread::spawn(move || r.restore())
+        .join()
+        .unwrap()
+        .unwrap();
+    assert_eq!(driver(&sys).as_deref(), Some("nvme"));
+    assert!(!journal(&opts).path().exists());
+    b.give_back().unwrap();
+}
+
+#[test]
+fn a_namespace_with_ext4_is_refused_without_force_and_nothing_changes() {
+    let (sys, _k, mut opts) = machine("ext4");
+    let mut head = vec![0u8; 8192];
+    head[1080..1082].copy_from_slice(&[0x53, 0xef]);
+    std::fs::write(sys.root().join("dev/nvme0n1"), head).unwrap();
+    let e = Binding::take(sys.root(), ADDR, &opts)
+        .err()
+        .expect("refused");
+    let text = e.to_string();
+    assert!(matches!(e, TuneError::InUse { .. }), "{text}");
+    assert!(
+        text.contains("/dev/nvme0n1 holds a") && text.contains("ext") && text.contains("--force"),
+        "{text}"
+    );
+    assert_eq!(driver(&sys).as_deref(), Some("nvme"));
+    assert!(!journal(&opts).path().exists(), "nothing recorded");
+    opts.force = true;
+    let b = Binding::take(sys.root(), ADDR, &opts).unwrap();
+    assert_eq!(driver(&sys).as_deref(), Some("vfio-pci"));
+    b.give_back().unwrap();
+}
+
+#[test]
+fn mounts_holders_swap_and_open_devices_are_all_named() {
+    let (sys, _k, opts) = machine("inuse");
+    let ns = format!("{}/nvme/nvme0/nvme0n1", FakeSys::device_dir(ADDR));
+    sys.file(&format!("{ns}/nvme0n1p1/partition"), "1\n")
+        .file(&format!("{ns}/nvme0n1p1/dev"), "259:2\n")
+        .dir(&format!("{ns}/nvme0n1p1/holders"))
+        .link(
+            "sys/class/block/nvme0n1p1",
+            &format!(
+                "../../{}/nvme/nvme0/nvme0n1/nvme0n1p1",
+                FakeSys::device_dir(ADDR).trim_start_matches("sys/")
+            ),
+        )
+        .file("dev/nvme0n1p1", "")
+        .dir(&format!("{ns}/holders/dm-0"))
+        .file(
+            "proc/self/mountinfo",
+            "22 1 259:2 / /data rw - xfs /dev/nvme0n1p1 rw\n",
+        )
+        .file(
+            "proc/swaps",
+            "Filename Type Size Used Priority\n/dev/nvme0n1 partition 1 0 -2\n",
+        )
+        .process(4242, "fio", 1, &["/dev/ng0n1"]);
+    let text = Binding::take(sys.root(), ADDR, &opts)
+        .err()
+        .expect("refused")
+        .to_string();
+    for part in [
+        "/dev/nvme0n1p1 is mounted on /data",
+        "/dev/nvme0n1 is held by dm-0",
+        "/dev/nvme0n1 is a swap area in use",
+        "/dev/ng0n1 is open in fio (pid 4242)",
+        "--force",
+    ] {
+        assert!(text.contains(part), "{part} missing from: {text}");
+    }
+    assert_eq!(driver(&sys).as_deref(), Some("nvme"));
+}
+
+#[test]
+fn bad_devices_groups_and_missing_modules_are_named_with_the_fix() {
+    let (sys, _k, opts) = machine("bad");
+    let e = Binding::take(sys.root(), "0000:09:00.0", &opts)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.starts_with("0000:09:00.0: no such PCI function") && e.contains("lspci -D"),
+        "{e}"
+    );
+    let e = Binding::take(sys.root(), "0000:00:1c.0", &opts)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("is no NVMe controller (PCI class 0x060400"),
+        "{e}"
+    );
+    sys.function("0000:03:00.0", 0x02_00_00, Some("e1000e"), Some(GROUP), -1);
+    let e = Binding::take(sys.root(), ADDR, &opts)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("IOMMU group 5 also holds 0000:03:00.0 (on e1000e)"),
+        "{e}"
+    );
+    assert!(!e.contains("1c.0"), "a bridge does not count: {e}");
+    sys.unbind("0000:03:00.0");
+    std::fs::remove_dir_all(sys.root().join("sys/bus/pci/drivers/vfio-pci")).unwrap();
+    let e = Binding::take(sys.root(), ADDR, &opts)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("load vfio-pci (modprobe vfio-pci"), "{e}");
+    assert_eq!(driver(&sys).as_deref(), Some("nvme"));
+}
+
+#[test]
+fn without_an_iommu_it_is_refused_unless_allowed_and_possible() {
+    let sys = FakeSys::new("vfio-noiommu");
+    sys.function(ADDR, CLASS_NVME, Some("nvme"), None, -1)
+        .driver("vfio-pci");
+    let mut opts = TakeOptions {
+        state_dir: Some(sys.root().join("run/numio")),
+        ..TakeOptions::default()
+    };
+    let e = Binding::take(sys.root(), ADDR, &opts)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("no IOMMU is on") && e.contains("--allow-noiommu") && e.contains("DMA anywhere"),
+        "{e}"
+    );
+    opts.allow_noiommu = true;
+    let e = Binding::take(sys.root(), ADDR, &opts)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("CONFIG_VFIO_NOIOMMU"), "{e}");
+    sys.file(
+        "sys/module/vfio/parameters/enable_unsafe_noiommu_mode",
+        "N\n",
+    );
+    let e = Binding::take(sys.root(), ADDR, &opts)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("enable_unsafe_noiommu_mode=1"), "{e}");
+    assert_eq!(driver(&sys).as_deref(), Some("nvme"));
+}
+
+#[test]
+fn kept_bindings_wait_for_unbind_and_dead_owners_are_restored() {
+    let (sys, _k, opts) = machine("restore");
+    let j = journal(&opts);
+    Binding::take(sys.root(), ADDR, &opts)
+        .unwrap()
+        .keep()
+        .unwrap();
+    assert_eq!(j.records().unwrap()[0].owner, None);
+    let r = restore_recorded(sys.root(), &j, false).unwrap();
+    assert_eq!((r.restored.len(), r.skipped.len()), (0, 1));
+    assert_eq!(driver(&sys).as_deref(), Some("vfio-pci"));
+    assert_eq!(unbind_address(sys.root(), &j, ADDR).unwrap(), "nvme");
+    assert_eq!(driver(&sys).as_deref(), Some("nvme"));
+    assert!(j.records().unwrap().is_empty());
+
+    // A live owner keeps it; once its pid runs another process, it is dead.
+    sys.process(std::process::id(), "numio", 77, &[]);
+    std::mem::forget(Binding::take(sys.root(), ADDR, &opts).unwrap());
+    let r = restore_recorded(sys.root(), &j, true).unwrap();
+    assert_eq!(r.skipped.len(), 1, "{r:?}");
+    let e = unbind_address(sys.root(), &j, ADDR)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("holds it"), "{e}");
+    sys.process(std::process::id(), "other", 78, &[]);
+    let r = restore_recorded(sys.root(), &j, false).unwrap();
+    assert_eq!(r.restored.len(), 1, "{r:?}");
+    assert_eq!(driver(&sys).as_deref(), Some("nvme"));
+    assert!(!j.path().exists());
+}
+
+#[test]
+fn hugepages_are_reserved_per_node_and_put_back() {
+    let (sys, _k, mut opts) = machine("hugepages");
+    sys.hugepages(0, 2048, 0, 0)
+        .hugepages(1, 2048, 128, 128)
+        .hugepages(0, 1048576, 0, 0);
+    opts.hugepages_per_node = Some(64);
+    let total = |node| {
+        topology::pci::hugepages(sys.root())
+            .unwrap()
+            .into_iter()
+            .find(|h| h.node == node && h.size_kib == 2048)
+            .unwrap()
+            .total
+    };
+    let b = Binding::take(sys.root(), ADDR, &opts).unwrap();
+    assert_eq!((total(0), total(1)), (64, 128), "node 1 had enough");
+    let rec = &journal(&opts).records().unwrap()[0];
+    assert_eq!(rec.hugepages.len(), 1);
+    assert_eq!((rec.hugepages[0].node, rec.hugepages[0].original), (0, 0));
+    b.give_back().unwrap();
+    assert_eq!((total(0), total(1)), (0, 128));
+}
+
+#[test]
+fn a_device_on_vfio_pci_already_is_used_as_it_is() {
+    let (sys, _k, opts) = machine("already");
+    sys.bind(ADDR, "vfio-pci")
+        .remove_controllers(ADDR)
+        .file("dev/vfio/5", "");
+    let b = Binding::take(sys.root(), ADDR, &opts).unwrap();
+    assert!(!b.owned());
+    assert!(!journal(&opts).path().exists(), "nothing recorded");
+    b.give_back().unwrap();
+    assert_eq!(driver(&sys).as_deref(), Some("vfio-pci"), "not given back");
+    sys.process(999_999, "spdk", 3, &["/dev/vfio/5"]);
+    let e = Binding::take(sys.root(), ADDR, &opts)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("/dev/vfio/5 is open in spdk (pid 999999)"),
+        "{e}"
+    );
+}
