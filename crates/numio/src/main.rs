@@ -48,6 +48,9 @@ enum Command {
     /// named controller or none, and restore the originals numio recorded;
     /// sweep thresholds with a workload and recommend one.
     Coalesce(cmd::coalesce::Args),
+    /// Hand NVMe controllers to vfio-pci for numio's user-space driver and
+    /// give them back; show drivers, IOMMU groups and hugepages.
+    Vfio(cmd::vfio::Args),
     /// Print the shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(cmd::completions::Args),
     /// Write man pages (numio.1 and one per subcommand) into a directory.
@@ -73,6 +76,7 @@ fn main() {
         Command::Fabric(args) => cmd::fabric::run(args),
         Command::Connect(args) => cmd::connect::run(args),
         Command::Coalesce(args) => cmd::coalesce::run(args),
+        Command::Vfio(args) => cmd::vfio::run(args),
         Command::Completions(args) => cmd::completions::run(args, Cli::command()),
         Command::Man(args) => cmd::man::run(args, Cli::command()),
     };

@@ -2,7 +2,8 @@
 //! fixes. Exit status 1 when any finding is an error. On the live machine
 //! it also reads each PCIe controller's interrupt coalescing (through
 //! `tune`, as root) for the `irq-coalescing-off` check; from a snapshot
-//! that check says nothing.
+//! that check says nothing. On the live machine it also reads the VFIO
+//! facts (IOMMU, modules, hugepages, vfio-pci devices nobody holds).
 
 use std::path::{Path, PathBuf};
 
@@ -36,14 +37,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     Ok(report.exit_code())
 }
 
-/// Each PCIe controller's coalescing value (Get Features 0x08), read on
-/// the live machine; a controller that cannot be read (not root, gone) is
-/// left out, and a snapshot root reads none.
+/// Each PCIe controller's coalescing value (Get Features 0x08) and the
+/// VFIO facts (IOMMU, modules, hugepages, unheld vfio-pci devices), read
+/// on the live machine; a controller that cannot be read (not root, gone)
+/// is left out, and a snapshot root reads none.
 fn live_facts(topo: &Topology, root: &Path) -> LiveFacts {
     let mut live = LiveFacts::default();
     if root != Path::new("/") {
         return live;
     }
+    live.vfio = topology::pci::vfio_facts(root).ok();
     let access = tune::DevAccess::default();
     for c in topo
         .controllers

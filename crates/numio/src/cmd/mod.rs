@@ -42,3 +42,4 @@ pub mod sweep_output;
 pub mod sweep_place;
 pub mod sweep_serve;
 pub mod topo;
+pub mod vfio;

@@ -177,6 +177,7 @@ mod tests {
     fn live(values: &[(&str, u32)]) -> LiveFacts {
         LiveFacts {
             coalescing_raw: values.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
+            ..LiveFacts::default()
         }
     }
 

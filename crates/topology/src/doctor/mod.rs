@@ -24,6 +24,10 @@
 //! | `cpu-online-missing`, `node-online-missing`, `cpu-lists-missing` | info | an older kernel's sysfs: discovery derived the list it lacks |
 //! | `nvme-subsystems-missing`, `nvme-misc-class` | info | an NVMe layout of a kernel before 4.15 / 4.1 |
 //! | `irq-coalescing-off` | info | two or more PCIe drives on one node coalesce no interrupts (THR 0 or TIME 0) while their I/O queue IRQs average two or more per CPU; only with [`LiveFacts`] (the values live in the controllers, not in sysfs: `numio doctor` reads them on a live root as root; a snapshot says nothing) |
+//! | `iommu-off` | info | no IOMMU is on: numio's vfio backend needs one (or `--allow-noiommu`); only with [`LiveFacts::vfio`] |
+//! | `vfio-modules-missing` | info | vfio, vfio_iommu_type1 or vfio_pci is not loaded; likewise |
+//! | `no-hugepages` | info | no node has 2 MiB hugepages reserved; likewise |
+//! | `vfio-device-unheld` | warning | an NVMe controller is on vfio-pci and no process holds its VFIO group: the kernel cannot use it and nothing else does |
 //!
 //! Every finding cites the file discovery actually read (a controller's
 //! `numa_node` or its PCI device's).
@@ -39,6 +43,7 @@ mod checks;
 mod coalesce;
 mod consistency;
 mod multipath;
+mod vfio;
 
 /// How bad a finding is. Ordered: `Info < Warning < Error`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -112,6 +117,9 @@ pub struct LiveFacts {
     /// Each PCIe controller's interrupt coalescing (Feature 0x08, completion
     /// dword 0 of Get Features), by name; a controller not read is absent.
     pub coalescing_raw: BTreeMap<String, u32>,
+    /// The IOMMU, VFIO modules, hugepages and unheld vfio-pci devices
+    /// ([`crate::pci::vfio_facts`]); `None`: not read (a snapshot).
+    pub vfio: Option<crate::pci::VfioFacts>,
 }
 
 impl Report {
@@ -160,6 +168,7 @@ pub fn diagnose_with(t: &Topology, live: &LiveFacts) -> Vec<Finding> {
     consistency::cpu_nodes(t, &mut out);
     consistency::discovery_notes(t, &mut out);
     coalesce::irq_coalescing_off(t, live, &mut out);
+    vfio::findings(live, &mut out);
     multipath::path_not_nearest(t, &mut out);
     out.sort_by_key(|f| std::cmp::Reverse(f.severity));
     out

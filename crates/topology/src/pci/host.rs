@@ -179,3 +179,54 @@ pub fn open_by(root: &Path, wanted: impl Fn(&str) -> bool) -> Result<Vec<Holder>
     }
     Ok(out)
 }
+
+/// What `doctor` checks for numio's VFIO backend, read from a root.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VfioFacts {
+    /// Whether an IOMMU is on ([`iommu_enabled`]).
+    pub iommu: bool,
+    /// The VFIO modules.
+    pub modules: VfioModules,
+    /// Hugepage pools per node.
+    pub hugepages: Vec<NodeHugepages>,
+    /// Functions on vfio-pci whose group device (`/dev/vfio/N`,
+    /// `/dev/vfio/noiommu-N`) or VFIO cdev no process holds open:
+    /// (address, group device).
+    pub unheld: Vec<(String, String)>,
+}
+
+/// The VFIO facts of the machine under `root`.
+pub fn vfio_facts(root: &Path) -> Result<VfioFacts, TopologyError> {
+    let mut candidates = Vec::new();
+    for addr in super::nvme_functions(root)? {
+        let Some(f) = super::pci_function(root, &addr)? else {
+            continue;
+        };
+        if !f.on_vfio() {
+            continue;
+        }
+        let mut devs: Vec<String> = f
+            .iommu_group
+            .map(|g| vec![format!("/dev/vfio/{g}"), format!("/dev/vfio/noiommu-{g}")])
+            .unwrap_or_default();
+        devs.extend(f.vfio_cdev.map(|c| format!("/dev/vfio/devices/{c}")));
+        candidates.push((addr, devs));
+    }
+    let all: Vec<String> = candidates.iter().flat_map(|(_, d)| d.clone()).collect();
+    let held = if all.is_empty() {
+        Vec::new()
+    } else {
+        open_by(root, |p| all.iter().any(|d| d == p))?
+    };
+    let unheld = candidates
+        .into_iter()
+        .filter(|(_, devs)| !held.iter().any(|h| devs.contains(&h.path)))
+        .map(|(addr, devs)| (addr, devs.into_iter().next().unwrap_or_default()))
+        .collect();
+    Ok(VfioFacts {
+        iommu: iommu_enabled(root)?,
+        modules: vfio_modules(root)?,
+        hugepages: hugepages(root)?,
+        unheld,
+    })
+}

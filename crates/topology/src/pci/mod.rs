@@ -25,7 +25,8 @@ pub mod host;
 mod tests;
 
 pub use host::{
-    hugepages, iommu_enabled, open_by, swaps, vfio_modules, Holder, NodeHugepages, VfioModules,
+    hugepages, iommu_enabled, open_by, swaps, vfio_facts, vfio_modules, Holder, NodeHugepages,
+    VfioFacts, VfioModules,
 };
 
 /// `sys/bus/pci/devices`, relative to the root.

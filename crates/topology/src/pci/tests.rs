@@ -1,5 +1,7 @@
 //! The PCI queries on fake trees laid out as the kernel does.
 
+use std::path::Path;
+
 use super::fake::FakeSys;
 use super::*;
 
@@ -145,4 +147,74 @@ fn iommu_modules_hugepages_swaps_and_holders() {
     assert!(open_by(sys.root(), |p| p == "/dev/vfio/4")
         .unwrap()
         .is_empty());
+}
+
+#[test]
+fn doctor_names_iommu_modules_hugepages_and_unheld_vfio_devices() {
+    use crate::doctor::{diagnose_with, LiveFacts, Severity};
+    let sys = FakeSys::new("pci-doctor");
+    sys.function("0000:02:00.0", NVME, Some("vfio-pci"), Some(3), 0)
+        .function("0000:04:00.0", NVME, Some("vfio-pci"), Some(4), 0)
+        .function("0000:05:00.0", NVME, Some("nvme"), Some(5), 0)
+        .hugepages(0, 2048, 0, 0)
+        .process(300, "numio", 1, &["/dev/vfio/4"]);
+    let topo = crate::Topology::discover(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/sysfs/2node-blockstack")
+            .as_path(),
+    )
+    .unwrap();
+    let live = LiveFacts {
+        vfio: Some(vfio_facts(sys.root()).unwrap()),
+        ..LiveFacts::default()
+    };
+    let found: Vec<(Severity, String, String)> = diagnose_with(&topo, &live)
+        .into_iter()
+        .filter(|f| {
+            [
+                "iommu-off",
+                "vfio-modules-missing",
+                "no-hugepages",
+                "vfio-device-unheld",
+            ]
+            .contains(&f.code.as_str())
+        })
+        .map(|f| (f.severity, f.code, f.subject))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                Severity::Warning,
+                "vfio-device-unheld".into(),
+                "0000:02:00.0".into()
+            ),
+            (Severity::Info, "vfio-modules-missing".into(), "vfio".into()),
+            (Severity::Info, "no-hugepages".into(), "hugepages".into()),
+        ]
+    );
+    // IOMMU groups mean an IOMMU is on; a bare machine has none.
+    let bare = FakeSys::new("pci-doctor-bare");
+    let facts = vfio_facts(bare.root()).unwrap();
+    assert!(!facts.iommu);
+    let live_bare = LiveFacts {
+        vfio: Some(facts),
+        ..LiveFacts::default()
+    };
+    assert!(diagnose_with(&topo, &live_bare)
+        .iter()
+        .any(|f| f.code == "iommu-off" && f.severity == Severity::Info));
+    // Held, loaded, on, reserved: nothing to say.
+    sys.process(301, "numio", 1, &["/dev/vfio/3"])
+        .dir("sys/class/iommu/dmar0")
+        .dir("sys/module/vfio")
+        .dir("sys/module/vfio_iommu_type1")
+        .dir("sys/module/vfio_pci")
+        .hugepages(0, 2048, 16, 16);
+    let live = LiveFacts {
+        vfio: Some(vfio_facts(sys.root()).unwrap()),
+        ..LiveFacts::default()
+    };
+    let before = crate::doctor::diagnose(&topo);
+    assert_eq!(diagnose_with(&topo, &live), before);
 }
