@@ -66,9 +66,6 @@ pub fn delta(now: &CpuUsage, start: &CpuUsage, wall_ns: u64) -> CpuUsage {
     }
 }
 
-const MPOL_BIND: libc::c_long = 2;
-const MPOL_MF_MOVE: libc::c_ulong = 1 << 1;
-
 /// An anonymous, page-aligned, pre-faulted mapping, optionally bound to one
 /// NUMA node with mbind(2). Owned by one worker; unmapped on drop.
 #[derive(Debug)]
@@ -107,7 +104,8 @@ impl NodeBuffer {
         let mut note = None;
         let mut bound = None;
         if let Some(n) = node {
-            match mbind(ptr.as_ptr(), len_bytes, n) {
+            // SAFETY: our fresh mapping, not yet handed out.
+            match unsafe { sysapi::memory::mbind(ptr.as_ptr(), len_bytes, n) } {
                 Ok(()) => bound = Some(n),
                 Err(e) => {
                     note = Some(format!(
@@ -150,33 +148,6 @@ impl Drop for NodeBuffer {
         // SAFETY: we own the mapping; every I/O using it has completed before
         // the worker drops its buffers (the worker drains its queue first).
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len_bytes) };
-    }
-}
-
-fn mbind(addr: *mut u8, len: usize, node: u32) -> io::Result<()> {
-    if node >= 1024 {
-        return Err(io::Error::from_raw_os_error(libc::EINVAL));
-    }
-    let mut mask = [0u64; 16];
-    mask[(node / 64) as usize] |= 1u64 << (node % 64);
-    let maxnode = (mask.len() * 64) as libc::c_ulong;
-    // SAFETY: mbind only changes the policy of our own fresh mapping; the
-    // mask outlives the call.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_mbind,
-            addr,
-            len,
-            MPOL_BIND,
-            mask.as_ptr(),
-            maxnode,
-            MPOL_MF_MOVE,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }
 

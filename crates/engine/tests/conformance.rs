@@ -10,6 +10,11 @@
 //! `uring` and the other way round; without one it skips, saying so. The VM
 //! lab check `tests/vm/tests/all/32-passthru.sh` runs it on real NVMe.
 //!
+//! `vfio` drives a PCI controller bound to vfio-pci with numio's own driver:
+//! its part runs on `NUMIO_TEST_NVME_PCI=pci:DDDD:BB:SS.F[/NSID]` (a scratch
+//! namespace, overwritten) and skips without one; the VM lab check
+//! `tests/vm/tests/iommu/20-vfio-bench.sh` runs it behind an emulated IOMMU.
+//!
 //! `tcp` cannot use a file either: it speaks NVMe/TCP. Its part starts an
 //! in-process `nvmf::Server` whose namespace is the suite's temp file, so tcp
 //! and the file backends check each other's writes byte for byte.
@@ -52,6 +57,7 @@ fn the_suite_names_every_backend() {
         assert!(
             b == BackendKind::Passthru
                 || b == BackendKind::Tcp
+                || b == BackendKind::Vfio
                 || [
                     BackendKind::Sync,
                     BackendKind::Null,
@@ -498,6 +504,63 @@ fn every_uring_setup_runs_and_says_what_it_got() {
         assert!(
             feats.iter().any(|f| f == "fixed buffers"),
             "{setup:?}: {feats:?}"
+        );
+    }
+}
+
+/// The PCI namespace the vfio backend runs on, when one is given.
+fn vfio_target() -> Option<String> {
+    match std::env::var("NUMIO_TEST_NVME_PCI") {
+        Ok(p) if !p.is_empty() => Some(p),
+        _ => {
+            eprintln!(
+                "skipping vfio: it needs a PCI NVMe controller bound to vfio-pci behind an IOMMU; \
+                 set NUMIO_TEST_NVME_PCI=pci:DDDD:BB:SS.F/NSID (a scratch namespace: it is overwritten) to run it; \
+                 the VM lab check tests/vm/tests/iommu/20-vfio-bench.sh covers it"
+            );
+            None
+        }
+    }
+}
+
+#[test]
+fn vfio_completes_exactly_number_ios_and_reads_back_what_it_wrote() {
+    let Some(pci) = vfio_target() else { return };
+    let mut w = bounded(RwMode::RandRead, 4096, 16);
+    w.number_ios = Some(3000);
+    w.time_based = true;
+    w.runtime_ns = Some(60_000_000_000);
+    w.size_bytes = Some(FILE_BYTES as u64);
+    let r = run(&placement(&pci, w, 2), &opts(BackendKind::Vfio, false));
+    assert_eq!(
+        r.total.ops, 6000,
+        "2 jobs (two queue pairs) × number_ios 3000"
+    );
+    assert_eq!(r.total.bytes, 6000 * 4096);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.environment.targets[0].kind, "nvme_pci");
+    // Large blocks go through PRP lists, small ones through PRP1/PRP2.
+    for bs in [64 << 10, 4096, 8192] {
+        let mut wr = bounded(RwMode::Write, bs, 8);
+        wr.size_bytes = Some(FILE_BYTES as u64);
+        let o = RunOptions {
+            force_write: true,
+            ..opts(BackendKind::Vfio, true)
+        };
+        let r = run(&placement(&pci, wr, 1), &o);
+        assert_eq!(
+            r.total.bytes, FILE_BYTES as u64,
+            "bs {bs}: wrote the region"
+        );
+        assert!(r.errors.is_empty(), "bs {bs} write: {:?}", r.errors);
+        let mut rd = bounded(RwMode::RandRead, 4096, 32);
+        rd.size_bytes = Some(FILE_BYTES as u64);
+        let res = run(&placement(&pci, rd, 1), &opts(BackendKind::Vfio, true));
+        assert_eq!(res.total.ops, (FILE_BYTES / 4096) as u64);
+        assert!(
+            res.errors.is_empty(),
+            "bs {bs} read-verify: {:?}",
+            res.errors
         );
     }
 }

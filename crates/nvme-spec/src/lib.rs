@@ -40,6 +40,7 @@ pub mod fabrics;
 pub mod features;
 pub mod identify;
 pub mod log;
+pub mod pci;
 pub mod status;
 pub mod tcp;
 

@@ -39,7 +39,7 @@ pub use placement::{JobOptions, JobPlacement, MemPolicy, Placement, TargetPlacem
 pub use plan::plan;
 pub use request::{PlanRequest, Policy, TargetSpec};
 pub use resolve::{
-    resolve_backing, resolve_network, resolve_target, DeviceBacking, NetworkRoute, Resolution,
-    TargetDevice,
+    resolve_backing, resolve_network, resolve_pci, resolve_target, DeviceBacking, NetworkRoute,
+    Resolution, TargetDevice,
 };
 pub use workload::{Distribution, RwMode, Workload};

@@ -7,7 +7,9 @@ use crate::cpuset::{cpu_node, is_online, online_cpus};
 use crate::error::PlanError;
 use crate::placement::{JobPlacement, MemPolicy, Placement, TargetPlacement};
 use crate::request::{PlanRequest, Policy, TargetSpec};
-use crate::resolve::{resolve_backing, resolve_network, resolve_target, Resolution, TargetDevice};
+use crate::resolve::{
+    resolve_backing, resolve_network, resolve_pci, resolve_target, Resolution, TargetDevice,
+};
 use crate::workload::{JOBS_PER_TARGET_MAX, JOBS_TOTAL_MAX};
 
 /// Refuses more than [`JOBS_PER_TARGET_MAX`] jobs on a target or more than
@@ -64,6 +66,9 @@ pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, Pla
             }
             Some(TargetDevice::Stack(backing)) => resolve_backing(topology, &spec.path, backing),
             Some(TargetDevice::Network(routes)) => resolve_network(topology, &spec.path, routes),
+            Some(TargetDevice::Pci { address, node }) => {
+                resolve_pci(topology, &spec.path, address, *node)
+            }
             None => resolve_target(topology, &spec.path),
         };
         targets.push(base_target(spec, &res, workload));

@@ -25,6 +25,15 @@ pub enum TargetDevice {
     /// An NVMe/TCP namespace: the local network interface each of its
     /// portals is reached through, as the caller found it (its route).
     Network(Vec<NetworkRoute>),
+    /// A PCI NVMe controller numio drives itself (`pci:ADDR[/NSID]`, the
+    /// vfio backend): its address and the node the kernel reports for it
+    /// (`None` for -1).
+    Pci {
+        /// `0000:41:00.0`.
+        address: String,
+        /// Its `numa_node`.
+        node: Option<NodeId>,
+    },
 }
 
 /// How one NVMe/TCP portal is reached from this machine.
@@ -113,6 +122,22 @@ pub fn resolve_target(topo: &Topology, path: &str) -> Resolution {
     notes.append(&mut res.notes);
     res.notes = notes;
     res
+}
+
+/// Resolves a PCI controller target `path` (address `address`, on `node`
+/// as the kernel reports it).
+pub fn resolve_pci(topo: &Topology, path: &str, address: &str, node: Option<NodeId>) -> Resolution {
+    match node.filter(|n| topo.nodes.iter().any(|x| x.id == *n)) {
+        Some(n) => Resolution {
+            device: Some(address.to_string()),
+            node: Some(n),
+            notes: vec![format!("{path} is the PCI controller {address}")],
+            local_nodes: vec![n],
+        },
+        None => Resolution::unknown(format!(
+            "{path}: the kernel reports no NUMA node for the PCI controller {address} (numa_node -1)"
+        )),
+    }
 }
 
 /// Resolves an NVMe/TCP namespace `path` through the local interfaces of

@@ -462,3 +462,32 @@ fn an_nvme_tcp_namespace_plans_on_the_node_of_its_nic() {
         p.targets[0].notes
     );
 }
+
+#[test]
+fn a_pci_controller_plans_on_its_node_and_a_node_of_minus_one_is_said() {
+    let topo = common::mixed();
+    let mut req = request(&["pci:0000:41:00.0/1"], 1, Policy::Local);
+    req.targets[0].device = Some(TargetDevice::Pci {
+        address: "0000:41:00.0".into(),
+        node: Some(NodeId(1)),
+    });
+    let p = plan(&topo, &req).unwrap();
+    assert_eq!(p.targets[0].node, Some(NodeId(1)));
+    assert!(
+        topo.online_cpus_of(NodeId(1))
+            .contains(&p.targets[0].jobs[0].cpus[0]),
+        "runs on the controller's node: {:?}",
+        p.targets[0].jobs
+    );
+    req.targets[0].device = Some(TargetDevice::Pci {
+        address: "0000:41:00.0".into(),
+        node: None,
+    });
+    let p = plan(&topo, &req).unwrap();
+    assert_eq!(p.targets[0].node, None);
+    assert!(
+        p.targets[0].notes[0].contains("no NUMA node for the PCI controller 0000:41:00.0"),
+        "{:?}",
+        p.targets[0].notes
+    );
+}

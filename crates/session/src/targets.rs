@@ -39,6 +39,13 @@ pub fn target_device(root: &Path, target: &str) -> Option<TargetDevice> {
     if engine::backend::tcp::is_tcp_target(target) {
         return network_routes(root, target, local_ip_towards).map(TargetDevice::Network);
     }
+    if let Some(Ok((address, _))) = engine::backend::vfio::target::parse(target) {
+        let f = topology::pci::pci_function(root, &address).ok()??;
+        return Some(TargetDevice::Pci {
+            address,
+            node: f.numa_node.map(topology::NodeId),
+        });
+    }
     let path = Path::new(target);
     match stat_path(path).ok()? {
         PathDevice::Block(dev) => {

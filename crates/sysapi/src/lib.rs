@@ -6,7 +6,9 @@
 //! ([`file`]), NVMe admin commands without data (Get and Set Features)
 //! through a controller's character device ([`nvme_admin`]), the kernel's
 //! NVMe over Fabrics host connect and controller delete ([`fabrics`]), the interface
-//! holding an address ([`net`]), and the
+//! holding an address ([`net`]), NUMA binding of a mapping ([`memory`]),
+//! a PCI function through VFIO for the user-space NVMe driver ([`vfio`]:
+//! container, group, BAR0, IOMMU-mapped DMA memory), and the
 //! io_uring boundary ([`uring`]: the ring set-up fallback chain, entering
 //! through the registered ring fd, typed SQE views).
 //!
@@ -25,6 +27,8 @@ pub mod blkid;
 pub mod block;
 pub mod fabrics;
 pub mod file;
+pub mod memory;
 pub mod net;
 pub mod nvme_admin;
 pub mod uring;
+pub mod vfio;

@@ -8,7 +8,8 @@
 //!
 //! `uring`, `nop` and `passthru` are io_uring backends; `sync` is the
 //! pread/pwrite reference; `null` does nothing and measures numio; `tcp`
-//! speaks NVMe/TCP to a remote namespace from user space.
+//! speaks NVMe/TCP to a remote namespace from user space; `vfio` is numio's
+//! own user-space NVMe driver on a PCI controller bound to vfio-pci.
 
 use std::io;
 
@@ -19,12 +20,14 @@ pub mod passthru;
 pub mod sync;
 pub mod tcp;
 pub mod uring;
+pub mod vfio;
 
 pub use null::NullBackend;
 pub use passthru::{NvmeNamespace, PassthruBackend};
 pub use sync::SyncBackend;
 pub use tcp::{TcpBackend, TcpOptions};
 pub use uring::{UringBackend, UringOptions, UringSetup};
+pub use vfio::VfioBackend;
 
 /// One I/O handed to a backend.
 #[derive(Debug, Clone, Copy)]
@@ -140,17 +143,21 @@ pub enum BackendKind {
     /// NVMe/TCP from user space: one I/O queue (TCP connection) per worker
     /// to `nvme-tcp://HOST[:PORT]/SUBNQN[/NSID]`.
     Tcp,
+    /// numio's own polled NVMe driver over VFIO: one I/O queue pair per
+    /// worker on `pci:DDDD:BB:SS.F[/NSID]`.
+    Vfio,
 }
 
 impl BackendKind {
     /// Every backend.
-    pub const ALL: [BackendKind; 6] = [
+    pub const ALL: [BackendKind; 7] = [
         BackendKind::Uring,
         BackendKind::Sync,
         BackendKind::Null,
         BackendKind::Nop,
         BackendKind::Passthru,
         BackendKind::Tcp,
+        BackendKind::Vfio,
     ];
     /// The name used on the command line and in results.
     pub fn name(self) -> &'static str {
@@ -161,13 +168,18 @@ impl BackendKind {
             BackendKind::Nop => "nop",
             BackendKind::Passthru => "passthru",
             BackendKind::Tcp => "tcp",
+            BackendKind::Vfio => "vfio",
         }
     }
     /// Whether the backend reads or writes the target at all.
     pub fn touches_data(self) -> bool {
         matches!(
             self,
-            BackendKind::Uring | BackendKind::Sync | BackendKind::Passthru | BackendKind::Tcp
+            BackendKind::Uring
+                | BackendKind::Sync
+                | BackendKind::Passthru
+                | BackendKind::Tcp
+                | BackendKind::Vfio
         )
     }
     /// Whether the backend drives an NVMe generic character device

@@ -5,9 +5,10 @@
 use std::os::fd::RawFd;
 
 use crate::backend::tcp::{MultipathBackend, NvmeTcp, PathsReport};
+use crate::backend::vfio::target::PciNamespace;
 use crate::backend::{
     BackendKind, NullBackend, NvmeNamespace, PassthruBackend, SyncBackend, TcpBackend, TcpOptions,
-    UringBackend, UringOptions,
+    UringBackend, UringOptions, VfioBackend,
 };
 use crate::error::EngineError;
 
@@ -170,6 +171,35 @@ pub(super) fn tcp_multipath(
         features: Vec::new(),
         notes: vec![b.note.clone()],
         paths: Some(b.report()),
+        backend: b,
+    })
+}
+
+/// The vfio backend: one I/O queue pair on the namespace's controller, its
+/// memory on `node`.
+pub(super) fn vfio(
+    s: &Setup<'_>,
+    ns: &PciNamespace,
+    lba_bytes: u32,
+    node: Option<u32>,
+) -> Result<Built<VfioBackend>, EngineError> {
+    let b = VfioBackend::new(
+        ns.ctrl.clone(),
+        ns.nsid,
+        lba_bytes,
+        s.depth,
+        s.region,
+        s.slot_bytes,
+        node,
+    )
+    .map_err(|reason| EngineError::Workload {
+        path: s.path.to_string(),
+        reason: format!("vfio backend set-up: {reason}"),
+    })?;
+    Ok(Built {
+        features: b.features.clone(),
+        notes: Vec::new(),
+        paths: None,
         backend: b,
     })
 }

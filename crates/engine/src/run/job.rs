@@ -140,6 +140,10 @@ fn build_and_run(
             lba_bytes,
             opts,
         } => res.run(build::tcp(&s, target, *lba_bytes, opts)?, gate)?,
+        BackendSpec::Vfio { ns, lba_bytes } => {
+            let node = res.spec.node.or(ns.node);
+            res.run(build::vfio(&s, ns, *lba_bytes, node)?, gate)?
+        }
     };
     Ok((ran, trial))
 }

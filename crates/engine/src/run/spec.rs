@@ -7,6 +7,7 @@ use results::TaskrunTrial;
 use super::checks::CheckedTarget;
 use super::options::{IoPoll, RunOptions};
 use crate::backend::tcp::NvmeTcp;
+use crate::backend::vfio::target::PciNamespace;
 use crate::backend::{BackendKind, NvmeNamespace, TcpOptions, UringOptions};
 use crate::error::EngineError;
 use crate::target::{self, Region, TargetInfo, TargetKind};
@@ -43,6 +44,13 @@ pub(super) enum BackendSpec {
         lba_bytes: u32,
         /// Connection options.
         opts: TcpOptions,
+    },
+    /// numio's user-space NVMe driver: one queue pair per worker.
+    Vfio {
+        /// The namespace, its controller open.
+        ns: PciNamespace,
+        /// The namespace's LBA size.
+        lba_bytes: u32,
     },
 }
 
@@ -82,6 +90,17 @@ impl BackendSpec {
                     ))
                 }
             },
+            BackendKind::Vfio => match &info.kind {
+                TargetKind::Pci(ns) => BackendSpec::Vfio {
+                    ns: ns.clone(),
+                    lba_bytes: info.logical_block_size_bytes,
+                },
+                _ => {
+                    return Err(wrong_target(
+                        "not a PCI NVMe controller; give pci:DDDD:BB:SS.F[/NSID]",
+                    ))
+                }
+            },
         })
     }
 
@@ -94,13 +113,14 @@ impl BackendSpec {
             BackendSpec::Null => BackendKind::Null,
             BackendSpec::Passthru { .. } => BackendKind::Passthru,
             BackendSpec::Tcp { .. } => BackendKind::Tcp,
+            BackendSpec::Vfio { .. } => BackendKind::Vfio,
         }
     }
 
     /// Whether the backend works on the target opened as a file (all but
     /// tcp, whose target is a connection).
     pub(super) fn opens_file(&self) -> bool {
-        !matches!(self, BackendSpec::Tcp { .. })
+        !matches!(self, BackendSpec::Tcp { .. } | BackendSpec::Vfio { .. })
     }
 }
 

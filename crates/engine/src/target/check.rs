@@ -40,6 +40,15 @@ pub fn check_backend(info: &TargetInfo, kind: BackendKind) -> Result<(), EngineE
     };
     match (&info.kind, kind) {
         (TargetKind::NvmeTcp(_), BackendKind::Tcp) => Ok(()),
+        (TargetKind::Pci(_), BackendKind::Vfio) => Ok(()),
+        (TargetKind::Pci(ns), _) => Err(bad(format!(
+            "a PCI NVMe controller ({}), which only numio's user-space driver drives; use --backend vfio (not {})",
+            ns.addr,
+            kind.name()
+        ))),
+        (_, BackendKind::Vfio) => Err(bad(
+            "the vfio backend drives a PCI NVMe controller through numio's own driver; give pci:DDDD:BB:SS.F[/NSID] (`numio vfio status` lists them)".into(),
+        )),
         (TargetKind::NvmeTcp(_), _) => Err(bad(format!(
             "an NVMe/TCP target, which only the tcp backend drives; use --backend tcp (not {})",
             kind.name()
@@ -81,6 +90,15 @@ pub fn check_backend(info: &TargetInfo, kind: BackendKind) -> Result<(), EngineE
 pub fn check_write_safety(info: &TargetInfo) -> Result<(), EngineError> {
     let (device_path, dev, device, seen_on) = match &info.kind {
         TargetKind::File { .. } => return Ok(()),
+        TargetKind::Pci(ns) => {
+            return Err(EngineError::Unsafe {
+                path: info.path.clone(),
+                what: format!(
+                    "data numio cannot rule out: the kernel does not own {} now, so no block device shows its signatures, mounts or holders (numio checks them when it binds a drive; writing needs --force-write)",
+                    ns.addr
+                ),
+            })
+        }
         TargetKind::NvmeTcp(_) => {
             return Err(EngineError::Unsafe {
                 path: info.path.clone(),
@@ -185,6 +203,14 @@ pub fn validate(w: &Workload, t: &TargetInfo) -> Result<Region, EngineError> {
             namespace: &namespace,
             max_transfer_bytes: nt.max_transfer_bytes,
             limit_source: "the controller's MDTS",
+        };
+        check_command_size(w, lbs, &limit).map_err(bad)?;
+    } else if let TargetKind::Pci(ns) = &t.kind {
+        let namespace = format!("namespace {} of {}", ns.nsid, ns.addr);
+        let limit = CommandLimit {
+            namespace: &namespace,
+            max_transfer_bytes: ns.max_transfer_bytes,
+            limit_source: "the controller's MDTS (and one PRP list page: 2 MiB)",
         };
         check_command_size(w, lbs, &limit).map_err(bad)?;
     } else if w.direct {

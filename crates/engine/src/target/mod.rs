@@ -21,6 +21,7 @@ use topology::device::{BlockDevice, DevNum, QueueSettings};
 use topology::TopologyError;
 
 use crate::backend::tcp::{self, NvmeTcp, TcpOptions};
+use crate::backend::vfio::target::{self as pci, PciNamespace};
 use crate::backend::NvmeNamespace;
 use crate::error::EngineError;
 
@@ -71,6 +72,9 @@ pub enum TargetKind {
     NvmeGeneric(NvmeGeneric),
     /// An NVMe/TCP namespace (`nvme-tcp://...`, the tcp backend).
     NvmeTcp(NvmeTcp),
+    /// A namespace of a PCI NVMe controller bound to vfio-pci
+    /// (`pci:DDDD:BB:SS.F[/NSID]`, the vfio backend), its controller open.
+    Pci(PciNamespace),
 }
 
 /// What the engine knows about an NVMe generic character device.
@@ -96,13 +100,17 @@ impl TargetKind {
             TargetKind::BlockDevice { .. } => "block_device",
             TargetKind::NvmeGeneric(_) => "nvme_generic",
             TargetKind::NvmeTcp(_) => "nvme_tcp",
+            TargetKind::Pci(_) => "nvme_pci",
         }
     }
 
     /// Whether I/O to it bypasses the page cache whatever O_DIRECT says:
     /// passthrough and NVMe/TCP commands never touch it.
     pub fn bypasses_page_cache(&self) -> bool {
-        matches!(self, TargetKind::NvmeGeneric(_) | TargetKind::NvmeTcp(_))
+        matches!(
+            self,
+            TargetKind::NvmeGeneric(_) | TargetKind::NvmeTcp(_) | TargetKind::Pci(_)
+        )
     }
 }
 
@@ -127,7 +135,7 @@ impl TargetInfo {
         match &self.kind {
             TargetKind::BlockDevice { device, .. } => device.as_ref().map(|d| &d.queue),
             TargetKind::NvmeGeneric(g) => Some(&g.namespace.queue),
-            TargetKind::File { .. } | TargetKind::NvmeTcp(_) => None,
+            TargetKind::File { .. } | TargetKind::NvmeTcp(_) | TargetKind::Pci(_) => None,
         }
     }
 
@@ -186,6 +194,19 @@ pub fn inspect(path: &str) -> Result<TargetInfo, EngineError> {
 pub fn inspect_at(path: &str, root: &Path) -> Result<TargetInfo, EngineError> {
     if tcp::is_tcp_target(path) {
         return inspect_tcp(path, &TcpOptions::default());
+    }
+    if pci::is_pci_target(path) {
+        let (ns, size_bytes, lba) =
+            pci::inspect(path, root).map_err(|reason| EngineError::Workload {
+                path: path.to_string(),
+                reason,
+            })?;
+        return Ok(TargetInfo {
+            path: path.to_string(),
+            kind: TargetKind::Pci(ns),
+            size_bytes,
+            logical_block_size_bytes: lba,
+        });
     }
     let meta = std::fs::metadata(path).map_err(|source| EngineError::Open {
         path: path.to_string(),

@@ -20,10 +20,12 @@ pub mod bench_repeat;
 pub mod bench_report;
 #[path = "bench_verify.rs"]
 pub mod bench_verify;
+#[path = "bench_vfio.rs"]
+pub mod bench_vfio;
 
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
-use super::flags::WorkloadArgs;
+use super::flags::{BackendArg, WorkloadArgs};
 
 /// Placement policies of `numio bench` (`--numa`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -124,6 +126,15 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         }
         return bench_fleet::run(&args.fleet, &args.targets, &args.repeat, args.json);
     }
+    let bound = match args.engine.backend_for(&args.targets) {
+        BackendArg::Vfio => bench_vfio::take(
+            &args.targets,
+            args.engine.force_unbind,
+            args.engine.allow_noiommu,
+            "numio bench --backend vfio",
+        )?,
+        _ => bench_vfio::ForRun::none(),
+    };
     let (placement, mut opts) = plan(&args)?;
     let (placement, verify_run) = bench_verify::prepare(&args.engine, placement, &mut opts)?;
     let groups = bench_jobs::groups(&placement);
@@ -133,6 +144,7 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
             bail!("--repeat runs one group: the job file has {} stonewall groups (run them as separate job files)", groups.len());
         }
         let code = bench_repeat::run(&args.repeat, args.json, placement, opts, progress)?;
+        bound.give_back()?;
         return Ok(interrupt::exit_code().unwrap_or(code));
     }
     let results = run_groups(
@@ -142,6 +154,7 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         args.json || fio_json,
     )?;
     bench_verify::finish(verify_run, &results);
+    bound.give_back()?;
     if fio_json {
         let text = report::export::fio_json::to_string(&results, args.group_reporting);
         super::topo::print_stdout(&text)?;

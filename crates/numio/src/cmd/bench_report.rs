@@ -317,7 +317,14 @@ pub fn render(r: &RunResult, placement: &Placement) -> String {
         let _ = writeln!(out, "{}", interrupted_line(r));
     }
     if !env.uring_features.is_empty() {
-        let _ = writeln!(out, "io_uring: {}", env.uring_features.join(", "));
+        // The set-up line of the backend: io_uring's flags, or numio's
+        // own driver's queues.
+        let label = if env.backend == "vfio" {
+            "driver"
+        } else {
+            "io_uring"
+        };
+        let _ = writeln!(out, "{label}: {}", env.uring_features.join(", "));
     }
     for w in &placement.warnings {
         let _ = writeln!(out, "warning: {w}");

@@ -126,14 +126,18 @@ fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
         args.repeat
     );
     let no_queues = match args.engine.backend_for(&args.targets) {
-        BackendArg::Null => Some("null"),
-        BackendArg::Nop => Some("nop"),
-        BackendArg::Tcp => Some("tcp"),
+        BackendArg::Null => Some(("null", "it does no I/O through the drives' PCIe queues")),
+        BackendArg::Nop => Some(("nop", "it does no I/O through the drives' PCIe queues")),
+        BackendArg::Tcp => Some(("tcp", "it does no I/O through the drives' PCIe queues")),
+        BackendArg::Vfio => Some((
+            "vfio",
+            "numio's own driver polls its queues with interrupts off",
+        )),
         BackendArg::Uring | BackendArg::Sync | BackendArg::Passthru => None,
     };
-    if let Some(name) = no_queues {
+    if let Some((name, why)) = no_queues {
         bail!(
-            "--backend {name}: it does no I/O through the drives' PCIe queues, so coalescing changes nothing; use uring (default), sync or passthru"
+            "--backend {name}: {why}, so coalescing changes nothing; use uring (default), sync or passthru"
         );
     }
     if let Some(chart) = &args.chart {

@@ -57,6 +57,15 @@ pub struct EngineArgs {
     /// mounts, and to NVMe/TCP namespaces (which numio cannot look into).
     #[arg(long)]
     pub force_write: bool,
+    /// --backend vfio: take a controller from the kernel even when one of
+    /// its namespaces is mounted, held (md, dm, LVM), swap, open or carries
+    /// a signature (it comes back at the end).
+    #[arg(long)]
+    pub force_unbind: bool,
+    /// --backend vfio without an IOMMU: use VFIO's no-IOMMU mode (the
+    /// device can then DMA anywhere in memory).
+    #[arg(long)]
+    pub allow_noiommu: bool,
     /// Write verify blocks (offset, generation, seed, sequence, CRC32C) and
     /// check every read: mismatches are reported by offset and kind, exit 1.
     /// A write run saves its generation in the verify state.
@@ -165,8 +174,8 @@ impl EngineArgs {
     }
 
     /// The backend for `targets`: the one `--backend` names, else tcp when
-    /// every target is an NVMe/TCP namespace (the form says what drives
-    /// it), else uring.
+    /// every target is an NVMe/TCP namespace, vfio when every one is a PCI
+    /// address (the form says what drives it), else uring.
     pub fn backend_for(&self, targets: &[String]) -> BackendArg {
         match self.backend {
             Some(b) => b,
@@ -176,6 +185,13 @@ impl EngineArgs {
                     .all(|t| engine::backend::tcp::is_tcp_target(t)) =>
             {
                 BackendArg::Tcp
+            }
+            None if !targets.is_empty()
+                && targets
+                    .iter()
+                    .all(|t| engine::backend::vfio::target::is_pci_target(t)) =>
+            {
+                BackendArg::Vfio
             }
             None => BackendArg::Uring,
         }

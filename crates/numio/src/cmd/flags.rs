@@ -57,6 +57,9 @@ pub enum BackendArg {
     Passthru,
     /// NVMe/TCP from user space to nvme-tcp://HOST[:PORT]/SUBNQN[/NSID].
     Tcp,
+    /// numio's own polled user-space NVMe driver over VFIO on
+    /// pci:DDDD:BB:SS.F[/NSID] (bound to vfio-pci for the run).
+    Vfio,
 }
 
 impl From<BackendArg> for engine::BackendKind {
@@ -69,6 +72,7 @@ impl From<BackendArg> for engine::BackendKind {
             BackendArg::Nop => K::Nop,
             BackendArg::Passthru => K::Passthru,
             BackendArg::Tcp => K::Tcp,
+            BackendArg::Vfio => K::Vfio,
         }
     }
 }

@@ -1,0 +1,342 @@
+//! The `vfio` backend: numio's own user-space NVMe driver. A PCI NVMe
+//! controller bound to `vfio-pci` is opened through VFIO (`sysapi::vfio`:
+//! container, IOMMU group, BAR0), reset and enabled by [`ctrl`]; each
+//! worker then owns one I/O queue pair created by admin commands (Create
+//! I/O CQ with interrupts off, Create I/O SQ), in memory on the worker's
+//! node mapped into the IOMMU once at start-up, together with the worker's
+//! buffer region.
+//!
+//! Hot path (no lock, no shared atomic, no allocation, no system call):
+//! `queue` patches a per-direction 64-byte SQE template (command id = the
+//! slot, PRP1/PRP2, SLBA, NLB) straight into the submission queue; `submit`
+//! writes the SQ tail doorbell once per batch (after a store fence); `reap`
+//! polls the completion queue's phase bit, hands completions back and
+//! writes the CQ head doorbell once per batch. PRP lists are built at
+//! start-up, one 4 KiB page per slot, since a slot's buffer never moves.
+//!
+//! Failures the device can have mid-run are seen by `reap`: a completion
+//! with an error status is the I/O's result (`-(NVME_STATUS_BASE + SCT<<8|SC)`,
+//! as passthru reports it); a controller whose registers read all ones
+//! (removed), or with CSTS.CFS set, or that completes nothing for
+//! [`STALL`], fails the run with an error naming it.
+
+use std::io;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nvme_spec::command::io::{READ, WRITE};
+use nvme_spec::pci::{self, csts, reg};
+use results::NVME_STATUS_BASE;
+use sysapi::vfio::{load_fence, DmaMem};
+
+use super::{Backend, Completion, IoRequest};
+
+pub mod ctrl;
+pub mod target;
+
+pub use ctrl::Controller;
+use ctrl::PAGE;
+
+/// How long a queue with I/O in flight may complete nothing before the run
+/// fails (the controller is hung).
+pub const STALL: Duration = Duration::from_secs(30);
+/// Polls of an empty completion queue between checks of the controller's
+/// status and the stall clock.
+const POLLS_PER_CHECK: u32 = 1 << 16;
+
+/// One worker's I/O queue pair on a controller.
+pub struct VfioBackend {
+    ctrl: Arc<Controller>,
+    qid: u16,
+    entries: u32,
+    sq: DmaMem,
+    cq: DmaMem,
+    /// One PRP list page per slot (slots of more than two pages only).
+    prp_lists: Option<DmaMem>,
+    /// The worker's buffer region: host address, bus address, length.
+    region: (usize, u64, usize),
+    slot_bytes: usize,
+    lba_shift: u32,
+    /// Read and write SQEs as little-endian u64 words, nsid set.
+    templates: [[u64; 8]; 2],
+    tail: u32,
+    head: u32,
+    phase: u16,
+    staged: u32,
+    in_flight: usize,
+    slot_len: Vec<u32>,
+    sq_doorbell: usize,
+    cq_doorbell: usize,
+    /// Set-up facts, in words.
+    pub features: Vec<String>,
+}
+
+impl std::fmt::Debug for VfioBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VfioBackend")
+            .field("ctrl", &self.ctrl.addr)
+            .field("qid", &self.qid)
+            .field("entries", &self.entries)
+            .finish_non_exhaustive()
+    }
+}
+
+impl VfioBackend {
+    /// A queue pair of `depth` I/Os on `ctrl` for namespace `nsid` (LBA
+    /// size `lba_bytes`), its memory on `node`, for the worker's buffer
+    /// `region` of `depth` slots of `slot_bytes` (page multiples).
+    pub fn new(
+        ctrl: Arc<Controller>,
+        nsid: u32,
+        lba_bytes: u32,
+        depth: usize,
+        region: (*mut u8, usize),
+        slot_bytes: usize,
+        node: Option<u32>,
+    ) -> Result<VfioBackend, String> {
+        let addr = ctrl.addr.clone();
+        let entries = (depth as u32 + 1).max(2);
+        if entries > ctrl.cap.mqes || depth > u16::MAX as usize {
+            return Err(format!(
+                "{addr}: iodepth {depth} needs queues of {entries} entries; the controller allows {} (CAP.MQES)",
+                ctrl.cap.mqes
+            ));
+        }
+        if region.0 as usize % PAGE as usize != 0 || slot_bytes % PAGE as usize != 0 {
+            return Err(format!(
+                "{addr}: buffers must be 4 KiB aligned (slot of {slot_bytes} bytes)"
+            ));
+        }
+        let dma = |len: usize| {
+            DmaMem::new(ctrl.container(), len, node, ctrl.alloc_iova(len))
+                .map_err(|e| format!("{addr}: {len} bytes of queue memory (IOMMU-mapped): {e}"))
+        };
+        let cq = dma(entries as usize * 16)?;
+        let sq = dma(entries as usize * 64)?;
+        let slot_pages = slot_bytes as u64 / PAGE;
+        let region_iova = ctrl.alloc_iova(region.1);
+        // SAFETY: the region is the worker's buffer memory, which outlives
+        // this backend (the worker drops its backend before its buffers),
+        // and which it lends to the device for the run; `Drop` unmaps it.
+        unsafe { ctrl.container().map_dma(region.0, region.1, region_iova) }
+            .map_err(|e| format!("{addr}: mapping the worker's {} buffer bytes into the IOMMU: {e} (locked memory limit? `ulimit -l`)", region.1))?;
+        let mut me = VfioBackend {
+            qid: 0,
+            entries,
+            sq,
+            cq,
+            prp_lists: None,
+            region: (region.0 as usize, region_iova, region.1),
+            slot_bytes,
+            lba_shift: lba_bytes.trailing_zeros(),
+            templates: [template(READ, nsid), template(WRITE, nsid)],
+            tail: 0,
+            head: 0,
+            phase: 1,
+            staged: 0,
+            in_flight: 0,
+            slot_len: vec![0; depth],
+            sq_doorbell: 0,
+            cq_doorbell: 0,
+            features: Vec::new(),
+            ctrl: ctrl.clone(),
+        };
+        if slot_pages > 2 {
+            let lists = dma(depth * PAGE as usize)?;
+            for slot in 0..depth {
+                let base = region_iova + (slot * slot_bytes) as u64;
+                for (i, e) in pci::prp_list(base, slot_bytes as u64, PAGE)
+                    .into_iter()
+                    .enumerate()
+                {
+                    lists.write64(slot * PAGE as usize + 8 * i, e);
+                }
+            }
+            me.prp_lists = Some(lists);
+        }
+        me.qid = ctrl.create_queue_pair(entries, me.cq.iova(), me.sq.iova())?;
+        let stride = ctrl.cap.doorbell_stride;
+        me.sq_doorbell = pci::doorbell(me.qid, false, stride);
+        me.cq_doorbell = pci::doorbell(me.qid, true, stride);
+        me.features = vec![
+            format!("I/O queue {} of {} entries, polled", me.qid, entries),
+            if node.is_some() {
+                "queues and buffers IOMMU-mapped on the worker's node".into()
+            } else {
+                "queues and buffers IOMMU-mapped".into()
+            },
+        ];
+        Ok(me)
+    }
+
+    /// Checks the controller between empty polls: `Err` when it is gone,
+    /// failed, or stalled with I/O in flight since `since`.
+    #[cold]
+    fn check_alive(&self, since: Instant) -> io::Result<()> {
+        let s = self.ctrl.bar().read32(reg::CSTS);
+        let addr = &self.ctrl.addr;
+        if s == csts::GONE {
+            return Err(io::Error::new(
+                io::ErrorKind::NotConnected,
+                format!("{addr}: the controller is gone (its registers read all ones): removed or link down"),
+            ));
+        }
+        if s & csts::CFS != 0 {
+            return Err(io::Error::other(format!(
+                "{addr}: controller fatal status (CSTS.CFS {s:#x}) during the run"
+            )));
+        }
+        if self.in_flight > 0 && since.elapsed() > STALL {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "{addr}: {} I/Os in flight and no completion for {} s",
+                    self.in_flight,
+                    STALL.as_secs()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Moves the completions available now into `f`; returns how many.
+    #[inline]
+    fn drain<F: FnMut(Completion)>(&mut self, max: usize, f: &mut F) -> usize {
+        let mut n = 0;
+        while n < max {
+            let off = self.head as usize * 16;
+            let sp = self.cq.read16(off + 14);
+            if sp & 1 != self.phase {
+                break;
+            }
+            load_fence();
+            let slot = u32::from(self.cq.read16(off + 12));
+            let status = (sp >> 1) & 0x7ff;
+            let result = if status == 0 {
+                self.slot_len[slot as usize] as i32
+            } else {
+                -(NVME_STATUS_BASE + i32::from(status))
+            };
+            f(Completion { slot, result });
+            self.head += 1;
+            if self.head == self.entries {
+                self.head = 0;
+                self.phase ^= 1;
+            }
+            n += 1;
+        }
+        if n > 0 {
+            self.in_flight -= n;
+            self.ctrl.bar().write32(self.cq_doorbell, self.head);
+        }
+        n
+    }
+}
+
+/// The SQE of `opcode` for namespace `nsid` with every per-I/O field zero.
+fn template(opcode: u8, nsid: u32) -> [u64; 8] {
+    let mut t = [0u64; 8];
+    t[0] = u64::from(opcode) | u64::from(nsid) << 32;
+    t
+}
+
+impl Backend for VfioBackend {
+    #[inline]
+    unsafe fn queue(&mut self, io: IoRequest) {
+        let slot = io.slot as usize;
+        let off = io.buf as usize - self.region.0;
+        debug_assert!(off == slot * self.slot_bytes && (io.len_bytes as usize) <= self.slot_bytes);
+        let addr = self.region.1 + off as u64;
+        let list = self
+            .prp_lists
+            .as_ref()
+            .map_or(0, |l| l.iova() + (slot as u64) * PAGE);
+        let (prp1, prp2) = pci::prps(addr, io.len_bytes, PAGE, list);
+        let mut e = self.templates[io.dir as usize];
+        e[0] |= (io.slot as u64) << 16;
+        e[3] = prp1;
+        e[4] = prp2;
+        e[5] = io.offset_bytes >> self.lba_shift;
+        e[6] = u64::from((io.len_bytes >> self.lba_shift) - 1);
+        self.sq.write_entry(self.tail as usize * 64, &e);
+        self.tail += 1;
+        if self.tail == self.entries {
+            self.tail = 0;
+        }
+        self.slot_len[slot] = io.len_bytes;
+        self.staged += 1;
+    }
+
+    #[inline]
+    fn submit(&mut self) -> io::Result<()> {
+        if self.staged > 0 {
+            self.ctrl.bar().ring(self.sq_doorbell, self.tail);
+            self.in_flight += self.staged as usize;
+            self.staged = 0;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn reap(&mut self, out: &mut [Completion], min: usize) -> io::Result<usize> {
+        let mut i = 0;
+        self.poll(out.len(), min, &mut |c| {
+            out[i] = c;
+            i += 1;
+        })
+    }
+
+    #[inline]
+    fn reap_each<F: FnMut(Completion)>(
+        &mut self,
+        out: &mut [Completion],
+        min: usize,
+        mut f: F,
+    ) -> io::Result<usize> {
+        self.poll(out.len(), min, &mut f)
+    }
+}
+
+impl VfioBackend {
+    /// Polls the completion queue until at least `min` (at most `max`)
+    /// completions went to `f`.
+    #[inline]
+    fn poll<F: FnMut(Completion)>(
+        &mut self,
+        max: usize,
+        min: usize,
+        f: &mut F,
+    ) -> io::Result<usize> {
+        let mut n = self.drain(max, f);
+        if n >= min {
+            return Ok(n);
+        }
+        let since = Instant::now();
+        let mut polls = 0u32;
+        while n < min {
+            let got = self.drain(max - n, f);
+            n += got;
+            if got == 0 {
+                polls += 1;
+                if polls == POLLS_PER_CHECK {
+                    polls = 0;
+                    self.check_alive(since)?;
+                }
+                std::hint::spin_loop();
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl Drop for VfioBackend {
+    fn drop(&mut self) {
+        if self.qid != 0 {
+            self.ctrl.delete_queue_pair(self.qid);
+        }
+        let _ = self
+            .ctrl
+            .container()
+            .unmap_dma(self.region.1, self.region.2);
+    }
+}

@@ -1,0 +1,99 @@
+//! `--backend vfio` on controllers the kernel still owns: each `pci:`
+//! target's controller goes to vfio-pci for the run (`tune::vfio::Binding`,
+//! which refuses a drive in use unless `--force-unbind`) and comes back to
+//! its driver at the end, on error, on Ctrl-C or SIGTERM (a second signal
+//! gives it back from the signal thread before numio exits) and, after
+//! `kill -9`, through `numio vfio restore`. A controller already on
+//! vfio-pci is used as it is and left there.
+
+use std::path::Path;
+
+use anyhow::Context;
+use session::interrupt::{self, ExitHook};
+use tune::vfio::{Binding, TakeOptions};
+
+/// The controllers bound for this run; dropping gives them back.
+pub struct ForRun {
+    bindings: Vec<Binding>,
+    _hook: Option<ExitHook>,
+}
+
+impl ForRun {
+    /// Nothing bound (another backend).
+    pub fn none() -> ForRun {
+        ForRun {
+            bindings: Vec::new(),
+            _hook: None,
+        }
+    }
+
+    /// Gives every controller back now, reporting a failure (drop does
+    /// the same silently).
+    pub fn give_back(mut self) -> anyhow::Result<()> {
+        for b in self.bindings.drain(..) {
+            let addr = b.addr().to_string();
+            b.give_back()
+                .with_context(|| format!("giving {addr} back to the kernel"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Binds the controllers of the `pci:` targets among `targets` for a run
+/// of `command`.
+pub fn take(
+    targets: &[String],
+    force: bool,
+    allow_noiommu: bool,
+    command: &str,
+) -> anyhow::Result<ForRun> {
+    let root = Path::new("/");
+    let mut addrs: Vec<String> = Vec::new();
+    for t in targets {
+        if let Some(parsed) = engine::backend::vfio::target::parse(t) {
+            let (addr, _) = parsed.map_err(anyhow::Error::msg)?;
+            if !addrs.contains(&addr) {
+                addrs.push(addr);
+            }
+        }
+    }
+    if addrs.is_empty() {
+        return Ok(ForRun::none());
+    }
+    let opts = TakeOptions {
+        force,
+        allow_noiommu,
+        stop: Some(interrupt::flag()),
+        command: command.to_string(),
+        ..TakeOptions::default()
+    };
+    let mut bindings = Vec::new();
+    for addr in &addrs {
+        // An error drops the ones already taken: they go back.
+        bindings.push(Binding::take(root, addr, &opts)?);
+    }
+    load_type1(root);
+    let restorers: Vec<_> = bindings.iter().map(Binding::restorer).collect();
+    let hook = interrupt::on_second_signal(move || {
+        for r in &restorers {
+            if let Err(e) = r.restore() {
+                eprintln!("numio: {e}");
+            }
+        }
+    });
+    Ok(ForRun {
+        bindings,
+        _hook: Some(hook),
+    })
+}
+
+/// Loads the type-1 IOMMU driver of VFIO when it is missing (best effort:
+/// the driver's open names it when it is still missing).
+fn load_type1(root: &Path) {
+    let loaded = topology::pci::vfio_modules(root).is_ok_and(|m| m.vfio_iommu_type1);
+    if !loaded {
+        let _ = std::process::Command::new("modprobe")
+            .arg("vfio_iommu_type1")
+            .status();
+    }
+}
