@@ -127,6 +127,8 @@ vm_load_topology() {
   TOPO_NVME_POLL_QUEUES=2
   # Debian's qemu-system-x86_64 unless the topology names a lab QEMU.
   TOPO_QEMU=""
+  # 1: an emulated IOMMU, on in the guest (tests/vm/run).
+  TOPO_IOMMU=0
   # shellcheck source=/dev/null
   . "$file"
   topology
