@@ -70,7 +70,13 @@ pub fn take(
     let mut bindings = Vec::new();
     for addr in &addrs {
         // An error drops the ones already taken: they go back.
-        bindings.push(Binding::take(root, addr, &opts)?);
+        match Binding::take(root, addr, &opts) {
+            Ok(b) => bindings.push(b),
+            Err(tune::TuneError::InUse { device, found }) => anyhow::bail!(
+                "{device} is in use: {found}; numio does not take a drive in use away from the kernel: stop using it, or pass --force-unbind to take it for the run anyway (whatever uses it loses its device until the run ends)"
+            ),
+            Err(e) => return Err(e.into()),
+        }
     }
     load_type1(root);
     let restorers: Vec<_> = bindings.iter().map(Binding::restorer).collect();

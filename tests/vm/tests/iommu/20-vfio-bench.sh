@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# vm-lab: timeout=420
+# numio's own user-space NVMe driver (--backend vfio) on NUMIO-B behind the
+# emulated IOMMU, the controller still on nvme before each run:
+# 1. `numio bench pci:ADDR` binds it for the run, reads through its own
+#    polled queue pair (IOPS > 0, no error, target kind nvme_pci, the
+#    driver's queue line) and gives it back: nvme owns it, `nvme list`
+#    shows it.
+# 2. A write with --verify through vfio, then --verify-only through vfio,
+#    then the region read through the kernel (uring --verify: every block
+#    a valid verify block of its offset), and `dd` sees non-zero data:
+#    what numio's driver wrote is on the drive.
+# 3. The engine's conformance part for vfio (number_ios over two queue
+#    pairs, write + read-verify at 4 KiB, 8 KiB and 64 KiB: PRP1, PRP2 and
+#    PRP lists) on the bound controller.
+# 4. kill -9 during a run leaves it on vfio-pci with a record; `numio vfio
+#    restore` gives it back to nvme.
+# 5. A namespace with ext4 is refused (exit 2, nothing rebinds); a bad
+#    namespace id and a controller that is not NVMe are refused by name.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/vfio-lib.bash"
+require_numio
+
+[ -n "$(ls /sys/kernel/iommu_groups 2>/dev/null)" ] || { not_ok "no IOMMU groups: is intel_iommu=on in effect?"; finish; }
+vm-modprobe vfio-pci vfio_iommu_type1 || { not_ok "vm-modprobe vfio-pci vfio_iommu_type1"; finish; }
+b=$(pci_of_serial NUMIO-B) || { not_ok "controller NUMIO-B not found"; finish; }
+ns=$(namespace_of "$b") || { not_ok "no namespace of $b"; finish; }
+wipefs -q -a "/dev/$ns" >/dev/null 2>&1
+state=$CHECK_OUT/verify-state.json
+back_on_nvme() {
+  expect_eq "$1: $b is back on nvme" nvme "$(driver_of "$b")"
+  expect_eq "$1: nvme list shows NUMIO-B" 0 "$(wait_nvme_list yes NUMIO-B; echo $?)"
+}
+
+# 1. Read through numio's driver, bound for the run.
+run_numio bench "pci:$b" --rw randread --bs 4k --iodepth 16 --runtime 2s --json --no-progress
+printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/read.json"
+expect_eq "vfio randread: exit status ($(tail -n 3 <<<"$NUMIO_ERR"))" 0 "$NUMIO_RC"
+iops=$(jq '.total.iops // 0 | floor' "$CHECK_OUT/read.json" 2>/dev/null || echo 0)
+note "vfio randread 4k QD16 (TCG): $iops IOPS"
+expect_eq "vfio randread: IOPS > 0" yes "$([ "${iops:-0}" -gt 0 ] && echo yes || echo no)"
+expect_eq "vfio randread: errors" "[]" "$(jq -c '.errors' "$CHECK_OUT/read.json")"
+expect_eq "vfio randread: target kind" nvme_pci "$(jq -r '.environment.targets[0].kind' "$CHECK_OUT/read.json")"
+expect_eq "vfio randread: backend" vfio "$(jq -r '.environment.backend' "$CHECK_OUT/read.json")"
+expect_eq "vfio randread: a polled I/O queue of its own" yes \
+  "$(jq -r '.environment.uring_features[]' "$CHECK_OUT/read.json" | grep -q 'polled' && echo yes || echo no)"
+back_on_nvme "after the read"
+
+# 2. Write + verify through vfio, read back through vfio and the kernel.
+run_numio bench "pci:$b" --rw write --bs 64k --iodepth 8 --size 16m --number-ios 256 --verify --force-write \
+  --verify-state "$state" --json --no-progress
+expect_eq "vfio write --verify: exit status ($(tail -n 3 <<<"$NUMIO_ERR"))" 0 "$NUMIO_RC"
+expect_eq "vfio write: 16 MiB written" 16777216 "$(jq '.total.bytes' <<<"$NUMIO_OUT")"
+run_numio bench "pci:$b" --verify-only --verify-state "$state" --json --no-progress
+expect_eq "vfio --verify-only: exit status ($(tail -n 3 <<<"$NUMIO_ERR"))" 0 "$NUMIO_RC"
+expect_eq "vfio --verify-only: no mismatch" "[]" "$(jq -c '.errors' <<<"$NUMIO_OUT")"
+back_on_nvme "after the write"
+# Through the kernel: every block of the region is a valid verify block of
+# its own offset (plain --verify reads, no saved record: any generation).
+run_numio bench "/dev/$ns" --backend uring --rw read --bs 64k --size 16m --number-ios 256 --verify \
+  --verify-state "$CHECK_OUT/kernel-state.json" --json --no-progress
+expect_eq "the kernel reads what vfio wrote: exit status ($(tail -n 3 <<<"$NUMIO_ERR"))" 0 "$NUMIO_RC"
+expect_eq "the kernel reads what vfio wrote: no mismatch" "[]" "$(jq -c '.errors' <<<"$NUMIO_OUT")"
+expect_eq "the kernel read 16 MiB" 16777216 "$(jq '.total.bytes' <<<"$NUMIO_OUT")"
+expect_eq "dd through the kernel sees written data" yes \
+  "$(dd if="/dev/$ns" bs=4k count=1 iflag=direct 2>/dev/null | tr -d '\0' | wc -c | awk '{ print ($1 > 0) ? "yes" : "no" }')"
+
+# 3. The engine's conformance part on the bound controller.
+conf=$(ls -t target/debug/deps/conformance-* 2>/dev/null | grep -v '\.d$' | head -n 1)
+if [ -x "$conf" ]; then
+  run_numio vfio bind "$b"
+  expect_eq "bind for the conformance test ($NUMIO_ERR)" 0 "$NUMIO_RC"
+  out=$(NUMIO_TEST_NVME_PCI="pci:$b/1" "$conf" vfio_ --test-threads 1 2>&1)
+  rc=$?
+  expect_eq "conformance (vfio): exit status" 0 "$rc"
+  [ "$rc" -eq 0 ] || printf '%s\n' "$out" | tail -n 20 | sed 's/^/    /'
+  expect_eq "conformance (vfio): the test ran" yes "$(grep -q '1 passed' <<<"$out" && echo yes || echo no)"
+  run_numio vfio unbind "$b"
+  back_on_nvme "after the conformance test"
+else
+  not_ok "no conformance test binary under target/debug/deps (cargo test -p engine --no-run)"
+fi
+
+# 4. kill -9 mid-run, then numio vfio restore.
+"$NUMIO" bench "pci:$b" --rw randread --runtime 120s --no-progress >"$CHECK_OUT/kill.out" 2>"$CHECK_OUT/kill.err" &
+pid=$!
+measuring() { grep -q "set-up done" "$CHECK_OUT/kill.err"; }
+for _ in $(seq 600); do measuring && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+expect_eq "the run is measuring on vfio-pci" "yes vfio-pci" "$(measuring && echo yes || echo no) $(driver_of "$b")"
+kill -9 "$pid"
+wait "$pid" 2>/dev/null
+expect_eq "after kill -9 the controller is still on vfio-pci" vfio-pci "$(driver_of "$b")"
+run_numio vfio restore
+expect_eq "numio vfio restore: exit status ($NUMIO_ERR)" 0 "$NUMIO_RC"
+note "$NUMIO_OUT"
+back_on_nvme "after numio vfio restore"
+
+# 5. Refusals.
+mkfs.ext4 -q -F "/dev/$ns" || { not_ok "mkfs.ext4 /dev/$ns"; finish; }
+run_numio bench "pci:$b" --rw randread --runtime 1s --no-progress
+expect_eq "vfio bench of a drive with ext4: exit 2" 2 "$NUMIO_RC"
+expect_eq "the refusal names ext4 and --force-unbind" yes \
+  "$([[ $NUMIO_ERR == *ext4*--force-unbind* ]] && echo yes || echo no)"
+[[ $NUMIO_ERR == *ext4*--force-unbind* ]] || note "$NUMIO_ERR"
+expect_eq "$b stays on nvme" nvme "$(driver_of "$b")"
+wipefs -q -a "/dev/$ns" >/dev/null
+run_numio bench "pci:$b/7" --rw randread --runtime 1s --no-progress
+expect_eq "namespace 7: exit 2" 2 "$NUMIO_RC"
+expect_eq "namespace 7: named, with the ones it has" yes \
+  "$([[ $NUMIO_ERR == *"no active namespace 7; the controller has 1"* ]] && echo yes || echo no)"
+back_on_nvme "after the refused namespace"
+run_numio bench pci:0000:00:00.0 --rw randread --runtime 1s --no-progress
+expect_eq "a host bridge: exit 2, named as not NVMe" "2 yes" \
+  "$NUMIO_RC $([[ $NUMIO_ERR == *0000:00:00.0*NVMe* ]] && echo yes || echo no)"
+[[ $NUMIO_ERR == *0000:00:00.0*NVMe* ]] || note "$NUMIO_ERR"
+finish
