@@ -147,6 +147,23 @@ pub fn probe(path: &Path) -> io::Result<Option<Signature>> {
     }))
 }
 
+/// [`probe`] of a device seen only in pieces: an anonymous sparse file of
+/// `size_bytes` (a memfd) holding each `(offset, bytes)` of `parts`, zeroes
+/// elsewhere. For a namespace numio reads through its own driver (the
+/// kernel has no block device for it): its first and last MiB hold every
+/// signature libblkid looks for at the start and the end of a device.
+pub fn probe_image(size_bytes: u64, parts: &[(u64, &[u8])]) -> io::Result<Option<Signature>> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
+    let fd = rustix::fs::memfd_create("numio-probe", rustix::fs::MemfdFlags::CLOEXEC)?;
+    let f = std::fs::File::from(fd);
+    f.set_len(size_bytes)?;
+    for (offset, bytes) in parts {
+        f.write_all_at(bytes, *offset)?;
+    }
+    probe(Path::new(&format!("/proc/self/fd/{}", f.as_raw_fd())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -195,5 +212,31 @@ mod tests {
         let _ = std::fs::remove_file(&p);
         let e = probe(Path::new("/nonexistent/dev")).expect_err("absent");
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
+    }
+
+    /// A namespace seen through numio's driver: its first MiB, placed in a
+    /// sparse image of the device's size, shows the filesystem; zeroes
+    /// (and a large sparse size) show nothing.
+    #[test]
+    fn an_image_of_the_first_mib_shows_the_filesystem() {
+        let Some(p) = image("head", "mkfs.minix", 8 << 20) else {
+            return;
+        };
+        let mut head = vec![0u8; 1 << 20];
+        use std::io::Read;
+        std::fs::File::open(&p)
+            .unwrap()
+            .read_exact(&mut head)
+            .unwrap();
+        let _ = std::fs::remove_file(&p);
+        let tail = vec![0u8; 1 << 20];
+        let size = 1u64 << 40;
+        let found = probe_image(size, &[(0, &head), (size - (1 << 20), &tail)]).expect("probe");
+        assert_eq!(
+            found.map(|s| s.to_string()),
+            Some("minix filesystem".into())
+        );
+        let blank = probe_image(size, &[(0, &tail)]).expect("probe");
+        assert_eq!(blank, None);
     }
 }

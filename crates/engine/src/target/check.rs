@@ -84,21 +84,14 @@ pub fn check_backend(info: &TargetInfo, kind: BackendKind) -> Result<(), EngineE
 /// Refuses a write to a target whose device holds a partition table,
 /// filesystem, mount or holder (see [`crate::safety`]). An NVMe generic
 /// device is judged by its namespace's block device; files always pass;
-/// an NVMe/TCP namespace never does (nothing here can see its data).
+/// an NVMe/TCP namespace never does (nothing here can see its data); a PCI
+/// namespace on numio's driver is read through it.
 /// Reads the mount table (through `topology`), probes the device with
 /// libblkid and reads its first [`crate::safety::PROBE_BYTES`].
 pub fn check_write_safety(info: &TargetInfo) -> Result<(), EngineError> {
     let (device_path, dev, device, seen_on) = match &info.kind {
         TargetKind::File { .. } => return Ok(()),
-        TargetKind::Pci(ns) => {
-            return Err(EngineError::Unsafe {
-                path: info.path.clone(),
-                what: format!(
-                    "data numio cannot rule out: the kernel does not own {} now, so no block device shows its signatures, mounts or holders (numio checks them when it binds a drive; writing needs --force-write)",
-                    ns.addr
-                ),
-            })
-        }
+        TargetKind::Pci(ns) => return check_pci_write_safety(info, ns),
         TargetKind::NvmeTcp(_) => {
             return Err(EngineError::Unsafe {
                 path: info.path.clone(),
@@ -136,6 +129,42 @@ pub fn check_write_safety(info: &TargetInfo) -> Result<(), EngineError> {
         (Some(what), Some(block)) => Err(EngineError::Unsafe {
             path: info.path.clone(),
             what: format!("{what} (seen on its block device {block})"),
+        }),
+    }
+}
+
+/// [`check_write_safety`] of a namespace numio's own driver owns: no block
+/// device shows it (nor mounts or holders: the kernel gave it up), so its
+/// first and last [`crate::safety::PROBE_BYTES`] are read through the
+/// driver and judged like a device's: libblkid on an image of them, and
+/// the known signatures of the head.
+fn check_pci_write_safety(
+    info: &TargetInfo,
+    ns: &crate::backend::vfio::target::PciNamespace,
+) -> Result<(), EngineError> {
+    let inspect = |e: String| EngineError::Inspect {
+        path: info.path.clone(),
+        source: std::io::Error::other(e),
+    };
+    let lba = info.logical_block_size_bytes;
+    let probe = (crate::safety::PROBE_BYTES as u64).min(info.size_bytes) as usize;
+    let read = |offset: u64| {
+        crate::backend::vfio::read_bytes(&ns.ctrl, ns.nsid, lba, offset, probe).map_err(inspect)
+    };
+    let head = read(0)?;
+    let tail_at = (info.size_bytes - probe as u64) / u64::from(lba) * u64::from(lba);
+    let tail = read(tail_at)?;
+    let probed = sysapi::blkid::probe_image(info.size_bytes, &[(0, &head), (tail_at, &tail)])
+        .map_err(|e| {
+            inspect(format!(
+                "libblkid on the namespace's first and last bytes: {e}"
+            ))
+        })?;
+    match crate::safety::judge(&info.path, None, None, &[], probed.as_ref(), &head) {
+        None => Ok(()),
+        Some(what) => Err(EngineError::Unsafe {
+            path: info.path.clone(),
+            what: format!("{what} (read through numio's driver)"),
         }),
     }
 }

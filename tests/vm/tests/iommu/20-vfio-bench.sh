@@ -6,7 +6,8 @@
 #    polled queue pair (IOPS > 0, no error, target kind nvme_pci, the
 #    driver's queue line) and gives it back: nvme owns it, `nvme list`
 #    shows it.
-# 2. A write with --verify through vfio, then --verify-only through vfio,
+# 2. A write with --verify through vfio (no --force-write: the probe
+#    through the driver finds nothing on the namespace), then --verify-only through vfio,
 #    then the region read through the kernel (uring --verify: every block
 #    a valid verify block of its offset), and `dd` sees non-zero data:
 #    what numio's driver wrote is on the drive.
@@ -15,8 +16,11 @@
 #    PRP lists) on the bound controller.
 # 4. kill -9 during a run leaves it on vfio-pci with a record; `numio vfio
 #    restore` gives it back to nvme.
-# 5. A namespace with ext4 is refused (exit 2, nothing rebinds); a bad
-#    namespace id and a controller that is not NVMe are refused by name.
+# 5. A namespace with ext4 is refused (exit 2, nothing rebinds); bound
+#    anyway (vfio bind --force), a write is refused by the probe through
+#    numio's own driver (libblkid on its first and last MiB) while reads
+#    run; a bad namespace id and a function that is not NVMe are refused
+#    by name.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/vfio-lib.bash"
 require_numio
@@ -47,7 +51,7 @@ expect_eq "vfio randread: a polled I/O queue of its own" yes \
 back_on_nvme "after the read"
 
 # 2. Write + verify through vfio, read back through vfio and the kernel.
-run_numio bench "pci:$b" --rw write --bs 64k --iodepth 8 --size 16m --number-ios 256 --verify --force-write \
+run_numio bench "pci:$b" --rw write --bs 64k --iodepth 8 --size 16m --number-ios 256 --verify \
   --verify-state "$state" --json --no-progress
 expect_eq "vfio write --verify: exit status ($(tail -n 3 <<<"$NUMIO_ERR"))" 0 "$NUMIO_RC"
 expect_eq "vfio write: 16 MiB written" 16777216 "$(jq '.total.bytes' <<<"$NUMIO_OUT")"
@@ -103,6 +107,19 @@ expect_eq "the refusal names ext4 and --force-unbind" yes \
   "$([[ $NUMIO_ERR == *ext4*--force-unbind* ]] && echo yes || echo no)"
 [[ $NUMIO_ERR == *ext4*--force-unbind* ]] || note "$NUMIO_ERR"
 expect_eq "$b stays on nvme" nvme "$(driver_of "$b")"
+# Taken anyway (--force): a write through numio's driver still sees ext4,
+# reading the namespace through the driver itself, and is refused.
+run_numio vfio bind --force "$b"
+expect_eq "vfio bind --force of the ext4 drive ($NUMIO_ERR)" 0 "$NUMIO_RC"
+run_numio bench "pci:$b" --rw write --runtime 1s --no-progress
+expect_eq "a write to the bound ext4 drive: exit 2" 2 "$NUMIO_RC"
+expect_eq "the refusal names ext4, read through numio's driver, and --force-write" yes \
+  "$([[ $NUMIO_ERR == *ext4*"read through numio's driver"*--force-write* ]] && echo yes || echo no)"
+[[ $NUMIO_ERR == *ext4*"read through numio's driver"*--force-write* ]] || note "$NUMIO_ERR"
+run_numio bench "pci:$b" --rw randread --runtime 1s --no-progress
+expect_eq "reads of the bound ext4 drive run" 0 "$NUMIO_RC"
+run_numio vfio unbind "$b"
+back_on_nvme "after the forced bind"
 wipefs -q -a "/dev/$ns" >/dev/null
 run_numio bench "pci:$b/7" --rw randread --runtime 1s --no-progress
 expect_eq "namespace 7: exit 2" 2 "$NUMIO_RC"

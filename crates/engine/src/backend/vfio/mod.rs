@@ -340,3 +340,71 @@ impl Drop for VfioBackend {
             .unmap_dma(self.region.1, self.region.2);
     }
 }
+
+/// Reads `len` bytes at byte `offset` of namespace `nsid` (LBA size
+/// `lba_bytes`; both multiples of it) through a queue pair of its own, for
+/// checks before a run (the write-safety probe of a namespace the kernel
+/// does not own). Chunks of at most 128 KiB, 8 in flight.
+pub fn read_bytes(
+    ctrl: &Arc<Controller>,
+    nsid: u32,
+    lba_bytes: u32,
+    offset: u64,
+    len: usize,
+) -> Result<Vec<u8>, String> {
+    const CHUNK: usize = 128 << 10;
+    const DEPTH: usize = 8;
+    let chunk = CHUNK.min(ctrl.max_transfer_bytes() as usize);
+    let (buf, _) = crate::sys::NodeBuffer::new(chunk * DEPTH, None)
+        .map_err(|e| format!("{}: probe buffer: {e}", ctrl.addr))?;
+    let mut q = VfioBackend::new(
+        ctrl.clone(),
+        nsid,
+        lba_bytes,
+        DEPTH,
+        (buf.as_ptr(), buf.len_bytes()),
+        chunk,
+        None,
+    )?;
+    let mut out = vec![0u8; len];
+    let mut done = [Completion::default(); DEPTH];
+    for (round, part) in out.chunks_mut(chunk * DEPTH).enumerate() {
+        let pieces = part.len().div_ceil(chunk);
+        for i in 0..pieces {
+            let n = chunk.min(part.len() - i * chunk);
+            let at = offset + (round * chunk * DEPTH + i * chunk) as u64;
+            // SAFETY: slot i's buffer is inside `buf` (i < DEPTH), which
+            // outlives `q`; nothing reads it before the completion is
+            // reaped below.
+            unsafe {
+                q.queue(IoRequest {
+                    slot: i as u32,
+                    dir: crate::stats::Dir::Read,
+                    offset_bytes: at,
+                    len_bytes: n as u32,
+                    buf: buf.as_ptr().wrapping_add(i * chunk),
+                })
+            };
+        }
+        q.submit().map_err(|e| e.to_string())?;
+        let mut got = 0;
+        while got < pieces {
+            got += q
+                .reap(&mut done[got..pieces], pieces - got)
+                .map_err(|e| e.to_string())?;
+        }
+        if let Some(c) = done[..pieces].iter().find(|c| c.result < 0) {
+            return Err(format!(
+                "{}: reading namespace {nsid} at {offset}: {}",
+                ctrl.addr,
+                crate::stats::nvme_status_name((-c.result - NVME_STATUS_BASE) as u16)
+            ));
+        }
+        // SAFETY: every read of this round completed; the device wrote
+        // these bytes and is done with them.
+        let src = unsafe { std::slice::from_raw_parts(buf.as_ptr(), part.len()) };
+        part.copy_from_slice(src);
+    }
+    drop(q);
+    Ok(out)
+}
