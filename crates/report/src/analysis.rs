@@ -1,5 +1,6 @@
 //! Everything computed from a result set: repeat statistics of each arm and,
-//! for two arms, their comparison; for a sweep, its curves (for a
+//! for two arms, their comparison (for three, each later arm against the
+//! first); for a sweep, its curves (for a
 //! coalescing sweep, its tables and recommendations). Exporters read this,
 //! never the raw runs alone, so every output tells the same story.
 
@@ -19,6 +20,10 @@ pub struct Analysis {
     /// The comparison of the first two arms, when there are two with runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// A comparison of three arms (`numio compare --c`): the third arm
+    /// against the first, as `comparison` is the second against the first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_comparisons: Vec<Comparison>,
     /// The curves of a sweep set (one per value of a grid's second axis);
     /// empty for a coalescing sweep, which has [`Analysis::coalesce`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -32,8 +37,13 @@ impl Analysis {
     /// Every warning, each once, in order.
     pub fn warnings(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
-        let all = match &self.comparison {
-            Some(c) => c.warnings.clone(),
+        let all: Vec<String> = match &self.comparison {
+            Some(c) => c
+                .warnings
+                .iter()
+                .chain(self.more_comparisons.iter().flat_map(|m| &m.warnings))
+                .cloned()
+                .collect(),
             None => self.arms.iter().flat_map(|a| a.warnings.clone()).collect(),
         };
         for w in all {
@@ -53,10 +63,16 @@ pub fn analyze(set: &ResultSet) -> Analysis {
         [a, b, ..] => compare(a, b),
         _ => None,
     };
+    let more_comparisons = match set.arms.as_slice() {
+        _ if set.kind != SetKind::Compare => Vec::new(),
+        [a, _, rest @ ..] => rest.iter().filter_map(|c| compare(a, c)).collect(),
+        _ => Vec::new(),
+    };
     let coalesce = crate::coalesce::analyze(set);
     Analysis {
         arms,
         comparison,
+        more_comparisons,
         sweeps: if coalesce.is_some() {
             Vec::new()
         } else {

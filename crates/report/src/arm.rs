@@ -15,6 +15,11 @@ pub enum ArmSource {
     Plan(PathBuf),
     /// Run this fio job file.
     Fio(PathBuf),
+    /// Plan live with the local policy and run through this engine backend
+    /// (`uring`, `passthru`, `vfio`, ...): the same drive through each
+    /// backend's own path to it (`numio compare --a backend=vfio --b
+    /// backend=passthru pci:ADDR`).
+    Backend(String),
     /// Take the runs of a saved result file; `arm` picks one of two arms.
     Result {
         /// The file.
@@ -40,6 +45,9 @@ pub struct ArmSpec {
 /// Policies a `policy=` arm accepts.
 pub const POLICIES: [&str; 3] = ["local", "spread", "none"];
 
+/// Backends a `backend=` arm accepts: those that reach an NVMe drive.
+pub const BACKENDS: [&str; 4] = ["uring", "sync", "passthru", "vfio"];
+
 fn stem(path: &str) -> String {
     std::path::Path::new(path)
         .file_stem()
@@ -48,7 +56,7 @@ fn stem(path: &str) -> String {
 
 impl ArmSpec {
     /// Parses `KIND=VALUE[,label=NAME][,arm=LABEL]` where KIND is `policy`,
-    /// `plan`, `fio` or `result` (`arm=` only with `result=`).
+    /// `backend`, `plan`, `fio` or `result` (`arm=` only with `result=`).
     pub fn parse(text: &str) -> Result<ArmSpec, ReportError> {
         let bad = |reason: &str| ReportError::ArmSpec {
             spec: text.to_string(),
@@ -79,6 +87,14 @@ impl ArmSpec {
                 (ArmSource::Policy(value.to_string()), value.to_string())
             }
             "policy" => return Err(bad("the policy must be local, spread or none")),
+            "backend" if BACKENDS.contains(&value) => {
+                (ArmSource::Backend(value.to_string()), value.to_string())
+            }
+            "backend" => {
+                return Err(bad(
+                    "the backend must be uring, sync, passthru or vfio (each reaches the same NVMe drive its own way)",
+                ))
+            }
             "plan" => (ArmSource::Plan(value.into()), stem(value)),
             "fio" => (ArmSource::Fio(value.into()), stem(value)),
             "result" => (
@@ -151,6 +167,14 @@ mod tests {
         let r = ArmSpec::parse("result=old.json,arm=spread").unwrap();
         assert!(!r.is_live());
         assert_eq!(r.label, "spread");
+        let v = ArmSpec::parse("backend=vfio").unwrap();
+        assert!(v.is_live());
+        assert_eq!(
+            (v.source, v.label.as_str()),
+            (ArmSource::Backend("vfio".into()), "vfio")
+        );
+        let e = ArmSpec::parse("backend=nop").unwrap_err().to_string();
+        assert!(e.contains("uring, sync, passthru or vfio"), "{e}");
     }
 
     #[test]

@@ -198,3 +198,59 @@ fn steadily_rising_runs_warn_of_drift() {
     let quiet = report::analyze(&fixture("repeat_outlier.json")).warnings();
     assert!(quiet.iter().all(|w| !w.contains("drift")), "{quiet:#?}");
 }
+
+#[test]
+fn a_third_arm_is_compared_with_the_first_and_rendered_after_b() {
+    use report::model::SetKind;
+    let set = report::ResultSet::new(
+        SetKind::Compare,
+        "test",
+        0,
+        vec![
+            common::arm("vfio", &[100.0, 101.0, 99.0, 100.5, 100.2], 1, 3),
+            common::arm("passthru", &[80.0, 81.0, 79.0, 80.5, 80.2], 2, 3),
+            common::arm("uring", &[100.1, 100.9, 99.2, 100.4, 100.0], 3, 3),
+        ],
+    );
+    let a = report::analyze(&set);
+    let b = a.comparison.as_ref().unwrap();
+    assert_eq!(
+        (b.a.label.as_str(), b.b.label.as_str()),
+        ("vfio", "passthru")
+    );
+    assert!(b
+        .get(TOTAL, Metric::Iops)
+        .unwrap()
+        .verdict
+        .starts_with("vfio: +"));
+    assert_eq!(a.more_comparisons.len(), 1);
+    let c = &a.more_comparisons[0];
+    assert_eq!((c.a.label.as_str(), c.b.label.as_str()), ("vfio", "uring"));
+    assert!(c
+        .get(TOTAL, Metric::Iops)
+        .unwrap()
+        .verdict
+        .starts_with("no significant difference"));
+    let text = text_of(&set);
+    let (pb, pc) = (
+        text.find("Verdict, passthru vs vfio").expect("B's verdict"),
+        text.find("Verdict, uring vs vfio").expect("C's verdict"),
+    );
+    assert!(pb < pc, "{text}");
+    assert!(text.contains("runs interleaved A B C A B C"), "{text}");
+    assert!(text.contains("  C: uring (policy=uring, 5 runs)"), "{text}");
+    // Two arms keep the plain heading.
+    let two = common::pair(&[1.0, 2.0, 3.0], &[1.0, 2.0, 3.0]);
+    let t2 = text_of(&two);
+    assert!(t2.contains("\nVerdict (95 % confidence)"), "{t2}");
+    assert!(report::analyze(&two).more_comparisons.is_empty());
+}
+
+fn text_of(set: &report::ResultSet) -> String {
+    use report::export::Exporter;
+    let mut out = Vec::new();
+    report::export::TextExporter
+        .export(set, &mut out)
+        .expect("text");
+    String::from_utf8(out).expect("utf-8")
+}

@@ -64,6 +64,17 @@ pub fn prepare(spec: &ArmSpec, ctx: &ArmContext<'_>) -> Result<Prepared, Session
     };
     let mut warnings = Vec::new();
     let placement = match &spec.source {
+        ArmSource::Backend(_) => {
+            // The caller gave this arm its own targets (the drive as this
+            // backend reaches it) and sets the backend in its options.
+            let request = PlanRequest {
+                targets: ctx.targets.to_vec(),
+                workload: ctx.workload.clone(),
+                policy: Policy::Local,
+            };
+            planner::plan(topology()?, &request)
+                .map_err(|e| arm_error(spec, "planning".into(), e))?
+        }
         ArmSource::Policy(name) => {
             let policy = match name.as_str() {
                 "local" => Policy::Local,

@@ -14,6 +14,7 @@ use session::interrupt;
 use topology::Topology;
 
 use super::bench::choose_targets;
+use super::compare_backend;
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
 use super::flags::WorkloadArgs;
@@ -22,7 +23,9 @@ use super::report::{command_line, now_unix_s};
 /// Flags of `numio compare`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Arm A: policy=local|spread|none, plan=FILE (numio plan --save),
+    /// Arm A: policy=local|spread|none, backend=uring|passthru|vfio|sync
+    /// (one drive, pci:ADDR or /dev/nvmeXnY, through each backend's own
+    /// path), plan=FILE (numio plan --save),
     /// fio=FILE (job file), result=FILE[,arm=LABEL] or hosts=H1,H2 (a fleet
     /// over ssh, as numio bench --hosts; then --b names hosts too); append
     /// ,label=NAME to rename.
@@ -31,6 +34,11 @@ pub struct Args {
     /// Arm B, as --a.
     #[arg(long = "b", value_name = "ARM")]
     pub b: String,
+    /// A third arm, as --a (live arms interleave A B C A B C …; B and C are
+    /// each compared with A), e.g. --a backend=vfio --b backend=passthru
+    /// --c backend=uring on one drive.
+    #[arg(long = "c", value_name = "ARM")]
+    pub c: Option<String>,
     /// Runs of each live arm, interleaved A B A B … (5 or more for Welch's t-test).
     #[arg(long, default_value_t = 5, value_name = "N")]
     pub repeat: usize,
@@ -64,6 +72,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     );
     interrupt::install(super::display::on_signal)?;
     if super::compare_fleet::is_fleet_arm(&args.a) || super::compare_fleet::is_fleet_arm(&args.b) {
+        anyhow::ensure!(
+            args.c.is_none(),
+            "--c: a fleet comparison (hosts=) has two arms; drop --c"
+        );
         return super::compare_fleet::run(&super::compare_fleet::FleetCompare {
             a: &args.a,
             b: &args.b,
@@ -74,8 +86,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             json: args.json,
         });
     }
-    let mut specs = [parse_arm("--a", &args.a)?, parse_arm("--b", &args.b)?];
-    if let Some(code) = compare_sweeps(&specs, &args)? {
+    let mut specs = vec![parse_arm("--a", &args.a)?, parse_arm("--b", &args.b)?];
+    if let Some(c) = &args.c {
+        specs.push(parse_arm("--c", c)?);
+    } else if let Some(code) = compare_sweeps(&specs, &args)? {
         return Ok(code);
     }
     let (prepared, opts) = prepare_arms(&args, &specs)?;
@@ -84,9 +98,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             spec.label = arm.label.clone();
         }
     }
-    let [sa, sb] = &mut specs;
-    distinct_labels(&mut sa.label, &mut sb.label);
-    let schedule = session::arms::schedule(&specs, &prepared, &opts, args.repeat);
+    for i in 0..specs.len() {
+        for j in i + 1..specs.len() {
+            let (head, tail) = specs.split_at_mut(j);
+            distinct_labels(&mut head[i].label, &mut tail[0].label);
+        }
+    }
+    let mut schedule = session::arms::schedule(&specs, &prepared, &opts, args.repeat);
+    for arm in &mut schedule.arms {
+        if let Ok(ArmSpec {
+            source: ArmSource::Backend(name),
+            ..
+        }) = ArmSpec::parse(&arm.spec)
+        {
+            arm.opts.backend = compare_backend::kind(&name)?;
+        }
+    }
     let live_runs = if schedule.arms.is_empty() {
         Vec::new()
     } else {
@@ -96,7 +123,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             rounds: args.repeat,
         };
         let mut display = Display::new(args.engine.progress_mode(args.json), runs);
-        let outcome = schedule.run(interrupt::flag(), &mut |e| display.event(e))?;
+        let mut runner = compare_backend::BackendRunner {
+            force_unbind: args.engine.force_unbind,
+            allow_noiommu: args.engine.allow_noiommu,
+        };
+        let outcome =
+            schedule.run_with(&mut runner, interrupt::flag(), &mut |e| display.event(e))?;
         if let Some(cut) = &outcome.interrupted {
             let (seq, total, done) = (cut.run.seq, cut.run.total, outcome.completed());
             match cut.partial {
@@ -123,7 +155,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 /// Two saved sweeps (`result=A.json`, `result=B.json`, no `arm=`):
 /// compared point by point and printed; `None` when the arms are not two
 /// sweep files.
-fn compare_sweeps(specs: &[ArmSpec; 2], args: &Args) -> anyhow::Result<Option<i32>> {
+fn compare_sweeps(specs: &[ArmSpec], args: &Args) -> anyhow::Result<Option<i32>> {
     let mut sets = Vec::new();
     for spec in specs {
         let ArmSource::Result { path, arm: None } = &spec.source else {
@@ -160,7 +192,7 @@ fn parse_arm(flag: &str, text: &str) -> anyhow::Result<ArmSpec> {
 /// (or the default target is created).
 fn prepare_arms(
     args: &Args,
-    specs: &[ArmSpec; 2],
+    specs: &[ArmSpec],
 ) -> anyhow::Result<(Vec<Prepared>, engine::RunOptions)> {
     let workload = args.workload.workload()?;
     let nothing = ArmContext {
@@ -184,9 +216,24 @@ fn prepare_arms(
         fio_numa_auto: args.fio_numa_auto,
     };
     let mut loaded = loaded.into_iter();
-    let mut prepared = Vec::with_capacity(2);
+    let mut prepared = Vec::with_capacity(specs.len());
     for spec in specs {
-        let p = if spec.is_live() {
+        let p = if let ArmSource::Backend(name) = &spec.source {
+            // The drive as this backend reaches it.
+            let topo = topology
+                .as_ref()
+                .context("backend= arms need this machine's topology")?;
+            let mapped = targets
+                .iter()
+                .map(|t| compare_backend::arm_target(t, name, topo))
+                .collect::<anyhow::Result<Vec<_>>>()
+                .with_context(|| format!("arm {}", spec.text))?;
+            let arm_ctx = ArmContext {
+                targets: &session::targets::target_specs(Path::new("/"), &mapped),
+                ..ctx
+            };
+            session::arms::prepare(spec, &arm_ctx)?
+        } else if spec.is_live() {
             session::arms::prepare(spec, &ctx)?
         } else {
             loaded.next().context("a loaded arm per result= arm")?
@@ -205,13 +252,13 @@ fn prepare_arms(
 /// labels; none when no arm is a `policy=` arm.
 fn live_targets(
     args: &Args,
-    specs: &[ArmSpec; 2],
+    specs: &[ArmSpec],
     topology: Option<&Topology>,
     workload: &Workload,
 ) -> anyhow::Result<(Vec<String>, std::collections::BTreeMap<String, String>)> {
     if specs
         .iter()
-        .any(|s| matches!(s.source, ArmSource::Policy(_)))
+        .any(|s| matches!(s.source, ArmSource::Policy(_) | ArmSource::Backend(_)))
     {
         choose_targets(&args.targets, topology, workload)
     } else {

@@ -14,6 +14,7 @@ pub mod coalesce_sweep_output;
 pub mod coalesce_sweep_points;
 pub mod coalesce_sweep_runner;
 pub mod compare;
+pub mod compare_backend;
 pub mod compare_fleet;
 pub mod completions;
 pub mod connect;

@@ -43,8 +43,11 @@ pub fn render(set: &ResultSet, analysis: &Analysis) -> String {
         }
         return out;
     }
-    if let Some(c) = &analysis.comparison {
-        out.push_str(&verdicts(c));
+    // Two arms: one verdict; three: B against A, then C against A, each
+    // headed by its arms.
+    let named = !analysis.more_comparisons.is_empty();
+    for c in analysis.comparison.iter().chain(&analysis.more_comparisons) {
+        out.push_str(&verdicts(c, named));
     }
     out.push_str(&stats_table(&analysis.arms));
     out.push_str(&runs_table(set, analysis));
@@ -67,6 +70,7 @@ fn header(set: &ResultSet) -> String {
     let what = match set.kind {
         SetKind::Single => "single run",
         SetKind::Repeat => "repeat set",
+        SetKind::Compare if set.arms.len() > 2 => "comparison, runs interleaved A B C A B C …",
         SetKind::Compare => "comparison, runs interleaved A B A B …",
         SetKind::Sweep => "sweep, one arm per point",
     };
@@ -77,6 +81,8 @@ fn header(set: &ResultSet) -> String {
     }
     if set.arms.len() == 2 {
         let _ = writeln!(out, "  A: {}\n  B: {}", arms[0], arms[1]);
+    } else if set.kind == SetKind::Compare && set.arms.len() == 3 {
+        let _ = writeln!(out, "  A: {}\n  B: {}\n  C: {}", arms[0], arms[1], arms[2]);
     } else {
         for a in &arms {
             let _ = writeln!(out, "  arm: {a}");
@@ -85,8 +91,16 @@ fn header(set: &ResultSet) -> String {
     out
 }
 
-fn verdicts(c: &Comparison) -> String {
-    let mut out = format!("\nVerdict ({:.0} % confidence)\n", c.confidence * 100.0);
+fn verdicts(c: &Comparison, named: bool) -> String {
+    let arms = if named {
+        format!(", {} vs {}", c.b.label, c.a.label)
+    } else {
+        String::new()
+    };
+    let mut out = format!(
+        "\nVerdict{arms} ({:.0} % confidence)\n",
+        c.confidence * 100.0
+    );
     let mut last_scope = "";
     let one_target = c.a.targets.len() <= 1;
     for m in c.metrics.iter().filter(|m| m.scope == TOTAL || !one_target) {

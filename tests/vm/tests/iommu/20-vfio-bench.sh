@@ -16,7 +16,10 @@
 #    PRP lists) on the bound controller.
 # 4. kill -9 during a run leaves it on vfio-pci with a record; `numio vfio
 #    restore` gives it back to nvme.
-# 5. A namespace with ext4 is refused (exit 2, nothing rebinds); bound
+# 5. `numio compare --a backend=vfio --b backend=passthru --c
+#    backend=uring pci:ADDR`: three arms, two runs each, B and C compared
+#    with A, the drive back on nvme after.
+# 6. A namespace with ext4 is refused (exit 2, nothing rebinds); bound
 #    anyway (vfio bind --force), a write is refused by the probe through
 #    numio's own driver (libblkid on its first and last MiB) while reads
 #    run; a bad namespace id and a function that is not NVMe are refused
@@ -99,7 +102,23 @@ expect_eq "numio vfio restore: exit status ($NUMIO_ERR)" 0 "$NUMIO_RC"
 note "$NUMIO_OUT"
 back_on_nvme "after numio vfio restore"
 
-# 5. Refusals.
+# 5. One drive through numio's driver, the kernel's passthrough and
+#    io_uring, interleaved A B C A B C in one compare (each vfio run binds
+#    and gives back).
+run_numio compare --a backend=vfio --b backend=passthru --c backend=uring "pci:$b" --repeat 2 \
+  --runtime 1s --rw randread --bs 4k --iodepth 16 --json --no-progress
+printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/compare.json"
+expect_eq "compare vfio/passthru/uring: exit status ($(tail -n 3 <<<"$NUMIO_ERR"))" 0 "$NUMIO_RC"
+expect_eq "compare: three arms of two runs each" "vfio:2 passthru:2 uring:2" \
+  "$(jq -r '[.arms[] | "\(.label):\(.runs | length)"] | join(" ")' "$CHECK_OUT/compare.json")"
+expect_eq "compare: B and C each against A" "passthru uring" \
+  "$(jq -r '[.analysis.comparison.b.label, .analysis.more_comparisons[0].b.label] | join(" ")' "$CHECK_OUT/compare.json")"
+expect_eq "compare: every run measured I/O" yes \
+  "$(jq '[.arms[].runs[].total.iops] | all(. > 0)' "$CHECK_OUT/compare.json" | sed 's/true/yes/; s/false/no/')"
+note "IOPS mean vfio/passthru/uring: $(jq -r '[.arms[] | ([.runs[].total.iops] | add / length | floor | tostring)] | join(" / ")' "$CHECK_OUT/compare.json")"
+back_on_nvme "after the compare"
+
+# 6. Refusals.
 mkfs.ext4 -q -F "/dev/$ns" || { not_ok "mkfs.ext4 /dev/$ns"; finish; }
 run_numio bench "pci:$b" --rw randread --runtime 1s --no-progress
 expect_eq "vfio bench of a drive with ext4: exit 2" 2 "$NUMIO_RC"
