@@ -13,7 +13,8 @@
 #    what numio's driver wrote is on the drive.
 # 3. The engine's conformance part for vfio (number_ios over two queue
 #    pairs, write + read-verify at 4 KiB, 8 KiB and 64 KiB: PRP1, PRP2 and
-#    PRP lists) on the bound controller.
+#    PRP lists) and its counting-allocator test (no allocation per I/O) on
+#    the bound controller.
 # 4. kill -9 during a run leaves it on vfio-pci with a record; `numio vfio
 #    restore` gives it back to nvme.
 # 5. `numio compare --a backend=vfio --b backend=passthru --c
@@ -77,11 +78,19 @@ conf=$(ls -t target/debug/deps/conformance-* 2>/dev/null | grep -v '\.d$' | head
 if [ -x "$conf" ]; then
   run_numio vfio bind "$b"
   expect_eq "bind for the conformance test ($NUMIO_ERR)" 0 "$NUMIO_RC"
-  out=$(NUMIO_TEST_NVME_PCI="pci:$b/1" "$conf" vfio_ --test-threads 1 2>&1)
+  out=$(NUMIO_TEST_NVME_PCI="pci:$b/1" "$conf" vfio_ --test-threads 1 --nocapture 2>&1)
   rc=$?
   expect_eq "conformance (vfio): exit status" 0 "$rc"
   [ "$rc" -eq 0 ] || printf '%s\n' "$out" | tail -n 20 | sed 's/^/    /'
-  expect_eq "conformance (vfio): the test ran" yes "$(grep -q '1 passed' <<<"$out" && echo yes || echo no)"
+  expect_eq "conformance (vfio): the test ran" yes \
+    "$(grep -q '1 passed' <<<"$out" && ! grep -q 'skipping vfio' <<<"$out" && echo yes || echo no)"
+  za=$(ls -t target/debug/deps/vfio_zero_alloc-* 2>/dev/null | grep -v '\.d$' | head -n 1)
+  out=$(NUMIO_TEST_NVME_PCI="pci:$b/1" "$za" --test-threads 1 --nocapture 2>&1)
+  rc=$?
+  expect_eq "no allocation in the vfio hot path: exit status" 0 "$rc"
+  [ "$rc" -eq 0 ] || printf '%s\n' "$out" | tail -n 20 | sed 's/^/    /'
+  expect_eq "no allocation in the vfio hot path: the test ran" yes \
+    "$(grep -q 'skipping' <<<"$out" && echo no || echo yes)"
   run_numio vfio unbind "$b"
   back_on_nvme "after the conformance test"
 else

@@ -149,7 +149,7 @@ impl Controller {
                 cdw11: want.encode(),
                 ..Sqe::default()
             })
-            .map(|r| NumQueues::decode(r.0))?;
+            .map(NumQueues::decode)?;
         c.max_queues = got.nsq.min(got.ncq).min(want.nsq) as u16;
         c.qids = Mutex::new(vec![false; c.max_queues as usize]);
         Ok(c)
@@ -225,10 +225,11 @@ impl Controller {
         self.wait_csts("becoming ready (CSTS.RDY)", |s| s & csts::RDY != 0)
     }
 
-    /// Sends one admin command (with the admin data page as its buffer) and
-    /// waits for its completion: (dword 0, the data page's first
-    /// `IDENTIFY_SIZE` bytes when read).
-    fn admin_cmd(&self, mut sqe: Sqe) -> CtrlResult<(u32, Vec<u8>)> {
+    /// Sends one admin command (with the admin data page as its buffer
+    /// unless it names its own PRP1) and waits for its completion: its
+    /// dword 0. Allocates nothing on success (queue pairs are deleted
+    /// from a worker's drop).
+    fn admin_cmd(&self, mut sqe: Sqe) -> CtrlResult<u32> {
         let mut a = self.admin.lock().unwrap_or_else(|e| e.into_inner());
         let bar = self.bar();
         let stride = self.cap.doorbell_stride;
@@ -274,9 +275,7 @@ impl Controller {
                         crate::stats::nvme_status_name(st.field() & 0x7ff)
                     ));
                 }
-                let mut data = vec![0u8; IDENTIFY_SIZE];
-                a.data.read_bytes(0, &mut data);
-                return Ok((dw0, data));
+                return Ok(dw0);
             }
             let s = bar.read32(reg::CSTS);
             if s == csts::GONE || s & csts::CFS != 0 {
@@ -308,8 +307,14 @@ impl Controller {
             nsid,
             cdw10: u32::from(cns),
             ..Sqe::default()
-        })
-        .map(|r| r.1)
+        })?;
+        let mut data = vec![0u8; IDENTIFY_SIZE];
+        self.admin
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .data
+            .read_bytes(0, &mut data);
+        Ok(data)
     }
 
     /// The active namespace ids.

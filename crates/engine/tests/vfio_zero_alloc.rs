@@ -1,0 +1,99 @@
+//! The vfio backend's hot path allocates nothing: a counting allocator
+//! counts the worker thread's allocations while `WorkerLoop::run` drives N
+//! steady-state I/Os through numio's own driver (reads, 4 KiB writes and
+//! 64 KiB writes through PRP lists). It needs a PCI NVMe controller bound
+//! to vfio-pci: `NUMIO_TEST_NVME_PCI=pci:DDDD:BB:SS.F/NSID` (a scratch
+//! namespace: it is overwritten); without one it skips, saying so. The VM
+//! lab check `tests/vm/tests/iommu/20-vfio-bench.sh` runs it. (A test
+//! binary of its own: the global allocator is per binary.)
+
+use std::sync::atomic::AtomicBool;
+
+use engine::backend::VfioBackend;
+use engine::gen::IoGen;
+use engine::progress::WorkerProgress;
+use engine::sys::NodeBuffer;
+use engine::worker::{LoopConfig, LoopLimits, WorkerLoop};
+use planner::{RwMode, Workload};
+
+mod counting_alloc;
+
+use counting_alloc::{tracked, Counting};
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const DEPTH: usize = 32;
+const STEADY_IOS: u64 = 20_000;
+const REGION_BYTES: u64 = 8 << 20;
+
+#[test]
+fn no_allocation_in_steady_state_on_vfio() {
+    let target = match std::env::var("NUMIO_TEST_NVME_PCI") {
+        Ok(t) if !t.is_empty() => t,
+        _ => {
+            eprintln!(
+                "skipping: set NUMIO_TEST_NVME_PCI=pci:DDDD:BB:SS.F/NSID (a controller bound to vfio-pci, a scratch namespace) to run it; the VM lab check tests/vm/tests/iommu/20-vfio-bench.sh does"
+            );
+            return;
+        }
+    };
+    let info = engine::target::inspect(&target).unwrap_or_else(|e| panic!("{e}"));
+    let engine::target::TargetKind::Pci(ns) = &info.kind else {
+        panic!("{target} is not a PCI namespace")
+    };
+    for (rw, bs) in [
+        (RwMode::RandRead, 4096usize),
+        (RwMode::RandWrite, 4096),
+        (RwMode::RandWrite, 64 << 10),
+    ] {
+        let (buf, _) = NodeBuffer::new(DEPTH * bs, None).unwrap();
+        let b = VfioBackend::new(
+            ns.ctrl.clone(),
+            ns.nsid,
+            info.logical_block_size_bytes,
+            DEPTH,
+            (buf.as_ptr(), buf.len_bytes()),
+            bs,
+            None,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let w = Workload {
+            rw,
+            bs_min_bytes: bs as u64,
+            bs_max_bytes: bs as u64,
+            iodepth: DEPTH as u32,
+            norandommap: true,
+            ..Workload::default()
+        };
+        let gen = IoGen::new(&w, 0, REGION_BYTES, 512, 0);
+        let stop = AtomicBool::new(false);
+        let progress = WorkerProgress::default();
+        let limits = LoopLimits {
+            ramp_ns: 0,
+            runtime_ns: None,
+            max_ios: STEADY_IOS,
+            max_bytes: u64::MAX,
+            rate_iops: None,
+            batch_complete_min: 4,
+        };
+        let config = LoopConfig {
+            depth: DEPTH,
+            buf_base: buf.as_ptr(),
+            slot_bytes: bs,
+            verify: None,
+            limits,
+            stop: &stop,
+            progress: &progress,
+        };
+        let wl = WorkerLoop::new(b, gen, config);
+        let (out, allocs) = tracked(|| wl.run());
+        let out = out.expect("loop runs");
+        let ops = out.stats.ops[0] + out.stats.ops[1];
+        assert_eq!(ops, STEADY_IOS, "{rw:?} bs {bs}: every I/O succeeded");
+        assert_eq!(
+            allocs, 0,
+            "vfio allocated {allocs} times over {STEADY_IOS} I/Os ({rw:?} bs {bs})"
+        );
+    }
+}
