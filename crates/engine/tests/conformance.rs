@@ -564,3 +564,51 @@ fn vfio_completes_exactly_number_ios_and_reads_back_what_it_wrote() {
         );
     }
 }
+
+#[test]
+fn vfio_reports_a_failed_command_with_its_status_and_the_error_log() {
+    use engine::backend::{Backend, Completion, IoRequest, VfioBackend};
+    let Some(pci) = vfio_target() else { return };
+    let info = engine::target::inspect(&pci).unwrap_or_else(|e| panic!("{e}"));
+    let engine::target::TargetKind::Pci(ns) = &info.kind else {
+        panic!("{pci} is not a PCI namespace")
+    };
+    let (buf, _) = engine::sys::NodeBuffer::new(4096, None).unwrap();
+    let mut b = VfioBackend::new(
+        ns.ctrl.clone(),
+        ns.nsid,
+        info.logical_block_size_bytes,
+        1,
+        (buf.as_ptr(), buf.len_bytes()),
+        4096,
+        None,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // SAFETY: slot 0's buffer is `buf`, which outlives `b`; it is not
+    // touched before the completion is reaped.
+    unsafe {
+        b.queue(IoRequest {
+            slot: 0,
+            dir: engine::stats::Dir::Read,
+            offset_bytes: info.size_bytes,
+            len_bytes: 4096,
+            buf: buf.as_ptr(),
+        })
+    };
+    b.submit().unwrap();
+    let mut out = [Completion::default()];
+    assert_eq!(b.reap(&mut out, 1).unwrap(), 1);
+    // LBA Out of Range: generic status 0x80, as passthru reports it.
+    assert_eq!(
+        out[0].result,
+        -(results::NVME_STATUS_BASE + 0x80),
+        "{out:?}"
+    );
+    let notes = b.end_notes.clone();
+    drop(b);
+    let notes = notes.lock().unwrap().clone();
+    assert!(
+        notes.iter().any(|n| n.contains("error log")),
+        "the failed I/O left the controller's error log (or its absence) in the notes: {notes:?}"
+    );
+}

@@ -38,6 +38,9 @@ pub(super) struct Built<B> {
     pub notes: Vec<String>,
     /// Where a multipath backend leaves its per-path counts when dropped.
     pub paths: Option<PathsReport>,
+    /// Where a backend leaves notes when dropped (the vfio backend: the
+    /// controller's error log after failed I/Os).
+    pub end_notes: Option<std::sync::Arc<std::sync::Mutex<Vec<String>>>>,
 }
 
 impl<B> Built<B> {
@@ -47,6 +50,7 @@ impl<B> Built<B> {
             features: Vec::new(),
             notes: Vec::new(),
             paths: None,
+            end_notes: None,
         }
     }
 }
@@ -105,6 +109,7 @@ fn uring_ring(
         features: b.features.clone(),
         notes: b.notes.clone(),
         paths: None,
+        end_notes: None,
         backend: b,
     })
 }
@@ -127,6 +132,7 @@ pub(super) fn passthru(
         features: b.features.clone(),
         notes: b.notes.clone(),
         paths: None,
+        end_notes: None,
         backend: b,
     })
 }
@@ -149,6 +155,7 @@ pub(super) fn tcp(
         features: Vec::new(),
         notes: vec![b.note.clone()],
         paths: None,
+        end_notes: None,
         backend: b,
     })
 }
@@ -171,6 +178,7 @@ pub(super) fn tcp_multipath(
         features: Vec::new(),
         notes: vec![b.note.clone()],
         paths: Some(b.report()),
+        end_notes: None,
         backend: b,
     })
 }
@@ -200,6 +208,7 @@ pub(super) fn vfio(
         features: b.features.clone(),
         notes: Vec::new(),
         paths: None,
+        end_notes: Some(b.end_notes.clone()),
         backend: b,
     })
 }

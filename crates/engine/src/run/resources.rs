@@ -126,7 +126,15 @@ impl<'a> Resources<'a> {
                 spec.job, spec.path
             ));
         }
-        // The loop dropped the backend: a multipath one left its counts.
+        // The loop dropped the backend: the vfio one left its controller's
+        // error log after failed I/Os, a multipath one its counts.
+        if let Some(end) = &built.end_notes {
+            notes.extend(
+                end.lock()
+                    .map(|mut n| std::mem::take(&mut *n))
+                    .unwrap_or_default(),
+            );
+        }
         let multipath = built
             .paths
             .and_then(|r| r.lock().ok().and_then(|mut g| g.take()));

@@ -317,6 +317,50 @@ impl Controller {
         Ok(data)
     }
 
+    /// The newest entries of the Error Information log (Get Log Page 0x01,
+    /// one page: 64 entries), in words, for a run that saw failed I/Os.
+    pub fn error_log(&self) -> CtrlResult<Vec<String>> {
+        let mut sqe = Sqe::default();
+        nvme_spec::log::GetLogPage {
+            lid: nvme_spec::log::lid::ERROR_INFO,
+            lsp: 0,
+            rae: false,
+            len_bytes: IDENTIFY_SIZE as u64,
+            offset_bytes: 0,
+        }
+        .to_sqe(&mut sqe);
+        sqe.nsid = u32::MAX;
+        self.admin
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .data
+            .zero(0, IDENTIFY_SIZE);
+        self.admin_cmd(sqe)?;
+        let mut page = vec![0u8; IDENTIFY_SIZE];
+        self.admin
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .data
+            .read_bytes(0, &mut page);
+        Ok(page
+            .chunks(nvme_spec::log::ERROR_ENTRY_SIZE)
+            .map(nvme_spec::log::ErrorEntry::decode)
+            .filter(|e| e.error_count != 0)
+            .map(|e| {
+                format!(
+                    "{}: error log entry {}: queue {} command {} namespace {} LBA {}: {}",
+                    self.addr,
+                    e.error_count,
+                    e.sqid,
+                    e.cid,
+                    e.nsid,
+                    e.lba,
+                    crate::stats::nvme_status_name((e.status >> 1) & 0x7ff)
+                )
+            })
+            .collect())
+    }
+
     /// The active namespace ids.
     pub fn namespaces(&self) -> CtrlResult<Vec<u32>> {
         self.identify(cns::ACTIVE_NS_LIST, 0)

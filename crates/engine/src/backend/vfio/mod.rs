@@ -69,6 +69,11 @@ pub struct VfioBackend {
     cq_doorbell: usize,
     /// Set-up facts, in words.
     pub features: Vec<String>,
+    /// Completions with an error status so far.
+    failed: u64,
+    /// Where the backend leaves, when dropped after failed I/Os, the
+    /// controller's error log entries (read then, off the hot path).
+    pub end_notes: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl std::fmt::Debug for VfioBackend {
@@ -139,6 +144,8 @@ impl VfioBackend {
             sq_doorbell: 0,
             cq_doorbell: 0,
             features: Vec::new(),
+            failed: 0,
+            end_notes: Arc::default(),
             ctrl: ctrl.clone(),
         };
         if slot_pages > 2 {
@@ -215,6 +222,7 @@ impl VfioBackend {
             let result = if status == 0 {
                 self.slot_len[slot as usize] as i32
             } else {
+                self.failed += 1;
                 -(NVME_STATUS_BASE + i32::from(status))
             };
             f(Completion { slot, result });
@@ -331,6 +339,19 @@ impl VfioBackend {
 
 impl Drop for VfioBackend {
     fn drop(&mut self) {
+        if self.failed > 0 {
+            let notes = match self.ctrl.error_log() {
+                Ok(entries) if entries.is_empty() => vec![format!(
+                    "{}: {} I/Os failed; the controller's error log is empty",
+                    self.ctrl.addr, self.failed
+                )],
+                Ok(entries) => entries.into_iter().take(8).collect(),
+                Err(e) => vec![format!("reading the error log: {e}")],
+            };
+            if let Ok(mut n) = self.end_notes.lock() {
+                n.extend(notes);
+            }
+        }
         if self.qid != 0 {
             self.ctrl.delete_queue_pair(self.qid);
         }
