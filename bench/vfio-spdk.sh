@@ -40,6 +40,11 @@ b=$(pci_of_serial NUMIO-B)
 N=target/release/numio
 $N vfio bind --hugepages "$HUGEPAGES" "$b" >&2
 trap '$N vfio unbind "$b" >&2' EXIT
+# SPDK takes a lock file per device under /var/tmp, read-only in the lab
+# guest: its own tmpfs there, the binary run from the writable out dir.
+cp "$PERF" "$OUT/spdk_nvme_perf"
+PERF=$OUT/spdk_nvme_perf
+mount -t tmpfs tmpfs /var/tmp
 mkdir -p /dev/hugepages
 mountpoint -q /dev/hugepages || mount -t hugetlbfs nodev /dev/hugepages
 for qd in $QDS; do
