@@ -128,15 +128,15 @@ expect_eq "no numio left running" "" "$(left_running)"
 # reported, the kernel disconnected, nothing left.
 study ctrl-c
 # The events: the run started (the controller's barrier line), and the
-# initiator's bench is measuring: reads complete on the kernel's device
+# initiator's bench is measuring: reads complete on the kernel's devices
 # (the hosts start at an instant a little after the barrier line; a
 # Ctrl-C before it leaves no measured part, and the study exits 2).
 until_event "$fabric" grep -q 'host(s) start together' "$CHECK_OUT/ctrl-c.err"
-io_flowing() {
-  local d
-  d=$(nvmf_devices "$NQN" | head -n 1)
-  [ -n "$d" ] && [ "$(reads_completed "$d")" -gt 1000 ]
-}
+# Reads completed by every NVMe disk, multipath path devices included (6.1
+# counts a multipath head's I/O only on its path).
+nvme_reads() { cat /sys/block/nvme*/stat 2>/dev/null | awk '{ n += $1 } END { print n + 0 }'; }
+reads0=$(nvme_reads)
+io_flowing() { [ "$(nvme_reads)" -gt $((reads0 + 1000)) ]; }
 until_event "$fabric" io_flowing
 expect_eq "the kernel is connected before Ctrl-C" 1 "$(nvmf_devices "$NQN" | wc -l)"
 kill -INT "$fabric"
