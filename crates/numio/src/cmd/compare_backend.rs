@@ -14,7 +14,7 @@ use anyhow::{bail, Context};
 use engine::{BackendKind, RunOptions};
 use results::RunResult;
 use session::schedule::BoxError;
-use session::{run_once, Event, LiveArm, RunInfo, Runner};
+use session::{Event, LiveArm, LocalRunner, RunInfo, Runner};
 use topology::Topology;
 
 use super::bench::bench_vfio;
@@ -108,8 +108,8 @@ pub fn kind(name: &str) -> anyhow::Result<BackendKind> {
         .map_err(|e| anyhow::anyhow!("backend={name}: {e}"))
 }
 
-/// Runs each arm on this machine; a `vfio` arm's controllers go to
-/// vfio-pci for its run only.
+/// Runs each arm on this machine ([`LocalRunner`]); a `vfio` arm's
+/// controllers go to vfio-pci for its run only.
 pub struct BackendRunner {
     /// `--force-unbind`.
     pub force_unbind: bool,
@@ -144,11 +144,11 @@ impl Runner for BackendRunner {
             wait_for_paths(&arm.placement, interrupt).map_err(BoxError::from)?;
             bench_vfio::ForRun::none()
         };
-        let result = run_once(&arm.placement, opts, run, interrupt, observer);
+        let result = LocalRunner.run(arm, opts, run, interrupt, observer);
         bound
             .give_back()
             .map_err(|e| BoxError::from(format!("{e:#}")))?;
-        Ok(result?)
+        result
     }
 }
 

@@ -229,8 +229,25 @@ impl Controller {
     /// unless it names its own PRP1) and waits for its completion: its
     /// dword 0. Allocates nothing on success (queue pairs are deleted
     /// from a worker's drop).
-    fn admin_cmd(&self, mut sqe: Sqe) -> CtrlResult<u32> {
+    fn admin_cmd(&self, sqe: Sqe) -> CtrlResult<u32> {
         let mut a = self.admin.lock().unwrap_or_else(|e| e.into_inner());
+        self.admin_cmd_locked(&mut a, sqe)
+    }
+
+    /// Sends an admin command that reads into the data page (zeroed
+    /// first) and returns the page; the admin queue stays locked from the
+    /// zeroing to the copy, so no other thread's command lands in between.
+    fn admin_read(&self, sqe: Sqe) -> CtrlResult<Vec<u8>> {
+        let mut a = self.admin.lock().unwrap_or_else(|e| e.into_inner());
+        a.data.zero(0, IDENTIFY_SIZE);
+        self.admin_cmd_locked(&mut a, sqe)?;
+        let mut data = vec![0u8; IDENTIFY_SIZE];
+        a.data.read_bytes(0, &mut data);
+        Ok(data)
+    }
+
+    /// [`Controller::admin_cmd`] on the locked admin queue `a`.
+    fn admin_cmd_locked(&self, a: &mut Admin, mut sqe: Sqe) -> CtrlResult<u32> {
         let bar = self.bar();
         let stride = self.cap.doorbell_stride;
         a.cid = a.cid.wrapping_add(1);
@@ -297,24 +314,12 @@ impl Controller {
     }
 
     fn identify(&self, cns: u8, nsid: u32) -> CtrlResult<Vec<u8>> {
-        self.admin
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .data
-            .zero(0, IDENTIFY_SIZE);
-        self.admin_cmd(Sqe {
+        self.admin_read(Sqe {
             opcode: adm::IDENTIFY,
             nsid,
             cdw10: u32::from(cns),
             ..Sqe::default()
-        })?;
-        let mut data = vec![0u8; IDENTIFY_SIZE];
-        self.admin
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .data
-            .read_bytes(0, &mut data);
-        Ok(data)
+        })
     }
 
     /// The newest entries of the Error Information log (Get Log Page 0x01,
@@ -330,18 +335,7 @@ impl Controller {
         }
         .to_sqe(&mut sqe);
         sqe.nsid = u32::MAX;
-        self.admin
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .data
-            .zero(0, IDENTIFY_SIZE);
-        self.admin_cmd(sqe)?;
-        let mut page = vec![0u8; IDENTIFY_SIZE];
-        self.admin
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .data
-            .read_bytes(0, &mut page);
+        let page = self.admin_read(sqe)?;
         Ok(page
             .chunks(nvme_spec::log::ERROR_ENTRY_SIZE)
             .map(nvme_spec::log::ErrorEntry::decode)
