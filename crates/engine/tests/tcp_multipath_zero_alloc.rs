@@ -6,14 +6,9 @@
 //! the counted run, so publishing its per-path counts is counted too.
 //! (A test binary of its own: the global allocator is per binary.)
 
-use std::sync::atomic::AtomicBool;
-
 use engine::backend::tcp::MultipathBackend;
 use engine::backend::TcpOptions;
-use engine::gen::IoGen;
-use engine::progress::WorkerProgress;
 use engine::sys::NodeBuffer;
-use engine::worker::{LoopConfig, LoopLimits, WorkerLoop};
 use nvmf::config::{NamespaceConfig, SubsystemConfig};
 use nvmf::host::IoPolicy;
 use nvmf::{Server, TargetConfig};
@@ -21,7 +16,7 @@ use planner::{RwMode, Workload};
 
 mod counting_alloc;
 
-use counting_alloc::{tracked, Counting};
+use counting_alloc::{steady_state, Counting};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -76,28 +71,7 @@ fn no_allocation_in_steady_state_on_two_paths() {
             norandommap: true,
             ..Workload::default()
         };
-        let gen = IoGen::new(&w, 0, REGION_BYTES, 512, 0);
-        let stop = AtomicBool::new(false);
-        let progress = WorkerProgress::default();
-        let config = LoopConfig {
-            depth: DEPTH,
-            buf_base: buf.as_ptr(),
-            slot_bytes: bs,
-            verify: None,
-            limits: LoopLimits {
-                ramp_ns: 0,
-                runtime_ns: None,
-                max_ios: STEADY_IOS,
-                max_bytes: u64::MAX,
-                rate_iops: None,
-                batch_complete_min: 4,
-            },
-            stop: &stop,
-            progress: &progress,
-        };
-        let wl = WorkerLoop::new(b, gen, config);
-        let (out, allocs) = tracked(|| wl.run());
-        let out = out.expect("loop runs");
+        let (out, allocs) = steady_state(b, &w, REGION_BYTES, &buf, bs, STEADY_IOS, None);
         assert_eq!(out.stats.ops[0] + out.stats.ops[1], STEADY_IOS, "{rw:?}");
         assert_eq!(out.stats.error_count(), 0, "{rw:?}");
         assert_eq!(

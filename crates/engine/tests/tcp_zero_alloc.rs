@@ -6,20 +6,15 @@
 //! allocator is per binary; the counting allocator is shared with
 //! `zero_alloc.rs` through `counting_alloc/`.)
 
-use std::sync::atomic::AtomicBool;
-
 use engine::backend::{TcpBackend, TcpOptions};
-use engine::gen::IoGen;
-use engine::progress::WorkerProgress;
 use engine::sys::NodeBuffer;
-use engine::worker::{LoopConfig, LoopLimits, WorkerLoop};
 use nvmf::config::{NamespaceConfig, SubsystemConfig};
 use nvmf::{Server, TargetConfig};
 use planner::{RwMode, Workload};
 
 mod counting_alloc;
 
-use counting_alloc::{tracked, Counting};
+use counting_alloc::{steady_state, tracked, Counting};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -68,38 +63,17 @@ fn no_allocation_in_steady_state_on_tcp() {
             norandommap: true,
             ..Workload::default()
         };
-        let gen = IoGen::new(&w, 0, REGION_BYTES, 512, 0);
-        let stop = AtomicBool::new(false);
-        let progress = WorkerProgress::default();
-        let limits = LoopLimits {
-            ramp_ns: 0,
-            runtime_ns: None,
-            max_ios: STEADY_IOS,
-            max_bytes: u64::MAX,
-            rate_iops: None,
-            batch_complete_min: 4,
-        };
-        let config = LoopConfig {
-            depth: DEPTH,
-            buf_base: buf.as_ptr(),
-            slot_bytes: bs,
-            verify: verify.then_some(engine::worker::VerifyKey {
-                write: results::VerifyStamp {
-                    generation: 1,
-                    seed: 7,
-                },
-                expect: None,
-                also: None,
-                job: 0,
-                replay_window: None,
-            }),
-            limits,
-            stop: &stop,
-            progress: &progress,
-        };
-        let wl = WorkerLoop::new(b, gen, config);
-        let (out, allocs) = tracked(|| wl.run());
-        let out = out.expect("loop runs");
+        let key = verify.then_some(engine::worker::VerifyKey {
+            write: results::VerifyStamp {
+                generation: 1,
+                seed: 7,
+            },
+            expect: None,
+            also: None,
+            job: 0,
+            replay_window: None,
+        });
+        let (out, allocs) = steady_state(b, &w, REGION_BYTES, &buf, bs, STEADY_IOS, key);
         let ops = out.stats.ops[0] + out.stats.ops[1];
         let errors = out.stats.error_count();
         assert_eq!(ops + errors, STEADY_IOS, "{rw:?} bs {bs}");

@@ -7,18 +7,13 @@
 //! lab check `tests/vm/tests/iommu/20-vfio-bench.sh` runs it. (A test
 //! binary of its own: the global allocator is per binary.)
 
-use std::sync::atomic::AtomicBool;
-
 use engine::backend::VfioBackend;
-use engine::gen::IoGen;
-use engine::progress::WorkerProgress;
 use engine::sys::NodeBuffer;
-use engine::worker::{LoopConfig, LoopLimits, WorkerLoop};
 use planner::{RwMode, Workload};
 
 mod counting_alloc;
 
-use counting_alloc::{tracked, Counting};
+use counting_alloc::{steady_state, Counting};
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -66,29 +61,7 @@ fn no_allocation_in_steady_state_on_vfio() {
             norandommap: true,
             ..Workload::default()
         };
-        let gen = IoGen::new(&w, 0, REGION_BYTES, 512, 0);
-        let stop = AtomicBool::new(false);
-        let progress = WorkerProgress::default();
-        let limits = LoopLimits {
-            ramp_ns: 0,
-            runtime_ns: None,
-            max_ios: STEADY_IOS,
-            max_bytes: u64::MAX,
-            rate_iops: None,
-            batch_complete_min: 4,
-        };
-        let config = LoopConfig {
-            depth: DEPTH,
-            buf_base: buf.as_ptr(),
-            slot_bytes: bs,
-            verify: None,
-            limits,
-            stop: &stop,
-            progress: &progress,
-        };
-        let wl = WorkerLoop::new(b, gen, config);
-        let (out, allocs) = tracked(|| wl.run());
-        let out = out.expect("loop runs");
+        let (out, allocs) = steady_state(b, &w, REGION_BYTES, &buf, bs, STEADY_IOS, None);
         let ops = out.stats.ops[0] + out.stats.ops[1];
         assert_eq!(ops, STEADY_IOS, "{rw:?} bs {bs}: every I/O succeeded");
         assert_eq!(

@@ -6,17 +6,13 @@ mod common;
 mod counting_alloc;
 
 use std::os::fd::AsRawFd;
-use std::sync::atomic::AtomicBool;
 
 use common::{bounded, TempFile};
-use counting_alloc::{tracked, Counting};
+use counting_alloc::{steady_state, tracked, Counting};
 use engine::backend::{
     Backend, NullBackend, NvmeNamespace, PassthruBackend, SyncBackend, UringBackend, UringOptions,
 };
-use engine::gen::IoGen;
-use engine::progress::WorkerProgress;
 use engine::sys::NodeBuffer;
-use engine::worker::{LoopConfig, LoopLimits, WorkerLoop};
 use planner::RwMode;
 
 #[global_allocator]
@@ -43,17 +39,6 @@ fn allocations_during_loop<B: Backend>(
         DEPTH as u32,
     );
     w.norandommap = true;
-    let gen = IoGen::new(&w, 0, 8 << 20, 512, 0);
-    let stop = AtomicBool::new(false);
-    let progress = WorkerProgress::default();
-    let limits = LoopLimits {
-        ramp_ns: 0,
-        runtime_ns: None,
-        max_ios: STEADY_IOS,
-        max_bytes: u64::MAX,
-        rate_iops: None,
-        batch_complete_min: 4,
-    };
     let verify = mixed.then_some(engine::worker::VerifyKey {
         write: results::VerifyStamp {
             generation: 1,
@@ -64,18 +49,7 @@ fn allocations_during_loop<B: Backend>(
         job: 0,
         replay_window: None,
     });
-    let config = LoopConfig {
-        depth: DEPTH,
-        buf_base: buf.as_ptr(),
-        slot_bytes: 4096,
-        verify,
-        limits,
-        stop: &stop,
-        progress: &progress,
-    };
-    let wl = WorkerLoop::new(backend, gen, config);
-    let (out, allocs) = tracked(|| wl.run());
-    let out = out.expect("loop runs");
+    let (out, allocs) = steady_state(backend, &w, 8 << 20, buf, 4096, STEADY_IOS, verify);
     let errors = out.stats.error_count();
     (allocs, out.stats.ops[0] + out.stats.ops[1] + errors, errors)
 }

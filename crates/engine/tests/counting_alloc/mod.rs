@@ -1,7 +1,8 @@
 //! A counting global allocator for the zero-allocation tests: each test
 //! binary that uses it declares `#[global_allocator] static GLOBAL:
-//! counting_alloc::Counting = counting_alloc::Counting;` and wraps the
-//! steady-state loop in [`tracked`].
+//! counting_alloc::Counting = counting_alloc::Counting;` and runs the
+//! steady-state loop through [`steady_state`] (the worker loop, counted by
+//! [`tracked`]).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
@@ -51,4 +52,42 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: same contract as ours.
         unsafe { System.dealloc(ptr, layout) }
     }
+}
+
+/// Runs `backend` through the worker loop for `ios` I/Os of `w` (depth
+/// `w.iodepth`) over the first `region_bytes` of its target, with the
+/// buffers `buf` in slots of `slot_bytes` and `verify`, counting the
+/// allocations the loop makes: (its output, the count).
+pub fn steady_state<B: engine::backend::Backend>(
+    backend: B,
+    w: &planner::Workload,
+    region_bytes: u64,
+    buf: &engine::sys::NodeBuffer,
+    slot_bytes: usize,
+    ios: u64,
+    verify: Option<engine::worker::VerifyKey>,
+) -> (engine::worker::LoopOutput, u64) {
+    use engine::worker::{LoopConfig, LoopLimits, WorkerLoop};
+    let gen = engine::gen::IoGen::new(w, 0, region_bytes, 512, 0);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let progress = engine::progress::WorkerProgress::default();
+    let config = LoopConfig {
+        depth: w.iodepth as usize,
+        buf_base: buf.as_ptr(),
+        slot_bytes,
+        verify,
+        limits: LoopLimits {
+            ramp_ns: 0,
+            runtime_ns: None,
+            max_ios: ios,
+            max_bytes: u64::MAX,
+            rate_iops: None,
+            batch_complete_min: 4,
+        },
+        stop: &stop,
+        progress: &progress,
+    };
+    let wl = WorkerLoop::new(backend, gen, config);
+    let (out, allocs) = tracked(|| wl.run());
+    (out.expect("loop runs"), allocs)
 }
