@@ -41,6 +41,7 @@ pub mod features;
 pub mod identify;
 pub mod log;
 pub mod pci;
+pub mod rdma;
 pub mod status;
 pub mod tcp;
 

@@ -163,8 +163,16 @@ impl SmartLog {
 /// Size of the discovery log page header and of each entry.
 pub const DISCOVERY_RECORD_SIZE: usize = 1024;
 
+/// Transport type: RDMA.
+pub const TRTYPE_RDMA: u8 = 1;
 /// Transport type: TCP.
 pub const TRTYPE_TCP: u8 = 3;
+/// TSAS of an RDMA port: QP type reliable connected.
+pub const RDMA_QPTYPE_CONNECTED: u8 = 1;
+/// TSAS of an RDMA port: provider type not specified.
+pub const RDMA_PRTYPE_NOT_SPECIFIED: u8 = 1;
+/// TSAS of an RDMA port: connection management RDMA_CM.
+pub const RDMA_CMS_RDMA_CM: u8 = 1;
 /// Address family: IPv4.
 pub const ADRFAM_IPV4: u8 = 1;
 /// Address family: IPv6.
@@ -202,7 +210,8 @@ pub struct DiscoveryEntry {
     /// Transport address.
     pub traddr: String,
     /// TSAS of a TCP port: its security type (0 none,
-    /// [`TCP_SECTYPE_TLS13`]).
+    /// [`TCP_SECTYPE_TLS13`]). An RDMA entry's TSAS is always reliable
+    /// connected through RDMA_CM.
     pub tcp_sectype: u8,
 }
 
@@ -220,7 +229,14 @@ impl DiscoveryEntry {
         put_ascii_padded(&mut b, 32, 32, &self.trsvcid);
         put_str_zero_padded(&mut b, 256, 256, &self.subnqn);
         put_ascii_padded(&mut b, 512, 256, &self.traddr);
-        b[768] = self.tcp_sectype;
+        if self.trtype == TRTYPE_RDMA {
+            // RDMA TSAS: RDMA_QPTYPE, RDMA_PRTYPE (not specified), RDMA_CMS.
+            b[768] = RDMA_QPTYPE_CONNECTED;
+            b[769] = RDMA_PRTYPE_NOT_SPECIFIED;
+            b[770] = RDMA_CMS_RDMA_CM;
+        } else {
+            b[768] = self.tcp_sectype;
+        }
         b
     }
 

@@ -30,5 +30,6 @@ pub mod file;
 pub mod memory;
 pub mod net;
 pub mod nvme_admin;
+pub mod rdma;
 pub mod uring;
 pub mod vfio;

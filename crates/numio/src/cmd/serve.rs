@@ -109,9 +109,14 @@ pub struct Args {
     /// Model number reported by Identify (40 ASCII characters at most).
     #[arg(long, default_value = "numio NVMe/TCP target")]
     pub model: String,
-    /// NVMe/TCP listener address; repeat for more [default: 127.0.0.1:4420].
+    /// Listener address; repeat for more [default: 127.0.0.1:4420].
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Vec<SocketAddr>,
+    /// Transport of the --listen addresses: tcp, rdma (NVMe/RDMA through the
+    /// system's rdma-core: an RDMA NIC, or soft-RoCE's rdma_rxe) or tcp,rdma (both
+    /// on every address, one subsystem reached either way).
+    #[arg(long, value_name = "tcp|rdma|tcp,rdma", default_value = "tcp", value_parser = parse_transports)]
+    pub transport: Transports,
     /// ANA state of each --listen port, in order: optimized, non-optimized, inaccessible,
     /// persistent-loss or change; ports not named are optimized. To change states while
     /// serving, put `ana = [...]` in --config instead and send SIGHUP.
@@ -289,6 +294,35 @@ fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
     build_config_at(args, None)
 }
 
+/// The transports `numio serve --transport` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transports {
+    /// NVMe/TCP.
+    pub tcp: bool,
+    /// NVMe/RDMA.
+    pub rdma: bool,
+}
+
+/// Parses `tcp`, `rdma` or `tcp,rdma`.
+pub fn parse_transports(s: &str) -> Result<Transports, String> {
+    let mut t = Transports {
+        tcp: false,
+        rdma: false,
+    };
+    for part in s.split(',').map(str::trim) {
+        match part {
+            "tcp" => t.tcp = true,
+            "rdma" => t.rdma = true,
+            other => {
+                return Err(format!(
+                    "unknown transport '{other}': give tcp, rdma or tcp,rdma"
+                ))
+            }
+        }
+    }
+    Ok(t)
+}
+
 /// [`build_config`]; with `bound`, the listeners are those (a reload: the
 /// ones bound at start, which messages about ports then name).
 fn build_config_at(
@@ -305,6 +339,12 @@ fn build_config_at(
     };
     if !args.listen.is_empty() {
         cfg.listen = args.listen.clone();
+    }
+    if args.transport.rdma {
+        cfg.rdma_listen.extend(cfg.listen.iter().copied());
+        if !args.transport.tcp {
+            cfg.listen.clear();
+        }
     }
     if let Some(bound) = bound {
         cfg.listen = bound.to_vec();
@@ -398,8 +438,20 @@ fn print_startup(
             ],
         );
     }
+    for a in &server.rdma_addrs {
+        log::info(
+            "listening",
+            format_args!("NVMe/RDMA listening on {a}"),
+            &[("addr", a.to_string().into()), ("transport", "rdma".into())],
+        );
+    }
     for (i, p) in t.ports.iter().enumerate() {
         let cpus = server.port_cpus.get(i).map_or(&[][..], Vec::as_slice);
+        let placement = if p.transport == nvmf::target::port::Transport::Rdma {
+            "rdma: one thread per queue, buffers on its node".to_string()
+        } else {
+            serve_ports::describe(cpus, placed.get(i))
+        };
         log::info(
             "port",
             format_args!(
@@ -407,7 +459,7 @@ fn print_startup(
                 p.id,
                 p.addr,
                 p.state(),
-                serve_ports::describe(cpus, placed.get(i))
+                placement
             ),
             &[
                 ("port", p.id.into()),

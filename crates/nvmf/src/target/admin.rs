@@ -46,7 +46,13 @@ fn identify(ctx: &mut Ctx<'_>, ctrl: &Controller) -> Outcome {
         return Outcome::err(Status::INVALID_FIELD);
     }
     let data = match cns_val {
-        cns::CONTROLLER => identify_controller(&ctx.target.limits, ctrl).encode(),
+        cns::CONTROLLER => {
+            let rdma = ctx
+                .target
+                .port(ctrl.port)
+                .is_some_and(|p| p.transport == super::port::Transport::Rdma);
+            identify_controller(&ctx.target.limits, ctrl, rdma).encode()
+        }
         cns::NAMESPACE => {
             let Some(ns) = subsys.namespace(sqe.nsid) else {
                 return Outcome::err(Status::INVALID_NS);
@@ -88,7 +94,7 @@ fn identify(ctx: &mut Ctx<'_>, ctrl: &Controller) -> Outcome {
     ctx.reply(&data)
 }
 
-fn identify_controller(limits: &Limits, ctrl: &Controller) -> IdentifyController {
+fn identify_controller(limits: &Limits, ctrl: &Controller, rdma: bool) -> IdentifyController {
     let subsys = &ctrl.subsys;
     let disc = subsys.is_discovery;
     IdentifyController {
@@ -130,7 +136,11 @@ fn identify_controller(limits: &Limits, ctrl: &Controller) -> IdentifyController
             identify::ONCS_DSM | identify::ONCS_WRITE_ZEROES
         },
         vwc: if disc { 0 } else { 1 },
-        sgls: identify::SGLS_SUPPORTED | identify::SGLS_OFFSET,
+        // Keyed SGL data blocks where the controller was connected over
+        // RDMA (NVMe/RDMA's data pointers).
+        sgls: identify::SGLS_SUPPORTED
+            | identify::SGLS_OFFSET
+            | if rdma { nvme_spec::rdma::SGLS_KEYED } else { 0 },
         anatt: if disc { 0 } else { ANATT_SECONDS },
         anacap: if disc {
             0
@@ -212,16 +222,22 @@ fn discovery_log(t: &Target, ctrl: &Controller) -> Vec<u8> {
         .iter()
         .filter(|s| s.host_allowed(&ctrl.hostnqn))
     {
-        for (i, l) in t.listeners.iter().enumerate() {
+        for (i, p) in t.ports.iter().enumerate() {
+            let l = &p.addr;
+            let rdma = p.transport == super::port::Transport::Rdma;
             entries.push(DiscoveryEntry {
-                trtype: log::TRTYPE_TCP,
+                trtype: if rdma {
+                    log::TRTYPE_RDMA
+                } else {
+                    log::TRTYPE_TCP
+                },
                 adrfam: if l.is_ipv4() {
                     log::ADRFAM_IPV4
                 } else {
                     log::ADRFAM_IPV6
                 },
                 subtype: log::SUBTYPE_NVME,
-                treq: if t.tls.is_some() {
+                treq: if t.tls.is_some() && !rdma {
                     log::TREQ_SECURE_CHANNEL_REQUIRED
                 } else {
                     0
@@ -232,7 +248,7 @@ fn discovery_log(t: &Target, ctrl: &Controller) -> Vec<u8> {
                 trsvcid: l.port().to_string(),
                 subnqn: s.nqn.clone(),
                 traddr: l.ip().to_string(),
-                tcp_sectype: if t.tls.is_some() {
+                tcp_sectype: if t.tls.is_some() && !rdma {
                     log::TCP_SECTYPE_TLS13
                 } else {
                     0

@@ -476,6 +476,10 @@ pub struct TargetConfig {
     /// NVMe/TCP listeners (I/O and discovery controllers).
     #[serde(default = "default_listeners")]
     pub listen: Vec<SocketAddr>,
+    /// NVMe/RDMA listeners (`--transport rdma`); their ports follow the
+    /// TCP ones (port ids after `listen`'s), optimized.
+    #[serde(default)]
+    pub rdma_listen: Vec<SocketAddr>,
     /// ANA state of each listener's port, in `listen` order: `optimized`,
     /// `non-optimized`, `inaccessible`, `persistent-loss` or `change`;
     /// listeners past the end of the list are optimized.
@@ -528,6 +532,7 @@ impl Default for TargetConfig {
     fn default() -> Self {
         Self {
             listen: default_listeners(),
+            rdma_listen: Vec::new(),
             ana: Vec::new(),
             discovery_port: DEFAULT_DISCOVERY_PORT,
             cpus: Vec::new(),
@@ -613,12 +618,12 @@ impl TargetConfig {
     /// Checks the whole configuration; every error names the field and a fix.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.limits.validate()?;
-        if self.listen.is_empty() {
+        if self.listen.is_empty() && self.rdma_listen.is_empty() {
             return Err(ConfigError::Invalid(
                 "no listener: give --listen ADDR:PORT".into(),
             ));
         }
-        if self.listen.len() > 0xFFEF {
+        if self.listen.len() + self.rdma_listen.len() > 0xFFEF {
             return Err(ConfigError::Invalid(
                 "more than 65519 listeners: NVMe port ids are 16-bit".into(),
             ));

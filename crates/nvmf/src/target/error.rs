@@ -84,6 +84,10 @@ pub enum TargetError {
         /// OS error.
         source: std::io::Error,
     },
+    /// NVMe/RDMA cannot start (no rdma-core, no RDMA device, the address
+    /// on no RDMA device).
+    #[error("NVMe/RDMA: {0}")]
+    Rdma(String),
     /// Other OS failure.
     #[error("{what}: {source}")]
     Os {

@@ -38,6 +38,8 @@ pub mod ns_set;
 pub mod port;
 pub mod queue;
 pub mod ram;
+pub mod rdma;
+pub mod rdma_queue;
 pub mod reactor;
 pub mod reload;
 pub mod request;

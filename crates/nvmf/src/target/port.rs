@@ -6,13 +6,34 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 
 use nvme_spec::ana::AnaState;
 
-/// One NVMe port: a listener and its ANA state.
+/// The transport a port listens with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// NVMe/TCP.
+    Tcp,
+    /// NVMe/RDMA (RDMA CM, reliable connected queue pairs).
+    Rdma,
+}
+
+impl Transport {
+    /// Its name on the command line and in reports (`tcp`, `rdma`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Tcp => "tcp",
+            Transport::Rdma => "rdma",
+        }
+    }
+}
+
+/// One NVMe port: a listener, its transport and its ANA state.
 #[derive(Debug)]
 pub struct Port {
     /// Port id (1-based, the discovery log's PORTID).
     pub id: u16,
     /// Its listener.
     pub addr: SocketAddr,
+    /// Its transport.
+    pub transport: Transport,
     pub(super) state: AtomicU8,
     pub(super) chgcnt: AtomicU64,
 }
@@ -23,9 +44,16 @@ impl Port {
         Self {
             id,
             addr,
+            transport: Transport::Tcp,
             state: AtomicU8::new(state.code()),
             chgcnt: AtomicU64::new(0),
         }
+    }
+
+    /// The same port, listening with `transport`.
+    pub fn with_transport(mut self, transport: Transport) -> Self {
+        self.transport = transport;
+        self
     }
 
     /// Its ANA state.

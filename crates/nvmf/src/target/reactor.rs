@@ -80,6 +80,8 @@ pub struct Server {
     pub target: Arc<Target>,
     /// Bound NVMe/TCP listeners (ports resolved when 0 was given).
     pub listen_addrs: Vec<SocketAddr>,
+    /// Bound NVMe/RDMA listeners (ports resolved when 0 was given).
+    pub rdma_addrs: Vec<SocketAddr>,
     /// Bound discovery listeners.
     pub discovery_addrs: Vec<SocketAddr>,
     /// CPUs the reactors run on: [`TargetConfig::cpus`], else
@@ -172,7 +174,28 @@ impl Server {
         }
         let mut resolved = cfg.clone();
         resolved.listen = listen_addrs.clone();
-        let target = Target::new(&resolved)?;
+        let mut target = Target::new(&resolved)?;
+        // NVMe/RDMA ports: bound before the reactors start, so a missing
+        // rdma-core or RDMA device fails the start with its fix.
+        let mut rdma = None;
+        if !cfg.rdma_listen.is_empty() {
+            let l = super::rdma::listen(&target, &cfg.rdma_listen, listen_addrs.len() as u16 + 1)?;
+            if l.addrs != cfg.rdma_listen {
+                // Port 0 resolved: the target's ports say the bound ones.
+                resolved.rdma_listen = l.addrs.clone();
+                target.shutting_down.store(true, Ordering::Release);
+                let _ = l.thread.join();
+                target = Target::new(&resolved)?;
+                rdma = Some(super::rdma::listen(
+                    &target,
+                    &resolved.rdma_listen,
+                    listen_addrs.len() as u16 + 1,
+                )?);
+            } else {
+                rdma = Some(l);
+            }
+        }
+        let rdma_addrs = rdma.as_ref().map(|l| l.addrs.clone()).unwrap_or_default();
         let mut cpus = cfg.reactor_cpus();
         if cpus.is_empty() {
             cpus = default_cpus(DEFAULT_REACTORS);
@@ -195,9 +218,13 @@ impl Server {
                 source,
             })?;
         threads.push(acceptor);
+        if let Some(l) = rdma {
+            threads.push(l.thread);
+        }
         Ok(Self {
             target,
             listen_addrs,
+            rdma_addrs,
             discovery_addrs,
             cpus,
             port_cpus,

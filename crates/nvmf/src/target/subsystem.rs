@@ -497,13 +497,21 @@ impl Target {
             true => Some(Arc::new(tls_context(&subsystems)?)),
             false => None,
         };
-        let ports = cfg
+        let mut ports: Vec<Port> = cfg
             .listen
             .iter()
             .zip(cfg.ana_states()?)
             .enumerate()
             .map(|(i, (addr, state))| Port::new(i as u16 + 1, *addr, state))
             .collect();
+        // NVMe/RDMA ports follow the TCP ones, optimized.
+        for a in &cfg.rdma_listen {
+            let id = ports.len() as u16 + 1;
+            ports.push(
+                Port::new(id, *a, nvme_spec::ana::AnaState::Optimized)
+                    .with_transport(super::port::Transport::Rdma),
+            );
+        }
         Ok(Arc::new(Self {
             limits: cfg.limits,
             subsystems,
