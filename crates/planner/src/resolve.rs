@@ -89,9 +89,14 @@ impl Resolution {
 
 /// Resolves `path` to its NVMe device and NUMA node in `topo`.
 pub fn resolve_target(topo: &Topology, path: &str) -> Resolution {
-    if path.starts_with("nvme-tcp://") {
+    if path.starts_with("nvme-tcp://") || path.starts_with("nvme-rdma://") {
+        let transport = if path.starts_with("nvme-tcp://") {
+            "TCP"
+        } else {
+            "RDMA"
+        };
         return Resolution::unknown(format!(
-            "{path} is a remote NVMe/TCP namespace: its NUMA node is that of the \
+            "{path} is a remote NVMe/{transport} namespace: its NUMA node is that of the \
              network interface, which numio does not look up"
         ));
     }

@@ -8,7 +8,8 @@
 //!
 //! `uring`, `nop` and `passthru` are io_uring backends; `sync` is the
 //! pread/pwrite reference; `null` does nothing and measures numio; `tcp`
-//! speaks NVMe/TCP to a remote namespace from user space; `vfio` is numio's
+//! speaks NVMe/TCP to a remote namespace from user space, `rdma` NVMe/RDMA
+//! through rdma-core; `vfio` is numio's
 //! own user-space NVMe driver on a PCI controller bound to vfio-pci.
 
 use std::io;
@@ -17,6 +18,7 @@ use crate::stats::Dir;
 
 pub mod null;
 pub mod passthru;
+pub mod rdma;
 pub mod sync;
 pub mod tcp;
 pub mod uring;
@@ -24,6 +26,7 @@ pub mod vfio;
 
 pub use null::NullBackend;
 pub use passthru::{NvmeNamespace, PassthruBackend};
+pub use rdma::RdmaBackend;
 pub use sync::SyncBackend;
 pub use tcp::{TcpBackend, TcpOptions};
 pub use uring::{UringBackend, UringOptions, UringSetup};
@@ -146,11 +149,14 @@ pub enum BackendKind {
     /// numio's own polled NVMe driver over VFIO: one I/O queue pair per
     /// worker on `pci:DDDD:BB:SS.F[/NSID]`.
     Vfio,
+    /// NVMe/RDMA from user space: one I/O queue (an RDMA connection) per
+    /// worker to `nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]`.
+    Rdma,
 }
 
 impl BackendKind {
     /// Every backend.
-    pub const ALL: [BackendKind; 7] = [
+    pub const ALL: [BackendKind; 8] = [
         BackendKind::Uring,
         BackendKind::Sync,
         BackendKind::Null,
@@ -158,6 +164,7 @@ impl BackendKind {
         BackendKind::Passthru,
         BackendKind::Tcp,
         BackendKind::Vfio,
+        BackendKind::Rdma,
     ];
     /// The name used on the command line and in results.
     pub fn name(self) -> &'static str {
@@ -169,6 +176,7 @@ impl BackendKind {
             BackendKind::Passthru => "passthru",
             BackendKind::Tcp => "tcp",
             BackendKind::Vfio => "vfio",
+            BackendKind::Rdma => "rdma",
         }
     }
     /// Whether the backend reads or writes the target at all.
@@ -180,6 +188,7 @@ impl BackendKind {
                 | BackendKind::Passthru
                 | BackendKind::Tcp
                 | BackendKind::Vfio
+                | BackendKind::Rdma
         )
     }
     /// Whether the backend drives an NVMe generic character device

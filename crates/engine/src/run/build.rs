@@ -160,6 +160,29 @@ pub(super) fn tcp(
     })
 }
 
+/// The rdma backend: one NVMe/RDMA I/O queue (an RDMA connection) to
+/// `target`, its buffers on `node`.
+pub(super) fn rdma(
+    s: &Setup<'_>,
+    target: &crate::backend::rdma::NvmeRdma,
+    lba_bytes: u32,
+    opts: &TcpOptions,
+    node: Option<u32>,
+) -> Result<Built<crate::backend::RdmaBackend>, EngineError> {
+    let b = crate::backend::RdmaBackend::connect(target, lba_bytes, s.depth, s.slot_bytes, opts, node)
+        .map_err(|reason| EngineError::Workload {
+            path: s.path.to_string(),
+            reason: format!("rdma backend set-up: {reason}"),
+        })?;
+    Ok(Built {
+        features: Vec::new(),
+        notes: vec![b.note.clone()],
+        paths: None,
+        end_notes: None,
+        backend: b,
+    })
+}
+
 /// The multipath tcp backend: an NVMe/TCP I/O queue on every portal of
 /// `target`, for a worker on `node`.
 pub(super) fn tcp_multipath(

@@ -74,6 +74,8 @@ fn check_job_counts(placement: &Placement) -> Result<(), EngineError> {
 fn check_target(t: &TargetPlacement, opts: &RunOptions) -> Result<CheckedTarget, EngineError> {
     let info = if is_tcp_target(&t.path) {
         target::inspect_tcp(&t.path, &opts.tcp)?
+    } else if crate::backend::rdma::is_rdma_target(&t.path) {
+        target::inspect_rdma(&t.path, &opts.tcp)?
     } else {
         target::inspect(&t.path)?
     };

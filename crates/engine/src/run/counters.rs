@@ -109,7 +109,7 @@ fn controllers(root: &Path, kind: &TargetKind) -> Vec<String> {
         TargetKind::BlockDevice { dev, .. } => Some(*dev),
         TargetKind::File { filesystem_device } => filesystem_device.as_ref().and_then(|d| d.dev),
         TargetKind::NvmeGeneric(g) => g.namespace.dev,
-        TargetKind::NvmeTcp(_) | TargetKind::Pci(_) => None,
+        TargetKind::NvmeTcp(_) | TargetKind::NvmeRdma(_) | TargetKind::Pci(_) => None,
     };
     let Some(stack) = dev.and_then(|d| block_stack(root, d).ok()) else {
         return Vec::new();

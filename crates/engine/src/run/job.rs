@@ -140,6 +140,14 @@ fn build_and_run(
             lba_bytes,
             opts,
         } => res.run(build::tcp(&s, target, *lba_bytes, opts)?, gate)?,
+        BackendSpec::Rdma {
+            target,
+            lba_bytes,
+            opts,
+        } => {
+            let node = worker_node(res.spec);
+            res.run(build::rdma(&s, target, *lba_bytes, opts, node)?, gate)?
+        }
         BackendSpec::Vfio { ns, lba_bytes } => {
             let node = res.spec.node.or(ns.node);
             res.run(build::vfio(&s, ns, *lba_bytes, node)?, gate)?

@@ -6,6 +6,7 @@ use results::TaskrunTrial;
 
 use super::checks::CheckedTarget;
 use super::options::{IoPoll, RunOptions};
+use crate::backend::rdma::NvmeRdma;
 use crate::backend::tcp::NvmeTcp;
 use crate::backend::vfio::target::PciNamespace;
 use crate::backend::{BackendKind, NvmeNamespace, TcpOptions, UringOptions};
@@ -43,6 +44,15 @@ pub(super) enum BackendSpec {
         /// The namespace's LBA size.
         lba_bytes: u32,
         /// Connection options.
+        opts: TcpOptions,
+    },
+    /// NVMe/RDMA to `target`, one connection per worker.
+    Rdma {
+        /// The namespace and its controller's limits.
+        target: NvmeRdma,
+        /// The namespace's LBA size.
+        lba_bytes: u32,
+        /// Connection options (the host NQN).
         opts: TcpOptions,
     },
     /// numio's user-space NVMe driver: one queue pair per worker.
@@ -90,6 +100,18 @@ impl BackendSpec {
                     ))
                 }
             },
+            BackendKind::Rdma => match &info.kind {
+                TargetKind::NvmeRdma(target) => BackendSpec::Rdma {
+                    target: target.clone(),
+                    lba_bytes: info.logical_block_size_bytes,
+                    opts: opts.tcp.clone(),
+                },
+                _ => {
+                    return Err(wrong_target(
+                        "not an NVMe/RDMA target; give nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]",
+                    ))
+                }
+            },
             BackendKind::Vfio => match &info.kind {
                 TargetKind::Pci(ns) => BackendSpec::Vfio {
                     ns: ns.clone(),
@@ -114,13 +136,17 @@ impl BackendSpec {
             BackendSpec::Passthru { .. } => BackendKind::Passthru,
             BackendSpec::Tcp { .. } => BackendKind::Tcp,
             BackendSpec::Vfio { .. } => BackendKind::Vfio,
+            BackendSpec::Rdma { .. } => BackendKind::Rdma,
         }
     }
 
     /// Whether the backend works on the target opened as a file (all but
     /// tcp, whose target is a connection).
     pub(super) fn opens_file(&self) -> bool {
-        !matches!(self, BackendSpec::Tcp { .. } | BackendSpec::Vfio { .. })
+        !matches!(
+            self,
+            BackendSpec::Tcp { .. } | BackendSpec::Vfio { .. } | BackendSpec::Rdma { .. }
+        )
     }
 }
 

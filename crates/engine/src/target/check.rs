@@ -40,6 +40,14 @@ pub fn check_backend(info: &TargetInfo, kind: BackendKind) -> Result<(), EngineE
     };
     match (&info.kind, kind) {
         (TargetKind::NvmeTcp(_), BackendKind::Tcp) => Ok(()),
+        (TargetKind::NvmeRdma(_), BackendKind::Rdma) => Ok(()),
+        (TargetKind::NvmeRdma(_), _) => Err(bad(format!(
+            "an NVMe/RDMA target, which only the rdma backend drives; use --backend rdma (not {})",
+            kind.name()
+        ))),
+        (_, BackendKind::Rdma) => Err(bad(
+            "the rdma backend drives NVMe/RDMA namespaces; give nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]".into(),
+        )),
         (TargetKind::Pci(_), BackendKind::Vfio) => Ok(()),
         (TargetKind::Pci(ns), _) => Err(bad(format!(
             "a PCI NVMe controller ({}), which only numio's user-space driver drives; use --backend vfio (not {})",
@@ -96,6 +104,12 @@ pub fn check_write_safety(info: &TargetInfo) -> Result<(), EngineError> {
             return Err(EngineError::Unsafe {
                 path: info.path.clone(),
                 what: "data numio cannot rule out (an NVMe/TCP namespace is not visible from here, so every write to one needs --force-write, even a scratch or mem: namespace)".into(),
+            })
+        }
+        TargetKind::NvmeRdma(_) => {
+            return Err(EngineError::Unsafe {
+                path: info.path.clone(),
+                what: "data numio cannot rule out (an NVMe/RDMA namespace is not visible from here, so every write to one needs --force-write, even a scratch or mem: namespace)".into(),
             })
         }
         TargetKind::BlockDevice { dev, device } => {

@@ -20,6 +20,7 @@ use results::TargetEnvironment;
 use topology::device::{BlockDevice, DevNum, QueueSettings};
 use topology::TopologyError;
 
+use crate::backend::rdma::{self, NvmeRdma};
 use crate::backend::tcp::{self, NvmeTcp, TcpOptions};
 use crate::backend::vfio::target::{self as pci, PciNamespace};
 use crate::backend::NvmeNamespace;
@@ -72,6 +73,8 @@ pub enum TargetKind {
     NvmeGeneric(NvmeGeneric),
     /// An NVMe/TCP namespace (`nvme-tcp://...`, the tcp backend).
     NvmeTcp(NvmeTcp),
+    /// An NVMe/RDMA namespace (`nvme-rdma://...`, the rdma backend).
+    NvmeRdma(NvmeRdma),
     /// A namespace of a PCI NVMe controller bound to vfio-pci
     /// (`pci:DDDD:BB:SS.F[/NSID]`, the vfio backend), its controller open.
     Pci(PciNamespace),
@@ -101,6 +104,7 @@ impl TargetKind {
             TargetKind::NvmeGeneric(_) => "nvme_generic",
             TargetKind::NvmeTcp(_) => "nvme_tcp",
             TargetKind::Pci(_) => "nvme_pci",
+            TargetKind::NvmeRdma(_) => "nvme_rdma",
         }
     }
 
@@ -109,7 +113,10 @@ impl TargetKind {
     pub fn bypasses_page_cache(&self) -> bool {
         matches!(
             self,
-            TargetKind::NvmeGeneric(_) | TargetKind::NvmeTcp(_) | TargetKind::Pci(_)
+            TargetKind::NvmeGeneric(_)
+                | TargetKind::NvmeTcp(_)
+                | TargetKind::NvmeRdma(_)
+                | TargetKind::Pci(_)
         )
     }
 }
@@ -135,7 +142,10 @@ impl TargetInfo {
         match &self.kind {
             TargetKind::BlockDevice { device, .. } => device.as_ref().map(|d| &d.queue),
             TargetKind::NvmeGeneric(g) => Some(&g.namespace.queue),
-            TargetKind::File { .. } | TargetKind::NvmeTcp(_) | TargetKind::Pci(_) => None,
+            TargetKind::File { .. }
+            | TargetKind::NvmeTcp(_)
+            | TargetKind::NvmeRdma(_)
+            | TargetKind::Pci(_) => None,
         }
     }
 
@@ -195,6 +205,9 @@ pub fn inspect_at(path: &str, root: &Path) -> Result<TargetInfo, EngineError> {
     if tcp::is_tcp_target(path) {
         return inspect_tcp(path, &TcpOptions::default());
     }
+    if rdma::is_rdma_target(path) {
+        return inspect_rdma(path, &TcpOptions::default());
+    }
     if pci::is_pci_target(path) {
         let (ns, size_bytes, lba) =
             pci::inspect(path, root).map_err(|reason| EngineError::Workload {
@@ -246,6 +259,22 @@ pub fn inspect_tcp(path: &str, opts: &TcpOptions) -> Result<TargetInfo, EngineEr
     Ok(TargetInfo {
         path: path.to_string(),
         kind: TargetKind::NvmeTcp(t),
+        size_bytes,
+        logical_block_size_bytes: lba_bytes,
+    })
+}
+
+/// Connects to an NVMe/RDMA target (`nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]`)
+/// and reads its namespace's size and LBA size and the controller's limits.
+pub fn inspect_rdma(path: &str, opts: &TcpOptions) -> Result<TargetInfo, EngineError> {
+    let (t, size_bytes, lba_bytes) =
+        rdma::inspect(path, opts).map_err(|reason| EngineError::Workload {
+            path: path.to_string(),
+            reason,
+        })?;
+    Ok(TargetInfo {
+        path: path.to_string(),
+        kind: TargetKind::NvmeRdma(t),
         size_bytes,
         logical_block_size_bytes: lba_bytes,
     })

@@ -129,6 +129,7 @@ fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
         BackendArg::Null => Some(("null", "it does no I/O through the drives' PCIe queues")),
         BackendArg::Nop => Some(("nop", "it does no I/O through the drives' PCIe queues")),
         BackendArg::Tcp => Some(("tcp", "it does no I/O through the drives' PCIe queues")),
+        BackendArg::Rdma => Some(("rdma", "it does no I/O through the drives' PCIe queues")),
         BackendArg::Vfio => Some((
             "vfio",
             "numio's own driver polls its queues with interrupts off",

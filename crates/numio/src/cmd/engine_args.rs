@@ -174,7 +174,8 @@ impl EngineArgs {
     }
 
     /// The backend for `targets`: the one `--backend` names, else tcp when
-    /// every target is an NVMe/TCP namespace, vfio when every one is a PCI
+    /// every target is an NVMe/TCP namespace, rdma when every one is an
+    /// NVMe/RDMA namespace, vfio when every one is a PCI
     /// address (the form says what drives it), else uring.
     pub fn backend_for(&self, targets: &[String]) -> BackendArg {
         match self.backend {
@@ -185,6 +186,13 @@ impl EngineArgs {
                     .all(|t| engine::backend::tcp::is_tcp_target(t)) =>
             {
                 BackendArg::Tcp
+            }
+            None if !targets.is_empty()
+                && targets
+                    .iter()
+                    .all(|t| engine::backend::rdma::is_rdma_target(t)) =>
+            {
+                BackendArg::Rdma
             }
             None if !targets.is_empty()
                 && targets

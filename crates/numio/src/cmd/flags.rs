@@ -60,6 +60,9 @@ pub enum BackendArg {
     /// numio's own polled user-space NVMe driver over VFIO on
     /// pci:DDDD:BB:SS.F[/NSID] (bound to vfio-pci for the run).
     Vfio,
+    /// NVMe/RDMA from user space to nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]
+    /// (the system's rdma-core; an RDMA NIC or soft-RoCE).
+    Rdma,
 }
 
 impl From<BackendArg> for engine::BackendKind {
@@ -73,6 +76,7 @@ impl From<BackendArg> for engine::BackendKind {
             BackendArg::Passthru => K::Passthru,
             BackendArg::Tcp => K::Tcp,
             BackendArg::Vfio => K::Vfio,
+            BackendArg::Rdma => K::Rdma,
         }
     }
 }

@@ -30,6 +30,7 @@ pub mod error;
 pub mod initiator;
 pub mod multipath;
 pub mod queue;
+pub mod rdma;
 pub mod stream;
 mod tx;
 

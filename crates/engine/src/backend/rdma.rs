@@ -1,0 +1,309 @@
+//! The `rdma` backend: NVMe over RDMA from user space, one I/O queue (one
+//! RDMA connection, a reliable-connected queue pair) per worker, over
+//! nvmf's NVMe/RDMA host ([`nvmf::host::rdma`]) and the system's rdma-core.
+//!
+//! Target syntax: `nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]` (port 4420 and
+//! NSID 1 by default). Set-up: an admin queue (Connect, CC.EN, Identify
+//! Controller, which must offer keyed SGLs, Number of Queues = 1, Identify
+//! Namespace), then I/O queue 1 with `iodepth + 1` entries. A slot's command
+//! id is its slot index. Writes up to the controller's in-capsule size go
+//! in the command capsule, larger ones and every read through the command
+//! id's registered buffer, which the target reads or writes by RDMA; the
+//! data is copied between that buffer and the worker's (the worker's
+//! buffers are not registered with the RDMA device). The admin queue stays
+//! open for the run: closing it would end the controller.
+
+use std::io;
+use std::time::Duration;
+
+use nvme_spec::Cqe;
+use nvmf::host::command;
+use nvmf::host::rdma::{RdmaController, RdmaQueue};
+use nvmf::host::command::HostIdentity;
+use nvmf::host::Transfer;
+use nvmf::InitiatorOptions;
+
+use super::tcp::{parse_url, TcpOptions, TcpUrl};
+use super::{Backend, Completion, IoRequest};
+use crate::result::NVME_STATUS_BASE;
+use crate::stats::Dir;
+
+/// The scheme of an NVMe/RDMA target.
+pub const SCHEME: &str = "nvme-rdma://";
+/// How long a reply may take before the run fails.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whether `path` names an NVMe/RDMA target.
+pub fn is_rdma_target(path: &str) -> bool {
+    path.starts_with(SCHEME)
+}
+
+/// Parses `nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]`.
+pub fn parse_rdma_url(s: &str) -> Result<TcpUrl, String> {
+    let rest = s.strip_prefix(SCHEME).ok_or_else(|| {
+        format!("not an NVMe/RDMA target (no {SCHEME}); use nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]")
+    })?;
+    parse_url(&format!("{}{rest}", super::tcp::SCHEME)).map_err(|e| {
+        e.replace(super::tcp::SCHEME, SCHEME)
+            .replace("NVMe/TCP", "NVMe/RDMA")
+    })
+}
+
+/// What set-up learnt about an NVMe/RDMA namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvmeRdma {
+    /// The target as parsed.
+    pub url: TcpUrl,
+    /// The address connected to.
+    pub addr: std::net::SocketAddr,
+    /// Largest transfer of one command (MDTS).
+    pub max_transfer_bytes: u64,
+    /// Largest write sent in the command capsule (IOCCSZ).
+    pub in_capsule_max_bytes: u32,
+    /// Largest I/O queue the controller grants (CAP.MQES + 1).
+    pub max_queue_entries: u32,
+}
+
+fn identity(o: &TcpOptions) -> HostIdentity {
+    let mut io = InitiatorOptions::default();
+    if let Some(h) = &o.hostnqn {
+        io.hostnqn = h.clone();
+    }
+    io.identity()
+}
+
+fn setup_error(url: &TcpUrl, step: &str, e: nvmf::InitiatorError) -> String {
+    let hint = match &e {
+        nvmf::InitiatorError::Command { status, .. } if step == "connect" => format!(
+            "the target refused subsystem {:?} ({status}): check the NQN (`nvme discover -t rdma -a {} -s {}`) and that this host may connect (--tcp-hostnqn)",
+            url.subnqn, url.host, url.port
+        ),
+        _ => format!(
+            "check that an NVMe/RDMA target listens on {}:{} (numio serve --transport rdma, or an nvmet-rdma port) and that an RDMA device holds this host's route to it (`rdma link`)",
+            url.host, url.port
+        ),
+    };
+    format!("{step} with {}:{} failed: {e}; {hint}", url.host, url.port)
+}
+
+/// An admin queue to `url`'s subsystem, controller enabled, one I/O queue
+/// asked for.
+fn controller(url: &TcpUrl, o: &TcpOptions) -> Result<RdmaController, String> {
+    sysapi::rdma::check_libraries().map_err(|e| e.0)?;
+    let addr = url.resolve()?;
+    let mut c = RdmaController::connect(addr, &url.subnqn, identity(o), REPLY_TIMEOUT)
+        .map_err(|e| setup_error(url, "connect", e))?;
+    c.set_queues(1)
+        .map_err(|e| setup_error(url, "Set Features (Number of Queues)", e))?;
+    Ok(c)
+}
+
+/// Connects, reads Identify Controller and Namespace: the namespace's size
+/// and LBA size, and the controller's limits.
+pub fn inspect(url_text: &str, o: &TcpOptions) -> Result<(NvmeRdma, u64, u32), String> {
+    let url = parse_rdma_url(url_text)?;
+    let mut c = controller(&url, o)?;
+    let (size, lba) = c.namespace(url.nsid).map_err(|e| match e {
+        nvmf::InitiatorError::Command { .. } => format!(
+            "namespace {} is not in subsystem {} (the controller reports NSIDs up to {}); give an existing NSID as nvme-rdma://{}:{}/{}/NSID",
+            url.nsid, url.subnqn, c.id.nn, url.host, url.port, url.subnqn
+        ),
+        e => setup_error(&url, "Identify Namespace", e),
+    })?;
+    let t = NvmeRdma {
+        addr: c.addr,
+        max_transfer_bytes: u64::from(c.max_transfer_bytes()),
+        in_capsule_max_bytes: c.in_capsule_bytes(),
+        max_queue_entries: c.max_queue_entries,
+        url,
+    };
+    c.admin.disconnect();
+    Ok((t, size, lba))
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    buf: *mut u8,
+    len_bytes: u32,
+    dir: Dir,
+}
+
+/// One NVMe/RDMA I/O queue.
+pub struct RdmaBackend {
+    /// Kept open: the controller lives as long as its admin queue.
+    _ctrl: RdmaController,
+    q: RdmaQueue,
+    slots: Box<[Slot]>,
+    nsid: u32,
+    lba_shift: u32,
+    cqes: Vec<Cqe>,
+    refused: Option<String>,
+    /// What set-up negotiated, reported with the result.
+    pub note: String,
+}
+
+impl RdmaBackend {
+    /// Connects one admin and one I/O queue (`depth + 1` entries) to `t`.
+    pub fn connect(t: &NvmeRdma, lba_bytes: u32, depth: usize, max_io_bytes: usize, o: &TcpOptions, node: Option<u32>) -> Result<RdmaBackend, String> {
+        let depth = depth.max(1);
+        let entries = depth as u32 + 1;
+        if entries > t.max_queue_entries {
+            return Err(format!(
+                "iodepth={depth} needs a {entries}-entry queue; the controller grants at most {} (CAP.MQES); use --iodepth {} or less",
+                t.max_queue_entries,
+                t.max_queue_entries - 1
+            ));
+        }
+        if max_io_bytes as u64 > t.max_transfer_bytes {
+            return Err(format!(
+                "I/Os of {max_io_bytes} B exceed the controller's largest transfer ({} B, MDTS); use a smaller --bs",
+                t.max_transfer_bytes
+            ));
+        }
+        let ctrl = controller(&t.url, o)?;
+        let q = ctrl
+            .io_queue(1, entries as u16, max_io_bytes as u32, node)
+            .map_err(|e| setup_error(&t.url, "connecting I/O queue 1", e))?;
+        let note = format!(
+            "rdma backend: NVMe/RDMA I/O queue of {entries} entries to {}, writes up to {} B in the capsule, other data by the target's RDMA READ/WRITE of registered buffers (copied to and from the worker's)",
+            t.addr,
+            t.in_capsule_max_bytes.min(max_io_bytes as u32)
+        );
+        let idle = Slot {
+            buf: std::ptr::null_mut(),
+            len_bytes: 0,
+            dir: Dir::Read,
+        };
+        Ok(RdmaBackend {
+            _ctrl: ctrl,
+            q,
+            slots: vec![idle; depth].into_boxed_slice(),
+            nsid: t.url.nsid,
+            lba_shift: lba_bytes.trailing_zeros(),
+            cqes: Vec::with_capacity(depth),
+            refused: None,
+            note,
+        })
+    }
+
+    fn completion(&mut self, cqe: Cqe) -> Completion {
+        let slot = cqe.cid;
+        let s = self.slots[slot as usize];
+        let st = cqe.status();
+        let result = if !st.is_success() {
+            -(NVME_STATUS_BASE + i32::from(st.field() & 0x7ff))
+        } else {
+            if s.dir == Dir::Read {
+                let data = self.q.data(slot, s.len_bytes as usize);
+                // SAFETY: the worker handed this slot's buffer of len_bytes
+                // with the I/O (Backend::queue's contract) and leaves it
+                // alone until this completion is reaped; the queue's
+                // registered buffer never overlaps it.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), s.buf, data.len()) };
+            }
+            s.len_bytes as i32
+        };
+        Completion {
+            slot: u32::from(slot),
+            result,
+        }
+    }
+}
+
+impl Backend for RdmaBackend {
+    unsafe fn queue(&mut self, io: IoRequest) {
+        let cid = io.slot as u16;
+        let (sqe, xfer) = match io.dir {
+            Dir::Read => command::read(self.nsid, io.offset_bytes, io.len_bytes, self.lba_shift),
+            Dir::Write => command::write(self.nsid, io.offset_bytes, io.len_bytes, self.lba_shift),
+        };
+        if io.dir == Dir::Write {
+            let dst = self.q.data_mut(cid, io.len_bytes as usize);
+            // SAFETY: io.buf holds len_bytes the worker handed over for this
+            // I/O (this fn's contract); dst is the queue's own buffer.
+            unsafe { std::ptr::copy_nonoverlapping(io.buf, dst.as_mut_ptr(), dst.len()) };
+        }
+        self.slots[cid as usize] = Slot {
+            buf: io.buf,
+            len_bytes: io.len_bytes,
+            dir: io.dir,
+        };
+        debug_assert!(matches!(xfer, Transfer::FromController(_) | Transfer::ToController(_)));
+        if let Err(e) = self.q.submit(sqe, cid, xfer) {
+            self.refused.get_or_insert(e.to_string());
+        }
+    }
+
+    fn submit(&mut self) -> io::Result<()> {
+        // Each command was posted as it was queued.
+        Ok(())
+    }
+
+    fn reap(&mut self, out: &mut [Completion], min: usize) -> io::Result<usize> {
+        if let Some(e) = self.refused.take() {
+            return Err(io::Error::other(e));
+        }
+        let mut n = 0;
+        loop {
+            let mut cqes = std::mem::take(&mut self.cqes);
+            cqes.clear();
+            let r = self.q.poll(&mut cqes);
+            for &c in cqes.iter() {
+                if n < out.len() {
+                    out[n] = self.completion(c);
+                    n += 1;
+                }
+            }
+            self.cqes = cqes;
+            r.map_err(|e| io::Error::other(e.to_string()))?;
+            if n >= min {
+                return Ok(n);
+            }
+            let mut cqes = std::mem::take(&mut self.cqes);
+            cqes.clear();
+            let got = self.q.wait(&mut cqes, REPLY_TIMEOUT);
+            for &c in cqes.iter() {
+                if n < out.len() {
+                    out[n] = self.completion(c);
+                    n += 1;
+                }
+            }
+            self.cqes = cqes;
+            match got {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "no reply from the NVMe/RDMA target in {}s with {} I/Os in flight",
+                            REPLY_TIMEOUT.as_secs(),
+                            self.q.in_flight()
+                        ),
+                    ))
+                }
+                Ok(_) => {
+                    if n >= min {
+                        return Ok(n);
+                    }
+                }
+                Err(e) => return Err(io::Error::other(e.to_string())),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_parse_and_errors_name_the_rdma_form() {
+        let u = parse_rdma_url("nvme-rdma://10.0.0.1/nqn.2026-01.io.numio:a/2").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.nsid), ("10.0.0.1", 4420, 2));
+        assert_eq!(u.subnqn, "nqn.2026-01.io.numio:a");
+        let e = parse_rdma_url("nvme-rdma://10.0.0.1").unwrap_err();
+        assert!(e.contains("nvme-rdma://HOST"), "{e}");
+        assert!(!e.contains("nvme-tcp"), "{e}");
+        assert!(is_rdma_target("nvme-rdma://h/n"));
+        assert!(!is_rdma_target("nvme-tcp://h/n"));
+    }
+}
