@@ -161,7 +161,7 @@ impl RejectStatus {
             Self::InvalidPrivateDataLength => "invalid private data length",
             Self::InvalidRecfmt => "invalid RECFMT",
             Self::InvalidQid => "invalid queue id",
-            Self::InvalidHsqsize => "invalid HSQSIZE (queue size beyond the target's limit)",
+            Self::InvalidHsqsize => "invalid HSQSIZE (a queue size the target does not take)",
             Self::InvalidHrqsize => "invalid HRQSIZE",
             Self::NoResources => "no resources",
             Self::InvalidIrd => "invalid IRD",

@@ -249,7 +249,19 @@ fn connect_requests_are_checked_against_the_limits() {
         }
         .encode()
     };
-    let check = |b: &[u8]| nvmf::target::rdma::check_request(&t, b).map(|(_, d)| d);
+    let check = |b: &[u8]| {
+        nvmf::target::rdma::check_request(&t, b)
+            .map(|(_, d)| d)
+            .map_err(|(s, what)| {
+                assert!(!what.is_empty());
+                s
+            })
+    };
+    let (_, what) = nvmf::target::rdma::check_request(&t, &req(1, 1024, 128)).unwrap_err();
+    assert!(
+        what.contains("1025-entry queue 1") && what.contains("2 to 128"),
+        "{what}"
+    );
     assert_eq!(check(&req(0, 31, 32)), Ok(32));
     assert_eq!(check(&req(1, 127, 128)), Ok(128));
     assert_eq!(

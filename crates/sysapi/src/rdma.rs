@@ -356,6 +356,20 @@ fn from_storage(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
     }
 }
 
+fn resolve_err(call: &str, dst: SocketAddr) -> RdmaError {
+    let e = io::Error::last_os_error();
+    let hint = match e.raw_os_error() {
+        Some(libc::ENODEV) | Some(libc::EADDRNOTAVAIL) | Some(libc::ENETUNREACH) => {
+            format!(
+                ": the route to {dst} leaves through no RDMA device; {}",
+                no_device_hint()
+            )
+        }
+        _ => String::new(),
+    };
+    RdmaError(format!("{call} {dst}: {e}{hint}"))
+}
+
 /// An RDMA CM id (a listener, or one side of a connection before its
 /// endpoint is built).
 #[derive(Debug)]
@@ -493,7 +507,7 @@ impl CmId {
             )
         } != 0
         {
-            return Err(err(&format!("rdma_resolve_addr {dst}")));
+            return Err(resolve_err("rdma_resolve_addr", dst));
         }
         self.expect(
             ch,
@@ -503,7 +517,7 @@ impl CmId {
         )?;
         // SAFETY: the address is resolved.
         if unsafe { ffi::rdma_resolve_route(self.id.as_ptr(), ms) } != 0 {
-            return Err(err(&format!("rdma_resolve_route {dst}")));
+            return Err(resolve_err("rdma_resolve_route", dst));
         }
         self.expect(
             ch,

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use nvme_spec::Cqe;
 use nvmf::host::command;
-use nvmf::host::rdma::{RdmaController, RdmaQueue};
 use nvmf::host::command::HostIdentity;
+use nvmf::host::rdma::{RdmaController, RdmaQueue};
 use nvmf::host::Transfer;
 use nvmf::InitiatorOptions;
 
@@ -144,7 +144,14 @@ pub struct RdmaBackend {
 
 impl RdmaBackend {
     /// Connects one admin and one I/O queue (`depth + 1` entries) to `t`.
-    pub fn connect(t: &NvmeRdma, lba_bytes: u32, depth: usize, max_io_bytes: usize, o: &TcpOptions, node: Option<u32>) -> Result<RdmaBackend, String> {
+    pub fn connect(
+        t: &NvmeRdma,
+        lba_bytes: u32,
+        depth: usize,
+        max_io_bytes: usize,
+        o: &TcpOptions,
+        node: Option<u32>,
+    ) -> Result<RdmaBackend, String> {
         let depth = depth.max(1);
         let entries = depth as u32 + 1;
         if entries > t.max_queue_entries {
@@ -228,7 +235,10 @@ impl Backend for RdmaBackend {
             len_bytes: io.len_bytes,
             dir: io.dir,
         };
-        debug_assert!(matches!(xfer, Transfer::FromController(_) | Transfer::ToController(_)));
+        debug_assert!(matches!(
+            xfer,
+            Transfer::FromController(_) | Transfer::ToController(_)
+        ));
         if let Err(e) = self.q.submit(sqe, cid, xfer) {
             self.refused.get_or_insert(e.to_string());
         }

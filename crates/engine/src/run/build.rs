@@ -169,11 +169,12 @@ pub(super) fn rdma(
     opts: &TcpOptions,
     node: Option<u32>,
 ) -> Result<Built<crate::backend::RdmaBackend>, EngineError> {
-    let b = crate::backend::RdmaBackend::connect(target, lba_bytes, s.depth, s.slot_bytes, opts, node)
-        .map_err(|reason| EngineError::Workload {
-            path: s.path.to_string(),
-            reason: format!("rdma backend set-up: {reason}"),
-        })?;
+    let b =
+        crate::backend::RdmaBackend::connect(target, lba_bytes, s.depth, s.slot_bytes, opts, node)
+            .map_err(|reason| EngineError::Workload {
+                path: s.path.to_string(),
+                reason: format!("rdma backend set-up: {reason}"),
+            })?;
     Ok(Built {
         features: Vec::new(),
         notes: vec![b.note.clone()],

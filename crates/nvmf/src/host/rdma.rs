@@ -164,7 +164,8 @@ impl RdmaQueue {
                     Some(s) => format!("{} (NVMe/RDMA status {})", s.describe(), s as u16),
                     // IB CM reject reason 8: invalid service ID.
                     None if status == 8 => {
-                        "nothing listens there over RDMA (RDMA CM reject reason 8, no such service)".into()
+                        "nothing listens there over RDMA (RDMA CM reject reason 8, no such service)"
+                            .into()
                     }
                     None => format!("RDMA CM reject reason {status}"),
                 };

@@ -37,6 +37,11 @@ const READ: u64 = 2 << 60;
 const WRITE: u64 = 3 << 60;
 const SEND: u64 = 4 << 60;
 const KIND: u64 = 0xF << 60;
+/// A response the host has not taken for this long ends the queue: a host
+/// that posts no receive keeps the target's send in receiver-not-ready
+/// retries for ever (the host's connect asks for unlimited RNR retries,
+/// and that count is the one the target's queue pair uses).
+pub const SEND_STALL: Duration = Duration::from_secs(10);
 
 /// Bound RDMA listeners and their threads.
 #[derive(Debug)]
@@ -120,23 +125,53 @@ fn warn(event: &'static str, msg: String) {
 }
 
 /// Checks a connect request's private data against the target's limits:
-/// the queue's depth, or the reject status.
-pub fn check_request(target: &Target, private: &[u8]) -> Result<(CmRequest, u16), RejectStatus> {
-    let req = CmRequest::decode(private)?;
+/// the queue's depth, or the reject status and what was wrong.
+pub fn check_request(
+    target: &Target,
+    private: &[u8],
+) -> Result<(CmRequest, u16), (RejectStatus, String)> {
+    let req = CmRequest::decode(private).map_err(|s| {
+        let what = match s {
+            RejectStatus::InvalidRecfmt => format!(
+                "RECFMT {} (only 0 exists)",
+                u16::from_le_bytes([private[0], private[1]])
+            ),
+            _ => format!("{} bytes of private data, 32 needed", private.len()),
+        };
+        (s, what)
+    })?;
     let depth = u32::from(req.hsqsize) + 1;
-    let max = if req.qid == 0 {
-        target.limits.admin_queue_depth
+    let (max, which) = if req.qid == 0 {
+        (target.limits.admin_queue_depth, "admin_queue_depth")
     } else {
-        target.limits.max_queue_depth
+        (
+            target.limits.max_queue_depth,
+            "max_queue_depth (--queue-depth)",
+        )
     };
     if req.hsqsize == 0 || depth > u32::from(max) {
-        return Err(RejectStatus::InvalidHsqsize);
+        return Err((
+            RejectStatus::InvalidHsqsize,
+            format!(
+                "HSQSIZE {} asks for a {depth}-entry queue {}; the target takes 2 to {max} ({which})",
+                req.hsqsize, req.qid
+            ),
+        ));
     }
     if req.hrqsize == 0 {
-        return Err(RejectStatus::InvalidHrqsize);
+        return Err((
+            RejectStatus::InvalidHrqsize,
+            "HRQSIZE 0: the host can take no response".into(),
+        ));
     }
     if req.qid > target.limits.max_io_queues {
-        return Err(RejectStatus::InvalidQid);
+        return Err((
+            RejectStatus::InvalidQid,
+            format!(
+                "queue id {} past the {} I/O queues a controller may have (max_io_queues)",
+                req.qid, target.limits.max_io_queues
+            ),
+        ));
     }
     Ok((req, depth as u16))
 }
@@ -168,12 +203,8 @@ fn on_connect_request(
     }
     let (req, depth) = match check_request(target, &ev.private_data) {
         Ok(r) => r,
-        Err(st) => {
-            let why = format!(
-                "{} ({} bytes of private data)",
-                st.describe(),
-                ev.private_data.len()
-            );
+        Err((st, what)) => {
+            let why = format!("{}: {what}", st.describe());
             return refuse(id, st, why);
         }
     };
@@ -311,6 +342,8 @@ fn serve_queue(
     let conn = Connection::new(target.clone()).on_port(port);
     let mut q = RdmaQueue::new(conn, l.depth, l.stage as u32);
     let mut free_resp: Vec<u32> = (0..l.resp_slots).rev().collect();
+    // When each response buffer's send was posted (None: free).
+    let mut resp_posted: Vec<Option<Instant>> = vec![None; l.resp_slots as usize];
     let mut wcs = Vec::with_capacity(64);
     let mut last_tick = Instant::now();
     let mut drain_deadline: Option<Instant> = None;
@@ -370,13 +403,16 @@ fn serve_queue(
                     q.read_done(cid, &data);
                 }
                 WRITE => q.write_done(idx as u16),
-                SEND => free_resp.push(idx as u32),
+                SEND => {
+                    free_resp.push(idx as u32);
+                    resp_posted[idx as usize] = None;
+                }
                 _ => {}
             }
         }
         // Make the posts.
         while let Some(p) = q.next_post() {
-            if let Err(e) = make_post(&mut ep, &l, &mut free_resp, p) {
+            if let Err(e) = make_post(&mut ep, &l, &mut free_resp, &mut resp_posted, p) {
                 why = Some(e);
                 break 'run;
             }
@@ -402,6 +438,15 @@ fn serve_queue(
         let now = Instant::now();
         if now.duration_since(last_tick) >= TICK {
             last_tick = now;
+            if let Some(t) = resp_posted.iter().flatten().min() {
+                if now.duration_since(*t) >= SEND_STALL {
+                    why = Some(format!(
+                        "a response not taken for {} s (RNR: the host posts no receives)",
+                        SEND_STALL.as_secs()
+                    ));
+                    break;
+                }
+            }
             if target.shutting_down.load(Ordering::Acquire) {
                 let deadline = *drain_deadline.get_or_insert_with(|| now + DRAIN_GRACE);
                 if now >= deadline || q.conn.can_close_for_shutdown() {
@@ -412,7 +457,7 @@ fn serve_queue(
             if !q.tick(now) {
                 // Posts made above went out before the disconnect.
                 while let Some(p) = q.next_post() {
-                    let _ = make_post(&mut ep, &l, &mut free_resp, p);
+                    let _ = make_post(&mut ep, &l, &mut free_resp, &mut resp_posted, p);
                 }
                 why = Some(q.closing().unwrap_or("closed").to_string());
                 break;
@@ -455,6 +500,7 @@ fn make_post(
     ep: &mut Endpoint,
     l: &Layout,
     free_resp: &mut Vec<u32>,
+    resp_posted: &mut [Option<Instant>],
     p: Post,
 ) -> Result<(), String> {
     match p {
@@ -497,6 +543,7 @@ fn make_post(
                 return Err("more responses in flight than the queue's send buffers".into());
             };
             let at = l.resp_at + slot as usize * 16;
+            resp_posted[slot as usize] = Some(Instant::now());
             ep.region_mut().bytes_mut()[at..at + 16].copy_from_slice(&cqe);
             ep.post_send(SEND | u64::from(slot), at, 16, invalidate, true)
                 .map_err(|e| e.0)

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# vm-lab: timeout=500
+# numio serve --transport tcp,rdma over soft-RoCE (rdma-lib.bash): one
+# subsystem reached over both transports.
+#   1. the kernel's discovery over RDMA lists the subsystem on an rdma and
+#      a tcp port;
+#   2. the kernel's nvme-rdma host connects over RDMA and fio writes and
+#      verifies 4 KiB to 256 KiB blocks (in-capsule data, RDMA READ of
+#      keyed SGLs in several chunks, RDMA WRITE of reads);
+#   3. meanwhile a second host (numio's initiator, NVMe/TCP) reads the same
+#      namespace: both transports at once on one subsystem;
+#   4. numio's RDMA initiator against numio serve: write --verify, then
+#      --verify-only reads it back;
+#   5. what numio wrote over RDMA reads back, verified, through numio's
+#      NVMe/TCP initiator.
+. "$(dirname "$0")/rdma-lib.bash"
+. "$(dirname "$0")/nvmf-lib.bash"
+rdma_setup nvme-rdma
+nvmf_setup
+NVMF_ALLOW=$NVMF_HOST nvmf_start --transport tcp,rdma --listen "$RDMA_TGT:4420" --discovery-port 0 --allow-host "$NVMF_OTHER_HOST"
+note "$(grep -E 'listening|port ' "$NVMF_LOG" | tr '\n' ' ')"
+expect_eq "serve: an RDMA and a TCP listener" "2" "$(grep -c -E 'NVMe/(TCP|RDMA) listening on' "$NVMF_LOG")"
+
+# 1. Discovery over RDMA.
+disc=$(nvme discover -t rdma -a "$RDMA_TGT" -s 4420 --hostnqn="$NVMF_HOST" --hostid="$NVMF_HOSTID" -o json 2>"$CHECK_OUT/discover.err")
+printf '%s\n' "$disc" >"$CHECK_OUT/discover.json"
+expect_eq "discovery over RDMA: transports of $NVMF_NQN" "rdma;tcp" \
+  "$(jq -r --arg n "$NVMF_NQN" '[.records[] | select(.subnqn == $n) | .trtype] | sort | join(";")' <<<"$disc" 2>/dev/null)"
+
+# 2. The kernel host over RDMA, fio verify.
+nvme connect -t rdma -a "$RDMA_TGT" -s 4420 -n "$NVMF_NQN" --hostnqn="$NVMF_HOST" --hostid="$NVMF_HOSTID" \
+  >"$CHECK_OUT/connect.out" 2>&1
+expect_eq "nvme connect -t rdma: exit status" 0 "$?"
+nvmf_wait_devices 2 || not_ok "the RDMA controller's namespaces did not appear: $(cat "$CHECK_OUT/connect.out")"
+mapfile -t devs < <(nvmf_devices)
+dev=${devs[0]:-}
+ctrl_transport() {
+  local c nqn
+  for c in /sys/class/nvme/nvme*; do
+    read -r nqn <"$c/subsysnqn" 2>/dev/null || continue
+    [ "$nqn" = "$NVMF_NQN" ] && cat "$c/transport"
+  done
+}
+expect_eq "the kernel's controller of $NVMF_NQN is RDMA" rdma "$(ctrl_transport)"
+
+# 3. A second host over TCP reads while fio runs over RDMA.
+URL_TCP=nvme-tcp://$RDMA_TGT:4420/$NVMF_NQN/2
+"$NUMIO" bench "$URL_TCP" --tcp-hostnqn "$NVMF_OTHER_HOST" --rw randread --bs 4k --iodepth 4 --runtime 4 \
+  --json --no-progress >"$CHECK_OUT/tcp-reader.json" 2>"$CHECK_OUT/tcp-reader.err" &
+reader=$!
+wait_line "$NVMF_LOG" "qid 1 .*host $NVMF_OTHER_HOST" "$reader" || note "no TCP I/O queue line yet: $(tail -n 2 "$NVMF_LOG")"
+nvmf_fio_verify fio-rdma "$dev" 32M
+wait "$reader"
+expect_eq "TCP host beside the RDMA host: exit status" 0 "$?"
+expect_eq "TCP host beside the RDMA host: I/Os done" yes \
+  "$([ "$(jq '.total.ops' "$CHECK_OUT/tcp-reader.json" 2>/dev/null || echo 0)" -gt 0 ] && echo yes || echo no)"
+# numio serve's ports: 1 is TCP (listeners first), 2 RDMA.
+expect_eq "the kernel host's I/O queue came over RDMA (port 2)" yes \
+  "$(grep -q "connected $NVMF_NQN qid 1 .*host $NVMF_HOST port 2" "$NVMF_LOG" && echo yes || echo no)"
+expect_eq "numio's I/O queue came over TCP (port 1)" yes \
+  "$(grep -q "connected $NVMF_NQN qid 1 .*host $NVMF_OTHER_HOST port 1" "$NVMF_LOG" && echo yes || echo no)"
+nvmf_disconnect
+nvmf_wait_devices 0 || not_ok "the RDMA controller did not go away"
+
+# 4. numio's RDMA initiator against numio serve.
+URL=nvme-rdma://$RDMA_TGT:4420/$NVMF_NQN/1
+bench() {
+  local name=$1
+  shift
+  run_numio bench "$@" --tcp-hostnqn "$NVMF_HOST" --json --no-progress
+  printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/$name.json"
+  printf '%s\n' "$NUMIO_ERR" >"$CHECK_OUT/$name.stderr"
+  expect_eq "$name: exit status" 0 "$NUMIO_RC"
+  [ "$NUMIO_RC" -eq 0 ] || note "numio said: $(tail -n 3 <<<"$NUMIO_ERR")"
+  OPS=$(jq '.total.ops' <<<"$NUMIO_OUT" 2>/dev/null || echo none)
+  expect_eq "$name: errors" 0 "$(jq '[.errors[].count] | add // 0' <<<"$NUMIO_OUT" 2>/dev/null || echo none)"
+}
+bench rdma-write "$URL" --rw write --bs 64k --iodepth 4 --size 8M --verify --force-write --no-time-based --runtime 120
+expect_eq "rdma-write: I/Os (8 MiB once)" 128 "$OPS"
+expect_eq "rdma-write: backend and target kind" "rdma nvme_rdma" \
+  "$(jq -r '"\(.environment.backend // .options.backend) \(.environment.targets[0].kind)"' "$CHECK_OUT/rdma-write.json" 2>/dev/null)"
+bench rdma-verify "$URL" --rw randread --bs 4k --iodepth 8 --size 8M --verify --randommap --no-time-based --runtime 120
+expect_eq "rdma-verify: every 4 KiB block of 8 MiB read back" 2048 "$OPS"
+# 5. The same bytes over TCP.
+bench tcp-verify "nvme-tcp://$RDMA_TGT:4420/$NVMF_NQN/1" --rw read --bs 128k --iodepth 4 --size 8M --verify --no-time-based --runtime 120
+expect_eq "tcp-verify: what numio wrote over RDMA reads back over TCP" 64 "$OPS"
+finish
