@@ -43,6 +43,11 @@ pub fn parse_rdma_url(s: &str) -> Result<TcpUrl, String> {
     let rest = s.strip_prefix(SCHEME).ok_or_else(|| {
         format!("not an NVMe/RDMA target (no {SCHEME}); use nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]")
     })?;
+    if rest.contains(',') {
+        return Err(format!(
+            "{s}: several portals; the rdma backend reaches one (NVMe/RDMA multipath is not built yet): give one nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]"
+        ));
+    }
     parse_url(&format!("{}{rest}", super::tcp::SCHEME)).map_err(|e| {
         e.replace(super::tcp::SCHEME, SCHEME)
             .replace("NVMe/TCP", "NVMe/RDMA")

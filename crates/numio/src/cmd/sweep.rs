@@ -34,9 +34,11 @@ pub struct Args {
     /// `devices=1,2,4`, `rw=randread,randwrite`, `rwmixread=50,70`,
     /// `reactors=1,2,4`: a numio serve of that many reactors on a RAM
     /// namespace on loopback that the sweep starts and stops per run,
-    /// `initiator-cores=1,2,4`: jobs of an NVMe/TCP initiator, one per core,
-    /// with nvme-tcp:// targets or a reactors axis; two make a grid), then
-    /// the targets (none: as `numio bench`).
+    /// `initiator-cores=1,2,4`: jobs of an NVMe-oF initiator, one per core,
+    /// with nvme-tcp:// or nvme-rdma:// targets or a reactors axis,
+    /// `transport=tcp,rdma`: the same NVMe-oF targets reached over each
+    /// transport, the tcp or rdma backend; two make a grid), then the
+    /// targets (none: as `numio bench`).
     #[arg(required = true, value_name = "AXIS=VALUES|TARGET")]
     pub words: Vec<String>,
     /// Runs per point, interleaved over the points.
@@ -109,6 +111,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         if serve.is_some() {
             o.backend = engine::BackendKind::Tcp;
         }
+        if let Some(i) = axes.iter().position(|a| a.name == "transport") {
+            o.backend = super::sweep_axes::transport_backend(&values[i].1);
+        }
         let placement = point_placement(&args.workload, &axes, values, &targets, &topo, &policy)
             .with_context(|| format!("point {label}"))?;
         for warn in &placement.warnings {
@@ -170,6 +175,12 @@ fn served_points(
     }
     if axes.iter().any(|a| a.name == "devices") {
         bail!("reactors with devices: the served target has one namespace; sweep one of them");
+    }
+    if axes.iter().any(|a| a.name == "transport") {
+        bail!(
+            "reactors with transport: the served target is on loopback, where RDMA does not run; \
+             serve one yourself (numio serve --transport tcp,rdma --listen ADDR:4420 on an RDMA-capable interface) and give it as a target"
+        );
     }
     let mut cpus = HashMap::new();
     for (label, values) in points(axes) {

@@ -9,7 +9,7 @@ use clap::ValueEnum;
 use super::flags::{parse_bs, RwArg, WorkloadArgs};
 
 /// The axes a sweep can vary.
-pub const AXES: [&str; 8] = [
+pub const AXES: [&str; 9] = [
     "jobs",
     "iodepth",
     "bs",
@@ -18,7 +18,51 @@ pub const AXES: [&str; 8] = [
     "rwmixread",
     "reactors",
     "initiator-cores",
+    "transport",
 ];
+
+/// The scheme of an NVMe-oF target over `transport` (`tcp`, `rdma`).
+fn scheme(transport: &str) -> String {
+    format!("nvme-{transport}://")
+}
+
+/// `targets` (NVMe/TCP or NVMe/RDMA, several portals each comma-separated)
+/// reached over `transport`: the same address, port and subsystem, the
+/// scheme changed. Anything else is an error naming it.
+pub fn over_transport(targets: &[String], transport: &str) -> anyhow::Result<Vec<String>> {
+    if !matches!(transport, "tcp" | "rdma") {
+        bail!("transport={transport}: give tcp or rdma");
+    }
+    targets
+        .iter()
+        .map(|t| {
+            t.split(',')
+                .map(|portal| {
+                    let rest = portal
+                        .strip_prefix("nvme-tcp://")
+                        .or_else(|| portal.strip_prefix("nvme-rdma://"))
+                        .with_context(|| {
+                            format!(
+                                "transport={transport} with {t}: the axis reaches one NVMe-oF target over each transport; \
+                                 give nvme-tcp:// or nvme-rdma:// targets (a target that listens with both, e.g. numio serve --transport tcp,rdma)"
+                            )
+                        })?;
+                    Ok(format!("{}{rest}", scheme(transport)))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()
+                .map(|v| v.join(","))
+        })
+        .collect()
+}
+
+/// The engine backend of a `transport` axis value.
+pub fn transport_backend(transport: &str) -> engine::BackendKind {
+    if transport == "rdma" {
+        engine::BackendKind::Rdma
+    } else {
+        engine::BackendKind::Tcp
+    }
+}
 
 /// Whether `name` is an axis of cores per target (jobs placed by the
 /// planner, one per core): `jobs`, or `initiator-cores`, its name for an
@@ -27,9 +71,9 @@ pub fn is_cores_axis(name: &str) -> bool {
     name == "jobs" || name == "initiator-cores"
 }
 
-/// `initiator-cores` is the jobs axis of an NVMe/TCP initiator: it goes
-/// with `nvme-tcp://` targets or a `reactors` axis (a target the sweep
-/// serves), and not beside `jobs`.
+/// `initiator-cores` is the jobs axis of an NVMe-oF initiator: it goes
+/// with `nvme-tcp://` or `nvme-rdma://` targets or a `reactors` axis (a
+/// target the sweep serves), and not beside `jobs`.
 pub fn check_initiator_cores(axes: &[Axis], targets: &[String]) -> anyhow::Result<()> {
     let Some(a) = axes.iter().find(|a| a.name == "initiator-cores") else {
         return Ok(());
@@ -47,10 +91,13 @@ pub fn check_initiator_cores(axes: &[Axis], targets: &[String]) -> anyhow::Resul
              or a reactors= axis for a target the sweep serves itself"
         );
     }
-    if let Some(t) = targets.iter().find(|t| !t.starts_with("nvme-tcp://")) {
+    if let Some(t) = targets
+        .iter()
+        .find(|t| !t.starts_with("nvme-tcp://") && !t.starts_with("nvme-rdma://"))
+    {
         bail!(
-            "initiator-cores={list} with {t}: the axis sweeps an NVMe/TCP initiator; \
-             give nvme-tcp:// targets, or use jobs= for local devices"
+            "initiator-cores={list} with {t}: the axis sweeps an NVMe-oF initiator; \
+             give nvme-tcp:// or nvme-rdma:// targets, or use jobs= for local devices"
         );
     }
     Ok(())
@@ -141,7 +188,7 @@ pub fn apply(w: &mut WorkloadArgs, axis: &str, value: &str) -> anyhow::Result<()
 pub fn x_of(axis: &str, value: &str, index: usize) -> f64 {
     match axis {
         "bs" => parse_bs(value).map_or(index as f64, |(lo, _)| lo as f64),
-        "rw" => index as f64,
+        "rw" | "transport" => index as f64,
         _ => value.parse().unwrap_or(index as f64),
     }
 }
@@ -189,6 +236,32 @@ mod tests {
         assert!(err(&["jobs=1", "jobs=2"]).contains("given twice"));
         assert!(err(&["/tmp/x"]).contains("no axis"));
         assert!(err(&["jobs=1", "bs=4k", "rw=read"]).contains("3 axes"));
+    }
+
+    #[test]
+    fn transport_switches_the_scheme_of_every_portal() {
+        let t = words(&["nvme-tcp://10.0.0.1:4420/nqn.x:y/2"]);
+        assert_eq!(
+            over_transport(&t, "rdma").unwrap(),
+            ["nvme-rdma://10.0.0.1:4420/nqn.x:y/2"]
+        );
+        let r = words(&["nvme-rdma://a/n,nvme-rdma://b/n"]);
+        assert_eq!(
+            over_transport(&r, "tcp").unwrap(),
+            ["nvme-tcp://a/n,nvme-tcp://b/n"]
+        );
+        let e = over_transport(&words(&["/dev/nvme0n1"]), "rdma")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("give nvme-tcp:// or nvme-rdma://"), "{e}");
+        assert!(over_transport(&t, "fc")
+            .unwrap_err()
+            .to_string()
+            .contains("give tcp or rdma"));
+        assert_eq!(transport_backend("rdma"), engine::BackendKind::Rdma);
+        let (axes, _) =
+            parse_words(&words(&["transport=tcp,rdma", "initiator-cores=1,2"])).unwrap();
+        assert_eq!(points(&axes)[1].0, "transport=rdma initiator-cores=1");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use topology::Topology;
 
 use super::bench::NumaArg;
 use super::flags::WorkloadArgs;
-use super::sweep_axes::{apply, is_cores_axis, Axis};
+use super::sweep_axes::{apply, is_cores_axis, over_transport, Axis};
 
 /// The placement policy of every point, from `--numa` and `--cpus`.
 pub fn policy(
@@ -127,6 +127,7 @@ pub fn point_placement(
 ) -> anyhow::Result<planner::Placement> {
     let mut w = flags.clone();
     let mut use_targets = targets.to_vec();
+    let mut policy = policy.clone();
     for (axis, (_, v)) in axes.iter().zip(values) {
         if axis.name == "devices" {
             let n: usize = v
@@ -141,11 +142,26 @@ pub fn point_placement(
                 targets.join(", ")
             );
             use_targets.truncate(n);
+        } else if axis.name == "transport" {
+            // --cpus-for names the targets as given: keep each placement.
+            if let Policy::Explicit(map) = &policy {
+                let moved = map
+                    .iter()
+                    .map(|(t, cpus)| {
+                        Ok((
+                            over_transport(std::slice::from_ref(t), v)?.remove(0),
+                            cpus.clone(),
+                        ))
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()?;
+                policy = Policy::Explicit(moved);
+            }
+            use_targets = over_transport(&use_targets, v)?;
         } else {
             apply(&mut w, &axis.name, v)?;
         }
     }
-    let policy = match policy {
+    let policy = match &policy {
         Policy::Explicit(map) => Policy::Explicit(
             map.iter()
                 .filter(|(t, _)| use_targets.contains(t))

@@ -84,4 +84,21 @@ expect_eq "rdma-verify: every 4 KiB block of 8 MiB read back" 2048 "$OPS"
 # 5. The same bytes over TCP.
 bench tcp-verify "nvme-tcp://$RDMA_TGT:4420/$NVMF_NQN/1" --rw read --bs 128k --iodepth 4 --size 8M --verify --no-time-based --runtime 120
 expect_eq "tcp-verify: what numio wrote over RDMA reads back over TCP" 64 "$OPS"
+
+# 6. The transport axis: the same target over TCP and RDMA, one and two
+#    initiator cores, interleaved; a point per pair in the JSON.
+run_numio sweep transport=tcp,rdma initiator-cores=1,2 "nvme-tcp://$RDMA_TGT:4420/$NVMF_NQN/1" \
+  --tcp-hostnqn "$NVMF_HOST" --rw randread --bs 4k --iodepth 4 --runtime 1 --json --progress never
+printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/sweep.json"
+printf '%s\n' "$NUMIO_ERR" >"$CHECK_OUT/sweep.stderr"
+expect_eq "sweep transport=tcp,rdma initiator-cores=1,2: exit status" 0 "$NUMIO_RC"
+[ "$NUMIO_RC" -eq 0 ] || note "numio said: $(tail -n 3 <<<"$NUMIO_ERR")"
+expect_eq "sweep: each point's backend" "tcp rdma tcp rdma" \
+  "$(jq -r '[.results.arms[].runs[0].raw.environment.backend] | join(" ")' <<<"$NUMIO_OUT" 2>/dev/null)"
+expect_eq "sweep: each point's target, the scheme the transport's" \
+  "nvme-tcp nvme-rdma nvme-tcp nvme-rdma" \
+  "$(jq -r '[.sweeps[0].points[].targets[0].target | split(":")[0]] | join(" ")' <<<"$NUMIO_OUT" 2>/dev/null)"
+expect_eq "sweep: every point measured IOPS and CPU headroom" yes \
+  "$(jq -e '[.sweeps[0].points[] | (.iops > 0 and .cpu_headroom_pct != null)] | all' <<<"$NUMIO_OUT" >/dev/null 2>&1 && echo yes || echo no)"
+note "sweep: $(jq -r '[.sweeps[0].points[] | "\(.label): \(.iops | floor) IOPS, \(.initiator_cpu_ns_per_io / 1000 | floor) us CPU/IO"] | join("; ")' <<<"$NUMIO_OUT" 2>/dev/null)"
 finish
