@@ -18,6 +18,12 @@
 //! `tcp` cannot use a file either: it speaks NVMe/TCP. Its part starts an
 //! in-process `nvmf::Server` whose namespace is the suite's temp file, so tcp
 //! and the file backends check each other's writes byte for byte.
+//!
+//! `rdma` does the same over NVMe/RDMA, with the in-process target listening
+//! on `NUMIO_TEST_RDMA_ADDR` (an address on an RDMA device: a NIC or
+//! soft-RoCE's rxe; RDMA does not run on loopback); without one it skips,
+//! saying so. The VM lab check
+//! `tests/vm/tests/one-node/75-nvmf-rdma-kernel-host.sh` runs it on rxe.
 
 mod common;
 
@@ -58,6 +64,7 @@ fn the_suite_names_every_backend() {
             b == BackendKind::Passthru
                 || b == BackendKind::Tcp
                 || b == BackendKind::Vfio
+                || b == BackendKind::Rdma
                 || [
                     BackendKind::Sync,
                     BackendKind::Null,
@@ -506,6 +513,151 @@ fn every_uring_setup_runs_and_says_what_it_got() {
             "{setup:?}: {feats:?}"
         );
     }
+}
+
+/// An in-process target whose namespace 1 is `f`, listening with NVMe/RDMA
+/// on `NUMIO_TEST_RDMA_ADDR`, and the URL of that namespace; `None` (with
+/// why) without the variable.
+fn rdma_target(f: &TempFile) -> Option<(nvmf::Server, String)> {
+    let ip = match std::env::var("NUMIO_TEST_RDMA_ADDR") {
+        Ok(a) if !a.is_empty() => a,
+        _ => {
+            eprintln!(
+                "skipping rdma: it needs an address on an RDMA device (a NIC, or rxe: modprobe rdma_rxe; \
+                 rdma link add rxe0 type rxe netdev IFACE); set NUMIO_TEST_RDMA_ADDR=IP to run it; \
+                 the VM lab check tests/vm/tests/one-node/75-nvmf-rdma-kernel-host.sh covers it"
+            );
+            return None;
+        }
+    };
+    const NQN: &str = "nqn.2026-11.io.numio:conformance-rdma";
+    let mut ns = nvmf::config::NamespaceConfig::new(&f.path_str());
+    ns.buffered = true;
+    let mut c = nvmf::TargetConfig {
+        listen: Vec::new(),
+        rdma_listen: vec![format!("{ip}:0")
+            .parse()
+            .expect("NUMIO_TEST_RDMA_ADDR is an IP address")],
+        discovery_port: 0,
+        cpus: vec![0],
+        ..Default::default()
+    };
+    c.subsystems.push(nvmf::config::SubsystemConfig {
+        nqn: NQN.into(),
+        serial: "CONFORM".into(),
+        model: "numio conformance".into(),
+        allowed_hosts: vec![],
+        allow_any_host: true,
+        hosts: Vec::new(),
+        namespaces: vec![ns],
+    });
+    let s = nvmf::Server::start(&c).unwrap_or_else(|e| panic!("in-process NVMe/RDMA target: {e}"));
+    let url = format!("nvme-rdma://{}/{NQN}/1", s.rdma_addrs[0]);
+    Some((s, url))
+}
+
+/// `w` through the page cache: the file side of the rdma checks, whose temp
+/// file may be on tmpfs (the VM lab's guest), which has no O_DIRECT; the
+/// in-process target reads and writes it buffered too.
+fn buffered(mut w: planner::Workload) -> planner::Workload {
+    w.direct = false;
+    w
+}
+
+#[test]
+fn rdma_completes_exactly_number_ios() {
+    let f = TempFile::new("rdma-count", FILE_BYTES, 0);
+    let Some((_s, url)) = rdma_target(&f) else {
+        return;
+    };
+    let mut w = bounded(RwMode::RandRead, 4096, 16);
+    w.number_ios = Some(3000);
+    w.time_based = true;
+    w.runtime_ns = Some(60_000_000_000);
+    let r = run(&placement(&url, w, 2), &opts(BackendKind::Rdma, false));
+    assert_eq!(
+        r.total.ops, 6000,
+        "2 jobs (two RDMA queues) × number_ios 3000"
+    );
+    assert_eq!(r.total.bytes, 6000 * 4096);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    assert_eq!(r.environment.targets[0].kind, "nvme_rdma");
+    assert_eq!(r.environment.targets[0].size_bytes, FILE_BYTES as u64);
+}
+
+#[test]
+fn rdma_and_file_backends_read_back_what_the_other_wrote() {
+    for rdma_writes in [true, false] {
+        // 64 KiB writes by the target's RDMA READ, 4 KiB in the capsule.
+        for bs in [64 << 10, 4096] {
+            let f = TempFile::new("rdma-verify", FILE_BYTES, 0);
+            let Some((_s, url)) = rdma_target(&f) else {
+                return;
+            };
+            let file = f.path_str();
+            let (wb, wpath, rb, rpath) = if rdma_writes {
+                (BackendKind::Rdma, &url, BackendKind::Sync, &file)
+            } else {
+                (BackendKind::Sync, &file, BackendKind::Rdma, &url)
+            };
+            let mut o = opts(wb, true);
+            o.force_write = true;
+            let r = run(
+                &placement(wpath, buffered(bounded(RwMode::Write, bs, 8)), 1),
+                &o,
+            );
+            assert_eq!(
+                r.total.bytes, FILE_BYTES as u64,
+                "{wb:?} bs {bs} wrote the region"
+            );
+            assert!(r.errors.is_empty(), "{wb:?} write: {:?}", r.errors);
+            let res = run(
+                &placement(rpath, buffered(bounded(RwMode::RandRead, 4096, 32)), 1),
+                &opts(rb, true),
+            );
+            assert_eq!(res.total.ops, (FILE_BYTES / 4096) as u64, "{rb:?}");
+            assert!(
+                res.errors.is_empty(),
+                "written by {wb:?} (bs {bs}), read by {rb:?}: {:?}",
+                res.errors
+            );
+        }
+    }
+}
+
+#[test]
+fn rdma_verify_catches_corruption() {
+    let f = TempFile::new("rdma-corrupt", FILE_BYTES, 0);
+    let Some((_s, url)) = rdma_target(&f) else {
+        return;
+    };
+    let w = buffered(bounded(RwMode::Write, 64 << 10, 8));
+    let r = run(
+        &placement(&f.path_str(), w, 1),
+        &opts(BackendKind::Sync, true),
+    );
+    assert!(r.errors.is_empty(), "sync fill: {:?}", r.errors);
+    let mut bytes = f.bytes();
+    bytes[12_345] ^= 0xff;
+    std::fs::write(&f.path, &bytes).unwrap();
+    let res = run(
+        &placement(&url, bounded(RwMode::Read, 4096, 4), 1),
+        &RunOptions {
+            force_write: true,
+            ..opts(BackendKind::Rdma, true)
+        },
+    );
+    let bad: u64 = res
+        .errors
+        .iter()
+        .filter(|e| e.errno == 84)
+        .map(|e| e.count)
+        .sum();
+    assert_eq!(
+        bad, 1,
+        "one corrupted block found over RDMA: {:?}",
+        res.errors
+    );
 }
 
 /// The PCI namespace the vfio backend runs on, when one is given.

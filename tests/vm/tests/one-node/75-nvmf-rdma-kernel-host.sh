@@ -12,7 +12,10 @@
 #   4. numio's RDMA initiator against numio serve: write --verify, then
 #      --verify-only reads it back;
 #   5. what numio wrote over RDMA reads back, verified, through numio's
-#      NVMe/TCP initiator.
+#      NVMe/TCP initiator;
+#   6. numio sweep transport=tcp,rdma initiator-cores=1,2: each point on
+#      its transport's backend, IOPS and CPU headroom measured;
+#   7. the engine's conformance part for rdma.
 . "$(dirname "$0")/rdma-lib.bash"
 . "$(dirname "$0")/nvmf-lib.bash"
 rdma_setup nvme-rdma
@@ -85,6 +88,20 @@ expect_eq "rdma-verify: every 4 KiB block of 8 MiB read back" 2048 "$OPS"
 bench tcp-verify "nvme-tcp://$RDMA_TGT:4420/$NVMF_NQN/1" --rw read --bs 128k --iodepth 4 --size 8M --verify --no-time-based --runtime 120
 expect_eq "tcp-verify: what numio wrote over RDMA reads back over TCP" 64 "$OPS"
 
+# 7. The engine's conformance part for rdma: an in-process target on the
+#    rxe address, number_ios over two queues, the sync backend and rdma
+#    each reading back what the other wrote (64 KiB and 4 KiB writes), a
+#    corrupted block found.
+conf=$(ls -t target/debug/deps/conformance-* 2>/dev/null | grep -v '\.d$' | head -n 1)
+if [ -n "$conf" ]; then
+  NUMIO_TEST_RDMA_ADDR=$RDMA_TGT "$conf" rdma_ --test-threads 1 >"$CHECK_OUT/conformance.out" 2>&1
+  expect_eq "conformance (rdma): exit status" 0 "$?"
+  expect_eq "conformance (rdma): its three tests ran" yes \
+    "$(grep -q 'test result: ok. 3 passed' "$CHECK_OUT/conformance.out" && ! grep -q 'skipping rdma' "$CHECK_OUT/conformance.out" && echo yes || echo no)"
+else
+  not_ok "no conformance test binary under target/debug/deps (cargo test -p engine --no-run)"
+fi
+
 # 6. The transport axis: the same target over TCP and RDMA, one and two
 #    initiator cores, interleaved; a point per pair in the JSON.
 run_numio sweep transport=tcp,rdma initiator-cores=1,2 "nvme-tcp://$RDMA_TGT:4420/$NVMF_NQN/1" \
@@ -97,8 +114,8 @@ expect_eq "sweep: each point's backend" "tcp rdma tcp rdma" \
   "$(jq -r '[.results.arms[].runs[0].raw.environment.backend] | join(" ")' <<<"$NUMIO_OUT" 2>/dev/null)"
 expect_eq "sweep: each point's target, the scheme the transport's" \
   "nvme-tcp nvme-rdma nvme-tcp nvme-rdma" \
-  "$(jq -r '[.sweeps[0].points[].targets[0].target | split(":")[0]] | join(" ")' <<<"$NUMIO_OUT" 2>/dev/null)"
+  "$(jq -r '[.sweeps[].points[].targets[0].target | split(":")[0]] | join(" ")' <<<"$NUMIO_OUT" 2>/dev/null)"
 expect_eq "sweep: every point measured IOPS and CPU headroom" yes \
-  "$(jq -e '[.sweeps[0].points[] | (.iops > 0 and .cpu_headroom_pct != null)] | all' <<<"$NUMIO_OUT" >/dev/null 2>&1 && echo yes || echo no)"
-note "sweep: $(jq -r '[.sweeps[0].points[] | "\(.label): \(.iops | floor) IOPS, \(.initiator_cpu_ns_per_io / 1000 | floor) us CPU/IO"] | join("; ")' <<<"$NUMIO_OUT" 2>/dev/null)"
+  "$(jq -e '[.sweeps[].points[] | (.iops > 0 and .cpu_headroom_pct != null)] | (length == 4 and all)' <<<"$NUMIO_OUT" >/dev/null 2>&1 && echo yes || echo no)"
+note "sweep: $(jq -r '[.sweeps[].points[] | "\(.label): \(.iops | floor) IOPS, \(.initiator_cpu_ns_per_io / 1000 | floor) us CPU/IO"] | join("; ")' <<<"$NUMIO_OUT" 2>/dev/null)"
 finish
