@@ -161,7 +161,7 @@ fn bad_reactor_sweeps_are_named_with_exit_status_2() {
         ),
         (
             &["initiator-cores=1", "/dev/null"],
-            "initiator-cores=1 with /dev/null: the axis sweeps an NVMe/TCP initiator",
+            "initiator-cores=1 with /dev/null: the axis sweeps an NVMe-oF initiator",
         ),
     ];
     for (words, want) in cases {

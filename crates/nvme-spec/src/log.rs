@@ -210,8 +210,8 @@ pub struct DiscoveryEntry {
     /// Transport address.
     pub traddr: String,
     /// TSAS of a TCP port: its security type (0 none,
-    /// [`TCP_SECTYPE_TLS13`]). An RDMA entry's TSAS is always reliable
-    /// connected through RDMA_CM.
+    /// [`TCP_SECTYPE_TLS13`]); 0 for other transports. An RDMA entry's TSAS
+    /// is always reliable connected through RDMA_CM (written by `encode`).
     pub tcp_sectype: u8,
 }
 
@@ -234,7 +234,7 @@ impl DiscoveryEntry {
             b[768] = RDMA_QPTYPE_CONNECTED;
             b[769] = RDMA_PRTYPE_NOT_SPECIFIED;
             b[770] = RDMA_CMS_RDMA_CM;
-        } else {
+        } else if self.trtype == TRTYPE_TCP {
             b[768] = self.tcp_sectype;
         }
         b
@@ -253,7 +253,7 @@ impl DiscoveryEntry {
             trsvcid: get_str(b, 32, 32),
             subnqn: get_str(b, 256, 256),
             traddr: get_str(b, 512, 256),
-            tcp_sectype: b[768],
+            tcp_sectype: if b[0] == TRTYPE_TCP { b[768] } else { 0 },
         }
     }
 }
@@ -302,6 +302,28 @@ mod tests {
         g.to_sqe(&mut s);
         assert_eq!(s.cdw11, 1);
         assert_eq!(GetLogPage::from_sqe(&s), g);
+    }
+
+    #[test]
+    fn rdma_entries_carry_the_rdma_tsas() {
+        let e = DiscoveryEntry {
+            trtype: TRTYPE_RDMA,
+            adrfam: ADRFAM_IPV4,
+            subtype: SUBTYPE_NVME,
+            treq: 0,
+            portid: 2,
+            cntlid: 0xFFFF,
+            asqsz: 32,
+            trsvcid: "4420".into(),
+            subnqn: "nqn.x:y".into(),
+            traddr: "10.0.0.1".into(),
+            tcp_sectype: 0,
+        };
+        let b = e.encode();
+        // nvme-cli prints these as rdma_qptype connected, rdma_prtype not
+        // specified, rdma_cms rdma-cm.
+        assert_eq!(&b[768..771], &[1, 1, 1]);
+        assert_eq!(DiscoveryEntry::decode(&b), e);
     }
 
     #[test]

@@ -252,7 +252,12 @@ fn discovery_entry() -> impl Strategy<Value = DiscoveryEntry> {
                     trsvcid,
                     subnqn,
                     traddr,
-                    tcp_sectype: treq,
+                    // Only a TCP entry's TSAS carries a security type.
+                    tcp_sectype: if trtype == nvme_spec::log::TRTYPE_TCP {
+                        treq
+                    } else {
+                        0
+                    },
                 }
             },
         )

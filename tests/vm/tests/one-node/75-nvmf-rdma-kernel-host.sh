@@ -52,7 +52,7 @@ URL_TCP=nvme-tcp://$RDMA_TGT:4420/$NVMF_NQN/2
   --json --no-progress >"$CHECK_OUT/tcp-reader.json" 2>"$CHECK_OUT/tcp-reader.err" &
 reader=$!
 wait_line "$NVMF_LOG" "qid 1 .*host $NVMF_OTHER_HOST" "$reader" || note "no TCP I/O queue line yet: $(tail -n 2 "$NVMF_LOG")"
-nvmf_fio_verify fio-rdma "$dev" 32M
+nvmf_fio_verify fio-rdma "$dev" 16M
 wait "$reader"
 expect_eq "TCP host beside the RDMA host: exit status" 0 "$?"
 expect_eq "TCP host beside the RDMA host: I/Os done" yes \
