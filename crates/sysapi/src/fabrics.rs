@@ -19,9 +19,12 @@ pub struct Connected {
     pub cntlid: u32,
 }
 
-/// One NVMe/TCP connect's options, as `/dev/nvme-fabrics` takes them.
+/// One NVMe/TCP (or NVMe/RDMA) connect's options, as `/dev/nvme-fabrics`
+/// takes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TcpConnect {
+    /// The transport: `tcp`, or `rdma` (the kernel's nvme-rdma).
+    pub transport: &'static str,
     /// Subsystem NQN.
     pub subnqn: String,
     /// Target address (IPv4 or IPv6, no brackets).
@@ -48,7 +51,7 @@ impl TcpConnect {
     pub fn options(&self) -> Result<String, String> {
         let mut fields = vec![
             ("nqn", self.subnqn.clone()),
-            ("transport", "tcp".to_string()),
+            ("transport", self.transport.to_string()),
             ("traddr", self.traddr.clone()),
             ("trsvcid", self.trsvcid.to_string()),
         ];
@@ -137,6 +140,7 @@ mod tests {
     #[test]
     fn options_line() {
         let c = TcpConnect {
+            transport: "tcp",
             subnqn: "nqn.2026-11.io.numio:mem0".into(),
             traddr: "10.0.0.5".into(),
             trsvcid: 4420,
@@ -149,7 +153,16 @@ mod tests {
             c.options().unwrap(),
             "nqn=nqn.2026-11.io.numio:mem0,transport=tcp,traddr=10.0.0.5,trsvcid=4420"
         );
+        let r = TcpConnect {
+            transport: "rdma",
+            ..c.clone()
+        };
+        assert_eq!(
+            r.options().unwrap(),
+            "nqn=nqn.2026-11.io.numio:mem0,transport=rdma,traddr=10.0.0.5,trsvcid=4420"
+        );
         let h = TcpConnect {
+            transport: "tcp",
             hostnqn: Some("nqn.2014-08.org.nvmexpress:uuid:1".into()),
             hostid: Some("1".into()),
             ..c.clone()
@@ -159,12 +172,14 @@ mod tests {
             .unwrap()
             .ends_with(",hostnqn=nqn.2014-08.org.nvmexpress:uuid:1,hostid=1"));
         let bad = TcpConnect {
+            transport: "tcp",
             subnqn: "nqn.a,b".into(),
             ..c
         };
         let e = bad.options().unwrap_err();
         assert!(e.contains("nqn \"nqn.a,b\""), "{e}");
         let auth = TcpConnect {
+            transport: "tcp",
             dhchap_secret: Some("DHHC-1:01:c2VjcmV0PQ==:".into()),
             dhchap_ctrl_secret: Some("DHHC-1:03:Y3RybA==:".into()),
             ..h.clone()
@@ -173,6 +188,7 @@ mod tests {
             ",dhchap_secret=DHHC-1:01:c2VjcmV0PQ==:,dhchap_ctrl_secret=DHHC-1:03:Y3RybA==:"
         ));
         let leaky = TcpConnect {
+            transport: "tcp",
             dhchap_secret: Some("DHHC-1:01:abc,def:".into()),
             ..h
         };

@@ -35,7 +35,8 @@ const SCHEMA_VERSION: u32 = 1;
                   prints `device /dev/nvme1n1`, holds the connection until stdin closes or Ctrl-C, then disconnects."
 )]
 pub struct Args {
-    /// The namespace: `nvme-tcp://ADDR[:PORT]/SUBNQN[/NSID]`.
+    /// The namespace: `nvme-tcp://ADDR[:PORT]/SUBNQN[/NSID]`, or
+    /// `nvme-rdma://...` (the kernel's nvme-rdma host).
     #[arg(value_name = "URL", required_unless_present = "cleanup")]
     pub url: Option<String>,
     /// This host's NQN [default: /etc/nvme/hostnqn as nvme-cli reads it,
@@ -99,8 +100,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let Some(url_text) = &args.url else {
         return Ok(0);
     };
-    let url = engine::backend::tcp::parse_url(url_text)
-        .map_err(|e| anyhow::anyhow!("{url_text}: {e}"))?;
+    let rdma = engine::backend::rdma::is_rdma_target(url_text);
+    let url = if rdma {
+        engine::backend::rdma::parse_rdma_url(url_text)
+    } else {
+        engine::backend::tcp::parse_url(url_text)
+    }
+    .map_err(|e| anyhow::anyhow!("{url_text}: {e}"))?;
+    let transport = if rdma { "rdma" } else { "tcp" };
     let addr = url
         .resolve()
         .map_err(|e| anyhow::anyhow!("{url_text}: {e}"))?;
@@ -120,6 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         "controller's DH-HMAC-CHAP secret",
     )?;
     let options = fabrics::TcpConnect {
+        transport,
         subnqn: url.subnqn.clone(),
         traddr: addr.ip().to_string(),
         trsvcid: addr.port(),
@@ -135,13 +143,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         // The module is not loaded (the kernel loads nvme-tcp itself once
         // nvme-fabrics is there).
         let _ = std::process::Command::new("modprobe")
-            .arg("nvme-tcp")
+            .arg(if rdma { "nvme-rdma" } else { "nvme-tcp" })
             .stderr(std::process::Stdio::null())
             .status();
     }
     if !fabrics_dev.exists() {
         bail!(
-            "{} is missing: this kernel has no NVMe over Fabrics host loaded; load it with `modprobe nvme-tcp` (as root; Debian's kernels ship the module) and retry",
+            "{} is missing: this kernel has no NVMe over Fabrics host loaded; load it with `modprobe nvme-{transport}` (as root; Debian's kernels ship the module) and retry",
             fabrics::FABRICS_DEV
         );
     }

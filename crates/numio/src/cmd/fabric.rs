@@ -1,4 +1,5 @@
-//! `numio fabric`: an NVMe/TCP study across hosts from one terminal.
+//! `numio fabric`: an NVMe/TCP or NVMe/RDMA (`--transport rdma`) study
+//! across hosts from one terminal.
 //! `numio serve` starts on the target host over ssh (or a running target
 //! is named), numio's tcp initiator runs on N initiator hosts at the same
 //! instant (`numio bench --hosts` underneath), optionally for several N
@@ -48,6 +49,10 @@ pub struct Args {
     /// Busy-poll the target (`numio serve --poll`).
     #[arg(long)]
     pub target_poll: bool,
+    /// The transport: tcp, or rdma (numio serve --transport rdma, and the
+    /// initiators' numio rdma backend or the kernel's nvme-rdma).
+    #[arg(long, value_name = "tcp|rdma", default_value = "tcp", value_parser = ["tcp", "rdma"])]
+    pub transport: String,
     /// Sweep the target's cores: for each K (e.g. 1,2,4) numio serve
     /// restarts on the first K CPUs of --target-cpus.
     #[arg(
@@ -303,6 +308,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 "--listen".to_string(),
                 listen.clone(),
                 "--allow-any-host".into(),
+                "--transport".into(),
+                args.transport.clone(),
             ];
             argv.extend(["--discovery-port".into(), "0".into()]);
             let ns = if args.namespaces.is_empty() {
@@ -318,7 +325,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
             let label = host.label.clone();
             (
-                format!("nvme-tcp://{listen}/{nqn}/1"),
+                format!("nvme-{}://{listen}/{nqn}/1", args.transport),
                 Some(TargetSpec { host, argv }),
                 label,
             )
@@ -466,9 +473,11 @@ fn print_study(s: &Study) {
         "target {} ({}); initiators: {}",
         s.target,
         s.url,
-        match s.stack {
-            Stack::Numio => "numio's tcp backend",
-            Stack::Kernel => "the Linux kernel's nvme-tcp (block device)",
+        match (s.stack, s.url.starts_with("nvme-rdma://")) {
+            (Stack::Numio, false) => "numio's tcp backend",
+            (Stack::Numio, true) => "numio's rdma backend",
+            (Stack::Kernel, false) => "the Linux kernel's nvme-tcp (block device)",
+            (Stack::Kernel, true) => "the Linux kernel's nvme-rdma (block device)",
         }
     );
     let cores_axis = s.points.iter().any(|p| p.target_cores.is_some());
