@@ -58,7 +58,7 @@ for t in tcp rdma; do
 done
 # Fill both namespaces once so reads read data.
 dd if=/dev/urandom of=/tmp/kbench.img bs=1M count=256 conv=notrunc status=none
-busy() { awk '/^cpu / { print ($2+$3+$4+$6+$7+$8) * 10000000, $5 * 10000000 }' /proc/stat; }
+busy() { awk '/^cpu / { printf "%.0f %.0f\n", ($2+$3+$4+$6+$7+$8) * 10000000, $5 * 10000000 }' /proc/stat; }
 # row INITIATOR TARGET TRANSPORT IOS BUSY0 BUSY1
 row() { echo "$1 $2 $3 $4 $(( $6 - $5 )) $RUNTIME" >>"$OUT/rows"; }
 run_numio() { # target-kind transport
@@ -81,6 +81,8 @@ run_kernel() { # target-kind transport
   dev=""
   for _ in $(seq 100); do
     for b in /sys/block/nvme*n*; do
+      # Heads and plain namespaces (nvmeXnY), not multipath paths (nvmeXcYnZ).
+      [[ ${b##*/} =~ ^nvme[0-9]+n[0-9]+$ ]] || continue
       [ "$(cat "$b/device/subsysnqn" 2>/dev/null)" = "$nqn" ] && { dev=/dev/${b##*/}; break; }
     done
     [ -n "$dev" ] && break
@@ -92,6 +94,7 @@ run_kernel() { # target-kind transport
     --time_based --runtime="$RUNTIME" --output-format=json >"$OUT/last-fio.json" 2>/dev/null
   read -r b1 _ < <(busy)
   ios=$(jq '.jobs[0].read.total_ios' "$OUT/last-fio.json")
+  [ "$(jq '.jobs[0].error' "$OUT/last-fio.json")" = 0 ] || echo "fio on $dev ($1 over $2) failed: error $(jq '.jobs[0].error' "$OUT/last-fio.json")" >&2
   row kernel "$1" "$2" "$ios" "$b0" "$b1"
   for c in /sys/class/nvme/nvme*; do [ "$(cat "$c/subsysnqn")" = "$nqn" ] && echo 1 >"$c/delete_controller"; done
   sleep 0.5
