@@ -395,11 +395,11 @@ fn serve_queue(
                 }
                 READ => {
                     let cid = idx as u16;
-                    let Some(stage) = q.reading_stage(cid) else {
+                    let Some((stage, len)) = q.reading_stage(cid) else {
                         continue;
                     };
                     let at = l.stage_at + stage as usize * l.stage;
-                    let data = ep.region().bytes()[at..at + l.stage].to_vec();
+                    let data = ep.region().bytes()[at..at + len as usize].to_vec();
                     q.read_done(cid, &data);
                 }
                 WRITE => q.write_done(idx as u16),

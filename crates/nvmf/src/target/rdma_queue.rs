@@ -193,14 +193,14 @@ impl RdmaQueue {
         self.settle();
     }
 
-    /// The staging buffer of `cid`'s RDMA READ in flight.
-    pub fn reading_stage(&self, cid: u16) -> Option<u32> {
+    /// The staging buffer of `cid`'s RDMA READ in flight and its length.
+    pub fn reading_stage(&self, cid: u16) -> Option<(u32, u32)> {
         let c = self.cmds.get(&cid)?;
-        c.reading.and(c.stage)
+        Some((c.stage?, c.reading?.2))
     }
 
-    /// The RDMA READ for `cid` completed; `data` is its staging buffer's
-    /// first `len` bytes.
+    /// The RDMA READ for `cid` completed; `data` is its staging buffer,
+    /// at least as long as the read ([`Self::reading_stage`]).
     pub fn read_done(&mut self, cid: u16, data: &[u8]) {
         let Some(c) = self.cmds.get_mut(&cid) else {
             return;
