@@ -1,7 +1,9 @@
-//! NVMe over TCP, both ends.
+//! NVMe over TCP and over RDMA, both ends.
 //!
 //! - [`target`]: a thread-per-core NVMe/TCP target (`numio serve`):
-//!   reactors, connections as state machines, subsystems and namespaces.
+//!   reactors, connections as state machines, subsystems and namespaces;
+//!   NVMe/RDMA queues run the same connection state machine under the RDMA
+//!   binding (`target::rdma_queue`), one thread per queue (`target::rdma`).
 //! - [`host`]: the host protocol once, as a queue state machine without
 //!   I/O ([`host::HostQueue`]); the engine's `tcp` backend drives it from
 //!   its own non-blocking loop, and [`host::Initiator`] is a blocking socket

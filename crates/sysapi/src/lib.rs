@@ -8,7 +8,8 @@
 //! NVMe over Fabrics host connect and controller delete ([`fabrics`]), the interface
 //! holding an address ([`net`]), NUMA binding of a mapping ([`memory`]),
 //! a PCI function through VFIO for the user-space NVMe driver ([`vfio`]:
-//! container, group, BAR0, IOMMU-mapped DMA memory), and the
+//! container, group, BAR0, IOMMU-mapped DMA memory), RDMA verbs and the
+//! RDMA CM through the system's rdma-core ([`rdma`]), and the
 //! io_uring boundary ([`uring`]: the ring set-up fallback chain, entering
 //! through the registered ring fd, typed SQE views).
 //!

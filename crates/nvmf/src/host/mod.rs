@@ -17,6 +17,10 @@
 //!   I/O takes ([`PathSelector`] under an [`IoPolicy`]: numa, round-robin,
 //!   queue-depth; ANA-aware) and what a path status says; the engine's
 //!   multipath tcp backend drives the connections.
+//! - [`rdma`] is the NVMe/RDMA host: a queue as an RDMA connection
+//!   (capsules by SEND, data by the target's RDMA READ/WRITE of keyed
+//!   SGLs) and a controller's set-up over it; the engine's rdma backend
+//!   drives it.
 //! - [`Initiator`] (`initiator.rs`) is a blocking socket driver over one
 //!   queue, for the target's tests and for setting controllers up; the
 //!   engine's `tcp` backend drives a queue the initiator connected from its

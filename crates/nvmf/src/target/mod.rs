@@ -1,4 +1,9 @@
-//! The NVMe/TCP target (`numio serve`).
+//! The NVMe/TCP and NVMe/RDMA target (`numio serve`).
+//!
+//! - [`rdma_queue::RdmaQueue`] lays the NVMe/RDMA binding over a
+//!   [`queue::Connection`]: keyed SGLs become RDMA READ and WRITE, the
+//!   response a SEND; [`rdma`] is its RDMA CM listener and the thread that
+//!   drives each RDMA queue over `sysapi::rdma`.
 //!
 //! - [`queue::Connection`] is one connection as a pure state machine
 //!   (bytes in, bytes out, storage operations out, their completions in);
