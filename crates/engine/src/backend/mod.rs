@@ -63,6 +63,14 @@ impl IoRequest {
     }
 }
 
+/// The completion result of an NVMe command that failed with status field
+/// `status` (SCT and SC; the DNR and More bits are dropped): a negated
+/// [`NVME_STATUS_BASE`](results::NVME_STATUS_BASE) + status, which the
+/// worker counts by status name. The fabrics and vfio backends share it.
+pub(crate) fn nvme_error_result(status: u16) -> i32 {
+    -(crate::result::NVME_STATUS_BASE + i32::from(status & 0x7ff))
+}
+
 /// One reaped completion.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Completion {

@@ -25,7 +25,6 @@ use nvmf::InitiatorOptions;
 
 use super::tcp::{parse_url, TcpOptions, TcpUrl};
 use super::{Backend, Completion, IoRequest};
-use crate::result::NVME_STATUS_BASE;
 use crate::stats::Dir;
 
 /// The scheme of an NVMe/RDMA target.
@@ -198,12 +197,34 @@ impl RdmaBackend {
         })
     }
 
+    /// Moves the responses that arrived (with `wait`, waiting up to the
+    /// reply timeout for one) into `out` after its first `n`; returns the
+    /// new count.
+    fn collect(&mut self, out: &mut [Completion], mut n: usize, wait: bool) -> io::Result<usize> {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.clear();
+        let r = if wait {
+            self.q.wait(&mut cqes, REPLY_TIMEOUT)
+        } else {
+            self.q.poll(&mut cqes)
+        };
+        for &c in cqes.iter() {
+            if n < out.len() {
+                out[n] = self.completion(c);
+                n += 1;
+            }
+        }
+        self.cqes = cqes;
+        r.map_err(|e| io::Error::other(e.to_string()))?;
+        Ok(n)
+    }
+
     fn completion(&mut self, cqe: Cqe) -> Completion {
         let slot = cqe.cid;
         let s = self.slots[slot as usize];
         let st = cqe.status();
         let result = if !st.is_success() {
-            -(NVME_STATUS_BASE + i32::from(st.field() & 0x7ff))
+            super::nvme_error_result(st.field())
         } else {
             if s.dir == Dir::Read {
                 let data = self.q.data(slot, s.len_bytes as usize);
@@ -258,51 +279,22 @@ impl Backend for RdmaBackend {
         if let Some(e) = self.refused.take() {
             return Err(io::Error::other(e));
         }
-        let mut n = 0;
-        loop {
-            let mut cqes = std::mem::take(&mut self.cqes);
-            cqes.clear();
-            let r = self.q.poll(&mut cqes);
-            for &c in cqes.iter() {
-                if n < out.len() {
-                    out[n] = self.completion(c);
-                    n += 1;
-                }
-            }
-            self.cqes = cqes;
-            r.map_err(|e| io::Error::other(e.to_string()))?;
-            if n >= min {
-                return Ok(n);
-            }
-            let mut cqes = std::mem::take(&mut self.cqes);
-            cqes.clear();
-            let got = self.q.wait(&mut cqes, REPLY_TIMEOUT);
-            for &c in cqes.iter() {
-                if n < out.len() {
-                    out[n] = self.completion(c);
-                    n += 1;
-                }
-            }
-            self.cqes = cqes;
-            match got {
-                Ok(0) => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        format!(
-                            "no reply from the NVMe/RDMA target in {}s with {} I/Os in flight",
-                            REPLY_TIMEOUT.as_secs(),
-                            self.q.in_flight()
-                        ),
-                    ))
-                }
-                Ok(_) => {
-                    if n >= min {
-                        return Ok(n);
-                    }
-                }
-                Err(e) => return Err(io::Error::other(e.to_string())),
+        let mut n = self.collect(out, 0, false)?;
+        while n < min {
+            let before = n;
+            n = self.collect(out, n, true)?;
+            if n == before {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "no reply from the NVMe/RDMA target in {}s with {} I/Os in flight",
+                        REPLY_TIMEOUT.as_secs(),
+                        self.q.in_flight()
+                    ),
+                ));
             }
         }
+        Ok(n)
     }
 }
 

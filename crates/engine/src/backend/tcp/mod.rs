@@ -30,7 +30,6 @@ use nvmf::host::{command, DataBuffers, HostCompletion, HostError, HostQueue};
 use nvmf::Initiator;
 
 use super::{Backend, Completion, IoRequest};
-use crate::result::NVME_STATUS_BASE;
 use crate::stats::Dir;
 
 mod multipath;
@@ -240,7 +239,7 @@ impl TcpBackend {
         let s = self.slots.0[slot as usize];
         let st = c.cqe.status();
         let result = if !st.is_success() {
-            -(NVME_STATUS_BASE + i32::from(st.field() & 0x7ff))
+            crate::backend::nvme_error_result(st.field())
         } else if s.dir == Dir::Read && c.data_bytes != s.len_bytes {
             return Err(bad(format!(
                 "read cid {slot} completed with {} of {} bytes",

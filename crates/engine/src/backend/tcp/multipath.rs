@@ -34,7 +34,6 @@ use super::portals::portal_name;
 use super::setup::{NvmeTcp, TcpOptions, MAX_QUEUE_ENTRIES};
 use super::{Slot, Slots};
 use crate::backend::{Backend, Completion, IoRequest};
-use crate::result::NVME_STATUS_BASE;
 use crate::stats::Dir;
 
 /// A path with I/Os in flight and no byte received for this long is lost.
@@ -373,7 +372,7 @@ impl MultipathBackend {
         }
         let s = self.slots.0[slot as usize];
         let result = if !st.is_success() {
-            -(NVME_STATUS_BASE + i32::from(st.field() & 0x7ff))
+            crate::backend::nvme_error_result(st.field())
         } else if s.dir == Dir::Read && c.data_bytes != s.len_bytes {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,

@@ -223,7 +223,7 @@ impl VfioBackend {
                 self.slot_len[slot as usize] as i32
             } else {
                 self.failed += 1;
-                -(NVME_STATUS_BASE + i32::from(status))
+                super::nvme_error_result(status)
             };
             f(Completion { slot, result });
             self.head += 1;
