@@ -167,20 +167,26 @@ fn passthru_refuses_files_and_names_the_fix() {
     );
 }
 
-/// An in-process NVMe/TCP target whose namespace 1 is `f` (page cache, so
-/// tmpfs works), and the URL of that namespace.
-fn tcp_target(f: &TempFile) -> (nvmf::Server, String) {
-    const NQN: &str = "nqn.2026-11.io.numio:conformance";
+/// An in-process target serving `f` (page cache, so tmpfs works) as
+/// namespace 1 of `nqn`, listening with NVMe/TCP on `tcp` and NVMe/RDMA on
+/// `rdma`.
+fn served_file(
+    f: &TempFile,
+    nqn: &str,
+    tcp: Vec<std::net::SocketAddr>,
+    rdma: Vec<std::net::SocketAddr>,
+) -> Result<nvmf::Server, nvmf::TargetError> {
     let mut ns = nvmf::config::NamespaceConfig::new(&f.path_str());
     ns.buffered = true;
     let mut c = nvmf::TargetConfig {
-        listen: vec!["127.0.0.1:0".parse().unwrap()],
+        listen: tcp,
+        rdma_listen: rdma,
         discovery_port: 0,
         cpus: vec![0],
         ..Default::default()
     };
     c.subsystems.push(nvmf::config::SubsystemConfig {
-        nqn: NQN.into(),
+        nqn: nqn.into(),
         serial: "CONFORM".into(),
         model: "numio conformance".into(),
         allowed_hosts: vec![],
@@ -188,7 +194,15 @@ fn tcp_target(f: &TempFile) -> (nvmf::Server, String) {
         hosts: Vec::new(),
         namespaces: vec![ns],
     });
-    let s = nvmf::Server::start(&c).expect("in-process NVMe/TCP target starts");
+    nvmf::Server::start(&c)
+}
+
+/// An in-process NVMe/TCP target whose namespace 1 is `f`, and the URL of
+/// that namespace.
+fn tcp_target(f: &TempFile) -> (nvmf::Server, String) {
+    const NQN: &str = "nqn.2026-11.io.numio:conformance";
+    let s = served_file(f, NQN, vec!["127.0.0.1:0".parse().unwrap()], Vec::new())
+        .expect("in-process NVMe/TCP target starts");
     let url = format!("nvme-tcp://{}/{NQN}/1", s.listen_addrs[0]);
     (s, url)
 }
@@ -531,27 +545,11 @@ fn rdma_target(f: &TempFile) -> Option<(nvmf::Server, String)> {
         }
     };
     const NQN: &str = "nqn.2026-11.io.numio:conformance-rdma";
-    let mut ns = nvmf::config::NamespaceConfig::new(&f.path_str());
-    ns.buffered = true;
-    let mut c = nvmf::TargetConfig {
-        listen: Vec::new(),
-        rdma_listen: vec![format!("{ip}:0")
-            .parse()
-            .expect("NUMIO_TEST_RDMA_ADDR is an IP address")],
-        discovery_port: 0,
-        cpus: vec![0],
-        ..Default::default()
-    };
-    c.subsystems.push(nvmf::config::SubsystemConfig {
-        nqn: NQN.into(),
-        serial: "CONFORM".into(),
-        model: "numio conformance".into(),
-        allowed_hosts: vec![],
-        allow_any_host: true,
-        hosts: Vec::new(),
-        namespaces: vec![ns],
-    });
-    let s = nvmf::Server::start(&c).unwrap_or_else(|e| panic!("in-process NVMe/RDMA target: {e}"));
+    let rdma = format!("{ip}:0")
+        .parse()
+        .expect("NUMIO_TEST_RDMA_ADDR is an IP address");
+    let s = served_file(f, NQN, Vec::new(), vec![rdma])
+        .unwrap_or_else(|e| panic!("in-process NVMe/RDMA target: {e}"));
     let url = format!("nvme-rdma://{}/{NQN}/1", s.rdma_addrs[0]);
     Some((s, url))
 }
