@@ -43,22 +43,19 @@ const KIND: u64 = 0xF << 60;
 /// and that count is the one the target's queue pair uses).
 pub const SEND_STALL: Duration = Duration::from_secs(10);
 
-/// Bound RDMA listeners and their threads.
+/// Bound RDMA listeners, not yet served.
 #[derive(Debug)]
 pub struct RdmaListeners {
     /// Bound addresses (ports resolved when 0 was given), in order.
     pub addrs: Vec<SocketAddr>,
-    /// The CM thread (it joins the queue threads it started).
-    pub thread: JoinHandle<()>,
+    ch: EventChannel,
+    ids: Vec<CmId>,
 }
 
-/// Binds `addrs` as NVMe/RDMA ports `first_port`, `first_port + 1`, ... and
-/// starts the CM thread.
-pub fn listen(
-    target: &Arc<Target>,
-    addrs: &[SocketAddr],
-    first_port: u16,
-) -> Result<RdmaListeners, TargetError> {
+/// Binds `addrs` for NVMe/RDMA (before the target exists, so its ports
+/// name the bound addresses); a missing rdma-core or RDMA device fails
+/// here with its fix.
+pub fn bind(addrs: &[SocketAddr]) -> Result<RdmaListeners, TargetError> {
     let fail = |what: String| TargetError::Rdma(what);
     verbs::check_libraries().map_err(|e| fail(e.0))?;
     let ch = EventChannel::new().map_err(|e| fail(e.0))?;
@@ -70,18 +67,32 @@ pub fn listen(
         bound.push(SocketAddr::new(a.ip(), id.local_port()));
         ids.push(id);
     }
-    let t = target.clone();
-    let thread = std::thread::Builder::new()
-        .name("numio-rdma-cm".into())
-        .spawn(move || cm_loop(t, ch, ids, first_port))
-        .map_err(|source| TargetError::Os {
-            what: "spawning the RDMA CM thread",
-            source,
-        })?;
     Ok(RdmaListeners {
         addrs: bound,
-        thread,
+        ch,
+        ids,
     })
+}
+
+impl RdmaListeners {
+    /// Serves the listeners as NVMe/RDMA ports `first_port`,
+    /// `first_port + 1`, ... of `target`: starts the CM thread (which joins
+    /// the queue threads it starts).
+    pub fn serve(
+        self,
+        target: &Arc<Target>,
+        first_port: u16,
+    ) -> Result<JoinHandle<()>, TargetError> {
+        let t = target.clone();
+        let (ch, ids) = (self.ch, self.ids);
+        std::thread::Builder::new()
+            .name("numio-rdma-cm".into())
+            .spawn(move || cm_loop(t, ch, ids, first_port))
+            .map_err(|source| TargetError::Os {
+                what: "spawning the RDMA CM thread",
+                source,
+            })
+    }
 }
 
 fn cm_loop(target: Arc<Target>, mut ch: EventChannel, ids: Vec<CmId>, first_port: u16) {

@@ -172,30 +172,19 @@ impl Server {
                 listeners.push(l);
             }
         }
+        // NVMe/RDMA listeners are bound with the TCP ones, before the
+        // target exists: its ports name the bound addresses (port 0
+        // resolved), and a missing rdma-core or RDMA device fails the
+        // start with its fix.
+        let rdma = match cfg.rdma_listen.is_empty() {
+            true => None,
+            false => Some(super::rdma::bind(&cfg.rdma_listen)?),
+        };
         let mut resolved = cfg.clone();
         resolved.listen = listen_addrs.clone();
-        let mut target = Target::new(&resolved)?;
-        // NVMe/RDMA ports: bound before the reactors start, so a missing
-        // rdma-core or RDMA device fails the start with its fix.
-        let mut rdma = None;
-        if !cfg.rdma_listen.is_empty() {
-            let l = super::rdma::listen(&target, &cfg.rdma_listen, listen_addrs.len() as u16 + 1)?;
-            if l.addrs != cfg.rdma_listen {
-                // Port 0 resolved: the target's ports say the bound ones.
-                resolved.rdma_listen = l.addrs.clone();
-                target.shutting_down.store(true, Ordering::Release);
-                let _ = l.thread.join();
-                target = Target::new(&resolved)?;
-                rdma = Some(super::rdma::listen(
-                    &target,
-                    &resolved.rdma_listen,
-                    listen_addrs.len() as u16 + 1,
-                )?);
-            } else {
-                rdma = Some(l);
-            }
-        }
         let rdma_addrs = rdma.as_ref().map(|l| l.addrs.clone()).unwrap_or_default();
+        resolved.rdma_listen = rdma_addrs.clone();
+        let target = Target::new(&resolved)?;
         let mut cpus = cfg.reactor_cpus();
         if cpus.is_empty() {
             cpus = default_cpus(DEFAULT_REACTORS);
@@ -219,7 +208,7 @@ impl Server {
             })?;
         threads.push(acceptor);
         if let Some(l) = rdma {
-            threads.push(l.thread);
+            threads.push(l.serve(&target, listen_addrs.len() as u16 + 1)?);
         }
         Ok(Self {
             target,
