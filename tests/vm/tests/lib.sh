@@ -73,6 +73,21 @@ run_numio() {
   rm -f "$err_file"
 }
 
+# bench_json NAME ARGS...: numio bench ARGS --json --no-progress; keeps its
+# output in $CHECK_OUT/NAME.json and .stderr, checks exit status 0 and no
+# I/O errors, and sets OPS (the run's I/Os).
+bench_json() {
+  local name=$1
+  shift
+  run_numio bench "$@" --json --no-progress
+  printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/$name.json"
+  printf '%s\n' "$NUMIO_ERR" >"$CHECK_OUT/$name.stderr"
+  expect_eq "$name: exit status" 0 "$NUMIO_RC"
+  [ "$NUMIO_RC" -eq 0 ] || note "numio said: $(tail -n 3 <<<"$NUMIO_ERR")"
+  OPS=$(jq '.total.ops' <<<"$NUMIO_OUT" 2>/dev/null || echo none)
+  expect_eq "$name: errors" 0 "$(jq '[.errors[].count] | add // 0' <<<"$NUMIO_OUT" 2>/dev/null || echo none)"
+}
+
 # Prints the first namespace block device (sorted) that is not a multipath
 # head or path, e.g. nvme0n1: one controller, plain block-layer statistics.
 first_private_namespace() {

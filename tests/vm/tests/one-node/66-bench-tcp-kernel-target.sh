@@ -55,22 +55,9 @@ truncate -s "$IMG_BYTES" "$IMG"
 } 2>"$CHECK_OUT/configfs.err" || { not_ok "nvmet configfs set-up: $(cat "$CHECK_OUT/configfs.err")"; finish; }
 note "kernel target: $NQN on 127.0.0.1:4420, namespace 1 = $IMG (buffered_io), inline data $(cat "$PORT_DIR/param_inline_data_size" 2>/dev/null || echo '?') B"
 
-# bench NAME ARGS...: numio bench --json; keeps the output; sets OPS and ERRS.
-bench() {
-  local name=$1
-  shift
-  run_numio bench "$@" --json --no-progress
-  printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/$name.json"
-  printf '%s\n' "$NUMIO_ERR" >"$CHECK_OUT/$name.stderr"
-  expect_eq "$name: exit status" 0 "$NUMIO_RC"
-  [ "$NUMIO_RC" -eq 0 ] || note "numio said: $(tail -n 3 <<<"$NUMIO_ERR")"
-  OPS=$(jq '.total.ops' <<<"$NUMIO_OUT" 2>/dev/null || echo none)
-  ERRS=$(jq '[.errors[].count] | add // 0' <<<"$NUMIO_OUT" 2>/dev/null || echo none)
-  expect_eq "$name: errors" 0 "$ERRS"
-}
 
 blocks_4k=$((IMG_BYTES / 4096))
-bench randread-4k "$URL" --backend tcp --rw randread --bs 4k --iodepth 16 --runtime 2
+bench_json randread-4k "$URL" --backend tcp --rw randread --bs 4k --iodepth 16 --runtime 2
 expect_eq "randread-4k: I/Os done" yes "$([ "${OPS:-0}" -gt 0 ] 2>/dev/null && echo yes || echo no)"
 note "randread-4k QD16: $OPS I/Os in 2 s (TCG)"
 expect_eq "randread-4k: target kind" '"nvme_tcp"' "$(jq '.environment.targets[0].kind' "$CHECK_OUT/randread-4k.json")"
@@ -80,16 +67,16 @@ run_numio bench "$URL" --backend tcp --rw randwrite --bs 4k --runtime 1 --no-pro
 expect_eq "a write without --force-write is refused" yes \
   "$([ "$NUMIO_RC" -ne 0 ] && grep -q -- '--force-write' <<<"$NUMIO_ERR" && echo yes || echo no)"
 
-bench write-64k "$URL" --backend tcp --rw write --bs 64k --iodepth 8 --verify --force-write --no-time-based --runtime 120
+bench_json write-64k "$URL" --backend tcp --rw write --bs 64k --iodepth 8 --verify --force-write --no-time-based --runtime 120
 expect_eq "write-64k: I/Os (the whole namespace once)" $((IMG_BYTES / 65536)) "$OPS"
-bench randwrite-4k "$URL" --backend tcp --rw randwrite --bs 4k --iodepth 16 --verify --force-write \
+bench_json randwrite-4k "$URL" --backend tcp --rw randwrite --bs 4k --iodepth 16 --verify --force-write \
   --no-time-based --runtime 120 --size 4M
 expect_eq "randwrite-4k: I/Os (4 MiB)" 1024 "$OPS"
-bench verify-4k "$URL" --backend tcp --rw randread --bs 4k --iodepth 16 --verify --randommap --no-time-based --runtime 120
+bench_json verify-4k "$URL" --backend tcp --rw randread --bs 4k --iodepth 16 --verify --randommap --no-time-based --runtime 120
 expect_eq "verify-4k: every 4 KiB block read back once" "$blocks_4k" "$OPS"
-bench verify-128k "$URL" --backend tcp --rw read --bs 128k --iodepth 4 --verify --no-time-based --runtime 120
+bench_json verify-128k "$URL" --backend tcp --rw read --bs 128k --iodepth 4 --verify --no-time-based --runtime 120
 expect_eq "verify-128k: I/Os" $((IMG_BYTES / 131072)) "$OPS"
-bench verify-digests "$URL" --backend tcp --rw randread --bs 16k --iodepth 8 --verify --tcp-hdgst --tcp-ddgst \
+bench_json verify-digests "$URL" --backend tcp --rw randread --bs 16k --iodepth 8 --verify --tcp-hdgst --tcp-ddgst \
   --number-ios 500 --runtime 120
 expect_eq "verify-digests: I/Os" 500 "$OPS"
 expect_eq "verify-digests: header and data digests negotiated" yes \
@@ -97,6 +84,6 @@ expect_eq "verify-digests: header and data digests negotiated" yes \
 
 # The file behind the kernel target holds numio's pattern (page cache: the
 # target wrote it with buffered_io).
-bench backing-file "$IMG" --backend sync --rw read --bs 1M --iodepth 1 --verify --buffered --no-time-based --runtime 120
+bench_json backing-file "$IMG" --backend sync --rw read --bs 1M --iodepth 1 --verify --buffered --no-time-based --runtime 120
 expect_eq "backing-file: I/Os" $((IMG_BYTES >> 20)) "$OPS"
 finish

@@ -72,13 +72,7 @@ URL=nvme-rdma://$RDMA_TGT:4420/$NVMF_NQN/1
 bench() {
   local name=$1
   shift
-  run_numio bench "$@" --tcp-hostnqn "$NVMF_HOST" --json --no-progress
-  printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/$name.json"
-  printf '%s\n' "$NUMIO_ERR" >"$CHECK_OUT/$name.stderr"
-  expect_eq "$name: exit status" 0 "$NUMIO_RC"
-  [ "$NUMIO_RC" -eq 0 ] || note "numio said: $(tail -n 3 <<<"$NUMIO_ERR")"
-  OPS=$(jq '.total.ops' <<<"$NUMIO_OUT" 2>/dev/null || echo none)
-  expect_eq "$name: errors" 0 "$(jq '[.errors[].count] | add // 0' <<<"$NUMIO_OUT" 2>/dev/null || echo none)"
+  bench_json "$name" "$@" --tcp-hostnqn "$NVMF_HOST"
 }
 bench rdma-write "$URL" --rw write --bs 64k --iodepth 4 --size 8M --verify --force-write --no-time-based --runtime 120
 expect_eq "rdma-write: I/Os (8 MiB once)" 128 "$OPS"

@@ -50,19 +50,8 @@ truncate -s "$IMG_BYTES" "$IMG"
 } 2>"$CHECK_OUT/configfs.err" || { not_ok "nvmet-rdma configfs set-up: $(cat "$CHECK_OUT/configfs.err")"; finish; }
 note "kernel target: $NQN on rdma $RDMA_TGT:4420, inline data $(cat "$PORT_DIR/param_inline_data_size" 2>/dev/null || echo '?') B"
 
-bench() {
-  local name=$1
-  shift
-  run_numio bench "$@" --json --no-progress
-  printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/$name.json"
-  printf '%s\n' "$NUMIO_ERR" >"$CHECK_OUT/$name.stderr"
-  expect_eq "$name: exit status" 0 "$NUMIO_RC"
-  [ "$NUMIO_RC" -eq 0 ] || note "numio said: $(tail -n 3 <<<"$NUMIO_ERR")"
-  OPS=$(jq '.total.ops' <<<"$NUMIO_OUT" 2>/dev/null || echo none)
-  expect_eq "$name: errors" 0 "$(jq '[.errors[].count] | add // 0' <<<"$NUMIO_OUT" 2>/dev/null || echo none)"
-}
 
-bench randread-4k "$URL" --rw randread --bs 4k --iodepth 16 --runtime 2
+bench_json randread-4k "$URL" --rw randread --bs 4k --iodepth 16 --runtime 2
 expect_eq "randread-4k: I/Os done" yes "$([ "${OPS:-0}" -gt 0 ] 2>/dev/null && echo yes || echo no)"
 note "randread-4k QD16: $OPS I/Os in 2 s (TCG, soft-RoCE)"
 expect_eq "randread-4k: the rdma backend, chosen from the URL" rdma "$(jq -r '.environment.backend' "$CHECK_OUT/randread-4k.json")"
@@ -72,15 +61,15 @@ run_numio bench "$URL" --rw randwrite --bs 4k --runtime 1 --no-progress
 expect_eq "a write without --force-write is refused" yes \
   "$([ "$NUMIO_RC" -eq 2 ] && grep -q -- '--force-write' <<<"$NUMIO_ERR" && echo yes || echo no)"
 
-bench write-64k "$URL" --rw write --bs 64k --iodepth 8 --verify --force-write --no-time-based --runtime 120
+bench_json write-64k "$URL" --rw write --bs 64k --iodepth 8 --verify --force-write --no-time-based --runtime 120
 expect_eq "write-64k: I/Os (the whole namespace once)" $((IMG_BYTES / 65536)) "$OPS"
-bench randwrite-4k "$URL" --rw randwrite --bs 4k --iodepth 16 --verify --force-write --no-time-based --runtime 120 --size 2M
+bench_json randwrite-4k "$URL" --rw randwrite --bs 4k --iodepth 16 --verify --force-write --no-time-based --runtime 120 --size 2M
 expect_eq "randwrite-4k: I/Os (2 MiB)" 512 "$OPS"
-bench verify-4k "$URL" --rw randread --bs 4k --iodepth 16 --verify --randommap --no-time-based --runtime 120
+bench_json verify-4k "$URL" --rw randread --bs 4k --iodepth 16 --verify --randommap --no-time-based --runtime 120
 expect_eq "verify-4k: every 4 KiB block read back once" $((IMG_BYTES / 4096)) "$OPS"
-bench verify-128k "$URL" --rw read --bs 128k --iodepth 4 --verify --no-time-based --runtime 120
+bench_json verify-128k "$URL" --rw read --bs 128k --iodepth 4 --verify --no-time-based --runtime 120
 expect_eq "verify-128k: I/Os" $((IMG_BYTES / 131072)) "$OPS"
-bench backing-file "$IMG" --backend sync --rw read --bs 1M --iodepth 1 --verify --buffered --no-time-based --runtime 120
+bench_json backing-file "$IMG" --backend sync --rw read --bs 1M --iodepth 1 --verify --buffered --no-time-based --runtime 120
 expect_eq "backing-file: the kernel target's file holds numio's pattern" $((IMG_BYTES >> 20)) "$OPS"
 
 run_numio bench "nvme-rdma://$RDMA_TGT:4420/$NQN/7" --rw randread --runtime 1 --no-progress
