@@ -73,7 +73,11 @@ pub struct NodeBuffer {
     ptr: NonNull<u8>,
     len_bytes: usize,
     node: Option<u32>,
+    hugepages: bool,
 }
+
+/// The hugepage size [`NodeBuffer::new_hugepages`] maps.
+pub const HUGEPAGE_BYTES: usize = 2 << 20;
 
 // SAFETY: the mapping is owned by this value alone; moving it to the worker
 // thread that uses it moves that ownership.
@@ -122,9 +126,77 @@ impl NodeBuffer {
                 ptr,
                 len_bytes,
                 node: bound,
+                hugepages: false,
             },
             note,
         ))
+    }
+
+    /// As [`NodeBuffer::new`], on 2 MiB hugepages where enough are
+    /// reserved (the IOMMU then maps the buffer in few, large entries: what
+    /// numio's own NVMe driver wants; `numio vfio bind --hugepages N`
+    /// reserves them). The pages come from `node` where it has them free,
+    /// else from another node, and the note says so: they were reserved
+    /// from the whole machine's pool at mmap, so a strict bind could fault
+    /// with no page on the node, a preference cannot. Without enough
+    /// hugepages, ordinary pages and a note.
+    pub fn new_hugepages(
+        len_bytes: usize,
+        node: Option<u32>,
+    ) -> io::Result<(NodeBuffer, Option<String>)> {
+        let len = len_bytes.max(1).div_ceil(HUGEPAGE_BYTES) * HUGEPAGE_BYTES;
+        // SAFETY: a fresh private hugetlb mapping; nothing else refers to
+        // it. Its pages are reserved now (mmap fails with ENOMEM when the
+        // pool is short), so touching them below cannot fault.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | libc::MAP_HUGE_2MB,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            let e = io::Error::last_os_error();
+            let (b, note) = NodeBuffer::new(len_bytes, node)?;
+            let why = format!(
+                "buffers on 4 KiB pages: {} 2 MiB hugepages could not be had ({e}); `numio vfio bind --hugepages N` reserves them",
+                len / HUGEPAGE_BYTES
+            );
+            return Ok((b, Some(note.map_or(why.clone(), |n| format!("{n}; {why}")))));
+        }
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(io::Error::last_os_error)?;
+        if let Some(n) = node {
+            // Best effort: a preference that fails leaves the default.
+            // SAFETY: our fresh mapping, not yet handed out or faulted.
+            let _ = unsafe { sysapi::memory::prefer_node(ptr.as_ptr(), len, n) };
+        }
+        // SAFETY: the mapping is `len` long, writable and ours; its pages
+        // are reserved.
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+        let landed = sysapi::memory::node_of(ptr.as_ptr()).ok();
+        let note = match (node, landed) {
+            (Some(n), Some(l)) if n != l => Some(format!(
+                "node {n} had too few free 2 MiB hugepages: buffers on node {l}'s"
+            )),
+            _ => None,
+        };
+        Ok((
+            NodeBuffer {
+                ptr,
+                len_bytes: len,
+                node: landed,
+                hugepages: true,
+            },
+            note,
+        ))
+    }
+
+    /// Whether the buffer is on 2 MiB hugepages.
+    pub fn hugepages(&self) -> bool {
+        self.hugepages
     }
 
     /// Start of the mapping.
@@ -164,6 +236,26 @@ mod tests {
         let s = unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len_bytes()) };
         assert!(s.iter().all(|&x| x == 0));
         assert!(b.node() == Some(0) || note.is_some());
+    }
+
+    #[test]
+    fn hugepage_buffers_or_a_note_saying_why_not() {
+        let (b, note) = NodeBuffer::new_hugepages(3 << 20, None).expect("a buffer either way");
+        // SAFETY: reading our own mapping.
+        let s = unsafe { std::slice::from_raw_parts(b.as_ptr(), b.len_bytes()) };
+        assert!(s.iter().all(|&x| x == 0));
+        if b.hugepages() {
+            // This machine had 2 hugepages free.
+            assert_eq!(b.len_bytes(), 4 << 20);
+            assert_eq!(b.as_ptr() as usize % HUGEPAGE_BYTES, 0);
+        } else {
+            assert_eq!(b.len_bytes(), 3 << 20);
+            let n = note.expect("ordinary pages are said");
+            assert!(
+                n.contains("4 KiB pages") && n.contains("--hugepages"),
+                "{n}"
+            );
+        }
     }
 
     #[test]

@@ -689,27 +689,54 @@ fn vfio_completes_exactly_number_ios_and_reads_back_what_it_wrote() {
     assert_eq!(r.total.bytes, 6000 * 4096);
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     assert_eq!(r.environment.targets[0].kind, "nvme_pci");
-    // Large blocks go through PRP lists, small ones through PRP1/PRP2.
-    for bs in [64 << 10, 4096, 8192] {
+    // Large blocks go through PRP lists, small ones through PRP1/PRP2;
+    // with SGLs (QEMU's NVMe takes them) each through one data block.
+    use engine::backend::vfio::{DataPointer, VfioOptions};
+    for (bs, dptr) in [
+        (64 << 10, DataPointer::Prp),
+        (4096, DataPointer::Prp),
+        (8192, DataPointer::Prp),
+        (64 << 10, DataPointer::Sgl),
+        (4096, DataPointer::Sgl),
+        (256 << 10, DataPointer::Auto),
+    ] {
         let mut wr = bounded(RwMode::Write, bs, 8);
         wr.size_bytes = Some(FILE_BYTES as u64);
         let o = RunOptions {
             force_write: true,
+            vfio: VfioOptions { data_pointer: dptr },
             ..opts(BackendKind::Vfio, true)
         };
         let r = run(&placement(&pci, wr, 1), &o);
         assert_eq!(
             r.total.bytes, FILE_BYTES as u64,
-            "bs {bs}: wrote the region"
+            "bs {bs} {dptr:?}: wrote the region"
         );
-        assert!(r.errors.is_empty(), "bs {bs} write: {:?}", r.errors);
+        assert!(
+            r.errors.is_empty(),
+            "bs {bs} {dptr:?} write: {:?}",
+            r.errors
+        );
+        let named = if dptr == DataPointer::Prp {
+            "PRP"
+        } else {
+            "SGL"
+        };
+        // The backend's set-up facts (environment.uring_features holds
+        // every backend's) name the data pointers it used.
+        let f = &r.environment.uring_features;
+        assert!(
+            f.iter()
+                .any(|f| f.starts_with("data pointers:") && f.contains(named)),
+            "bs {bs} {dptr:?}: the set-up names {named}: {f:?}"
+        );
         let mut rd = bounded(RwMode::RandRead, 4096, 32);
         rd.size_bytes = Some(FILE_BYTES as u64);
         let res = run(&placement(&pci, rd, 1), &opts(BackendKind::Vfio, true));
         assert_eq!(res.total.ops, (FILE_BYTES / 4096) as u64);
         assert!(
             res.errors.is_empty(),
-            "bs {bs} read-verify: {:?}",
+            "bs {bs} {dptr:?} read-verify: {:?}",
             res.errors
         );
     }
@@ -732,6 +759,7 @@ fn vfio_reports_a_failed_command_with_its_status_and_the_error_log() {
         (buf.as_ptr(), buf.len_bytes()),
         4096,
         None,
+        engine::backend::vfio::DataPointer::Prp,
     )
     .unwrap_or_else(|e| panic!("{e}"));
     // SAFETY: slot 0's buffer is `buf`, which outlives `b`; it is not

@@ -37,10 +37,12 @@ fn no_allocation_in_steady_state_on_vfio() {
     let engine::target::TargetKind::Pci(ns) = &info.kind else {
         panic!("{target} is not a PCI namespace")
     };
-    for (rw, bs) in [
-        (RwMode::RandRead, 4096usize),
-        (RwMode::RandWrite, 4096),
-        (RwMode::RandWrite, 64 << 10),
+    use engine::backend::vfio::DataPointer;
+    for (rw, bs, dptr) in [
+        (RwMode::RandRead, 4096usize, DataPointer::Prp),
+        (RwMode::RandWrite, 4096, DataPointer::Prp),
+        (RwMode::RandWrite, 64 << 10, DataPointer::Prp),
+        (RwMode::RandRead, 64 << 10, DataPointer::Sgl),
     ] {
         let (buf, _) = NodeBuffer::new(DEPTH * bs, None).unwrap();
         let b = VfioBackend::new(
@@ -51,6 +53,7 @@ fn no_allocation_in_steady_state_on_vfio() {
             (buf.as_ptr(), buf.len_bytes()),
             bs,
             None,
+            dptr,
         )
         .unwrap_or_else(|e| panic!("{e}"));
         let w = Workload {
@@ -63,10 +66,13 @@ fn no_allocation_in_steady_state_on_vfio() {
         };
         let (out, allocs) = steady_state(b, &w, REGION_BYTES, &buf, bs, STEADY_IOS, None);
         let ops = out.stats.ops[0] + out.stats.ops[1];
-        assert_eq!(ops, STEADY_IOS, "{rw:?} bs {bs}: every I/O succeeded");
+        assert_eq!(
+            ops, STEADY_IOS,
+            "{rw:?} bs {bs} {dptr:?}: every I/O succeeded"
+        );
         assert_eq!(
             allocs, 0,
-            "vfio allocated {allocs} times over {STEADY_IOS} I/Os ({rw:?} bs {bs})"
+            "vfio allocated {allocs} times over {STEADY_IOS} I/Os ({rw:?} bs {bs} {dptr:?})"
         );
     }
 }

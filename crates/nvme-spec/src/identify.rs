@@ -54,6 +54,15 @@ pub const ANACAP_CHANGE: u8 = 1 << 4;
 pub const ANACAP_GRPID_STATIC: u8 = 1 << 6;
 /// SGLS bits: SGLs supported (bit 0) and offset SGLs for in-capsule data (bit 20).
 pub const SGLS_SUPPORTED: u32 = 1;
+/// SGLS bits 1:0: 01b SGLs supported for NVM commands with no alignment
+/// requirement, 10b with dword alignment, 00b not supported.
+pub const SGLS_SUPPORT_MASK: u32 = 3;
+
+/// Whether a controller reporting `sgls` takes SGLs in NVM I/O commands.
+pub fn sgls_for_io(sgls: u32) -> bool {
+    sgls & SGLS_SUPPORT_MASK != 0
+}
+
 /// SGLS bit 20: SGL offset supported.
 pub const SGLS_OFFSET: u32 = 1 << 20;
 

@@ -152,6 +152,21 @@ pub fn prp_list(addr: u64, len: u64, page: u64) -> Vec<u64> {
     (1..len.div_ceil(page)).map(|i| addr + i * page).collect()
 }
 
+/// CDW0 bits 15:14 (PSDT) = 01b: the data pointer is an SGL (and MPTR,
+/// were there metadata, one contiguous buffer). 00b, the default, is PRPs.
+pub const PSDT_SGL: u64 = 1 << 14;
+
+/// SGL descriptor type byte (byte 15) of a Data Block descriptor: type 0h,
+/// sub type 0h (an address).
+pub const SGL_DATA_BLOCK: u8 = 0x00;
+
+/// DPTR (SQE qwords 3 and 4) as one SGL Data Block descriptor for `len`
+/// bytes at bus address `addr`: the whole transfer in one descriptor, so a
+/// buffer contiguous in bus address space needs no list (unlike PRPs).
+pub fn sgl_data_block(addr: u64, len: u32) -> (u64, u64) {
+    (addr, u64::from(len) | u64::from(SGL_DATA_BLOCK) << 56)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,5 +212,25 @@ mod tests {
         assert_eq!(prps(0x10000, 8193, page, 0x9000), (0x10000, 0x9000));
         assert_eq!(prp_list(0x10000, 16384, page), [0x11000, 0x12000, 0x13000]);
         assert!(prp_list(0x10000, 4096, page).is_empty());
+    }
+
+    #[test]
+    fn sgl_data_block_is_address_then_length_and_type_zero() {
+        let (a, b) = sgl_data_block(0x1_0000_2000, 128 << 10);
+        assert_eq!(a, 0x1_0000_2000);
+        // Bytes 8..12 length, 12..15 reserved, 15 type 0 (data block).
+        assert_eq!(b.to_le_bytes(), [0, 0, 2, 0, 0, 0, 0, 0]);
+        // The same bytes as the generic descriptor's encoding.
+        let mut raw = [0u8; 16];
+        crate::command::SglDescriptor {
+            addr: a,
+            length: 128 << 10,
+            rsvd: [0; 3],
+            type_byte: SGL_DATA_BLOCK,
+        }
+        .encode(&mut raw);
+        assert_eq!(raw[..8], a.to_le_bytes());
+        assert_eq!(raw[8..], b.to_le_bytes());
+        assert_eq!(PSDT_SGL, 0x4000);
     }
 }

@@ -1,9 +1,16 @@
-//! Memory placement: binding a fresh mapping's pages to one NUMA node.
+//! Memory placement: binding a fresh mapping's pages to one NUMA node (or
+//! preferring it), and asking which node a page landed on.
 
 use std::io;
 
+/// `MPOL_PREFERRED` of `include/uapi/linux/mempolicy.h`.
+const MPOL_PREFERRED: libc::c_long = 1;
 /// `MPOL_BIND` of `include/uapi/linux/mempolicy.h`.
 const MPOL_BIND: libc::c_long = 2;
+/// get_mempolicy: return the node of the page at `addr`.
+const MPOL_F_NODE: libc::c_ulong = 1;
+/// get_mempolicy: `addr` names a page of the caller's.
+const MPOL_F_ADDR: libc::c_ulong = 1 << 1;
 /// `MPOL_MF_MOVE`: move pages already faulted in.
 const MPOL_MF_MOVE: libc::c_ulong = 1 << 1;
 
@@ -15,6 +22,58 @@ const MPOL_MF_MOVE: libc::c_ulong = 1 << 1;
 /// `addr..addr + len` must be a page-aligned mapping the caller owns: its
 /// pages may move to another node (their contents stay).
 pub unsafe fn mbind(addr: *mut u8, len: usize, node: u32) -> io::Result<()> {
+    // SAFETY: forwarded contract.
+    unsafe { set_policy(addr, len, node, MPOL_BIND, MPOL_MF_MOVE) }
+}
+
+/// Asks for the pages of `addr..addr + len` to come from node `node`,
+/// falling back to other nodes when it has none (not yet faulted pages
+/// only). For hugetlb mappings, whose pages were reserved from the whole
+/// machine's pool at mmap: a strict bind could then fault with no page on
+/// that node (SIGBUS), a preference cannot.
+///
+/// # Safety
+///
+/// As [`mbind`].
+pub unsafe fn prefer_node(addr: *mut u8, len: usize, node: u32) -> io::Result<()> {
+    // SAFETY: forwarded contract.
+    unsafe { set_policy(addr, len, node, MPOL_PREFERRED, 0) }
+}
+
+/// The node of the (faulted-in) page at `addr` of this process.
+pub fn node_of(addr: *const u8) -> io::Result<u32> {
+    // The kernel only looks the address up: pass it as a number.
+    let addr = addr as usize;
+    let mut node: libc::c_int = -1;
+    // SAFETY: get_mempolicy writes one int to `node`; with a null mask
+    // pointer it writes no mask; `addr` is only looked up, not accessed.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_get_mempolicy,
+            &mut node as *mut libc::c_int,
+            std::ptr::null_mut::<libc::c_ulong>(),
+            0 as libc::c_ulong,
+            addr,
+            MPOL_F_NODE | MPOL_F_ADDR,
+        )
+    };
+    if rc == 0 && node >= 0 {
+        Ok(node as u32)
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// # Safety
+///
+/// As [`mbind`].
+unsafe fn set_policy(
+    addr: *mut u8,
+    len: usize,
+    node: u32,
+    mode: libc::c_long,
+    flags: libc::c_ulong,
+) -> io::Result<()> {
     if node >= 1024 {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
@@ -28,10 +87,10 @@ pub unsafe fn mbind(addr: *mut u8, len: usize, node: u32) -> io::Result<()> {
             libc::SYS_mbind,
             addr,
             len,
-            MPOL_BIND,
+            mode,
             mask.as_ptr(),
             maxnode,
-            MPOL_MF_MOVE,
+            flags,
         )
     };
     if rc == 0 {

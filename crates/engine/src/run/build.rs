@@ -213,6 +213,7 @@ pub(super) fn vfio(
     s: &Setup<'_>,
     ns: &PciNamespace,
     lba_bytes: u32,
+    opts: &crate::backend::vfio::VfioOptions,
     node: Option<u32>,
 ) -> Result<Built<VfioBackend>, EngineError> {
     let b = VfioBackend::new(
@@ -223,6 +224,7 @@ pub(super) fn vfio(
         s.region,
         s.slot_bytes,
         node,
+        opts.data_pointer,
     )
     .map_err(|reason| EngineError::Workload {
         path: s.path.to_string(),

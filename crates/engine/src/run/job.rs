@@ -54,11 +54,17 @@ fn setup_and_run(
     };
     let slot_bytes = (w.bs_max_bytes as usize).div_ceil(4096) * 4096;
     let depth = w.iodepth as usize;
-    let (buf, note) =
-        NodeBuffer::new(slot_bytes * depth, spec.node).map_err(|source| EngineError::Buffers {
-            bytes: slot_bytes * depth,
-            source,
-        })?;
+    // numio's own NVMe driver maps the buffers into the IOMMU: on
+    // hugepages where there are, in few large entries.
+    let (buf, note) = if spec.backend.wants_hugepages() {
+        NodeBuffer::new_hugepages(slot_bytes * depth, spec.node)
+    } else {
+        NodeBuffer::new(slot_bytes * depth, spec.node)
+    }
+    .map_err(|source| EngineError::Buffers {
+        bytes: slot_bytes * depth,
+        source,
+    })?;
     notes.extend(note);
     if spec.verify.is_none() {
         fill_random(&buf, w.randseed ^ u64::from(spec.job));
@@ -76,10 +82,14 @@ fn setup_and_run(
     // The backend (and its ring) is gone; now the file and buffers may go.
     drop(file);
     notes.extend(ran.notes);
+    let mut features = ran.features;
+    if buf.hugepages() {
+        features.push("buffers on 2 MiB hugepages".into());
+    }
     Ok(JobOutput {
         out: ran.out,
         buffer_node: buf.node(),
-        features: ran.features,
+        features,
         notes,
         trial,
         multipath,
@@ -148,9 +158,13 @@ fn build_and_run(
             let node = worker_node(res.spec);
             res.run(build::rdma(&s, target, *lba_bytes, opts, node)?, gate)?
         }
-        BackendSpec::Vfio { ns, lba_bytes } => {
+        BackendSpec::Vfio {
+            ns,
+            lba_bytes,
+            opts,
+        } => {
             let node = res.spec.node.or(ns.node);
-            res.run(build::vfio(&s, ns, *lba_bytes, node)?, gate)?
+            res.run(build::vfio(&s, ns, *lba_bytes, opts, node)?, gate)?
         }
     };
     Ok((ran, trial))

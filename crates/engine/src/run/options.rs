@@ -75,6 +75,8 @@ pub struct RunOptions {
     pub labels: BTreeMap<String, String>,
     /// NVMe/TCP connection options (tcp backend).
     pub tcp: TcpOptions,
+    /// numio's own NVMe driver's options (vfio backend).
+    pub vfio: crate::backend::vfio::VfioOptions,
 }
 
 impl Default for RunOptions {
@@ -90,6 +92,7 @@ impl Default for RunOptions {
             batch_complete_min: None,
             labels: BTreeMap::new(),
             tcp: TcpOptions::default(),
+            vfio: crate::backend::vfio::VfioOptions::default(),
         }
     }
 }

@@ -61,6 +61,8 @@ pub(super) enum BackendSpec {
         ns: PciNamespace,
         /// The namespace's LBA size.
         lba_bytes: u32,
+        /// Driver options (data pointers).
+        opts: crate::backend::vfio::VfioOptions,
     },
 }
 
@@ -116,6 +118,7 @@ impl BackendSpec {
                 TargetKind::Pci(ns) => BackendSpec::Vfio {
                     ns: ns.clone(),
                     lba_bytes: info.logical_block_size_bytes,
+                    opts: opts.vfio,
                 },
                 _ => {
                     return Err(wrong_target(
@@ -140,8 +143,14 @@ impl BackendSpec {
         }
     }
 
-    /// Whether the backend works on the target opened as a file (all but
-    /// tcp, whose target is a connection).
+    /// Whether the worker's buffers go on hugepages where there are (the
+    /// vfio backend maps them into the IOMMU).
+    pub(super) fn wants_hugepages(&self) -> bool {
+        matches!(self, BackendSpec::Vfio { .. })
+    }
+
+    /// Whether the worker opens the target as a file (not a connection or
+    /// a PCI function).
     pub(super) fn opens_file(&self) -> bool {
         !matches!(
             self,

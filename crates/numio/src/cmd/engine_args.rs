@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 
 use super::display::ProgressMode;
 use super::flags::{
-    parse_percentiles, BackendArg, IoPolicyArg, IoPollArg, ProgressArg, UringSetupArg,
+    parse_percentiles, BackendArg, IoPolicyArg, IoPollArg, ProgressArg, UringSetupArg, VfioDptrArg,
 };
 
 /// Flags that say how the engine runs a plan.
@@ -66,6 +66,12 @@ pub struct EngineArgs {
     /// device can then DMA anywhere in memory).
     #[arg(long)]
     pub allow_noiommu: bool,
+    /// --backend vfio: how I/O commands name their data: PRPs (PRP lists
+    /// for I/Os over two pages), one SGL data block descriptor, or auto
+    /// (SGL where the controller takes SGLs and an I/O spans more than two
+    /// pages, else PRPs).
+    #[arg(long, value_enum, value_name = "KIND", default_value = "auto")]
+    pub vfio_dptr: VfioDptrArg,
     /// Write verify blocks (offset, generation, seed, sequence, CRC32C) and
     /// check every read: mismatches are reported by offset and kind, exit 1.
     /// A write run saves its generation in the verify state.
@@ -159,6 +165,9 @@ impl EngineArgs {
                     })
                     .transpose()?,
                 poll: self.poll,
+            },
+            vfio: engine::backend::vfio::VfioOptions {
+                data_pointer: self.vfio_dptr.into(),
             },
         })
     }

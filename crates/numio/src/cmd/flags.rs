@@ -125,6 +125,30 @@ impl From<IoPolicyArg> for nvmf::host::IoPolicy {
     }
 }
 
+/// How numio's NVMe driver (--backend vfio) names an I/O's data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VfioDptrArg {
+    /// One SGL data block where the controller takes SGLs and an I/O
+    /// spans more than two pages, else PRPs.
+    Auto,
+    /// PRP1/PRP2 and PRP lists (every controller).
+    Prp,
+    /// One SGL data block descriptor per command (refused on a controller
+    /// without SGLs).
+    Sgl,
+}
+
+impl From<VfioDptrArg> for engine::backend::vfio::DataPointer {
+    fn from(a: VfioDptrArg) -> engine::backend::vfio::DataPointer {
+        use engine::backend::vfio::DataPointer;
+        match a {
+            VfioDptrArg::Auto => DataPointer::Auto,
+            VfioDptrArg::Prp => DataPointer::Prp,
+            VfioDptrArg::Sgl => DataPointer::Sgl,
+        }
+    }
+}
+
 /// io_uring task-run set-up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum UringSetupArg {

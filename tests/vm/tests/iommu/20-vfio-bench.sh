@@ -7,13 +7,19 @@
 #    driver's queue line) and gives it back: nvme owns it, `nvme list`
 #    shows it.
 # 2. A write with --verify through vfio (no --force-write: the probe
-#    through the driver finds nothing on the namespace), then --verify-only through vfio,
+#    through the driver finds nothing on the namespace; 64 KiB I/Os, so
+#    --vfio-dptr auto names them by one SGL data block: QEMU's NVMe takes
+#    SGLs), then --verify-only through vfio with --vfio-dptr prp (PRP lists),
 #    then the region read through the kernel (uring --verify: every block
 #    a valid verify block of its offset), and `dd` sees non-zero data:
 #    what numio's driver wrote is on the drive.
+#    Without hugepages the run's notes say its buffers are on 4 KiB pages
+#    and how to reserve hugepages; bound with `vfio bind --hugepages 8`,
+#    the run's buffers are on 2 MiB hugepages (said in its set-up), and
+#    `vfio unbind` puts the hugepage pool back as it was.
 # 3. The engine's conformance part for vfio (number_ios over two queue
 #    pairs, write + read-verify at 4 KiB, 8 KiB and 64 KiB: PRP1, PRP2 and
-#    PRP lists; a read past the namespace's end fails with LBA Out of Range
+#    PRP lists, and by SGL data blocks at 4 KiB, 64 KiB and 256 KiB; a read past the namespace's end fails with LBA Out of Range
 #    and leaves the controller's error log in the notes) and its counting-allocator test (no allocation per I/O) on
 #    the bound controller.
 # 4. SIGINT mid-run: report, exit 130, back on nvme, no record; kill -9
@@ -54,6 +60,8 @@ expect_eq "vfio randread: target kind" nvme_pci "$(jq -r '.environment.targets[0
 expect_eq "vfio randread: backend" vfio "$(jq -r '.environment.backend' "$CHECK_OUT/read.json")"
 expect_eq "vfio randread: a polled I/O queue of its own" yes \
   "$(jq -r '.environment.uring_features[]' "$CHECK_OUT/read.json" | grep -q 'polled' && echo yes || echo no)"
+expect_eq "vfio randread without hugepages: the notes say 4 KiB pages and --hugepages" yes \
+  "$(jq -r '.environment.notes[]' "$CHECK_OUT/read.json" | grep -q '4 KiB pages.*--hugepages' && echo yes || echo no)"
 back_on_nvme "after the read"
 
 # 2. Write + verify through vfio, read back through vfio and the kernel.
@@ -61,8 +69,12 @@ run_numio bench "pci:$b" --rw write --bs 64k --iodepth 8 --size 16m --number-ios
   --verify-state "$state" --json --no-progress
 expect_eq "vfio write --verify: exit status ($(tail -n 3 <<<"$NUMIO_ERR"))" 0 "$NUMIO_RC"
 expect_eq "vfio write: 16 MiB written" 16777216 "$(jq '.total.bytes' <<<"$NUMIO_OUT")"
-run_numio bench "pci:$b" --verify-only --verify-state "$state" --json --no-progress
+expect_eq "vfio write 64k (--vfio-dptr auto): SGL data blocks" yes \
+  "$(jq -r '.environment.uring_features[]' <<<"$NUMIO_OUT" | grep -q '^data pointers: one SGL data block' && echo yes || echo no)"
+run_numio bench "pci:$b" --verify-only --verify-state "$state" --vfio-dptr prp --json --no-progress
 expect_eq "vfio --verify-only: exit status ($(tail -n 3 <<<"$NUMIO_ERR"))" 0 "$NUMIO_RC"
+expect_eq "vfio --verify-only --vfio-dptr prp: PRP lists" yes \
+  "$(jq -r '.environment.uring_features[]' <<<"$NUMIO_OUT" | grep -q '^data pointers: PRPs, a PRP list per slot' && echo yes || echo no)"
 expect_eq "vfio --verify-only: no mismatch" "[]" "$(jq -c '.errors' <<<"$NUMIO_OUT")"
 back_on_nvme "after the write"
 # Through the kernel: every block of the region is a valid verify block of
@@ -74,6 +86,21 @@ expect_eq "the kernel reads what vfio wrote: no mismatch" "[]" "$(jq -c '.errors
 expect_eq "the kernel read 16 MiB" 16777216 "$(jq '.total.bytes' <<<"$NUMIO_OUT")"
 expect_eq "dd through the kernel sees written data" yes \
   "$(dd if="/dev/$ns" bs=4k count=1 iflag=direct 2>/dev/null | tr -d '\0' | wc -c | awk '{ print ($1 > 0) ? "yes" : "no" }')"
+
+# Hugepages: reserved by vfio bind, used by the run's buffers, put back.
+pool=/sys/devices/system/node/node0/hugepages/hugepages-2048kB/nr_hugepages
+before=$(cat "$pool")
+run_numio vfio bind --hugepages 8 "$b"
+expect_eq "vfio bind --hugepages 8: exit status ($NUMIO_ERR)" 0 "$NUMIO_RC"
+expect_eq "8 hugepages reserved on node 0" yes "$([ "$(cat "$pool")" -ge 8 ] && echo yes || echo no)"
+run_numio bench "pci:$b" --rw randread --bs 64k --iodepth 16 --runtime 1s --json --no-progress
+expect_eq "vfio bench with hugepages: exit status ($(tail -n 3 <<<"$NUMIO_ERR"))" 0 "$NUMIO_RC"
+expect_eq "vfio bench with hugepages: buffers on 2 MiB hugepages" yes \
+  "$(jq -r '.environment.uring_features[]' <<<"$NUMIO_OUT" | grep -qx 'buffers on 2 MiB hugepages' && echo yes || echo no)"
+run_numio vfio unbind "$b"
+expect_eq "vfio unbind: exit status ($NUMIO_ERR)" 0 "$NUMIO_RC"
+expect_eq "the hugepage pool is put back" "$before" "$(cat "$pool")"
+back_on_nvme "after the hugepage run"
 
 # 3. The engine's conformance part on the bound controller.
 conf=$(ls -t target/debug/deps/conformance-* 2>/dev/null | grep -v '\.d$' | head -n 1)

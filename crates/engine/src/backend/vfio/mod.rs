@@ -8,11 +8,16 @@
 //!
 //! Hot path (no lock, no shared atomic, no allocation, no system call):
 //! `queue` patches a per-direction 64-byte SQE template (command id = the
-//! slot, PRP1/PRP2, SLBA, NLB) straight into the submission queue; `submit`
-//! writes the SQ tail doorbell once per batch (after a store fence); `reap`
-//! polls the completion queue's phase bit, hands completions back and
-//! writes the CQ head doorbell once per batch. PRP lists are built at
-//! start-up, one 4 KiB page per slot, since a slot's buffer never moves.
+//! slot, the data pointer, SLBA, NLB) straight into the submission queue;
+//! `submit` writes the SQ tail doorbell once per batch (after a store
+//! fence); `reap` polls the completion queue's phase bit, hands completions
+//! back and writes the CQ head doorbell once per batch.
+//!
+//! The data pointer ([`DataPointer`]) is PRP1/PRP2, with PRP lists built at
+//! start-up (one 4 KiB page per slot, since a slot's buffer never moves),
+//! or one SGL Data Block descriptor per command where the controller takes
+//! SGLs: a slot is contiguous in bus address space, so one descriptor names
+//! all of it and the controller fetches no list.
 //!
 //! Failures the device can have mid-run are seen by `reap`: a completion
 //! with an error status is the I/O's result (`-(NVME_STATUS_BASE + SCT<<8|SC)`,
@@ -44,6 +49,29 @@ pub const STALL: Duration = Duration::from_secs(30);
 /// status and the stall clock.
 const POLLS_PER_CHECK: u32 = 1 << 16;
 
+/// How I/O commands name their data (`--vfio-dptr`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DataPointer {
+    /// One SGL Data Block descriptor where the controller takes SGLs in
+    /// I/O commands and a slot spans more than two pages (where PRPs would
+    /// need a list the controller must fetch), else PRPs. As Linux's nvme
+    /// driver, which uses SGLs above a size where the controller has them.
+    #[default]
+    Auto,
+    /// PRP1/PRP2 and PRP lists: what every PCIe controller takes.
+    Prp,
+    /// One SGL Data Block descriptor per command; refused on a controller
+    /// without SGLs.
+    Sgl,
+}
+
+/// vfio backend options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VfioOptions {
+    /// How I/O commands name their data.
+    pub data_pointer: DataPointer,
+}
+
 /// One worker's I/O queue pair on a controller.
 pub struct VfioBackend {
     ctrl: Arc<Controller>,
@@ -51,8 +79,10 @@ pub struct VfioBackend {
     entries: u32,
     sq: DmaMem,
     cq: DmaMem,
-    /// One PRP list page per slot (slots of more than two pages only).
+    /// One PRP list page per slot (slots of more than two pages only, PRPs).
     prp_lists: Option<DmaMem>,
+    /// Data pointers are SGL Data Block descriptors, not PRPs.
+    sgl: bool,
     /// The worker's buffer region: host address, bus address, length.
     region: (usize, u64, usize),
     slot_bytes: usize,
@@ -89,7 +119,9 @@ impl std::fmt::Debug for VfioBackend {
 impl VfioBackend {
     /// A queue pair of `depth` I/Os on `ctrl` for namespace `nsid` (LBA
     /// size `lba_bytes`), its memory on `node`, for the worker's buffer
-    /// `region` of `depth` slots of `slot_bytes` (page multiples).
+    /// `region` of `depth` slots of `slot_bytes` (page multiples), its
+    /// commands naming their data as `dptr` says.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctrl: Arc<Controller>,
         nsid: u32,
@@ -98,6 +130,7 @@ impl VfioBackend {
         region: (*mut u8, usize),
         slot_bytes: usize,
         node: Option<u32>,
+        dptr: DataPointer,
     ) -> Result<VfioBackend, String> {
         let addr = ctrl.addr.clone();
         let entries = (depth as u32 + 1).max(2);
@@ -119,6 +152,18 @@ impl VfioBackend {
         let cq = dma(entries as usize * 16)?;
         let sq = dma(entries as usize * 64)?;
         let slot_pages = slot_bytes as u64 / PAGE;
+        let takes_sgl = nvme_spec::identify::sgls_for_io(ctrl.id.sgls);
+        let sgl = match dptr {
+            DataPointer::Prp => false,
+            DataPointer::Auto => takes_sgl && slot_pages > 2,
+            DataPointer::Sgl if takes_sgl => true,
+            DataPointer::Sgl => {
+                return Err(format!(
+                    "{addr}: the controller takes no SGLs in I/O commands (Identify SGLS {:#x}): use --vfio-dptr prp (or auto)",
+                    ctrl.id.sgls
+                ))
+            }
+        };
         let region_iova = ctrl.alloc_iova(region.1);
         // SAFETY: the region is the worker's buffer memory, which outlives
         // this backend (the worker drops its backend before its buffers),
@@ -131,10 +176,11 @@ impl VfioBackend {
             sq,
             cq,
             prp_lists: None,
+            sgl,
             region: (region.0 as usize, region_iova, region.1),
             slot_bytes,
             lba_shift: lba_bytes.trailing_zeros(),
-            templates: [template(READ, nsid), template(WRITE, nsid)],
+            templates: [template(READ, nsid, sgl), template(WRITE, nsid, sgl)],
             tail: 0,
             head: 0,
             phase: 1,
@@ -148,7 +194,7 @@ impl VfioBackend {
             end_notes: Arc::default(),
             ctrl: ctrl.clone(),
         };
-        if slot_pages > 2 {
+        if slot_pages > 2 && !sgl {
             let lists = dma(depth * PAGE as usize)?;
             for slot in 0..depth {
                 let base = region_iova + (slot * slot_bytes) as u64;
@@ -167,6 +213,11 @@ impl VfioBackend {
         me.cq_doorbell = pci::doorbell(me.qid, true, stride);
         me.features = vec![
             format!("I/O queue {} of {} entries, polled", me.qid, entries),
+            match (sgl, me.prp_lists.is_some()) {
+                (true, _) => "data pointers: one SGL data block per command".into(),
+                (false, true) => "data pointers: PRPs, a PRP list per slot".into(),
+                (false, false) => "data pointers: PRP1/PRP2".into(),
+            },
             if node.is_some() {
                 "queues and buffers IOMMU-mapped on the worker's node".into()
             } else {
@@ -241,10 +292,14 @@ impl VfioBackend {
     }
 }
 
-/// The SQE of `opcode` for namespace `nsid` with every per-I/O field zero.
-fn template(opcode: u8, nsid: u32) -> [u64; 8] {
+/// The SQE of `opcode` for namespace `nsid` with every per-I/O field zero,
+/// its PSDT saying SGL when `sgl`.
+fn template(opcode: u8, nsid: u32, sgl: bool) -> [u64; 8] {
     let mut t = [0u64; 8];
     t[0] = u64::from(opcode) | u64::from(nsid) << 32;
+    if sgl {
+        t[0] |= pci::PSDT_SGL;
+    }
     t
 }
 
@@ -255,15 +310,19 @@ impl Backend for VfioBackend {
         let off = io.buf as usize - self.region.0;
         debug_assert!(off == slot * self.slot_bytes && (io.len_bytes as usize) <= self.slot_bytes);
         let addr = self.region.1 + off as u64;
-        let list = self
-            .prp_lists
-            .as_ref()
-            .map_or(0, |l| l.iova() + (slot as u64) * PAGE);
-        let (prp1, prp2) = pci::prps(addr, io.len_bytes, PAGE, list);
+        let (dptr1, dptr2) = if self.sgl {
+            pci::sgl_data_block(addr, io.len_bytes)
+        } else {
+            let list = self
+                .prp_lists
+                .as_ref()
+                .map_or(0, |l| l.iova() + (slot as u64) * PAGE);
+            pci::prps(addr, io.len_bytes, PAGE, list)
+        };
         let mut e = self.templates[io.dir as usize];
         e[0] |= (io.slot as u64) << 16;
-        e[3] = prp1;
-        e[4] = prp2;
+        e[3] = dptr1;
+        e[4] = dptr2;
         e[5] = io.offset_bytes >> self.lba_shift;
         e[6] = u64::from((io.len_bytes >> self.lba_shift) - 1);
         self.sq.write_entry(self.tail as usize * 64, &e);
@@ -386,6 +445,7 @@ pub fn read_bytes(
         (buf.as_ptr(), buf.len_bytes()),
         chunk,
         None,
+        DataPointer::Prp,
     )?;
     let mut out = vec![0u8; len];
     let mut done = [Completion::default(); DEPTH];
