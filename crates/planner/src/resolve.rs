@@ -139,8 +139,9 @@ pub fn resolve_pci(topo: &Topology, path: &str, address: &str, node: Option<Node
             notes: vec![format!("{path} is the PCI controller {address}")],
             local_nodes: vec![n],
         },
+        // Warnings and the target's notes name `path` already.
         None => Resolution::unknown(format!(
-            "{path}: the kernel reports no NUMA node for the PCI controller {address} (numa_node -1)"
+            "the kernel reports no NUMA node for the PCI controller {address} (numa_node -1)"
         )),
     }
 }

@@ -64,6 +64,34 @@ pub fn node_of(addr: *const u8) -> io::Result<u32> {
     }
 }
 
+/// The physical address of the (faulted-in) byte at `addr` of this
+/// process, from `/proc/self/pagemap`: what a device addresses when no
+/// IOMMU translates (VFIO's no-IOMMU mode). Needs CAP_SYS_ADMIN (without
+/// it the kernel reports frame 0, refused here by name). The page must not
+/// move while a device uses the address: hugetlb pages do not.
+pub fn physical_address(addr: *const u8) -> io::Result<u64> {
+    use std::os::unix::fs::FileExt;
+    const PAGE: u64 = 4096;
+    let va = addr as u64;
+    let f = std::fs::File::open("/proc/self/pagemap")?;
+    let mut e = [0u8; 8];
+    f.read_exact_at(&mut e, va / PAGE * 8)?;
+    let e = u64::from_le_bytes(e);
+    if e & 1 << 63 == 0 {
+        return Err(io::Error::other(format!(
+            "page at {va:#x} is not present (touch it first)"
+        )));
+    }
+    let pfn = e & ((1 << 55) - 1);
+    if pfn == 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "/proc/self/pagemap hides physical addresses without CAP_SYS_ADMIN: run as root",
+        ));
+    }
+    Ok(pfn * PAGE + va % PAGE)
+}
+
 /// # Safety
 ///
 /// As [`mbind`].
@@ -97,5 +125,21 @@ unsafe fn set_policy(
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_touched_page_has_a_physical_address_for_root_only() {
+        let v = vec![7u8; 8192];
+        let p = &v[4100] as *const u8;
+        match physical_address(p) {
+            // Same offset in the page as the virtual address.
+            Ok(pa) => assert_eq!(pa % 4096, p as u64 % 4096),
+            Err(e) => assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}"),
+        }
     }
 }

@@ -8,6 +8,12 @@
 //! anonymous pages bound to a NUMA node, locked, and mapped into the IOMMU at
 //! a bus address the caller chooses).
 //!
+//! In VFIO's no-IOMMU mode nothing translates the device's addresses: a
+//! [`DmaMem`] is then one 2 MiB hugepage (physically contiguous, and a
+//! page that does not move) whose bus address is its physical address
+//! ([`crate::memory::physical_address`]), and the caller addresses other
+//! memory it lends the device page by page, physically, too.
+//!
 //! What is left to the caller is the NVMe protocol over these: register
 //! values, queue entries and PRPs, all plain integers. Every access to
 //! device-visible memory is volatile and bounds-checked, so callers need no
@@ -86,7 +92,16 @@ pub struct Container {
     noiommu: bool,
 }
 
+/// Size of the hugepage a [`DmaMem`] is in no-IOMMU mode.
+pub const NOIOMMU_PIECE: usize = 2 << 20;
+
 impl Container {
+    /// Whether this is VFIO's no-IOMMU mode: no mappings, the device
+    /// addresses physical memory.
+    pub fn noiommu(&self) -> bool {
+        self.noiommu
+    }
+
     /// Maps `len` bytes at `vaddr` into the IOMMU at bus address `iova`, for
     /// the device to read and write (pins the pages).
     ///
@@ -419,8 +434,10 @@ pub fn load_fence() {
 }
 
 /// Memory the device reads and writes: anonymous pages, bound to a NUMA
-/// node, locked, zeroed, and mapped into the container's IOMMU at `iova`
-/// (unmapped and freed on drop). Volatile, bounds-checked access.
+/// node, zeroed, and mapped into the container's IOMMU at `iova`
+/// (unmapped and freed on drop); in no-IOMMU mode one 2 MiB hugepage,
+/// preferring the node, at its physical address. Volatile, bounds-checked
+/// access.
 #[derive(Debug)]
 pub struct DmaMem {
     ptr: NonNull<u8>,
@@ -435,12 +452,17 @@ unsafe impl Send for DmaMem {}
 impl DmaMem {
     /// `len` bytes (rounded up to 4 KiB) on `node` (when given: mbind,
     /// falling back to the default policy), mapped at bus address `iova`.
+    /// In no-IOMMU mode: a hugepage (`len` at most 2 MiB) at its physical
+    /// address (`iova` unused).
     pub fn new(
         container: &Arc<Container>,
         len: usize,
         node: Option<u32>,
         iova: u64,
     ) -> io::Result<DmaMem> {
+        if container.noiommu {
+            return DmaMem::physical(container, len, node);
+        }
         let len = len.div_ceil(4096) * 4096;
         // SAFETY: a fresh private anonymous mapping.
         let p = unsafe {
@@ -478,6 +500,54 @@ impl DmaMem {
             iova,
             container: container.clone(),
         })
+    }
+
+    fn physical(container: &Arc<Container>, len: usize, node: Option<u32>) -> io::Result<DmaMem> {
+        if len > NOIOMMU_PIECE {
+            return Err(io::Error::other(format!(
+                "no-IOMMU mode: one piece of queue memory is at most a 2 MiB hugepage ({len} bytes asked)"
+            )));
+        }
+        let len = NOIOMMU_PIECE;
+        // SAFETY: a fresh private hugetlb mapping, its page reserved now
+        // (mmap fails when the pool has none), so touching it cannot fault.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | libc::MAP_HUGE_2MB,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            let e = io::Error::last_os_error();
+            return Err(io::Error::other(format!(
+                "no-IOMMU mode keeps queues on 2 MiB hugepages, and none is free ({e}): reserve them, e.g. `numio vfio bind --allow-noiommu --hugepages 32 ADDR`"
+            )));
+        }
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap null"))?;
+        if let Some(n) = node {
+            // SAFETY: our fresh mapping, not yet faulted (a preference: the
+            // page was reserved from the whole machine's pool).
+            let _ = unsafe { crate::memory::prefer_node(ptr.as_ptr(), len, n) };
+        }
+        // SAFETY: our mapping, its page reserved.
+        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+        match crate::memory::physical_address(ptr.as_ptr()) {
+            Ok(iova) => Ok(DmaMem {
+                ptr,
+                len,
+                iova,
+                container: container.clone(),
+            }),
+            Err(e) => {
+                // SAFETY: our mapping, never handed out.
+                unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
+                Err(e)
+            }
+        }
     }
 
     /// Bus address of byte 0.
@@ -555,7 +625,9 @@ impl DmaMem {
 
 impl Drop for DmaMem {
     fn drop(&mut self) {
-        let _ = self.container.unmap_dma(self.iova, self.len);
+        if !self.container.noiommu {
+            let _ = self.container.unmap_dma(self.iova, self.len);
+        }
         // SAFETY: unmaps exactly our mapping; no access follows.
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
     }

@@ -2,14 +2,16 @@
 # one-node: a plain single-node machine (no NUMA description at all: the
 # firmware has no SRAT, like most one-socket servers) with 2 CPUs, 1 GiB and
 # two single-path NVMe controllers on the main PCIe root bus, one 1 GiB
-# namespace each.
+# namespace each (NUMIO-A's kept in a file).
 TOPO_DESCRIPTION="1 node x 2 CPUs, 1 GiB; two single-path controllers"
 TOPO_SMP="2,sockets=1,cores=2,threads=1"
 TOPO_MEM_MB=1024
 
 topology() {
   topo_controller c0 pcie.0 NUMIO-A
-  topo_namespace c0 1 1G
+  # File-backed (sparse, in the job directory): what numio's driver writes
+  # in no-IOMMU mode (59) reads back.
+  topo_namespace c0 1 1G file
   topo_controller c1 pcie.0 NUMIO-B
   topo_namespace c1 1 1G
 }

@@ -78,7 +78,9 @@ pub fn take(
             Err(e) => return Err(e.into()),
         }
     }
-    load_type1(root);
+    if !bindings.iter().any(Binding::noiommu) {
+        load_type1(root);
+    }
     let restorers: Vec<_> = bindings.iter().map(Binding::restorer).collect();
     let hook = interrupt::on_second_signal(move || {
         for r in &restorers {
@@ -100,6 +102,8 @@ fn load_type1(root: &Path) {
     if !loaded {
         let _ = std::process::Command::new("modprobe")
             .arg("vfio_iommu_type1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
             .status();
     }
 }

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use topology::pci::VFIO_PCI;
 
-use super::checks::{group_viable, in_use, noiommu_possible, nvme_function};
+use super::checks::{group_viable, in_use, noiommu_possible, nvme_function, NOIOMMU_RISK};
 use super::record::{HugepagesRecord, Owner, VfioJournal, VfioRecord};
 use super::sysfs::{self, vfio_err, wait_for, BIND_WAIT};
 use crate::error::TuneError;
@@ -90,8 +90,22 @@ impl Binding {
     /// given back) unless hugepages are reserved for it.
     pub fn take(root: &Path, addr: &str, opts: &TakeOptions) -> Result<Binding, TuneError> {
         let f = nvme_function(root, addr)?;
-        let noiommu = f.iommu_group.is_none() && !f.on_vfio();
-        if noiommu && !topology::pci::iommu_enabled(root)? {
+        // On vfio-pci already: in a no-IOMMU group when VFIO made one for
+        // it (`/dev/vfio/noiommu-N`); else no-IOMMU when it has no group.
+        let noiommu = if f.on_vfio() {
+            f.iommu_group
+                .is_some_and(|g| sysfs::group_dev(root, g, true).exists())
+        } else {
+            f.iommu_group.is_none()
+        };
+        if noiommu && f.on_vfio() {
+            if !opts.allow_noiommu {
+                return Err(vfio_err(
+                    addr,
+                    format!("it is bound to vfio-pci in VFIO's no-IOMMU mode: pass --allow-noiommu to use it that way ({NOIOMMU_RISK})"),
+                ));
+            }
+        } else if noiommu && !topology::pci::iommu_enabled(root)? {
             noiommu_possible(root, addr, opts.allow_noiommu)?;
         } else if noiommu {
             return Err(vfio_err(

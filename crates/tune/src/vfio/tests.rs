@@ -389,3 +389,28 @@ fn a_device_on_vfio_pci_already_is_used_as_it_is() {
         "{e}"
     );
 }
+
+#[test]
+fn a_device_in_a_no_iommu_group_is_used_only_when_allowed() {
+    let (sys, _k, mut opts) = machine("noiommu-group");
+    sys.bind(ADDR, "vfio-pci")
+        .remove_controllers(ADDR)
+        .file(&format!("dev/vfio/noiommu-{GROUP}"), "");
+    let e = Binding::take(sys.root(), ADDR, &opts)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("no-IOMMU mode") && e.contains("--allow-noiommu") && e.contains("DMA anywhere"),
+        "{e}"
+    );
+    opts.allow_noiommu = true;
+    let b = Binding::take(sys.root(), ADDR, &opts).unwrap();
+    assert!(b.noiommu() && !b.owned());
+    assert_eq!(
+        b.group_dev(),
+        sys.root().join(format!("dev/vfio/noiommu-{GROUP}"))
+    );
+    b.give_back().unwrap();
+    assert_eq!(driver(&sys).as_deref(), Some("vfio-pci"), "not given back");
+}

@@ -72,9 +72,15 @@ struct Admin {
 /// the first one's queues).
 static OPEN: Mutex<Vec<(String, Weak<Controller>)>> = Mutex::new(Vec::new());
 
-/// The controller at `addr` (its VFIO group `group`): the one already open
-/// in this process, else opened, reset and enabled now.
-pub fn open(addr: &str, group: &Path, node: Option<u32>) -> CtrlResult<Arc<Controller>> {
+/// The controller at `addr` (its VFIO group `group`, a no-IOMMU group
+/// when `noiommu`): the one already open in this process, else opened,
+/// reset and enabled now.
+pub fn open(
+    addr: &str,
+    group: &Path,
+    node: Option<u32>,
+    noiommu: bool,
+) -> CtrlResult<Arc<Controller>> {
     let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
     open.retain(|(_, w)| w.strong_count() > 0);
     if let Some(c) = open
@@ -84,14 +90,14 @@ pub fn open(addr: &str, group: &Path, node: Option<u32>) -> CtrlResult<Arc<Contr
     {
         return Ok(c);
     }
-    let c = Arc::new(Controller::start(addr, group, node)?);
+    let c = Arc::new(Controller::start(addr, group, node, noiommu)?);
     open.push((addr.to_string(), Arc::downgrade(&c)));
     Ok(c)
 }
 
 impl Controller {
-    fn start(addr: &str, group: &Path, node: Option<u32>) -> CtrlResult<Controller> {
-        let dev = Device::open(group, addr, false).map_err(|e| format!("{addr}: {e}"))?;
+    fn start(addr: &str, group: &Path, node: Option<u32>, noiommu: bool) -> CtrlResult<Controller> {
+        let dev = Device::open(group, addr, noiommu).map_err(|e| format!("{addr}: {e}"))?;
         let bar = &dev.bar0;
         let cap = Cap::decode(bar.read64(reg::CAP));
         if bar.read32(reg::CSTS) == csts::GONE {

@@ -72,6 +72,63 @@ pub struct VfioOptions {
     pub data_pointer: DataPointer,
 }
 
+/// How the device addresses the worker's buffer region.
+enum Bus {
+    /// Mapped into the IOMMU at this bus address, contiguously.
+    Iova(u64),
+    /// No IOMMU: each 4 KiB page at its physical address.
+    Phys(Vec<u64>),
+}
+
+impl Bus {
+    /// The bus address of byte `off` of the region.
+    #[inline]
+    fn at(&self, off: usize) -> u64 {
+        match self {
+            Bus::Iova(base) => base + off as u64,
+            Bus::Phys(pages) => pages[off / PAGE as usize] + (off % PAGE as usize) as u64,
+        }
+    }
+
+    /// Whether `off..off + len` is contiguous in bus address space.
+    fn contiguous(&self, off: usize, len: usize) -> bool {
+        if let Bus::Iova(_) = self {
+            return true;
+        }
+        let first = self.at(off);
+        (PAGE as usize..len)
+            .step_by(PAGE as usize)
+            .all(|d| self.at(off + d) == first + d as u64)
+    }
+}
+
+/// The physical address of every 4 KiB page of `region`, checked to lie on
+/// hugepages (whole 2 MiB runs physically contiguous): in no-IOMMU mode
+/// the device addresses the buffers physically, and only hugetlb pages are
+/// sure not to move under it.
+fn physical_pages(addr: &str, region: (*mut u8, usize)) -> Result<Vec<u64>, String> {
+    const HUGE: usize = sysapi::vfio::NOIOMMU_PIECE;
+    let no_hugepages = || {
+        format!(
+            "{addr}: in no-IOMMU mode the buffers must be on 2 MiB hugepages (the device addresses them physically, and ordinary pages can move): reserve them, e.g. `numio vfio bind --allow-noiommu --hugepages 32 {addr}`"
+        )
+    };
+    if region.0 as usize % HUGE != 0 {
+        return Err(no_hugepages());
+    }
+    let mut pages = Vec::with_capacity(region.1 / PAGE as usize);
+    for off in (0..region.1).step_by(PAGE as usize) {
+        let pa = sysapi::memory::physical_address(region.0.wrapping_add(off))
+            .map_err(|e| format!("{addr}: physical address of the buffers: {e}"))?;
+        let run_start = off - off % HUGE;
+        if off != run_start && pa != pages[run_start / PAGE as usize] + (off - run_start) as u64 {
+            return Err(no_hugepages());
+        }
+        pages.push(pa);
+    }
+    Ok(pages)
+}
+
 /// One worker's I/O queue pair on a controller.
 pub struct VfioBackend {
     ctrl: Arc<Controller>,
@@ -83,8 +140,10 @@ pub struct VfioBackend {
     prp_lists: Option<DmaMem>,
     /// Data pointers are SGL Data Block descriptors, not PRPs.
     sgl: bool,
-    /// The worker's buffer region: host address, bus address, length.
-    region: (usize, u64, usize),
+    /// The worker's buffer region: host address and length.
+    region: (usize, usize),
+    /// How the device addresses it.
+    bus: Bus,
     slot_bytes: usize,
     lba_shift: u32,
     /// Read and write SQEs as little-endian u64 words, nsid set.
@@ -152,24 +211,40 @@ impl VfioBackend {
         let cq = dma(entries as usize * 16)?;
         let sq = dma(entries as usize * 64)?;
         let slot_pages = slot_bytes as u64 / PAGE;
+        let noiommu = ctrl.container().noiommu();
+        let bus = if noiommu {
+            Bus::Phys(physical_pages(&addr, region)?)
+        } else {
+            let region_iova = ctrl.alloc_iova(region.1);
+            // SAFETY: the region is the worker's buffer memory, which
+            // outlives this backend (the worker drops its backend before its
+            // buffers), and which it lends to the device for the run; `Drop`
+            // unmaps it.
+            unsafe { ctrl.container().map_dma(region.0, region.1, region_iova) }
+                .map_err(|e| format!("{addr}: mapping the worker's {} buffer bytes into the IOMMU: {e} (locked memory limit? `ulimit -l`)", region.1))?;
+            Bus::Iova(region_iova)
+        };
         let takes_sgl = nvme_spec::identify::sgls_for_io(ctrl.id.sgls);
+        // One data block names a slot only where it is contiguous on the
+        // bus (always behind an IOMMU; without one, where no slot straddles
+        // two hugepages).
+        let slots_contiguous = (0..depth).all(|s| bus.contiguous(s * slot_bytes, slot_bytes));
         let sgl = match dptr {
             DataPointer::Prp => false,
-            DataPointer::Auto => takes_sgl && slot_pages > 2,
-            DataPointer::Sgl if takes_sgl => true,
-            DataPointer::Sgl => {
+            DataPointer::Auto => takes_sgl && slots_contiguous && slot_pages > 2,
+            DataPointer::Sgl if !takes_sgl => {
                 return Err(format!(
                     "{addr}: the controller takes no SGLs in I/O commands (Identify SGLS {:#x}): use --vfio-dptr prp (or auto)",
                     ctrl.id.sgls
                 ))
             }
+            DataPointer::Sgl if !slots_contiguous => {
+                return Err(format!(
+                    "{addr}: in no-IOMMU mode a {slot_bytes}-byte slot can straddle two hugepages, which one SGL data block cannot name: use --vfio-dptr prp (or auto), or a block size dividing 2 MiB"
+                ))
+            }
+            DataPointer::Sgl => true,
         };
-        let region_iova = ctrl.alloc_iova(region.1);
-        // SAFETY: the region is the worker's buffer memory, which outlives
-        // this backend (the worker drops its backend before its buffers),
-        // and which it lends to the device for the run; `Drop` unmaps it.
-        unsafe { ctrl.container().map_dma(region.0, region.1, region_iova) }
-            .map_err(|e| format!("{addr}: mapping the worker's {} buffer bytes into the IOMMU: {e} (locked memory limit? `ulimit -l`)", region.1))?;
         let mut me = VfioBackend {
             qid: 0,
             entries,
@@ -177,7 +252,8 @@ impl VfioBackend {
             cq,
             prp_lists: None,
             sgl,
-            region: (region.0 as usize, region_iova, region.1),
+            region: (region.0 as usize, region.1),
+            bus,
             slot_bytes,
             lba_shift: lba_bytes.trailing_zeros(),
             templates: [template(READ, nsid, sgl), template(WRITE, nsid, sgl)],
@@ -196,13 +272,11 @@ impl VfioBackend {
         };
         if slot_pages > 2 && !sgl {
             let lists = dma(depth * PAGE as usize)?;
+            // The pages after each slot's first, by their bus addresses.
             for slot in 0..depth {
-                let base = region_iova + (slot * slot_bytes) as u64;
-                for (i, e) in pci::prp_list(base, slot_bytes as u64, PAGE)
-                    .into_iter()
-                    .enumerate()
-                {
-                    lists.write64(slot * PAGE as usize + 8 * i, e);
+                for i in 1..slot_pages as usize {
+                    let e = me.bus.at(slot * slot_bytes + i * PAGE as usize);
+                    lists.write64(slot * PAGE as usize + 8 * (i - 1), e);
                 }
             }
             me.prp_lists = Some(lists);
@@ -218,10 +292,10 @@ impl VfioBackend {
                 (false, true) => "data pointers: PRPs, a PRP list per slot".into(),
                 (false, false) => "data pointers: PRP1/PRP2".into(),
             },
-            if node.is_some() {
-                "queues and buffers IOMMU-mapped on the worker's node".into()
-            } else {
-                "queues and buffers IOMMU-mapped".into()
+            match (noiommu, node.is_some()) {
+                (true, _) => "VFIO no-IOMMU mode: queues and buffers on hugepages, addressed physically (the device can DMA anywhere in memory)".into(),
+                (false, true) => "queues and buffers IOMMU-mapped on the worker's node".into(),
+                (false, false) => "queues and buffers IOMMU-mapped".into(),
             },
         ];
         Ok(me)
@@ -309,15 +383,19 @@ impl Backend for VfioBackend {
         let slot = io.slot as usize;
         let off = io.buf as usize - self.region.0;
         debug_assert!(off == slot * self.slot_bytes && (io.len_bytes as usize) <= self.slot_bytes);
-        let addr = self.region.1 + off as u64;
+        let addr = self.bus.at(off);
+        let len = u64::from(io.len_bytes);
         let (dptr1, dptr2) = if self.sgl {
             pci::sgl_data_block(addr, io.len_bytes)
+        } else if len <= PAGE {
+            (addr, 0)
+        } else if len <= 2 * PAGE {
+            // The second page by its own bus address (not addr + 4 KiB:
+            // without an IOMMU pages need not be adjacent).
+            (addr, self.bus.at(off + PAGE as usize))
         } else {
-            let list = self
-                .prp_lists
-                .as_ref()
-                .map_or(0, |l| l.iova() + (slot as u64) * PAGE);
-            pci::prps(addr, io.len_bytes, PAGE, list)
+            let list = self.prp_lists.as_ref().map_or(0, |l| l.iova());
+            (addr, list + (slot as u64) * PAGE)
         };
         let mut e = self.templates[io.dir as usize];
         e[0] |= (io.slot as u64) << 16;
@@ -414,10 +492,9 @@ impl Drop for VfioBackend {
         if self.qid != 0 {
             self.ctrl.delete_queue_pair(self.qid);
         }
-        let _ = self
-            .ctrl
-            .container()
-            .unmap_dma(self.region.1, self.region.2);
+        if let Bus::Iova(iova) = self.bus {
+            let _ = self.ctrl.container().unmap_dma(iova, self.region.1);
+        }
     }
 }
 
@@ -435,7 +512,8 @@ pub fn read_bytes(
     const CHUNK: usize = 128 << 10;
     const DEPTH: usize = 8;
     let chunk = CHUNK.min(ctrl.max_transfer_bytes() as usize);
-    let (buf, _) = crate::sys::NodeBuffer::new(chunk * DEPTH, None)
+    // Hugepages where there are (no-IOMMU mode needs them).
+    let (buf, _) = crate::sys::NodeBuffer::new_hugepages(chunk * DEPTH, None)
         .map_err(|e| format!("{}: probe buffer: {e}", ctrl.addr))?;
     let mut q = VfioBackend::new(
         ctrl.clone(),

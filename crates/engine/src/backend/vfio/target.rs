@@ -99,8 +99,8 @@ pub fn inspect(path: &str, root: &Path) -> Result<(PciNamespace, u64, u32), Stri
             f.driver.as_deref().unwrap_or("no driver")
         ));
     }
-    let group = group_device(&f)?;
-    let ctrl = ctrl::open(&addr, &group, f.numa_node)?;
+    let (group, noiommu) = group_device(&f)?;
+    let ctrl = ctrl::open(&addr, &group, f.numa_node, noiommu)?;
     let nsid = match nsid {
         Some(n) => n,
         None => *ctrl
@@ -122,8 +122,10 @@ pub fn inspect(path: &str, root: &Path) -> Result<(PciNamespace, u64, u32), Stri
     ))
 }
 
-/// `/dev/vfio/N` of the function's IOMMU group.
-fn group_device(f: &topology::pci::PciFunction) -> Result<PathBuf, String> {
+/// `/dev/vfio/N` of the function's IOMMU group, or `/dev/vfio/noiommu-N`
+/// (then `true`: VFIO's no-IOMMU mode, which only `numio vfio bind
+/// --allow-noiommu` or a run with `--allow-noiommu` sets up).
+fn group_device(f: &topology::pci::PciFunction) -> Result<(PathBuf, bool), String> {
     let Some(g) = f.iommu_group else {
         return Err(format!(
             "{} has no IOMMU group: numio's vfio backend needs the IOMMU on (boot with intel_iommu=on or amd_iommu=on; `numio doctor` checks)",
@@ -132,13 +134,11 @@ fn group_device(f: &topology::pci::PciFunction) -> Result<PathBuf, String> {
     };
     let plain = PathBuf::from(format!("/dev/vfio/{g}"));
     if plain.exists() {
-        return Ok(plain);
+        return Ok((plain, false));
     }
-    if Path::new(&format!("/dev/vfio/noiommu-{g}")).exists() {
-        return Err(format!(
-            "{} is bound in VFIO's no-IOMMU mode; numio's vfio backend drives devices behind an IOMMU only (its DMA goes through IOMMU mappings)",
-            f.address
-        ));
+    let noiommu = PathBuf::from(format!("/dev/vfio/noiommu-{g}"));
+    if noiommu.exists() {
+        return Ok((noiommu, true));
     }
     Err(format!(
         "{} is bound to vfio-pci but /dev/vfio/{g} does not exist",
