@@ -43,6 +43,7 @@ fn usage(who: libc::c_int) -> CpuUsage {
         system_ns: tv(ru.ru_stime),
         voluntary_ctx_switches: ru.ru_nvcsw as u64,
         involuntary_ctx_switches: ru.ru_nivcsw as u64,
+        idle_poll_ns: 0,
     }
 }
 
@@ -63,6 +64,7 @@ pub fn delta(now: &CpuUsage, start: &CpuUsage, wall_ns: u64) -> CpuUsage {
         involuntary_ctx_switches: now
             .involuntary_ctx_switches
             .saturating_sub(start.involuntary_ctx_switches),
+        idle_poll_ns: now.idle_poll_ns.saturating_sub(start.idle_poll_ns),
     }
 }
 

@@ -178,6 +178,21 @@ impl Comparison {
     }
 }
 
+/// `t`, with busy CPU per I/O taken from its CPU per I/O when `other` has
+/// one and `t` not: `t`'s workers did not poll (they slept when idle), so
+/// all their CPU went to the I/O.
+fn with_busy(t: &ScopeStats, other: &ScopeStats) -> ScopeStats {
+    let mut t = t.clone();
+    if t.get(Metric::BusyCpuPerIo).is_none() && other.get(Metric::BusyCpuPerIo).is_some() {
+        if let Some(cpu) = t.get(Metric::CpuPerIo) {
+            let mut busy = cpu.clone();
+            busy.metric = Metric::BusyCpuPerIo;
+            t.metrics.push(busy);
+        }
+    }
+    t
+}
+
 /// Compares arm `a` with arm `b`; `None` when an arm has no runs.
 pub fn compare(a: &Arm, b: &Arm) -> Option<Comparison> {
     let (sa, sb) = (arm_stats(a)?, arm_stats(b)?);
@@ -190,6 +205,7 @@ pub fn compare(a: &Arm, b: &Arm) -> Option<Comparison> {
                 .map(|tb| (ta, tb))
         }));
     for (ta, tb) in scopes {
+        let (ta, tb) = (&with_busy(ta, tb), &with_busy(tb, ta));
         for metric in Metric::ALL.into_iter().chain(Metric::COUNTERS) {
             if ta.get(metric).is_some() && tb.get(metric).is_some() {
                 metrics.push(compare_metric(&sa.label, &sb.label, ta, tb, metric));

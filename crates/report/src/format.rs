@@ -33,7 +33,7 @@ pub fn metric_value(metric: Metric, value: f64) -> String {
     match metric {
         Metric::Iops => format!("{} IOPS", grouped(value)),
         Metric::LatMean | Metric::LatP99 => format!("{} µs", micros(value)),
-        Metric::CpuPerIo | Metric::MachineCpuPerIo => {
+        Metric::CpuPerIo | Metric::BusyCpuPerIo | Metric::MachineCpuPerIo => {
             format!("{} µs", metric_number(metric, value))
         }
         Metric::CpuHeadroom => format!("{value:.1} %"),
@@ -48,7 +48,9 @@ pub fn metric_number(metric: Metric, value: f64) -> String {
     match metric {
         Metric::Iops => grouped(value),
         Metric::LatMean | Metric::LatP99 => micros(value),
-        Metric::CpuPerIo | Metric::MachineCpuPerIo => format!("{:.2}", value / 1000.0),
+        Metric::CpuPerIo | Metric::BusyCpuPerIo | Metric::MachineCpuPerIo => {
+            format!("{:.2}", value / 1000.0)
+        }
         Metric::CpuHeadroom => format!("{value:.1}"),
         Metric::InterruptsPerIo | Metric::CtxSwitchesPerIo | Metric::MachineCtxSwitchesPerIo => {
             format!("{value:.3}")

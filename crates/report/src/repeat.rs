@@ -95,6 +95,9 @@ fn scope_stats(scope: &str, runs: &[&RunRecord]) -> Option<ScopeStats> {
         .chain(
             Metric::COUNTERS
                 .iter()
+                .filter(|&&metric| {
+                    metric != Metric::BusyCpuPerIo || rows.iter().any(|(_, m)| polled(m))
+                })
                 .filter_map(|&metric| metric_stats(metric, &rows)),
         )
         .collect();
@@ -102,6 +105,15 @@ fn scope_stats(scope: &str, runs: &[&RunRecord]) -> Option<ScopeStats> {
         scope: scope.to_string(),
         metrics,
     })
+}
+
+/// Whether a run's workers polled (some CPU went to empty polls): only
+/// then is busy CPU per I/O other than CPU per I/O.
+fn polled(m: &TargetMetrics) -> bool {
+    matches!(
+        (m.per_io.worker_busy_cpu_ns, m.per_io.worker_cpu_ns),
+        (Some(busy), Some(cpu)) if busy < cpu
+    )
 }
 
 /// The statistics of `metric` over `rows` (`(seq, metrics)` of each run);

@@ -111,3 +111,50 @@ fn a_record_takes_the_engine_results_per_io() {
         "machine-wide only"
     );
 }
+
+/// Busy CPU per I/O (empty polls excluded) appears where an arm polled,
+/// and the arm that slept is compared by its whole CPU per I/O; without
+/// polling anywhere it is not reported.
+#[test]
+fn busy_cpu_per_io_is_compared_where_an_arm_polled() {
+    let mut set = with_counters(pair(
+        &[100.0, 101.0, 99.0, 100.5, 99.5],
+        &[150.0, 151.0, 149.0, 150.5, 149.5],
+    ));
+    let plain = report::analyze(&set);
+    assert!(plain.arms[0].total.get(Metric::BusyCpuPerIo).is_none());
+    assert!(plain
+        .comparison
+        .as_ref()
+        .unwrap()
+        .get(TOTAL, Metric::BusyCpuPerIo)
+        .is_none());
+    // Arm A polls: 1500 ns of CPU per I/O, 1200 of them in empty polls;
+    // arm B sleeps (its busy CPU is its CPU).
+    for (arm, busy) in set.arms.iter_mut().zip([300.0, 1500.0]) {
+        for (i, run) in arm.runs.iter_mut().enumerate() {
+            for m in run
+                .targets
+                .iter_mut()
+                .chain(std::iter::once(&mut run.total))
+            {
+                m.per_io.worker_busy_cpu_ns = Some(busy + i as f64);
+            }
+        }
+    }
+    let a = report::analyze(&set);
+    let busy_a = a.arms[0].total.get(Metric::BusyCpuPerIo).expect("A polled");
+    assert!((busy_a.summary.mean - 302.0).abs() < 1e-9);
+    assert!(a.arms[1].total.get(Metric::BusyCpuPerIo).is_none());
+    let c = a.comparison.expect("two arms");
+    let m = c.get(TOTAL, Metric::BusyCpuPerIo).expect("compared");
+    assert!(m.verdict.contains("busy CPU per I/O"), "{}", m.verdict);
+    // B's side is its CPU per I/O (1500 ns): A's busy CPU is lower.
+    // B's side is its CPU per I/O (1502 ns mean): A's 302 is 79.9 % less.
+    assert!(
+        m.verdict
+            .starts_with(&format!("{}: -79.9 % busy CPU per I/O", a.arms[0].label)),
+        "{}",
+        m.verdict
+    );
+}

@@ -148,6 +148,11 @@ pub struct PerIo {
     pub machine_ctx_switches: Option<f64>,
     /// The workers' CPU time (user and system) per I/O, in nanoseconds.
     pub worker_cpu_ns: Option<f64>,
+    /// [`PerIo::worker_cpu_ns`] less the time polling backends spent on
+    /// empty completion queues ([`crate::CpuUsage::idle_poll_ns`]): the CPU
+    /// the I/O itself cost. Equal to it for backends that sleep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker_busy_cpu_ns: Option<f64>,
     /// The whole machine's busy CPU time per I/O, in nanoseconds: the
     /// workers, interrupt handlers, softirqs, kernel threads (total only).
     pub machine_cpu_ns: Option<f64>,

@@ -134,6 +134,12 @@ pub trait Backend {
     fn moves_data(&self) -> bool {
         true
     }
+    /// Nanoseconds spent so far polling an empty completion queue: CPU a
+    /// backend that busy-waits for the device (instead of sleeping) burned
+    /// without doing I/O work. 0 for backends that sleep.
+    fn idle_poll_ns(&self) -> u64 {
+        0
+    }
 }
 
 /// Which backend a run uses.

@@ -266,7 +266,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             .runtime_ns
             .map_or(u64::MAX, |r| ramp_end_ns.saturating_add(r));
         let mut measuring = self.limits.ramp_ns == 0;
-        let mut usage0 = sys::thread_usage();
+        let mut usage0 = self.usage();
         let mut measure_start_ns = self.begin_ns;
         let mut next_publish_ns = self.begin_ns + PUBLISH_INTERVAL_NS;
         let mut stopping = false;
@@ -280,7 +280,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             }
             if !measuring && now_ns >= ramp_end_ns {
                 self.stats.reset();
-                usage0 = sys::thread_usage();
+                usage0 = self.usage();
                 measure_start_ns = now_ns;
                 measuring = true;
             }
@@ -326,12 +326,20 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         self.publish(measuring);
         let runtime_ns = now_ns.saturating_sub(measure_start_ns);
         Ok(LoopOutput {
-            cpu_usage: sys::usage_since(&usage0, runtime_ns),
+            cpu_usage: sys::delta(&self.usage(), &usage0, runtime_ns),
             stats: self.stats,
             runtime_ns,
             verify: self.verify.map(|_| self.verify_log),
             failure,
         })
+    }
+
+    /// This thread's CPU counters, with the backend's empty polls so far.
+    fn usage(&self) -> results::CpuUsage {
+        results::CpuUsage {
+            idle_poll_ns: self.backend.idle_poll_ns(),
+            ..sys::thread_usage()
+        }
     }
 
     /// After the backend failed with `e`: the I/Os in flight will never

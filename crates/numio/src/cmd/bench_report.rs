@@ -203,9 +203,16 @@ fn per_io_line(out: &mut String, r: &RunResult, i: usize) {
         }
         _ => "interrupts n/a (no queue IRQ lines: NVMe over fabrics)".to_string(),
     };
+    // A polling backend's busy waiting is CPU, but not the I/O's cost.
+    let busy = match (p.worker_busy_cpu_ns, p.worker_cpu_ns) {
+        (Some(b), Some(c)) if b < c => {
+            format!(" (busy {:.2} µs: empty polls excluded)", b / 1000.0)
+        }
+        _ => String::new(),
+    };
     let _ = writeln!(
         out,
-        "  per I/O {ints}  ctx switches {}  CPU {}",
+        "  per I/O {ints}  ctx switches {}  CPU {}{busy}",
         opt(p.worker_ctx_switches, small),
         opt(p.worker_cpu_ns, |v| format!("{:.2} µs", v / 1000.0)),
     );

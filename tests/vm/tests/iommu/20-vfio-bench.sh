@@ -27,7 +27,8 @@
 #    restore` gives it back to nvme.
 # 5. `numio compare --a backend=vfio --b backend=passthru --c
 #    backend=uring pci:ADDR`: three arms, two runs each, B and C compared
-#    with A, the drive back on nvme after.
+#    with A, the drive back on nvme after; numio's driver takes the least
+#    busy CPU per I/O (its empty polls excluded) of the three.
 # 6. A namespace with ext4 is refused (exit 2, nothing rebinds); bound
 #    anyway (vfio bind --force), a write is refused by the probe through
 #    numio's own driver (libblkid on its first and last MiB) while reads
@@ -168,6 +169,16 @@ expect_eq "compare: B and C each against A" "passthru uring" \
 expect_eq "compare: every run measured I/O" yes \
   "$(jq '[.arms[].runs[].total.iops] | all(. > 0)' "$CHECK_OUT/compare.json" | sed 's/true/yes/; s/false/no/')"
 note "IOPS mean vfio/passthru/uring: $(jq -r '[.arms[] | ([.runs[].total.iops] | add / length | floor | tostring)] | join(" / ")' "$CHECK_OUT/compare.json")"
+# What the kernel costs per I/O: the CPU the I/O itself took (a polling
+# driver's empty polls excluded; passthru and io_uring sleep or poll in the
+# kernel, so theirs is all their CPU). numio's own driver takes the least.
+busy=$(jq -r '[.arms[] | ([.runs[].total.per_io.worker_busy_cpu_ns] | add / length | floor | tostring)] | join(" ")' "$CHECK_OUT/compare.json")
+note "busy CPU ns per I/O vfio/passthru/uring: $busy; CPU ns per I/O: $(jq -r '[.arms[] | ([.runs[].total.per_io.worker_cpu_ns] | add / length | floor | tostring)] | join(" ")' "$CHECK_OUT/compare.json")"
+read -r busy_vfio busy_passthru busy_uring <<<"$busy"
+expect_eq "vfio's busy CPU per I/O is the lowest of the three" yes \
+  "$([ "${busy_vfio:-x}" -lt "${busy_passthru:-0}" ] 2>/dev/null && [ "$busy_vfio" -lt "${busy_uring:-0}" ] && echo yes || echo no)"
+expect_eq "compare: a verdict on busy CPU per I/O" yes \
+  "$(jq -r '.analysis.comparison.metrics[].verdict' "$CHECK_OUT/compare.json" | grep -q 'busy CPU per I/O' && echo yes || echo no)"
 back_on_nvme "after the compare"
 
 # 6. Refusals.
