@@ -66,12 +66,14 @@ expect_eq "$a stays on nvme" nvme "$(driver_of "$a")"
 
 run_numio vfio bind --allow-noiommu --hugepages 32 "$a"
 expect_eq "vfio bind --allow-noiommu --hugepages 32: exit status ($NUMIO_ERR)" 0 "$NUMIO_RC"
+note "$NUMIO_OUT"
 expect_eq "$a is on vfio-pci" vfio-pci "$(driver_of "$a")"
 group=$(basename "$(readlink -f "/sys/bus/pci/devices/$a/iommu_group")")
 expect_eq "its group is a no-IOMMU group" yes "$([ -e "/dev/vfio/noiommu-$group" ] && echo yes || echo no)"
 
 run_numio bench "pci:$a" --rw randread --bs 4k --iodepth 16 --runtime 1s --no-progress
 expect_eq "bench of a no-IOMMU device without --allow-noiommu: exit 2" 2 "$NUMIO_RC"
+note "$NUMIO_ERR"
 expect_eq "it names --allow-noiommu and the risk" yes \
   "$([[ $NUMIO_ERR == *"no-IOMMU mode"*"--allow-noiommu"*"DMA anywhere in memory"* ]] && echo yes || echo no)"
 
