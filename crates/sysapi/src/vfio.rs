@@ -149,7 +149,14 @@ pub struct OpenError {
 
 impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.step, self.source)
+        write!(f, "{}: {}", self.step, self.source)?;
+        if matches!(self.source.raw_os_error(), Some(libc::EACCES | libc::EPERM)) {
+            write!(
+                f,
+                " (run numio as root, or give this user the VFIO group device (e.g. `chown USER /dev/vfio/N`) and a locked-memory limit (`ulimit -l`) that covers the queues and buffers)"
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -492,7 +499,10 @@ impl DmaMem {
         if let Err(e) = unsafe { container.map_dma(ptr.as_ptr(), len, iova) } {
             // SAFETY: our fresh mapping, never handed out.
             unsafe { libc::munmap(ptr.as_ptr().cast(), len) };
-            return Err(e);
+            return Err(io::Error::new(
+                e.kind(),
+                format!("mapping it into the IOMMU: {e} (locked memory limit? `ulimit -l`)"),
+            ));
         }
         Ok(DmaMem {
             ptr,
@@ -645,6 +655,27 @@ mod tests {
         assert_eq!(DEVICE_GET_REGION_INFO, 0x3b6c);
         assert_eq!(IOMMU_MAP_DMA, 0x3b71);
         assert_eq!(IOMMU_UNMAP_DMA, 0x3b72);
+    }
+
+    #[test]
+    fn a_refused_open_names_root_and_the_group_device() {
+        let e = OpenError {
+            step: "opening /dev/vfio/7".into(),
+            source: io::Error::from_raw_os_error(libc::EACCES),
+        }
+        .to_string();
+        assert!(
+            e.starts_with("opening /dev/vfio/7: Permission denied")
+                && e.contains("as root")
+                && e.contains("chown USER /dev/vfio/N"),
+            "{e}"
+        );
+        let e = OpenError {
+            step: "opening /dev/vfio/7".into(),
+            source: io::Error::from_raw_os_error(libc::ENOENT),
+        }
+        .to_string();
+        assert!(!e.contains("as root"), "{e}");
     }
 
     #[test]

@@ -29,7 +29,8 @@
 #    backend=uring pci:ADDR`: three arms, two runs each, B and C compared
 #    with A, the drive back on nvme after; numio's driver takes the least
 #    busy CPU per I/O (its empty polls excluded) of the three.
-# 6. A namespace with ext4 is refused (exit 2, nothing rebinds); bound
+# 6. A run as an unprivileged user is refused naming the permission and
+#    root; a namespace with ext4 is refused (exit 2, nothing rebinds); bound
 #    anyway (vfio bind --force), a write is refused by the probe through
 #    numio's own driver (libblkid on its first and last MiB) while reads
 #    run; a bad namespace id and a function that is not NVMe are refused
@@ -181,7 +182,23 @@ expect_eq "compare: a verdict on busy CPU per I/O" yes \
   "$(jq -r '.analysis.comparison.metrics[].verdict' "$CHECK_OUT/compare.json" | grep -q 'busy CPU per I/O' && echo yes || echo no)"
 back_on_nvme "after the compare"
 
-# 6. Refusals.
+# 6. Refusals. Not root: the group device is not this user's.
+run_numio vfio bind "$b"
+expect_eq "bind for the unprivileged run ($NUMIO_ERR)" 0 "$NUMIO_RC"
+# A copy nobody may run (the lab's private copy is in a 0700 directory).
+pub=$(mktemp -d) && chmod 755 "$pub" && cp "$NUMIO" "$pub/numio" && chmod 755 "$pub/numio"
+mkdir -p "$pub/run" && chown 65534:65534 "$pub/run" && chmod 700 "$pub/run"
+out=$(cd / && setpriv --reuid=65534 --regid=65534 --clear-groups \
+  env HOME="$pub/run" XDG_RUNTIME_DIR="$pub/run" XDG_STATE_HOME="$pub/run" \
+  "$pub/numio" bench "pci:$b" --rw randread --runtime 1s --no-progress 2>&1)
+rc=$?
+note "as nobody: $out"
+expect_eq "vfio bench as nobody: exit 2" 2 "$rc"
+expect_eq "it names the permission and running as root" yes \
+  "$([[ $out == *"Permission denied"*"as root"* ]] && echo yes || echo no)"
+rm -rf "$pub"
+run_numio vfio unbind "$b"
+back_on_nvme "after the unprivileged run"
 mkfs.ext4 -q -F "/dev/$ns" || { not_ok "mkfs.ext4 /dev/$ns"; finish; }
 run_numio bench "pci:$b" --rw randread --runtime 1s --no-progress
 expect_eq "vfio bench of a drive with ext4: exit 2" 2 "$NUMIO_RC"

@@ -8,7 +8,8 @@
 # 2. With vfio.ko rebuilt from the same source with no-IOMMU mode
 #    (tests/vm/noiommu/build) and the mode on: bind without
 #    --allow-noiommu is still refused; with it (and --hugepages 32) the
-#    controller is on vfio-pci in a no-IOMMU group; a bench without
+#    controller is on vfio-pci in a no-IOMMU group (bound without
+#    hugepages, a bench is refused naming --hugepages); a bench without
 #    --allow-noiommu is refused naming the risk; with it numio's driver
 #    reads (IOPS > 0, no error, the set-up says no-IOMMU), writes 64k by SGL
 #    blocks and 12k slots straddling hugepages by PRP lists, and reads both
@@ -63,6 +64,22 @@ run_numio vfio bind "$a"
 expect_eq "bind without --allow-noiommu (mode on): exit 2" 2 "$NUMIO_RC"
 expect_eq "it names --allow-noiommu" yes "$([[ $NUMIO_ERR == *--allow-noiommu* ]] && echo yes || echo no)"
 expect_eq "$a stays on nvme" nvme "$(driver_of "$a")"
+
+# Too few hugepages: no-IOMMU mode needs them for queues and buffers.
+if [ "$before" -eq 0 ]; then
+  run_numio vfio bind --allow-noiommu "$a"
+  expect_eq "vfio bind --allow-noiommu (no hugepages): exit status ($NUMIO_ERR)" 0 "$NUMIO_RC"
+  run_numio bench "pci:$a" --allow-noiommu --rw randread --bs 4k --iodepth 16 --runtime 1s --no-progress
+  note "$NUMIO_ERR"
+  expect_eq "no-IOMMU bench without hugepages: exit 2" 2 "$NUMIO_RC"
+  expect_eq "it names hugepages and --hugepages" yes \
+    "$([[ $NUMIO_ERR == *hugepages*--hugepages* ]] && echo yes || echo no)"
+  run_numio vfio unbind "$a"
+  expect_eq "vfio unbind after the refusal: exit status ($NUMIO_ERR)" 0 "$NUMIO_RC"
+  expect_eq "$a is back on nvme after the refusal" nvme "$(driver_of "$a")"
+else
+  not_ok "the guest has $before hugepages reserved before the check (expected none)"
+fi
 
 run_numio vfio bind --allow-noiommu --hugepages 32 "$a"
 expect_eq "vfio bind --allow-noiommu --hugepages 32: exit status ($NUMIO_ERR)" 0 "$NUMIO_RC"

@@ -118,9 +118,8 @@ impl Controller {
         }
         let mut iova = IOVA_BASE;
         let mut dma = |len: usize| -> CtrlResult<DmaMem> {
-            let m = DmaMem::new(&dev.container, len, node, iova).map_err(|e| {
-                format!("{addr}: DMA memory of {len} bytes (mapped into the IOMMU): {e}")
-            })?;
+            let m = DmaMem::new(&dev.container, len, node, iova)
+                .map_err(|e| format!("{addr}: {len} bytes of admin queue memory: {e}"))?;
             iova += m.len() as u64;
             Ok(m)
         };

@@ -208,7 +208,7 @@ impl VfioBackend {
         }
         let dma = |len: usize| {
             DmaMem::new(ctrl.container(), len, node, ctrl.alloc_iova(len))
-                .map_err(|e| format!("{addr}: {len} bytes of queue memory (IOMMU-mapped): {e}"))
+                .map_err(|e| format!("{addr}: {len} bytes of I/O queue memory: {e}"))
         };
         let cq = dma(entries as usize * 16)?;
         let sq = dma(entries as usize * 64)?;
