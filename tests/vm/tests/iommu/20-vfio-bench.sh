@@ -22,7 +22,8 @@
 #    PRP lists, and by SGL data blocks at 4 KiB, 64 KiB and 256 KiB; a read past the namespace's end fails with LBA Out of Range
 #    and leaves the controller's error log in the notes) and its counting-allocator test (no allocation per I/O) on
 #    the bound controller.
-# 4. SIGINT mid-run: report, exit 130, back on nvme, no record; kill -9
+# 4. SIGINT and SIGTERM mid-run: report, exit 130 and 143, back on nvme,
+#    no record; kill -9
 #    during a run leaves it on vfio-pci with a record; `numio vfio
 #    restore` gives it back to nvme.
 # 5. `numio compare --a backend=vfio --b backend=passthru --c
@@ -128,19 +129,22 @@ else
   not_ok "no conformance test binary under target/debug/deps (cargo test -p engine --no-run)"
 fi
 
-# 4a. Ctrl-C (SIGINT) mid-run: the report of the time measured, exit 130,
-#     the controller back on nvme and no record left.
-"$NUMIO" bench "pci:$b" --rw randread --runtime 120s --no-progress --json >"$CHECK_OUT/int.out" 2>"$CHECK_OUT/int.err" &
-pid=$!
-int_measuring() { grep -q "set-up done" "$CHECK_OUT/int.err"; }
-for _ in $(seq 600); do int_measuring && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-expect_eq "the run to interrupt is measuring on vfio-pci" "yes vfio-pci" "$(int_measuring && echo yes || echo no) $(driver_of "$b")"
-kill -INT "$pid"
-wait "$pid"
-expect_eq "after SIGINT: exit 130" 130 "$?"
-expect_eq "after SIGINT: the report says interrupted" true "$(jq '.interrupted' "$CHECK_OUT/int.out")"
-back_on_nvme "after SIGINT"
-expect_eq "after SIGINT: no record left" no "$([ -e /run/numio/vfio.json ] && jq -e '.records | length > 0' /run/numio/vfio.json >/dev/null 2>&1 && echo yes || echo no)"
+# 4a. Ctrl-C (SIGINT) and SIGTERM mid-run: the report of the time
+#     measured, exit 130 and 143, the controller back on nvme and no
+#     record left.
+for sig in INT:130 TERM:143; do
+  "$NUMIO" bench "pci:$b" --rw randread --runtime 120s --no-progress --json >"$CHECK_OUT/int.out" 2>"$CHECK_OUT/int.err" &
+  pid=$!
+  int_measuring() { grep -q "set-up done" "$CHECK_OUT/int.err"; }
+  for _ in $(seq 600); do int_measuring && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  expect_eq "the run to interrupt (SIG${sig%:*}) is measuring on vfio-pci" "yes vfio-pci" "$(int_measuring && echo yes || echo no) $(driver_of "$b")"
+  kill "-${sig%:*}" "$pid"
+  wait "$pid"
+  expect_eq "after SIG${sig%:*}: exit ${sig#*:}" "${sig#*:}" "$?"
+  expect_eq "after SIG${sig%:*}: the report says interrupted" true "$(jq '.interrupted' "$CHECK_OUT/int.out")"
+  back_on_nvme "after SIG${sig%:*}"
+  expect_eq "after SIG${sig%:*}: no record left" no "$([ -e /run/numio/vfio.json ] && jq -e '.records | length > 0' /run/numio/vfio.json >/dev/null 2>&1 && echo yes || echo no)"
+done
 
 # 4. kill -9 mid-run, then numio vfio restore.
 "$NUMIO" bench "pci:$b" --rw randread --runtime 120s --no-progress >"$CHECK_OUT/kill.out" 2>"$CHECK_OUT/kill.err" &
