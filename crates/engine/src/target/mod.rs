@@ -212,7 +212,7 @@ pub fn inspect_at(path: &str, root: &Path) -> Result<TargetInfo, EngineError> {
         let (ns, size_bytes, lba) =
             pci::inspect(path, root).map_err(|reason| EngineError::Workload {
                 path: path.to_string(),
-                reason,
+                reason: without_address(path, reason),
             })?;
         return Ok(TargetInfo {
             path: path.to_string(),
@@ -390,9 +390,32 @@ pub fn open(path: &str, write: bool, direct: bool) -> Result<File, EngineError> 
         })
 }
 
+/// `reason` without the leading "ADDR: " of the controller `path` names
+/// (the driver's messages start with it; the error names `path` already).
+fn without_address(path: &str, reason: String) -> String {
+    match pci::parse(path) {
+        Some(Ok((addr, _))) => match reason.strip_prefix(&format!("{addr}: ")) {
+            Some(rest) => rest.to_string(),
+            None => reason,
+        },
+        _ => reason,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pci_error_does_not_repeat_the_address() {
+        let r = without_address(
+            "pci:41:00.0",
+            "0000:41:00.0: opening /dev/vfio/7: denied".into(),
+        );
+        assert_eq!(r, "opening /dev/vfio/7: denied");
+        let r = without_address("pci:0000:41:00.0", "no PCI function 0000:41:00.0".into());
+        assert_eq!(r, "no PCI function 0000:41:00.0");
+    }
 
     #[test]
     fn each_kind_records_its_name_and_its_devices_queue() {
