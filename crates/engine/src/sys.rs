@@ -47,11 +47,6 @@ fn usage(who: libc::c_int) -> CpuUsage {
     }
 }
 
-/// Thread counters accumulated since `start` (a [`thread_usage`] taken earlier).
-pub fn usage_since(start: &CpuUsage, wall_ns: u64) -> CpuUsage {
-    delta(&thread_usage(), start, wall_ns)
-}
-
 /// `now - start`, covering `wall_ns`.
 pub fn delta(now: &CpuUsage, start: &CpuUsage, wall_ns: u64) -> CpuUsage {
     CpuUsage {
@@ -79,7 +74,7 @@ pub struct NodeBuffer {
 }
 
 /// The hugepage size [`NodeBuffer::new_hugepages`] maps.
-pub const HUGEPAGE_BYTES: usize = 2 << 20;
+pub const HUGEPAGE_BYTES: usize = sysapi::memory::HUGEPAGE_BYTES;
 
 // SAFETY: the mapping is owned by this value alone; moving it to the worker
 // thread that uses it moves that ownership.
@@ -147,37 +142,17 @@ impl NodeBuffer {
         node: Option<u32>,
     ) -> io::Result<(NodeBuffer, Option<String>)> {
         let len = len_bytes.max(1).div_ceil(HUGEPAGE_BYTES) * HUGEPAGE_BYTES;
-        // SAFETY: a fresh private hugetlb mapping; nothing else refers to
-        // it. Its pages are reserved now (mmap fails with ENOMEM when the
-        // pool is short), so touching them below cannot fault.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | libc::MAP_HUGE_2MB,
-                -1,
-                0,
-            )
+        let ptr = match sysapi::memory::map_hugepages(len, node) {
+            Ok(p) => p,
+            Err(e) => {
+                let (b, note) = NodeBuffer::new(len_bytes, node)?;
+                let why = format!(
+                    "buffers on 4 KiB pages: {} 2 MiB hugepages could not be had ({e}); `numio vfio bind --hugepages N` reserves them",
+                    len / HUGEPAGE_BYTES
+                );
+                return Ok((b, Some(note.map_or(why.clone(), |n| format!("{n}; {why}")))));
+            }
         };
-        if p == libc::MAP_FAILED {
-            let e = io::Error::last_os_error();
-            let (b, note) = NodeBuffer::new(len_bytes, node)?;
-            let why = format!(
-                "buffers on 4 KiB pages: {} 2 MiB hugepages could not be had ({e}); `numio vfio bind --hugepages N` reserves them",
-                len / HUGEPAGE_BYTES
-            );
-            return Ok((b, Some(note.map_or(why.clone(), |n| format!("{n}; {why}")))));
-        }
-        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(io::Error::last_os_error)?;
-        if let Some(n) = node {
-            // Best effort: a preference that fails leaves the default.
-            // SAFETY: our fresh mapping, not yet handed out or faulted.
-            let _ = unsafe { sysapi::memory::prefer_node(ptr.as_ptr(), len, n) };
-        }
-        // SAFETY: the mapping is `len` long, writable and ours; its pages
-        // are reserved.
-        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
         let landed = sysapi::memory::node_of(ptr.as_ptr()).ok();
         let note = match (node, landed) {
             (Some(n), Some(l)) if n != l => Some(format!(

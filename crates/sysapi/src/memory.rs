@@ -1,7 +1,12 @@
 //! Memory placement: binding a fresh mapping's pages to one NUMA node (or
-//! preferring it), and asking which node a page landed on.
+//! preferring it), asking which node a page landed on, and 2 MiB hugepage
+//! mappings.
 
 use std::io;
+use std::ptr::NonNull;
+
+/// The hugepage size [`map_hugepages`] maps.
+pub const HUGEPAGE_BYTES: usize = 2 << 20;
 
 /// `MPOL_PREFERRED` of `include/uapi/linux/mempolicy.h`.
 const MPOL_PREFERRED: libc::c_long = 1;
@@ -38,6 +43,43 @@ pub unsafe fn mbind(addr: *mut u8, len: usize, node: u32) -> io::Result<()> {
 pub unsafe fn prefer_node(addr: *mut u8, len: usize, node: u32) -> io::Result<()> {
     // SAFETY: forwarded contract.
     unsafe { set_policy(addr, len, node, MPOL_PREFERRED, 0) }
+}
+
+/// A fresh private mapping of `len` bytes (a multiple of
+/// [`HUGEPAGE_BYTES`]) on 2 MiB hugepages, zeroed: the pages come from
+/// `node` where it has them free, else from another node (they were
+/// reserved from the whole machine's pool at mmap, so a strict bind could
+/// fault with no page on the node, a preference cannot). Fails (ENOMEM)
+/// when the pool has too few free. The caller owns the mapping and
+/// unmaps it with `munmap(ptr, len)`.
+pub fn map_hugepages(len: usize, node: Option<u32>) -> io::Result<NonNull<u8>> {
+    debug_assert!(len > 0 && len % HUGEPAGE_BYTES == 0);
+    // SAFETY: a fresh private hugetlb mapping; nothing else refers to it.
+    // Its pages are reserved now (mmap fails when the pool is short), so
+    // touching them below cannot fault.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | libc::MAP_HUGE_2MB,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap returned null"))?;
+    if let Some(n) = node {
+        // Best effort: a preference that fails leaves the default.
+        // SAFETY: our fresh mapping, not yet handed out or faulted.
+        let _ = unsafe { prefer_node(ptr.as_ptr(), len, n) };
+    }
+    // SAFETY: the mapping is `len` long, writable and ours; its pages are
+    // reserved.
+    unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+    Ok(ptr)
 }
 
 /// The node of the (faulted-in) page at `addr` of this process.

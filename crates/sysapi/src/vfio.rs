@@ -93,7 +93,7 @@ pub struct Container {
 }
 
 /// Size of the hugepage a [`DmaMem`] is in no-IOMMU mode.
-pub const NOIOMMU_PIECE: usize = 2 << 20;
+pub const NOIOMMU_PIECE: usize = crate::memory::HUGEPAGE_BYTES;
 
 impl Container {
     /// Whether this is VFIO's no-IOMMU mode: no mappings, the device
@@ -519,32 +519,11 @@ impl DmaMem {
             )));
         }
         let len = NOIOMMU_PIECE;
-        // SAFETY: a fresh private hugetlb mapping, its page reserved now
-        // (mmap fails when the pool has none), so touching it cannot fault.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_HUGETLB | libc::MAP_HUGE_2MB,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            let e = io::Error::last_os_error();
-            return Err(io::Error::other(format!(
+        let ptr = crate::memory::map_hugepages(len, node).map_err(|e| {
+            io::Error::other(format!(
                 "no-IOMMU mode keeps queues on 2 MiB hugepages, and none is free ({e}): reserve them, e.g. `numio vfio bind --allow-noiommu --hugepages 32 ADDR`"
-            )));
-        }
-        let ptr = NonNull::new(p.cast::<u8>()).ok_or_else(|| io::Error::other("mmap null"))?;
-        if let Some(n) = node {
-            // SAFETY: our fresh mapping, not yet faulted (a preference: the
-            // page was reserved from the whole machine's pool).
-            let _ = unsafe { crate::memory::prefer_node(ptr.as_ptr(), len, n) };
-        }
-        // SAFETY: our mapping, its page reserved.
-        unsafe { std::ptr::write_bytes(ptr.as_ptr(), 0, len) };
+            ))
+        })?;
         match crate::memory::physical_address(ptr.as_ptr()) {
             Ok(iova) => Ok(DmaMem {
                 ptr,
