@@ -129,27 +129,22 @@ pub fn create_sq_cdw11(cqid: u16) -> u32 {
 }
 
 /// The two PRP entries of a transfer of `len` bytes starting at the
-/// page-aligned bus address `addr`, whose pages are contiguous in bus
-/// address space, for memory pages of `page` bytes: PRP2 is 0 for one
-/// page, the second page for two, else `list` (the bus address of a PRP
-/// list holding the pages after the first).
-pub fn prps(addr: u64, len: u32, page: u64, list: u64) -> (u64, u64) {
+/// page-aligned bus address `addr`, for memory pages of `page` bytes: PRP2
+/// is 0 for one page, the second page's bus address (`second`, asked only
+/// then: without an IOMMU it need not be `addr + page`) for two, else
+/// `list` (the bus address of a PRP list holding the pages after the
+/// first; at most `page / 8` entries fit one list page, so `len` ≤
+/// `page × page / 8`, 2 MiB for 4 KiB pages, needs no chaining).
+#[inline]
+pub fn prps(addr: u64, len: u32, page: u64, second: impl FnOnce() -> u64, list: u64) -> (u64, u64) {
     let len = u64::from(len);
     if len <= page {
         (addr, 0)
     } else if len <= 2 * page {
-        (addr, addr + page)
+        (addr, second())
     } else {
         (addr, list)
     }
-}
-
-/// The PRP list entries for a transfer of up to `len` bytes at the
-/// page-aligned bus address `addr` (contiguous): the pages after the first.
-/// At most `page / 8` entries fit one list page, so `len` ≤ `page × page / 8`
-/// (2 MiB for 4 KiB pages) needs no chaining.
-pub fn prp_list(addr: u64, len: u64, page: u64) -> Vec<u64> {
-    (1..len.div_ceil(page)).map(|i| addr + i * page).collect()
 }
 
 /// CDW0 bits 15:14 (PSDT) = 01b: the data pointer is an SGL (and MPTR,
@@ -206,12 +201,23 @@ mod tests {
     #[test]
     fn prp_entries_by_length() {
         let page = 4096;
-        assert_eq!(prps(0x10000, 512, page, 0x9000), (0x10000, 0));
-        assert_eq!(prps(0x10000, 4096, page, 0x9000), (0x10000, 0));
-        assert_eq!(prps(0x10000, 8192, page, 0x9000), (0x10000, 0x11000));
-        assert_eq!(prps(0x10000, 8193, page, 0x9000), (0x10000, 0x9000));
-        assert_eq!(prp_list(0x10000, 16384, page), [0x11000, 0x12000, 0x13000]);
-        assert!(prp_list(0x10000, 4096, page).is_empty());
+        let second = || 0x11000;
+        let unasked = || -> u64 { panic!("the second page is asked for only two pages") };
+        assert_eq!(prps(0x10000, 512, page, unasked, 0x9000), (0x10000, 0));
+        assert_eq!(prps(0x10000, 4096, page, unasked, 0x9000), (0x10000, 0));
+        assert_eq!(
+            prps(0x10000, 8192, page, second, 0x9000),
+            (0x10000, 0x11000)
+        );
+        // Without an IOMMU the second page is wherever it is.
+        assert_eq!(
+            prps(0x10000, 8192, page, || 0x7_3000, 0x9000),
+            (0x10000, 0x7_3000)
+        );
+        assert_eq!(
+            prps(0x10000, 8193, page, unasked, 0x9000),
+            (0x10000, 0x9000)
+        );
     }
 
     #[test]

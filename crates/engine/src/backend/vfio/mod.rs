@@ -393,18 +393,21 @@ impl Backend for VfioBackend {
         let off = io.buf as usize - self.region.0;
         debug_assert!(off == slot * self.slot_bytes && (io.len_bytes as usize) <= self.slot_bytes);
         let addr = self.bus.at(off);
-        let len = u64::from(io.len_bytes);
         let (dptr1, dptr2) = if self.sgl {
             pci::sgl_data_block(addr, io.len_bytes)
-        } else if len <= PAGE {
-            (addr, 0)
-        } else if len <= 2 * PAGE {
-            // The second page by its own bus address (not addr + 4 KiB:
-            // without an IOMMU pages need not be adjacent).
-            (addr, self.bus.at(off + PAGE as usize))
         } else {
-            let list = self.prp_lists.as_ref().map_or(0, |l| l.iova());
-            (addr, list + (slot as u64) * PAGE)
+            let list = self
+                .prp_lists
+                .as_ref()
+                .map_or(0, |l| l.iova() + (slot as u64) * PAGE);
+            let bus = &self.bus;
+            pci::prps(
+                addr,
+                io.len_bytes,
+                PAGE,
+                || bus.at(off + PAGE as usize),
+                list,
+            )
         };
         let mut e = self.templates[io.dir as usize];
         e[0] |= (io.slot as u64) << 16;
