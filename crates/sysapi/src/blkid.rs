@@ -3,13 +3,17 @@
 //! volume and partition-table signature util-linux knows (minix and bfs
 //! included, which a hand-written table missed; issue #16).
 //!
-//! Linked against the system's libblkid (util-linux; the headers come with
-//! `libblkid-dev`). The few calls are declared here, each wrapped once.
+//! The system's libblkid (util-linux's `libblkid.so.1`, in every Linux
+//! distribution's base system) is opened when a probe is first asked for
+//! ([`crate::dylib`]): numio builds without its headers, and a machine
+//! without it gets an error naming the package, so a write is refused rather
+//! than made unchecked. The few calls are declared here, each wrapped once.
 
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::OnceLock;
 
 /// libblkid's opaque probe.
 #[repr(C)]
@@ -24,21 +28,45 @@ const SUBLKS_USAGE: c_int = 1 << 7;
 /// `BLKID_PARTS_MAGIC`: report `PTTYPE` of a partition table.
 const PARTS_MAGIC: c_int = 1 << 3;
 
-#[link(name = "blkid")]
-extern "C" {
-    fn blkid_new_probe_from_filename(filename: *const c_char) -> *mut RawProbe;
-    fn blkid_free_probe(pr: *mut RawProbe);
-    fn blkid_probe_enable_superblocks(pr: *mut RawProbe, enable: c_int) -> c_int;
-    fn blkid_probe_set_superblocks_flags(pr: *mut RawProbe, flags: c_int) -> c_int;
-    fn blkid_probe_enable_partitions(pr: *mut RawProbe, enable: c_int) -> c_int;
-    fn blkid_probe_set_partitions_flags(pr: *mut RawProbe, flags: c_int) -> c_int;
-    fn blkid_do_safeprobe(pr: *mut RawProbe) -> c_int;
-    fn blkid_probe_lookup_value(
-        pr: *mut RawProbe,
-        name: *const c_char,
-        data: *mut *const c_char,
-        len: *mut usize,
-    ) -> c_int;
+/// libblkid, by its ABI name.
+const LIBBLKID: crate::dylib::Spec = crate::dylib::Spec {
+    feature: "The write-safety probe (blkid's signatures)",
+    sonames: &[c"libblkid.so.1"],
+    debian: "libblkid1",
+    rpm: "libblkid",
+};
+
+crate::functions! {
+    /// The libblkid calls numio makes.
+    struct Blkid {
+        fn blkid_new_probe_from_filename(filename: *const c_char) -> *mut RawProbe;
+        fn blkid_free_probe(pr: *mut RawProbe);
+        fn blkid_probe_enable_superblocks(pr: *mut RawProbe, enable: c_int) -> c_int;
+        fn blkid_probe_set_superblocks_flags(pr: *mut RawProbe, flags: c_int) -> c_int;
+        fn blkid_probe_enable_partitions(pr: *mut RawProbe, enable: c_int) -> c_int;
+        fn blkid_probe_set_partitions_flags(pr: *mut RawProbe, flags: c_int) -> c_int;
+        fn blkid_do_safeprobe(pr: *mut RawProbe) -> c_int;
+        fn blkid_probe_lookup_value(
+            pr: *mut RawProbe,
+            name: *const c_char,
+            data: *mut *const c_char,
+            len: *mut usize,
+        ) -> c_int;
+    }
+}
+
+/// libblkid's calls, opened on first use (and the error, each time, when
+/// it cannot be).
+fn blkid() -> Result<&'static Blkid, crate::dylib::LibraryError> {
+    static LIB: OnceLock<Result<Blkid, crate::dylib::LibraryError>> = OnceLock::new();
+    LIB.get_or_init(|| {
+        let lib = crate::dylib::Library::open(&LIBBLKID)?;
+        // SAFETY: the prototypes above are libblkid's (blkid.h, stable
+        // since util-linux 2.18); the library is never closed.
+        unsafe { Blkid::load(&lib) }
+    })
+    .as_ref()
+    .map_err(Clone::clone)
 }
 
 /// What libblkid found at the start (and end, for RAID and GPT backups) of
@@ -76,13 +104,13 @@ impl std::fmt::Display for Signature {
 }
 
 /// A probe, freed on drop.
-struct Probe(*mut RawProbe);
+struct Probe(*mut RawProbe, &'static Blkid);
 
 impl Drop for Probe {
     fn drop(&mut self) {
         // SAFETY: the pointer came from blkid_new_probe_from_filename, is
         // not null, and is freed once, here.
-        unsafe { blkid_free_probe(self.0) }
+        unsafe { (self.1.blkid_free_probe)(self.0) }
     }
 }
 
@@ -94,7 +122,9 @@ impl Probe {
         // SAFETY: the probe is live; `name` is NUL-terminated; libblkid
         // writes a pointer to a NUL-terminated string it owns (valid until
         // the next probe or the free, both after this copy) and its length.
-        let rc = unsafe { blkid_probe_lookup_value(self.0, name.as_ptr(), &mut data, &mut len) };
+        let rc = unsafe {
+            (self.1.blkid_probe_lookup_value)(self.0, name.as_ptr(), &mut data, &mut len)
+        };
         if rc != 0 || data.is_null() {
             return None;
         }
@@ -112,21 +142,22 @@ impl Probe {
 pub fn probe(path: &Path) -> io::Result<Option<Signature>> {
     let name = CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in the path"))?;
+    let b = blkid()?;
     // SAFETY: `name` is NUL-terminated and outlives the call; libblkid
     // opens the file itself and returns null with errno set on failure.
-    let raw = unsafe { blkid_new_probe_from_filename(name.as_ptr()) };
+    let raw = unsafe { (b.blkid_new_probe_from_filename)(name.as_ptr()) };
     if raw.is_null() {
         return Err(io::Error::last_os_error());
     }
-    let pr = Probe(raw);
+    let pr = Probe(raw, b);
     // SAFETY: the probe is live for these calls; they only set its flags
     // and read the device through the descriptor libblkid opened.
     let rc = unsafe {
-        blkid_probe_enable_superblocks(pr.0, 1);
-        blkid_probe_set_superblocks_flags(pr.0, SUBLKS_TYPE | SUBLKS_USAGE);
-        blkid_probe_enable_partitions(pr.0, 1);
-        blkid_probe_set_partitions_flags(pr.0, PARTS_MAGIC);
-        blkid_do_safeprobe(pr.0)
+        (b.blkid_probe_enable_superblocks)(pr.0, 1);
+        (b.blkid_probe_set_superblocks_flags)(pr.0, SUBLKS_TYPE | SUBLKS_USAGE);
+        (b.blkid_probe_enable_partitions)(pr.0, 1);
+        (b.blkid_probe_set_partitions_flags)(pr.0, PARTS_MAGIC);
+        (b.blkid_do_safeprobe)(pr.0)
     };
     match rc {
         0 => {}

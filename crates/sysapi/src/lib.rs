@@ -13,8 +13,12 @@
 //! io_uring boundary ([`uring`]: the ring set-up fallback chain, entering
 //! through the registered ring fd, typed SQE views).
 //!
-//! A leaf below `engine`, `nvmf` and `tune` (it depends on rustix, libc,
-//! the io-uring crate and the system's libblkid), so none carries its own
+//! Libraries that only some features need (libblkid, rdma-core) are opened
+//! at run time when first asked for ([`dylib`]), so numio builds with no
+//! system headers and starts without them.
+//!
+//! A leaf below `engine`, `nvmf` and `tune` (it depends on rustix, libc
+//! and the io-uring crate), so none carries its own
 //! copy of an ioctl number, a `cpu_set_t` loop or a ring set-up chain.
 //! Reading `/sys` and `/proc` is not here: that is `topology`'s job. rustix
 //! covers affinity and `BLKSSZGET`; the three ioctls it has no wrapper for
@@ -26,6 +30,7 @@
 pub mod affinity;
 pub mod blkid;
 pub mod block;
+pub mod dylib;
 pub mod fabrics;
 pub mod file;
 pub mod memory;
