@@ -1,18 +1,12 @@
 //! Per-worker statistics: HdrHistograms allocated at start-up, recorded
 //! without allocation on the hot path, merged at the end.
 
-use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
-use results::{
-    DirHistogramsHex, ErrnoCount, IoStats, Latencies, LatencySummary, Percentile, RawHistograms,
-    NVME_STATUS_BASE,
+pub use results::histogram::{
+    decode_histogram, encode_histogram, new_histogram, summarize, HIST_MAX_NS,
 };
-
-/// Largest latency a histogram tracks exactly (60 s); larger values saturate.
-pub const HIST_MAX_NS: u64 = 60_000_000_000;
-/// Significant digits of every histogram.
-const HIST_SIGFIG: u8 = 3;
+use results::{DirHistogramsHex, ErrnoCount, IoStats, Latencies, RawHistograms, NVME_STATUS_BASE};
 /// Highest errno counted individually; larger ones share the last bucket.
 pub const ERRNO_SLOTS: usize = 256;
 /// NVMe statuses counted individually: every `SCT << 8 | SC` (11 bits).
@@ -25,14 +19,6 @@ pub enum Dir {
     Read = 0,
     /// Write to the target.
     Write = 1,
-}
-
-/// A fresh histogram with the engine's bounds, auto-resize off.
-pub fn new_histogram() -> Histogram<u64> {
-    let mut h = Histogram::new_with_bounds(1, HIST_MAX_NS, HIST_SIGFIG)
-        .expect("constant histogram bounds are valid");
-    h.auto(false);
-    h
 }
 
 /// The three latency histograms of one direction.
@@ -236,64 +222,6 @@ fn latencies(h: &DirHistograms, percentiles: &[f64]) -> Latencies {
     }
 }
 
-/// Summary of one histogram with the given percentiles (0 < p ≤ 100).
-pub fn summarize(h: &Histogram<u64>, percentiles: &[f64]) -> LatencySummary {
-    if h.is_empty() {
-        return LatencySummary {
-            percentiles: percentiles
-                .iter()
-                .map(|&p| Percentile {
-                    percentile: p,
-                    latency_ns: 0,
-                })
-                .collect(),
-            ..LatencySummary::default()
-        };
-    }
-    LatencySummary {
-        samples: h.len(),
-        min_ns: h.min(),
-        max_ns: h.max(),
-        mean_ns: h.mean(),
-        stdev_ns: h.stdev(),
-        percentiles: percentiles
-            .iter()
-            .map(|&p| Percentile {
-                percentile: p,
-                latency_ns: h.value_at_quantile(p / 100.0),
-            })
-            .collect(),
-    }
-}
-
-/// HdrHistogram V2 + deflate, hex encoded.
-pub fn encode_histogram(h: &Histogram<u64>) -> String {
-    let mut bytes = Vec::new();
-    if V2DeflateSerializer::new().serialize(h, &mut bytes).is_err() {
-        return String::new();
-    }
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
-}
-
-/// Inverse of [`encode_histogram`]; `None` on malformed input.
-pub fn decode_histogram(hex: &str) -> Option<Histogram<u64>> {
-    if hex.len() % 2 != 0 {
-        return None;
-    }
-    let bytes: Option<Vec<u8>> = (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-        .collect();
-    let bytes = bytes?;
-    hdrhistogram::serialization::Deserializer::new()
-        .deserialize(&mut bytes.as_slice())
-        .ok()
-}
-
 /// `NVMe status sct=MediaError sc=0x81` for `SCT << 8 | SC`.
 pub fn nvme_status_name(sct_sc: u16) -> String {
     format!(
@@ -397,16 +325,5 @@ mod tests {
                 && x.name == "NVMe status sct=Generic sc=0x80"));
         a.reset();
         assert_eq!(a.error_count(), 0);
-    }
-
-    #[test]
-    fn histogram_hex_round_trip() {
-        let mut h = new_histogram();
-        h.saturating_record_n(1234, 10);
-        h.saturating_record(HIST_MAX_NS * 10);
-        let back = decode_histogram(&encode_histogram(&h)).expect("decodes");
-        assert_eq!(back.len(), 11);
-        assert_eq!(back.max(), h.max());
-        assert!(decode_histogram("zz").is_none());
     }
 }

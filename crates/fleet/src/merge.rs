@@ -8,8 +8,8 @@
 //! them (before 2026-11-27) leaves those summaries empty in the merge, and
 //! each host's own result, kept beside the merged one, has its own.
 
-use engine::stats::{decode_histogram, new_histogram, summarize};
 use hdrhistogram::Histogram;
+use results::histogram::{decode_histogram, new_histogram, summarize};
 use results::{
     CpuUsage, DirHistogramsHex, Environment, ErrnoCount, IoStats, Latencies, RunResult,
     RESULT_SCHEMA_VERSION,
@@ -182,7 +182,7 @@ fn add_cpu(sum: &mut CpuUsage, x: &CpuUsage) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use engine::stats::encode_histogram;
+    use results::histogram::encode_histogram;
     use results::{DirHistogramsHex, RawHistograms, TargetResult};
 
     fn host_result(samples: &[u64]) -> RunResult {

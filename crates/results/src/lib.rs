@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 mod counters;
+pub mod histogram;
 mod multipath;
 
 pub use counters::{CpuSplit, NodeCpu, PerIo, ProcessCounters, RunCounters, TargetCounters};

@@ -206,16 +206,10 @@ pub fn latency_buckets(h: Option<&hdrhistogram::Histogram<u64>>) -> [Ordered<f64
 pub fn merged_histogram(hexes: &[&str]) -> Option<hdrhistogram::Histogram<u64>> {
     let mut merged: Option<hdrhistogram::Histogram<u64>> = None;
     for hex in hexes {
-        if hex.is_empty() || hex.len() % 2 != 0 {
+        if hex.is_empty() {
             return None;
         }
-        let bytes: Option<Vec<u8>> = (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-            .collect();
-        let h: hdrhistogram::Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
-            .deserialize(&mut bytes?.as_slice())
-            .ok()?;
+        let h = results::histogram::decode_histogram(hex)?;
         match &mut merged {
             Some(m) => m.add(&h).ok()?,
             None => merged = Some(h),
