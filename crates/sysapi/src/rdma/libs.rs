@@ -39,7 +39,8 @@ pub(super) fn libs() -> Result<&'static Libs, LibraryError> {
     static LIBS: OnceLock<Result<Libs, LibraryError>> = OnceLock::new();
     LIBS.get_or_init(|| {
         let verbs = Library::open(&LIBIBVERBS)?;
-        // SAFETY: ffi::Verbs holds bindgen's prototypes of verbs.h; the
+        // SAFETY: ffi::Verbs holds bindgen's prototypes of verbs.h (the
+        // rdma::layout test compares them with the installed header); the
         // library is never closed. ibv_reg_mr is the exported one, which
         // verbs.h's macro calls for access flags without
         // IBV_ACCESS_OPTIONAL_RANGE bits (numio's).

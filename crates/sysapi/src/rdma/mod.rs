@@ -7,7 +7,8 @@
 //! packages to install when it is missing. The types, constants and
 //! prototypes numio uses are bindgen's, generated once from rdma-core's
 //! headers by `scripts/gen-rdma-bindings` and committed (`ffi.rs`, which
-//! names the rdma-core version). The verbs the header defines inline
+//! names the rdma-core version); a test compares their layouts, values and
+//! prototypes with the installed headers. The verbs the header defines inline
 //! (`ibv_post_send`, `ibv_post_recv`, `ibv_poll_cq`, `ibv_req_notify_cq`)
 //! are written here as verbs.h writes them, through the device context's
 //! ops table.
@@ -37,6 +38,8 @@ use std::time::{Duration, Instant};
     clippy::all
 )]
 mod ffi;
+#[cfg(test)]
+mod layout;
 mod libs;
 
 use libs::{ibv_poll_cq, ibv_post_recv, ibv_post_send, ibv_req_notify_cq, libs, Libs};
