@@ -9,13 +9,14 @@
 //! holding an address ([`net`]), NUMA binding of a mapping ([`memory`]),
 //! a PCI function through VFIO for the user-space NVMe driver ([`vfio`]:
 //! container, group, BAR0, IOMMU-mapped DMA memory), RDMA verbs and the
-//! RDMA CM through the system's rdma-core ([`rdma`]), and the
+//! RDMA CM through the system's rdma-core ([`rdma`], on bindings generated
+//! once from rdma-core's headers and committed), and the
 //! io_uring boundary ([`uring`]: the ring set-up fallback chain, entering
 //! through the registered ring fd, typed SQE views).
 //!
 //! Libraries that only some features need (libblkid, rdma-core) are opened
 //! at run time when first asked for ([`dylib`]), so numio builds with no
-//! system headers and starts without them.
+//! system headers, cmake or libclang and starts without them.
 //!
 //! A leaf below `engine`, `nvmf` and `tune` (it depends on rustix, libc
 //! and the io-uring crate), so none carries its own
