@@ -48,6 +48,8 @@ pub(super) const LIBSSL: Spec = Spec {
 
 /// ssl.h `SSL_CTRL_MODE` (`SSL_CTX_set_mode`).
 const SSL_CTRL_MODE: c_int = 33;
+/// ssl.h `SSL_CTRL_SET_GROUPS_LIST` (`SSL_CTX_set1_groups_list`).
+const SSL_CTRL_SET_GROUPS_LIST: c_int = 92;
 /// ssl.h `SSL_CTRL_SET_MIN_PROTO_VERSION` (`SSL_CTX_set_min_proto_version`).
 const SSL_CTRL_SET_MIN_PROTO_VERSION: c_int = 123;
 /// ssl.h `SSL_CTRL_SET_MAX_PROTO_VERSION` (`SSL_CTX_set_max_proto_version`).
@@ -347,7 +349,7 @@ impl Drop for Ctx {
 }
 
 impl Ctx {
-    fn new(lib: Lib, server: bool, suites: &CStr) -> Result<Self, String> {
+    fn new(lib: Lib, server: bool, suites: &CStr, groups: &CStr) -> Result<Self, String> {
         let f = lib.0;
         clear_errors(f);
         // SAFETY: TLS_*_method return static method tables; SSL_CTX_new
@@ -388,6 +390,12 @@ impl Ctx {
                 &format!("cipher suites {}", suites.to_string_lossy()),
             ));
         }
+        if ctrl(SSL_CTRL_SET_GROUPS_LIST, 0, groups.as_ptr()) != 1 {
+            return Err(setup_error(
+                f,
+                &format!("key-exchange groups {}", groups.to_string_lossy()),
+            ));
+        }
         let mode = SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER;
         if ctrl(SSL_CTRL_MODE, mode, ptr::null()) & mode != mode {
             return Err(setup_error(f, "the write mode"));
@@ -404,14 +412,15 @@ impl Ctx {
         Ok(ctx)
     }
 
-    /// The target's context: `suites` (colon-separated), each host's PSK
-    /// found by `lookup`.
+    /// The target's context: `suites` (colon-separated), key exchange over
+    /// `groups`, each host's PSK found by `lookup`.
     pub(super) fn server(
         lib: Lib,
         lookup: Arc<dyn PskLookup>,
         suites: &CStr,
+        groups: &CStr,
     ) -> Result<Self, String> {
-        let mut ctx = Self::new(lib, true, suites)?;
+        let mut ctx = Self::new(lib, true, suites, groups)?;
         let data = NonNull::from(Box::leak(Box::new(CtxData { lookup })));
         ctx.data = Some(data);
         let f = ctx.f;
@@ -428,10 +437,10 @@ impl Ctx {
         Ok(ctx)
     }
 
-    /// A host's context: one cipher `suite`, the PSK each [`Ssl`] made
-    /// from it carries ([`ClientPsk`]).
-    pub(super) fn client(lib: Lib, suite: &CStr) -> Result<Self, String> {
-        let ctx = Self::new(lib, false, suite)?;
+    /// A host's context: one cipher `suite`, key exchange over `groups`,
+    /// the PSK each [`Ssl`] made from it carries ([`ClientPsk`]).
+    pub(super) fn client(lib: Lib, suite: &CStr, groups: &CStr) -> Result<Self, String> {
+        let ctx = Self::new(lib, false, suite, groups)?;
         // SAFETY: the context is live; the callback reads each SSL's app
         // data, which Ssl::client sets.
         unsafe {
@@ -917,6 +926,7 @@ mod tests {
         }
         let ours = named![
             SSL_CTRL_MODE,
+            SSL_CTRL_SET_GROUPS_LIST,
             SSL_CTRL_SET_MIN_PROTO_VERSION,
             SSL_CTRL_SET_MAX_PROTO_VERSION,
             TLS1_3_VERSION,

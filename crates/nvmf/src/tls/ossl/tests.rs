@@ -145,6 +145,39 @@ fn plain_text_nvme_tcp_is_refused_by_name() {
     assert!(e.contains("plain-text NVMe/TCP"), "{e}");
 }
 
+/// Key exchange is X25519 or P-256 only: a client offering only
+/// ffdhe8192 (whose key share cost the target's reactor 117–187 ms per
+/// handshake) or only P-384 is refused; one that offers P-384 first and
+/// P-256 too gets a HelloRetryRequest for P-256 and succeeds.
+#[test]
+fn key_exchange_is_x25519_or_p256() {
+    for (groups, ok) in [
+        (c"X25519", true),
+        (c"P-256", true),
+        (c"P-384:P-256", true),
+        (c"ffdhe8192", false),
+        (c"P-384", false),
+    ] {
+        let key = ConfiguredPsk::generate(32);
+        let (c, h) = pair(key.clone());
+        let r = connect_with(sys::libssl(), groups, c, &key, HOST, SUB);
+        let g = groups.to_string_lossy();
+        if ok {
+            let mut tls = r.unwrap_or_else(|e| panic!("{g}: {e}"));
+            tls.write_all(b"x").unwrap();
+            let mut one = [0u8; 1];
+            tls.read_exact(&mut one).unwrap();
+            drop(tls);
+            assert_eq!(h.join().unwrap().unwrap().1, End::Eof, "{g}");
+        } else {
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains("TLS handshake failed"), "{g}: {e}");
+            let e = h.join().unwrap().unwrap_err();
+            assert!(e.starts_with("TLS handshake failed: "), "{g}: {e}");
+        }
+    }
+}
+
 /// A target that never answers: the handshake gives up at the socket's
 /// receive timeout and says so.
 #[test]
@@ -182,6 +215,6 @@ fn without_libssl_both_ends_name_the_package() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let key = ConfiguredPsk::generate(32);
-    let e = connect_with(missing(), c, &key, HOST, SUB).unwrap_err();
+    let e = connect_with(missing(), GROUPS, c, &key, HOST, SUB).unwrap_err();
     assert_eq!(e.to_string(), text);
 }
