@@ -603,7 +603,8 @@ impl Ssl<MemBios> {
             )
         };
         if ok != 1 || written != bytes.len() {
-            return Err(setup_error(self.f, "buffering received bytes"));
+            let why = error_queue(self.f).unwrap_or_else(|| "no reason given".into());
+            return Err(format!("TLS: buffering the received bytes failed: {why}"));
         }
         Ok(())
     }
