@@ -147,7 +147,7 @@ fn a_connect_must_be_what_its_identity_says() {
     let tcp = TcpStream::connect(addr).unwrap();
     tcp.set_read_timeout(Some(LONG)).unwrap();
     let tls = nvmf::tls::ossl::connect(tcp, &k.key, HOST, DISCOVERY_NQN).unwrap();
-    let mut q = Initiator::over(Stream::Tls(Box::new(tls)), &opts()).unwrap();
+    let mut q = Initiator::over(Stream::Tls(tls), &opts()).unwrap();
     match q.fabrics_connect(NQN, 0, nvme_spec::fabrics::CNTLID_DYNAMIC) {
         Err(InitiatorError::Command { status, .. }) => {
             assert_eq!(status, Status::CONNECT_INVALID_HOST)

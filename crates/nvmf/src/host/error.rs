@@ -142,6 +142,10 @@ pub enum InitiatorError {
     /// The TLS handshake failed, or TLS was asked for where it cannot run.
     #[error("TLS: {0}")]
     Tls(String),
+    /// A library the feature needs cannot be loaded (libssl for TLS): the
+    /// text names the package.
+    #[error(transparent)]
+    Library(#[from] sysapi::dylib::LibraryError),
 }
 
 impl From<HostError> for InitiatorError {

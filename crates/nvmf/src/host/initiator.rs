@@ -176,10 +176,16 @@ impl Initiator {
         tcp.set_write_timeout(Some(opts.timeout))?;
         let stream = match (&opts.tls, subnqn) {
             (None, _) => Stream::Plain(tcp),
-            (Some(key), Some(subnqn)) => Stream::Tls(Box::new(
-                crate::tls::ossl::connect(tcp, key, &opts.hostnqn, subnqn)
-                    .map_err(|e| InitiatorError::Tls(format!("{addr}: {e}")))?,
-            )),
+            (Some(key), Some(subnqn)) => Stream::Tls(
+                crate::tls::ossl::connect(tcp, key, &opts.hostnqn, subnqn).map_err(
+                    |e| match e {
+                        crate::tls::ossl::TlsError::Library(e) => InitiatorError::Library(e),
+                        crate::tls::ossl::TlsError::Failed(m) => {
+                            InitiatorError::Tls(format!("{addr}: {m}"))
+                        }
+                    },
+                )?,
+            ),
             (Some(_), None) => {
                 return Err(InitiatorError::Tls(
                     "a TLS connection names its subsystem: use connect_admin or connect_io".into(),

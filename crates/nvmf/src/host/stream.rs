@@ -1,12 +1,13 @@
 //! A host queue's transport: the TCP socket, or TLS 1.3 over it
-//! (`crate::tls::ossl::connect` ran the handshake). The blocking initiator
+//! (`crate::tls::ossl::connect` ran the handshake, with libssl opened at
+//! run time). The blocking initiator
 //! and the engine's non-blocking loop read and write it alike.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, RawFd};
 
-use openssl::ssl::SslStream;
+use crate::tls::ossl::TlsStream;
 
 /// A connected queue's byte stream.
 #[derive(Debug)]
@@ -14,7 +15,7 @@ pub enum Stream {
     /// Plain NVMe/TCP.
     Plain(TcpStream),
     /// NVMe/TCP in TLS 1.3 records.
-    Tls(Box<SslStream<TcpStream>>),
+    Tls(TlsStream),
 }
 
 impl Stream {
@@ -37,7 +38,7 @@ impl Stream {
     pub fn buffered(&self) -> bool {
         match self {
             Stream::Plain(_) => false,
-            Stream::Tls(s) => s.ssl().pending() > 0,
+            Stream::Tls(s) => s.pending() > 0,
         }
     }
 
@@ -120,10 +121,7 @@ impl Stream {
     pub fn tls_cipher(&self) -> Option<String> {
         match self {
             Stream::Plain(_) => None,
-            Stream::Tls(s) => s
-                .ssl()
-                .current_cipher()
-                .map(|c| c.standard_name().unwrap_or(c.name()).to_string()),
+            Stream::Tls(s) => s.cipher(),
         }
     }
 }

@@ -195,7 +195,10 @@ fn tls_context(
     crate::tls::ossl::ServerContext::new(Arc::new(TlsKeys(subsystems.to_vec()))).map_err(|e| {
         TargetError::Os {
             what: "setting up TLS",
-            source: std::io::Error::other(e),
+            source: match e {
+                crate::tls::ossl::TlsError::Library(e) => e.into(),
+                e => std::io::Error::other(e),
+            },
         }
     })
 }

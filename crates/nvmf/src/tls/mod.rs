@@ -1,7 +1,7 @@
 //! NVMe/TCP over TLS 1.3 with a pre-shared key (TP 8011, the NVMe/TCP
 //! transport specification §3.6): the keys, the PSK identities and the
 //! derivations both ends compute; the handshakes themselves are OpenSSL's
-//! ([`ossl`]).
+//! ([`ossl`]: libssl 3, opened at run time when TLS is first asked for).
 //!
 //! A host and a controller share a *configured PSK*, given to each in the
 //! PSK interchange format `NVMeTLSkey-1:HH:<base64 of the key and its

@@ -196,6 +196,8 @@ pub(super) fn setup_error(url: &TcpUrl, addr: SocketAddr, step: &str, e: Initiat
         {
             format!("{addr} did not answer within {}s; check the address and any firewall", REPLY_TIMEOUT.as_secs())
         }
+        // The library's own text names the package to install.
+        InitiatorError::Library(_) => return format!("{step} with {addr} failed: {e}"),
         InitiatorError::Tls(_) => "the TLS handshake failed: the target must hold this host's PSK (--tcp-tls-key, \
              for --tcp-hostnqn and this subsystem); a target that does not require TLS closes the connection"
             .to_string(),

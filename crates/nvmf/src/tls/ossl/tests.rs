@@ -24,9 +24,20 @@ impl PskLookup for OneKey {
     }
 }
 
-/// Serves one connection: echoes each plain-text chunk back upper-cased;
-/// returns the peer or the session's error.
-fn serve(l: TcpListener, ctx: ServerContext) -> std::thread::JoinHandle<Result<TlsPeer, String>> {
+/// How a served connection ended.
+#[derive(Debug, PartialEq, Eq)]
+enum End {
+    /// The host sent close_notify.
+    Notify,
+    /// The socket closed.
+    Eof,
+}
+
+/// The serving thread: the peer and how it ended, or the session's error.
+type Served = std::thread::JoinHandle<Result<(TlsPeer, End), String>>;
+
+/// Serves one connection: echoes each plain-text chunk back upper-cased.
+fn serve(l: TcpListener, ctx: ServerContext) -> Served {
     std::thread::spawn(move || {
         let (mut s, _) = l.accept().unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -36,13 +47,21 @@ fn serve(l: TcpListener, ctx: ServerContext) -> std::thread::JoinHandle<Result<T
         let mut out = Vec::new();
         loop {
             let n = match s.read(&mut buf) {
-                Ok(0) | Err(_) => return peer.ok_or_else(|| "closed before the handshake".into()),
+                Ok(0) | Err(_) => {
+                    return peer
+                        .map(|p| (p, End::Eof))
+                        .ok_or_else(|| "closed before the handshake".into())
+                }
                 Ok(n) => n,
             };
             let mut echo = Vec::new();
             match session.receive(&buf[..n], |p| echo.extend(p.to_ascii_uppercase()))? {
                 Received::Established(p) => peer = Some(p),
-                Received::Closed => return peer.ok_or_else(|| "closed".into()),
+                Received::Closed => {
+                    return peer
+                        .map(|p| (p, End::Notify))
+                        .ok_or_else(|| "closed".into())
+                }
                 Received::More => {}
             }
             if !echo.is_empty() {
@@ -57,9 +76,7 @@ fn serve(l: TcpListener, ctx: ServerContext) -> std::thread::JoinHandle<Result<T
     })
 }
 
-fn pair(
-    server_key: ConfiguredPsk,
-) -> (TcpStream, std::thread::JoinHandle<Result<TlsPeer, String>>) {
+fn pair(server_key: ConfiguredPsk) -> (TcpStream, Served) {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap();
     let h = serve(l, ServerContext::new(Arc::new(OneKey(server_key))).unwrap());
@@ -74,13 +91,30 @@ fn both_cipher_suites_carry_data_and_name_the_host() {
         let key = ConfiguredPsk::generate(len);
         let (c, h) = pair(key.clone());
         let mut tls = connect(c, &key, HOST, SUB).unwrap();
+        assert_eq!(tls.cipher().as_deref(), Some(key.hash().cipher_suite()));
         let big: Vec<u8> = (0..200_000u32).map(|i| b'a' + (i % 26) as u8).collect();
         tls.write_all(&big).unwrap();
         let mut back = vec![0u8; big.len()];
         tls.read_exact(&mut back).unwrap();
         assert_eq!(back, big.to_ascii_uppercase());
-        drop(tls);
-        let peer = h.join().unwrap().unwrap();
+        // Plain text left in a record is pending; a non-blocking read with
+        // nothing to read would block.
+        tls.write_all(b"hello").unwrap();
+        let mut one = [0u8; 1];
+        tls.read_exact(&mut one).unwrap();
+        assert_eq!(&one, b"H");
+        assert_eq!(tls.pending(), 4);
+        let mut rest = [0u8; 4];
+        tls.read_exact(&mut rest).unwrap();
+        assert_eq!(&rest, b"ELLO");
+        assert_eq!(tls.pending(), 0);
+        tls.get_ref().set_nonblocking(true).unwrap();
+        let e = tls.read(&mut one).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}");
+        tls.get_ref().set_nonblocking(false).unwrap();
+        tls.shutdown().unwrap();
+        let (peer, end) = h.join().unwrap().unwrap();
+        assert_eq!(end, End::Notify);
         assert_eq!(peer.identity.hostnqn, HOST);
         assert_eq!(peer.identity.subnqn, SUB);
         assert_eq!(peer.identity.version, 1);
@@ -91,7 +125,9 @@ fn both_cipher_suites_carry_data_and_name_the_host() {
 #[test]
 fn another_key_is_refused_and_both_sides_say_why() {
     let (c, h) = pair(ConfiguredPsk::generate(32));
-    let e = connect(c, &ConfiguredPsk::generate(32), HOST, SUB).unwrap_err();
+    let e = connect(c, &ConfiguredPsk::generate(32), HOST, SUB)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("TLS handshake failed"), "{e}");
     let e = h.join().unwrap().unwrap_err();
     assert!(e.contains("the host holds another key"), "{e}");
@@ -107,4 +143,78 @@ fn plain_text_nvme_tcp_is_refused_by_name() {
     c.write_all(&icreq).unwrap();
     let e = h.join().unwrap().unwrap_err();
     assert!(e.contains("plain-text NVMe/TCP"), "{e}");
+}
+
+/// Key exchange is X25519 or P-256 only: a client offering only
+/// ffdhe8192 (whose key share cost the target's reactor 117–187 ms per
+/// handshake) or only P-384 is refused; one that offers P-384 first and
+/// P-256 too gets a HelloRetryRequest for P-256 and succeeds.
+#[test]
+fn key_exchange_is_x25519_or_p256() {
+    for (groups, ok) in [
+        (c"X25519", true),
+        (c"P-256", true),
+        (c"P-384:P-256", true),
+        (c"ffdhe8192", false),
+        (c"P-384", false),
+    ] {
+        let key = ConfiguredPsk::generate(32);
+        let (c, h) = pair(key.clone());
+        let r = connect_with(sys::libssl(), groups, c, &key, HOST, SUB);
+        let g = groups.to_string_lossy();
+        if ok {
+            let mut tls = r.unwrap_or_else(|e| panic!("{g}: {e}"));
+            tls.write_all(b"x").unwrap();
+            let mut one = [0u8; 1];
+            tls.read_exact(&mut one).unwrap();
+            drop(tls);
+            assert_eq!(h.join().unwrap().unwrap().1, End::Eof, "{g}");
+        } else {
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains("TLS handshake failed"), "{g}: {e}");
+            let e = h.join().unwrap().unwrap_err();
+            assert!(e.starts_with("TLS handshake failed: "), "{g}: {e}");
+        }
+    }
+}
+
+/// A target that never answers: the handshake gives up at the socket's
+/// receive timeout and says so.
+#[test]
+fn a_silent_target_times_the_handshake_out() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let _held = l.accept().unwrap();
+    c.set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let key = ConfiguredPsk::generate(32);
+    let e = connect(c, &key, HOST, SUB).unwrap_err().to_string();
+    assert_eq!(e, "TLS handshake timed out (no answer from the target)");
+}
+
+/// Without libssl both ends refuse with the library's text, which names
+/// the packages (only TLS opens it: a nonexistent soname stands in for a
+/// machine without it).
+#[test]
+fn without_libssl_both_ends_name_the_package() {
+    let absent = sysapi::dylib::Spec {
+        sonames: &[c"libssl-numio-absent.so.3"],
+        ..sys::LIBSSL
+    };
+    let missing = || Err(sys::load(&absent).unwrap_err());
+    let e = ServerContext::with_library(missing(), Arc::new(OneKey(ConfiguredPsk::generate(32))))
+        .unwrap_err();
+    assert!(matches!(e, TlsError::Library(_)), "{e:?}");
+    let text = e.to_string();
+    assert!(
+        text.starts_with("NVMe/TCP TLS needs libssl-numio-absent.so.3, which cannot be loaded"),
+        "{text}"
+    );
+    assert!(text.contains("apt install libssl3 (libssl3t64"), "{text}");
+    assert!(text.contains("dnf install openssl-libs"), "{text}");
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let key = ConfiguredPsk::generate(32);
+    let e = connect_with(missing(), GROUPS, c, &key, HOST, SUB).unwrap_err();
+    assert_eq!(e.to_string(), text);
 }
