@@ -101,6 +101,45 @@ vm_topologies() {
   for f in "$VM_DIR"/topologies/*.sh; do basename "$f" .sh; done
 }
 
+# Prints the kernels topology $1 boots on in the full lab: its file's
+# TOPO_KERNELS ("default" when unset: linux-image-amd64's kernel).
+vm_topology_kernels() {
+  local file="$VM_DIR/topologies/$1.sh"
+  [ -f "$file" ] || vm_die "unknown topology '$1' (have: $(vm_topologies | tr '\n' ' '))"
+  (
+    TOPO_KERNELS=default
+    # shellcheck source=/dev/null
+    . "$file"
+    printf '%s\n' "$TOPO_KERNELS"
+  )
+}
+
+# Prints check $1's time limit in seconds: its "# vm-lab: timeout=N" line,
+# else CHECK_TIMEOUT_S, else 120.
+vm_check_timeout() {
+  local own
+  own=$(sed -n 's/^# vm-lab: timeout=\([0-9][0-9]*\).*/\1/p' "$1" | head -n 1)
+  echo "${own:-${CHECK_TIMEOUT_S:-120}}"
+}
+
+# Prints the checks topology $1 runs, in order: tests/vm/tests/all/*.sh,
+# then tests/vm/tests/$1/*.sh. A check with a "# vm-lab: topologies=A B"
+# line runs in those topologies only (an all/ check that does not depend on
+# the machine's shape need not run in every one).
+vm_check_runs_in() {
+  local only
+  only=$(sed -n 's/^# vm-lab: topologies=\(.*\)/\1/p' "$1" | head -n 1)
+  [ -z "$only" ] || [[ " $only " == *" $2 "* ]]
+}
+vm_topology_checks() {
+  local check
+  for check in "$VM_DIR"/tests/all/*.sh "$VM_DIR/tests/$1"/*.sh; do
+    [ -f "$check" ] || continue
+    vm_check_runs_in "$check" "$1" && printf '%s\n' "$check"
+  done
+  return 0
+}
+
 # Prints topology $1's TOPO_QEMU: the lab QEMU it boots ("coalescing":
 # tests/vm/qemu/, built by tests/vm/setup --qemu), empty for Debian's
 # qemu-system-x86_64.

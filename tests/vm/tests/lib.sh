@@ -18,9 +18,17 @@ NUMIO=${NUMIO:-$REPO_ROOT/target/debug/numio}
 
 _not_ok=0
 _ok=0
-note() { printf '  # %s\n' "$*"; }
-ok() { _ok=$((_ok + 1)); printf '  ok: %s\n' "$*"; }
-not_ok() { _not_ok=$((_not_ok + 1)); printf '  NOT OK: %s\n' "$*"; }
+# Every line says when, in seconds since the check began ("  12.3 ok: ..."),
+# so a slow step shows in the output.
+_t0_us=${EPOCHREALTIME/./}
+# _at sets _AT (no subshell: a fork is slow in a TCG guest).
+_at() {
+  local us=$((${EPOCHREALTIME/./} - _t0_us))
+  printf -v _AT '%5d.%d' $((us / 1000000)) $((us / 100000 % 10))
+}
+note() { _at; printf '%s # %s\n' "$_AT" "$*"; }
+ok() { _ok=$((_ok + 1)); _at; printf '%s ok: %s\n' "$_AT" "$*"; }
+not_ok() { _not_ok=$((_not_ok + 1)); _at; printf '%s NOT OK: %s\n' "$_AT" "$*"; }
 expect_eq() {
   if [ "$2" = "$3" ]; then
     ok "$1 = $(printf '%s' "$2" | tr '\n' ';')"

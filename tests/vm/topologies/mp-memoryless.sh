@@ -11,6 +11,9 @@
 TOPO_DESCRIPTION="3 nodes: 2 x (2 CPUs, 512 MiB) + 1 empty node; a 2-path subsystem on node 0 and the empty node"
 TOPO_SMP="4,sockets=2,cores=2,threads=1"
 TOPO_MEM_MB=1024
+# Booted on Debian's 6.12 as well as the default 6.1 in the full lab
+# (tests/vm/lab): native multipath differs between them.
+TOPO_KERNELS="default 6.12"
 
 topology() {
   topo_node 0 0-1 512

@@ -6,6 +6,11 @@
 TOPO_DESCRIPTION="1 node x 2 CPUs, 1 GiB; two single-path controllers"
 TOPO_SMP="2,sockets=1,cores=2,threads=1"
 TOPO_MEM_MB=1024
+# Booted on Debian's 6.12 as well as the default 6.1 in the full lab
+# (tests/vm/lab): the kernel's NVMe/TCP and NVMe/RDMA host and target
+# (DH-HMAC-CHAP and TLS only exist in 6.12's), VFIO, io_uring passthrough
+# and polling differ between them.
+TOPO_KERNELS="default 6.12"
 
 topology() {
   topo_controller c0 pcie.0 NUMIO-A

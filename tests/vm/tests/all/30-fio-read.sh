@@ -2,6 +2,9 @@
 # Smoke test: fio (the Debian package, io_uring engine, O_DIRECT) reads an
 # NVMe namespace in the guest for 2 s through the real nvme driver; fio
 # reports no error and bytes read, and the block layer counted the reads.
+# The I/O path this checks does not depend on the machine's NUMA shape: it
+# runs in one-node and in two-socket (the NUMA case), not in every topology.
+# vm-lab: topologies=one-node two-socket
 . "$(dirname "$0")/../lib.sh"
 
 command -v fio >/dev/null || { not_ok "fio is not installed on the host (tests/vm/setup installs it)"; finish; }

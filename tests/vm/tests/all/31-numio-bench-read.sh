@@ -2,6 +2,9 @@
 # Smoke test: `numio bench` reads an NVMe namespace in the guest for 2 s
 # through the real nvme driver; it exits 0, prints a result, and the block
 # layer counted its reads (so it really did I/O to the device).
+# The I/O path this checks does not depend on the machine's NUMA shape: it
+# runs in one-node and in two-socket (the NUMA case), not in every topology.
+# vm-lab: topologies=one-node two-socket
 . "$(dirname "$0")/../lib.sh"
 
 dev=$(first_private_namespace) || { not_ok "no NVMe namespace in the guest"; finish; }

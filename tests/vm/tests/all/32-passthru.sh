@@ -18,6 +18,9 @@
 # passthru write is refused naming it. Where the driver has poll queues,
 # `--iopoll on` must not poll passthrough (it crashed Linux 6.1).
 # vm-lab: timeout=240
+# The I/O path this checks does not depend on the machine's NUMA shape: it
+# runs in one-node and in two-socket (the NUMA case), not in every topology.
+# vm-lab: topologies=one-node two-socket
 . "$(dirname "$0")/../lib.sh"
 
 dev=$(first_private_namespace) || { not_ok "no NVMe namespace in the guest"; finish; }

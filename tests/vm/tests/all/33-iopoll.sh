@@ -7,6 +7,9 @@
 # interrupts. `numio doctor` has no
 # no-poll-queues finding, and a device without poll queues (a loop device) is
 # refused before the run with the fix.
+# The I/O path this checks does not depend on the machine's NUMA shape: it
+# runs in one-node and in two-socket (the NUMA case), not in every topology.
+# vm-lab: topologies=one-node two-socket
 . "$(dirname "$0")/../lib.sh"
 
 want=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvme\.poll_queues=//p')
