@@ -2,9 +2,11 @@
 # `numio coalesce sweep` on the coalesce guest (four controllers NUMIO-C0..C3
 # whose lab QEMU NVMe coalesces interrupts): thresholds 0, 3 and 9 of a 4 KiB
 # randread at QD 32 on the four namespaces at once (2 s per point after a
-# 1 s ramp: TCG is slow), paced at 1,000 IOPS per drive (--rate-iops) with
-# an aggregation time of 500 µs (5 ms in this guest: the lab QEMU scales
-# TIME by 10 under TCG). Paced, the load is equal at every threshold and
+# 1 s ramp: TCG is slow), paced at 500 IOPS per drive (--rate-iops) with
+# an aggregation time of 1 ms (10 ms in this guest: the lab QEMU scales
+# TIME by 10 under TCG). At 1,000 IOPS per drive the guest fell short at
+# threshold 0 (an interrupt per I/O) once on a quiet host: 3,024 of 4,000,
+# and the load was no longer equal. Paced, the load is equal at every threshold and
 # completions come spread out in time, as a drive's do; unpaced, the
 # TCG-emulated controller completes the whole queue of 32 at once and
 # raises one interrupt per 32 I/Os at any threshold, leaving nothing to
@@ -27,8 +29,8 @@ before=$(feature8_all)
 note "before: $before"
 expect_eq "${CTRLS[1]} holds the value nvme-cli set" 0x0302 "$(feature8 "${CTRLS[1]}")"
 
-run_numio coalesce sweep "${NSES[@]}" --threshold 0,3,9 --time 500us \
-  --rw randread --bs 4k --iodepth 32 --rate-iops 1000 --runtime 2s --ramp-time 1s \
+run_numio coalesce sweep "${NSES[@]}" --threshold 0,3,9 --time 1ms \
+  --rw randread --bs 4k --iodepth 32 --rate-iops 500 --runtime 2s --ramp-time 1s \
   --uring-setup defer --iopoll off \
   --json --save "$CHECK_OUT/sweep.json" --chart "$CHECK_OUT/sweep.svg"
 printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/sweep.out.json"
@@ -44,8 +46,8 @@ irq() { j ".coalesce.tables[0].rows[] | select(.threshold == $1) | .total.interr
 i0=$(irq 0) i3=$(irq 3) i9=$(irq 9)
 note "interrupts per I/O: threshold 0 $i0, 3 $i3, 9 $i9"
 note "IOPS: $(j '[.coalesce.tables[0].rows[] | "threshold \(.threshold) \(.total.iops | floor)"] | join(", ")')"
-expect_eq "equal load: every threshold within 10 % of 4,000 IOPS" 3 \
-  "$(j '[.coalesce.tables[0].rows[] | select(.total.iops > 3600 and .total.iops < 4400)] | length')"
+expect_eq "equal load: every threshold within 10 % of 2,000 IOPS" 3 \
+  "$(j '[.coalesce.tables[0].rows[] | select(.total.iops > 1800 and .total.iops < 2200)] | length')"
 expect_eq "threshold 0 takes interrupts (not polled)" yes \
   "$(awk -v a="$i0" 'BEGIN { print (a > 0.2) ? "yes" : "no" }')"
 expect_eq "threshold 9 takes at most a third of threshold 0's interrupts per I/O" yes \
