@@ -7,6 +7,7 @@
 //!
 //! - `hosts.rs`: host lists and hosts files, and each host's targets.
 //! - `proto.rs`: the line protocol between controller and agent.
+//! - `lines.rs`: bounded lines on that channel, and a host's capped tail.
 //! - `clock.rs`: clock offsets from ping round trips.
 //! - `ssh.rs`: one host's ssh child and its channel.
 //! - `run.rs`: the controller's side of a fleet run.
@@ -15,6 +16,7 @@
 
 pub mod clock;
 pub mod hosts;
+pub mod lines;
 pub mod merge;
 pub mod proto;
 pub mod run;

@@ -309,6 +309,14 @@ pub fn run(
                 fail(s, &host.host, reason, &mut *observer);
             }
             Incoming::Message(m) => on_message(s, host, argv, m, o, &mut *observer),
+            Incoming::TooLong { len_bytes } => {
+                let reason = format!(
+                    "it sent a protocol line of {len_bytes} bytes, over the limit of {} MiB (fleet::lines::AGENT_LINE_MAX_BYTES): its result is lost; is it numio {}?",
+                    crate::lines::AGENT_LINE_MAX_BYTES >> 20,
+                    o.version
+                );
+                fail(s, &host.host, reason, &mut *observer);
+            }
         }
     }
     for s in &mut slots {

@@ -8,23 +8,26 @@
 //! as the user configured it (a host whose key is unknown fails with ssh's
 //! own message).
 
-use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex};
 
 use crate::hosts::Host;
+use crate::lines::{read_line_bounded, Line, Tail, AGENT_LINE_MAX_BYTES};
 use crate::proto::{FromAgent, ToAgent};
-
-/// Lines of a host's stderr kept for its error message.
-const STDERR_LINES: usize = 20;
 
 /// What a host's reader thread reports.
 #[derive(Debug)]
 pub enum Incoming {
     /// A protocol line.
     Message(FromAgent),
+    /// A protocol line longer than [`AGENT_LINE_MAX_BYTES`]: the host is
+    /// given up (what it meant is lost).
+    TooLong {
+        /// The line's length.
+        len_bytes: u64,
+    },
     /// stdout closed: the agent (or ssh) ended.
     Closed,
 }
@@ -117,7 +120,7 @@ pub fn shell_quote(w: &str) -> String {
 pub struct Remote {
     child: Child,
     stdin: Option<ChildStdin>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    stderr: Arc<Mutex<Tail>>,
     /// Closed when the stderr reader has read everything (EOF).
     stderr_read: std::sync::mpsc::Receiver<()>,
 }
@@ -139,39 +142,18 @@ impl Remote {
             .spawn()?;
         let stdout = child.stdout.take().expect("piped");
         let stderr = child.stderr.take().expect("piped");
-        let tail = Arc::new(Mutex::new(VecDeque::new()));
+        let tail = Arc::new(Mutex::new(Tail::default()));
         let keep = Arc::clone(&tail);
         let (stderr_done, stderr_read) = std::sync::mpsc::channel::<()>();
         std::thread::spawn(move || {
             let _done = stderr_done;
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let mut t = keep.lock().expect("stderr tail");
-                if t.len() == STDERR_LINES {
-                    t.pop_front();
-                }
-                t.push_back(line);
-            }
+            keep_tail(BufReader::new(stderr), &keep);
         });
         let keep = Arc::clone(&tail);
         std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                match serde_json::from_str::<FromAgent>(&line) {
-                    Ok(m) => {
-                        if events.send((index, Incoming::Message(m))).is_err() {
-                            return;
-                        }
-                    }
-                    // Not the protocol (a login script's output): kept
-                    // with stderr for the error message.
-                    Err(_) => keep
-                        .lock()
-                        .expect("stderr tail")
-                        .push_back(format!("(stdout) {line}")),
-                }
-            }
-            let _ = events.send((index, Incoming::Closed));
+            forward_stdout(BufReader::new(stdout), AGENT_LINE_MAX_BYTES, &keep, |m| {
+                events.send((index, m)).is_ok()
+            });
         });
         Ok(Remote {
             stdin: child.stdin.take(),
@@ -201,8 +183,7 @@ impl Remote {
     /// The last lines ssh and the agent wrote on stderr, joined.
     pub fn stderr_tail(&self) -> String {
         let t = self.stderr.lock().expect("stderr tail");
-        t.iter()
-            .map(String::as_str)
+        t.lines()
             .filter(|l| !l.trim().is_empty())
             .collect::<Vec<_>>()
             .join(" | ")
@@ -240,6 +221,70 @@ impl Remote {
     }
 }
 
+/// Keeps the last lines of `r` (a host's stderr) in `tail`, each line
+/// read within [`crate::lines::TAIL_LINE_MAX_BYTES`].
+fn keep_tail(mut r: impl BufRead, tail: &Mutex<Tail>) {
+    let mut buf = Vec::new();
+    while let Ok(Some(line)) =
+        read_line_bounded(&mut r, &mut buf, crate::lines::TAIL_LINE_MAX_BYTES)
+    {
+        tail.lock()
+            .expect("stderr tail")
+            .push(&buf, line_len(&buf, line));
+    }
+}
+
+fn line_len(buf: &[u8], line: Line) -> u64 {
+    match line {
+        Line::Whole => buf.len() as u64,
+        Line::TooLong { len_bytes } => len_bytes,
+    }
+}
+
+/// Reads an agent's stdout: protocol lines (at most `max_bytes` each) go
+/// to `send` until it returns false; other lines (a login script's
+/// output) go to `tail`; then [`Incoming::Closed`]. A protocol line over
+/// the limit is reported as [`Incoming::TooLong`] and ends the reading.
+pub fn forward_stdout(
+    mut r: impl BufRead,
+    max_bytes: usize,
+    tail: &Mutex<Tail>,
+    mut send: impl FnMut(Incoming) -> bool,
+) {
+    let mut buf = Vec::new();
+    while let Ok(Some(line)) = read_line_bounded(&mut r, &mut buf, max_bytes) {
+        let len_bytes = line_len(&buf, line);
+        let parsed = match line {
+            Line::Whole => serde_json::from_slice::<FromAgent>(&buf).ok(),
+            Line::TooLong { .. } => None,
+        };
+        match parsed {
+            Some(m) => {
+                if !send(Incoming::Message(m)) {
+                    return;
+                }
+            }
+            None if matches!(line, Line::TooLong { .. }) && buf.starts_with(b"{\"type\":") => {
+                send(Incoming::TooLong { len_bytes });
+                // The rest is drained unread so the agent is not blocked
+                // on a full pipe while the controller gives it up.
+                let _ = std::io::copy(&mut r, &mut std::io::sink());
+                break;
+            }
+            // Not the protocol (a login script's output): kept with
+            // stderr for the error message, within the tail's bounds.
+            None => {
+                let mut stray = b"(stdout) ".to_vec();
+                stray.extend_from_slice(&buf[..buf.len().min(crate::lines::TAIL_LINE_MAX_BYTES)]);
+                tail.lock()
+                    .expect("stderr tail")
+                    .push(&stray, len_bytes + 9);
+            }
+        }
+    }
+    send(Incoming::Closed);
+}
+
 impl Drop for Remote {
     fn drop(&mut self) {
         self.close();
@@ -254,6 +299,51 @@ impl Drop for Remote {
 mod tests {
     use super::*;
     use crate::hosts::parse_hosts_file;
+
+    // Issue 38: a host printing non-protocol lines without end (a login
+    // script that loops) grew the controller's memory without bound.
+    #[test]
+    fn stray_output_keeps_a_bounded_tail() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let script = "i=0; while [ $i -lt 3000 ]; do echo \"banner line $i\"; i=$((i+1)); done; \
+                      head -c 3000000 /dev/zero | tr '\\0' x >&2; echo >&2; echo last >&2";
+        let mut r = Remote::spawn("sh", &["-c".into(), script.into()], 7, tx).unwrap();
+        // Only the end of stdout comes: none of it is the protocol.
+        let (i, end) = rx.recv().unwrap();
+        assert!(i == 7 && matches!(end, Incoming::Closed), "{end:?}");
+        r.finish(std::time::Duration::from_secs(5));
+        let tail = r.stderr_tail();
+        assert!(tail.len() < 20 * 600, "{} bytes kept", tail.len());
+        assert!(
+            tail.ends_with("last"),
+            "{}",
+            &tail[tail.len().saturating_sub(200)..]
+        );
+        assert!(
+            tail.contains("banner line 2999"),
+            "the stray stdout is kept too"
+        );
+    }
+
+    // Issue 38: a 1 GiB agent line cost the controller 1.06 GB.
+    #[test]
+    fn a_protocol_line_over_the_limit_gives_the_host_up() {
+        let mut input = br#"{"type":"hello","version":"T","protocol":1,"hostname":"a"}"#.to_vec();
+        input.push(b'\n');
+        input.extend_from_slice(br#"{"type":"result","result":"#);
+        input.extend(std::iter::repeat_n(b'x', 10_000));
+        input.extend_from_slice(b"\nnot seen\n");
+        let tail = Mutex::new(Tail::default());
+        let mut got = Vec::new();
+        forward_stdout(&input[..], 1000, &tail, |m| {
+            got.push(format!("{m:?}"));
+            true
+        });
+        assert_eq!(got.len(), 3, "{got:?}");
+        assert!(got[0].starts_with("Message(Hello"), "{got:?}");
+        assert_eq!(got[1], "TooLong { len_bytes: 10026 }");
+        assert_eq!(got[2], "Closed");
+    }
 
     #[test]
     fn the_command_line_keeps_the_users_ssh_settings() {

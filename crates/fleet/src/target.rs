@@ -123,6 +123,10 @@ impl TargetSession {
     fn next(&mut self, timeout: Duration, doing: &str) -> Result<FromAgent, String> {
         match self.events.recv_timeout(timeout) {
             Ok((_, Incoming::Message(m))) => Ok(m),
+            Ok((_, Incoming::TooLong { len_bytes })) => Err(format!(
+                "it sent a protocol line of {len_bytes} bytes while {doing}, over the limit of {} MiB",
+                crate::lines::AGENT_LINE_MAX_BYTES >> 20
+            )),
             Ok((_, Incoming::Closed)) | Err(mpsc::RecvTimeoutError::Disconnected) => {
                 let code = self
                     .remote

@@ -54,6 +54,27 @@ pub fn run(
     run_until(placement, opts, &AtomicBool::new(false), on_progress)
 }
 
+/// The checks a run makes before its workers start, and one open of each
+/// target its workers open as files (for writing where the workload
+/// writes, O_DIRECT where it asks), without running anything: a fleet
+/// agent says `ready` only after this, so a host that cannot open its
+/// targets fails at the barrier, not after the start.
+pub fn preflight(placement: &Placement, opts: &RunOptions) -> Result<(), EngineError> {
+    let checked = checks::check_targets(placement, opts)?;
+    let specs = spec::job_specs(placement, &checked, opts)?;
+    let mut opened = std::collections::BTreeSet::new();
+    for s in specs.iter().filter(|s| s.backend.opens_file()) {
+        if opened.insert(s.target) {
+            drop(crate::target::open(
+                &s.path,
+                s.workload.rw.writes(),
+                s.workload.direct,
+            )?);
+        }
+    }
+    Ok(())
+}
+
 /// As [`run`], and stops early once `interrupt` is set (e.g. by a signal
 /// handler): within one watch tick (50 ms) the workers stop issuing, drain
 /// what is in flight and hand back what they measured; the result covers the

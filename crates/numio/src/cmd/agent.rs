@@ -6,7 +6,7 @@
 //! run and exits as soon as its stdin closes (the ssh session ended), so
 //! nothing keeps running on a host the controller lost.
 
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::time::Duration;
@@ -41,9 +41,17 @@ pub fn run(_args: Args) -> anyhow::Result<i32> {
     let serve_tx = tx.clone();
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
-        for line in stdin.lock().lines() {
-            let msg = match line {
-                Ok(l) => match serde_json::from_str::<ToAgent>(&l) {
+        let mut stdin = stdin.lock();
+        let mut buf = Vec::new();
+        loop {
+            let max = fleet::lines::CONTROLLER_LINE_MAX_BYTES;
+            let msg = match fleet::lines::read_line_bounded(&mut stdin, &mut buf, max) {
+                Ok(None) => break,
+                Ok(Some(fleet::lines::Line::TooLong { len_bytes })) => Input::Gone(format!(
+                    "a line of {len_bytes} bytes from the controller, over the limit of {} KiB (fleet::lines::CONTROLLER_LINE_MAX_BYTES); is it this numio's version?",
+                    max >> 10
+                )),
+                Ok(Some(fleet::lines::Line::Whole)) => match serde_json::from_slice::<ToAgent>(&buf) {
                     Ok(ToAgent::Stop) => {
                         // A run sees the flag; a served target the message.
                         interrupt::flag().store(true, Ordering::Relaxed);
@@ -157,13 +165,16 @@ impl Connection {
         // last lines into a failure's message.
         let (etx, erx) = mpsc::channel();
         std::thread::spawn(move || {
-            for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            for_each_line(err, |l| {
                 eprintln!("{l}");
-                let _ = etx.send(l);
-            }
+                etx.send(l).is_ok()
+            });
         });
         let mut first = String::new();
-        let _ = std::io::BufReader::new(out).read_line(&mut first);
+        for_each_line(out, |l| {
+            first = l;
+            false
+        });
         match first.trim().strip_prefix("device ") {
             Some(dev) => Ok(Connection {
                 device: dev.to_string(),
@@ -261,15 +272,31 @@ fn forward_lines(
     end: Option<Input>,
 ) {
     std::thread::spawn(move || {
-        for l in std::io::BufReader::new(r).lines().map_while(Result::ok) {
-            if tx.send(Input::ServeLine(l)).is_err() {
-                return;
-            }
+        if !for_each_line(r, |l| tx.send(Input::ServeLine(l)).is_ok()) {
+            return;
         }
         if let Some(end) = end {
             let _ = tx.send(end);
         }
     });
+}
+
+/// Longest line of a child's log (serve's, connect's) kept; the rest of
+/// a longer one is dropped.
+const CHILD_LINE_MAX_BYTES: usize = 4096;
+
+/// Hands each line of `r` (within [`CHILD_LINE_MAX_BYTES`]) to `each`
+/// until it returns false (then false) or `r` ends (then true).
+fn for_each_line(r: impl std::io::Read, mut each: impl FnMut(String) -> bool) -> bool {
+    let mut r = std::io::BufReader::new(r);
+    let mut buf = Vec::new();
+    while let Ok(Some(_)) = fleet::lines::read_line_bounded(&mut r, &mut buf, CHILD_LINE_MAX_BYTES)
+    {
+        if !each(String::from_utf8_lossy(&buf).into_owned()) {
+            return false;
+        }
+    }
+    true
 }
 
 /// The served target's CPU time and the machine's, now.
@@ -334,6 +361,9 @@ fn prepare(argv: &[String], targets: Vec<String>) -> anyhow::Result<Prepared> {
             groups.len()
         );
     }
+    // `ready` means the targets are open-able as the run opens them: a
+    // host that cannot fails at the barrier, not after the start.
+    engine::run::preflight(&placement, &opts)?;
     Ok(Prepared {
         placement,
         opts,
