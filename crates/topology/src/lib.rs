@@ -54,7 +54,7 @@ mod recording;
 mod relpath;
 pub mod render;
 pub mod snapshot;
-mod source;
+pub mod source;
 
 pub use cpulist::{CpuList, CpuListError};
 pub use error::TopologyError;

@@ -25,6 +25,21 @@ pub const FILE_BYTES_MAX: u64 = 16 << 20;
 /// a few MiB.
 pub const ARCHIVE_BYTES_MAX: u64 = 64 << 20;
 
+/// Longest path of a snapshot entry or symlink target, bytes. sysfs
+/// paths, even behind a deep tree of PCIe switches, are a few hundred.
+pub const PATH_BYTES_MAX: usize = 1024;
+
+/// Most components of a snapshot entry's path or symlink target.
+pub const PATH_DEPTH_MAX: usize = 64;
+
+/// Most entries of a snapshot archive; a two-socket server's snapshot has
+/// a few thousand.
+pub const ENTRIES_MAX: usize = 100_000;
+
+/// Most bytes of paths (each directory counted once) and file contents a
+/// snapshot may hold in memory.
+pub const TREE_BYTES_MAX: u64 = 2 * ARCHIVE_BYTES_MAX;
+
 /// A reader that fails once more than `left` bytes came through.
 struct Capped<R> {
     inner: R,
@@ -92,6 +107,40 @@ pub struct MemTree {
     links: BTreeMap<String, String>,
     /// Directory → names of its entries.
     dirs: BTreeMap<String, BTreeSet<String>>,
+    /// Bytes of names and contents held, against [`TREE_BYTES_MAX`].
+    held_bytes: u64,
+}
+
+/// `path`, or its start when it is long, quoted for a message.
+fn quoted(path: &str) -> String {
+    match path.char_indices().nth(80) {
+        Some((i, _)) => format!("`{}…`", &path[..i]),
+        None => format!("`{path}`"),
+    }
+}
+
+/// A snapshot past one of this module's limits: the limit, and the fix.
+fn limit_error(what: String) -> Error {
+    Error::new(
+        ErrorKind::InvalidData,
+        format!(
+            "{what}, which no snapshot `numio topo --save` makes holds; save the snapshot again with `numio topo --save`"
+        ),
+    )
+}
+
+/// Refuses a path (an entry's, or a symlink's target) longer than
+/// [`PATH_BYTES_MAX`] or deeper than [`PATH_DEPTH_MAX`].
+fn check_path(what: &str, raw: &[u8]) -> std::io::Result<()> {
+    let depth = raw.split(|&b| b == b'/').filter(|c| !c.is_empty()).count();
+    if raw.len() > PATH_BYTES_MAX || depth > PATH_DEPTH_MAX {
+        let shown = quoted(&String::from_utf8_lossy(&raw[..raw.len().min(160)]));
+        return Err(limit_error(format!(
+            "{what} {shown} has a path of {} bytes and {depth} components, over the limit of {PATH_BYTES_MAX} bytes and {PATH_DEPTH_MAX} components",
+            raw.len()
+        )));
+    }
+    Ok(())
 }
 
 /// `a/./b/` → `a/b`.
@@ -104,52 +153,87 @@ impl MemTree {
     /// file and [`ARCHIVE_BYTES_MAX`] in all: a hostile archive (a header
     /// claiming 2^45 bytes, a gzip bomb) is refused, never allocated for.
     pub fn from_tar_gz(path: &Path) -> std::io::Result<MemTree> {
-        let file = std::fs::File::open(path)?;
+        MemTree::from_tar_gz_reader(std::fs::File::open(path)?, path)
+    }
+
+    /// [`MemTree::from_tar_gz`] of the gzip stream `gz` (`origin` names
+    /// it in messages). Besides the byte caps, each entry's path is held
+    /// to [`PATH_BYTES_MAX`] and [`PATH_DEPTH_MAX`], the archive to
+    /// [`ENTRIES_MAX`] entries and the tree to [`TREE_BYTES_MAX`] of
+    /// names: one long, deep path would otherwise be stored once per
+    /// ancestor (issue 38: 8 KB of archive, 6 GB of memory).
+    pub fn from_tar_gz_reader<R: Read>(gz: R, origin: &Path) -> std::io::Result<MemTree> {
         let capped = Capped {
-            inner: flate2::read::GzDecoder::new(file),
+            inner: flate2::read::GzDecoder::new(gz),
             left: ARCHIVE_BYTES_MAX,
         };
         let mut archive = tar::Archive::new(capped);
         let mut tree = MemTree {
-            origin: path.to_path_buf(),
+            origin: origin.to_path_buf(),
             ..MemTree::default()
         };
         tree.dirs.insert(String::new(), BTreeSet::new());
-        for entry in archive.entries()? {
+        for (n, entry) in archive.entries()?.enumerate() {
+            if n == ENTRIES_MAX {
+                return Err(limit_error(format!("more than {ENTRIES_MAX} entries")));
+            }
             let mut entry = entry?;
-            let name = clean(&entry.path()?.to_string_lossy());
+            let raw = entry.path_bytes();
+            check_path("an entry", &raw)?;
+            let name = clean(&String::from_utf8_lossy(&raw));
             if name.is_empty() {
                 continue;
             }
             match entry.header().entry_type() {
                 tar::EntryType::Directory => {
+                    tree.charge(name.len())?;
                     tree.dirs.entry(name.clone()).or_default();
                 }
                 tar::EntryType::Symlink => {
-                    let target = entry.link_name()?.map(|t| t.to_string_lossy().into_owned());
+                    let target = entry.link_name_bytes();
                     let target = target
                         .ok_or_else(|| Error::other(format!("symlink {name} without target")))?;
+                    check_path(&format!("the target of symlink {}", quoted(&name)), &target)?;
+                    let target = String::from_utf8_lossy(&target).into_owned();
+                    tree.charge(name.len() + target.len())?;
                     tree.links.insert(name.clone(), target);
                 }
                 tar::EntryType::Regular => {
                     let bytes = read_bounded(&mut entry, &name)?;
+                    tree.charge(name.len() + bytes.len())?;
                     tree.files.insert(name.clone(), bytes);
                 }
                 _ => continue,
             }
-            tree.add_to_parents(&name);
+            tree.add_to_parents(&name)?;
         }
         Ok(tree)
     }
 
-    fn add_to_parents(&mut self, path: &str) {
+    /// Counts `bytes` more of names and contents against
+    /// [`TREE_BYTES_MAX`].
+    fn charge(&mut self, bytes: usize) -> std::io::Result<()> {
+        self.held_bytes += bytes as u64;
+        if self.held_bytes > TREE_BYTES_MAX {
+            return Err(limit_error(format!(
+                "more than {} MiB of paths and contents",
+                TREE_BYTES_MAX >> 20
+            )));
+        }
+        Ok(())
+    }
+
+    fn add_to_parents(&mut self, path: &str) -> std::io::Result<()> {
         let mut child = path;
         loop {
             let dir = parent(child);
             let name = &child[if dir.is_empty() { 0 } else { dir.len() + 1 }..];
+            if !self.dirs.contains_key(dir) {
+                self.charge(dir.len())?;
+            }
             let entries = self.dirs.entry(dir.to_string()).or_default();
             if !entries.insert(name.to_string()) || dir.is_empty() {
-                return;
+                return Ok(());
             }
             child = dir;
         }
@@ -164,6 +248,15 @@ impl MemTree {
         self.files.contains_key(path)
             || self.links.contains_key(path)
             || self.dirs.contains_key(path)
+    }
+
+    /// Every path the tree holds: files, symlinks and directories.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files
+            .keys()
+            .chain(self.links.keys())
+            .chain(self.dirs.keys())
+            .map(String::as_str)
     }
 
     /// The contents of a file (the manifest).
@@ -286,24 +379,54 @@ pub(crate) fn in_root(root: &Path, rel: &str, follow_last: bool) -> std::io::Res
 /// `short_read_is_eof` a read that returns less than asked ends the file
 /// (true of sysfs attributes, which the kernel returns in one read, and of
 /// regular files); procfs files are read to a 0-byte read.
+///
+/// As a snapshot's files, at most [`FILE_BYTES_MAX`] bytes, and regular
+/// files only (sysfs and procfs attributes are): the open does not block
+/// (a FIFO in a snapshot directory would hang discovery) and anything
+/// else is refused before a byte is read (issue 38: an 8 GiB sparse
+/// `model` was read whole).
 pub fn read_file(
     path: &Path,
     short_read_is_eof: bool,
     buf: &mut Vec<u8>,
 ) -> std::io::Result<usize> {
-    let mut file = std::fs::File::open(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    if !file.metadata()?.file_type().is_file() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{} is not a regular file (sysfs and procfs attributes are); remove it from the root",
+                path.display()
+            ),
+        ));
+    }
     let mut len = 0;
     loop {
         if len == buf.len() {
             buf.resize((len * 2).max(READ_CHUNK_BYTES), 0);
         }
-        let n = match file.read(&mut buf[len..]) {
+        let room = (buf.len() - len).min((FILE_BYTES_MAX + 1 - len as u64) as usize);
+        let n = match file.read(&mut buf[len..len + room]) {
             Ok(n) => n,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
-        let short = len + n < buf.len();
+        let short = n < room;
         len += n;
+        if len as u64 > FILE_BYTES_MAX {
+            return Err(Error::new(
+                ErrorKind::InvalidData,
+                format!(
+                    "{} holds more than {} MiB, which no sysfs or procfs file does; remove it from the root",
+                    path.display(),
+                    FILE_BYTES_MAX >> 20
+                ),
+            ));
+        }
         if n == 0 || (short && short_read_is_eof) {
             break;
         }
@@ -320,12 +443,12 @@ mod tests {
         t.dirs.insert(String::new(), BTreeSet::new());
         let model = "sys/devices/pci0/nvme/nvme0/model";
         t.files.insert(model.to_string(), b"M\n".to_vec());
-        t.add_to_parents(model);
+        t.add_to_parents(model).unwrap();
         t.links.insert(
             "sys/class/nvme/nvme0".into(),
             "../../devices/pci0/nvme/nvme0".into(),
         );
-        t.add_to_parents("sys/class/nvme/nvme0");
+        t.add_to_parents("sys/class/nvme/nvme0").unwrap();
         t
     }
 
@@ -407,5 +530,96 @@ mod root_tests {
             outside.to_str().unwrap()
         );
         let _ = std::fs::remove_dir_all(&base);
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    fn tar_gz(entries: impl Iterator<Item = String>) -> Vec<u8> {
+        let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        let mut b = tar::Builder::new(gz);
+        for path in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Directory);
+            h.set_size(0);
+            h.set_mode(0o755);
+            b.append_data(&mut h, path, std::io::empty()).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap()
+    }
+
+    fn refusal(gz: &[u8]) -> String {
+        MemTree::from_tar_gz_reader(gz, Path::new("s.tar.gz"))
+            .expect_err("refused")
+            .to_string()
+    }
+
+    // Issue 38: one 200 KB path of 100 k components took >= 6 GB (each
+    // ancestor stored as its own string).
+    #[test]
+    fn a_long_deep_path_is_refused_with_the_limit() {
+        let e = refusal(&tar_gz(std::iter::once("a/".repeat(5000))));
+        assert!(e.contains("10000 bytes and 5000 components"), "{e}");
+        assert!(
+            e.contains(&format!("limit of {PATH_BYTES_MAX} bytes")),
+            "{e}"
+        );
+        assert!(e.contains("numio topo --save"), "{e}");
+        let e = refusal(&tar_gz(std::iter::once("b/".repeat(PATH_DEPTH_MAX + 1))));
+        assert!(
+            e.contains(&format!("{} components", PATH_DEPTH_MAX + 1)),
+            "{e}"
+        );
+        let ok = tar_gz(std::iter::once("sys/devices/x/".repeat(PATH_DEPTH_MAX / 3)));
+        MemTree::from_tar_gz_reader(&ok[..], Path::new("s")).expect("deep but within limits");
+    }
+
+    // Issue 38: the number of entries had no limit of its own.
+    #[test]
+    fn too_many_entries_are_refused() {
+        let e = refusal(&tar_gz((0..=ENTRIES_MAX).map(|i| format!("d{i}"))));
+        assert!(
+            e.contains(&format!("more than {ENTRIES_MAX} entries")),
+            "{e}"
+        );
+    }
+
+    fn dir_root(tag: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("numio-root-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("sys")).unwrap();
+        d
+    }
+
+    // Issue 38: `topo --root DIR` read an 8 GiB sparse `model` whole.
+    #[test]
+    fn a_directory_root_keeps_the_per_file_cap() {
+        let d = dir_root("big");
+        let f = std::fs::File::create(d.join("sys/model")).unwrap();
+        f.set_len(FILE_BYTES_MAX + 4096).unwrap();
+        let mut buf = Vec::new();
+        let e = Source::Dir(d.clone())
+            .read("sys/model", &mut buf)
+            .expect_err("over the cap");
+        assert!(e.to_string().contains("more than 16 MiB"), "{e}");
+        assert!(buf.len() as u64 <= 2 * FILE_BYTES_MAX);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    // Issue 38: `topo --root DIR` blocked for ever on a FIFO.
+    #[test]
+    fn a_directory_root_refuses_a_fifo_without_blocking() {
+        let d = dir_root("fifo");
+        let fifo = d.join("sys/vendor");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success(), "mkfifo {}", fifo.display());
+        let mut buf = Vec::new();
+        let e = Source::Dir(d.clone())
+            .read("sys/vendor", &mut buf)
+            .expect_err("a FIFO is no attribute");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
     }
 }
