@@ -41,6 +41,14 @@ pub enum FioError {
         /// What is wrong and how to fix it.
         message: String,
     },
+    /// Past one of the reader's limits (sections, options).
+    #[error("{at}: {message}")]
+    Limit {
+        /// Where the limit was passed.
+        at: Location,
+        /// Which limit, and how to stay within it.
+        message: String,
+    },
     /// An option numio does not implement.
     #[error("{at}: option `{key}` is not supported by numio{hint}; remove it, or pass --ignore-unknown to skip it with a warning")]
     UnknownOption {

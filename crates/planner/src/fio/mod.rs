@@ -2,7 +2,8 @@
 //!
 //! - [`load_job_file`] / [`parse_job_text`] read `[global]` and job
 //!   sections, `include`, `key=value` and bare keys, `;`/`#` comments, fio's
-//!   units (`4k`, `1m`, `30s`, `1h`, `100ms`) and ranges (`bs=4k-64k`).
+//!   units (`4k`, `1m`, `30s`, `1h`, `100ms`) and ranges (`bs=4k-64k`);
+//!   [`include`] holds what an `include` may read and how much in all.
 //! - [`parse_command_line`] reads `--name=a --filename=… --name=b …`.
 //! - [`JobFile::to_placement`] turns the jobs into a [`crate::Placement`], pinning
 //!   exactly as fio would (including `cpus_allowed_policy=split`, which fio
@@ -17,6 +18,9 @@
 mod convert;
 mod emit;
 mod error;
+pub mod include;
+#[cfg(test)]
+mod include_tests;
 mod ini;
 mod options;
 pub mod units;
@@ -61,7 +65,17 @@ pub fn load_job_file(path: &Path, opts: &ParseOptions) -> Result<JobFile, FioErr
 
 /// Reads job-file text; `origin` names it in errors and anchors includes.
 pub fn parse_job_text(text: &str, origin: &Path, opts: &ParseOptions) -> Result<JobFile, FioError> {
-    let sections = ini::read_job_text(text, origin)?;
+    parse_job_text_with(text, origin, opts, &include::FsResolver)
+}
+
+/// [`parse_job_text`] with its includes read through `resolver`.
+pub fn parse_job_text_with(
+    text: &str,
+    origin: &Path,
+    opts: &ParseOptions,
+    resolver: &dyn include::IncludeResolver,
+) -> Result<JobFile, FioError> {
+    let sections = ini::read_job_text(text, origin, resolver)?;
     build(origin.display().to_string(), sections, Vec::new(), opts)
 }
 
