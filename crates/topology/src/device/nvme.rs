@@ -63,6 +63,11 @@ pub struct ControllerIdentity {
     pub subsysnqn: String,
     /// `address`.
     pub address: String,
+    /// The inode of its sysfs directory: kernfs numbers its nodes once
+    /// per boot, so a controller deleted and made again (a target restart
+    /// reconnected by nvme-cli: the same name, cntlid, subsystem and
+    /// address) has another. `None` when it cannot be read.
+    pub instance_id: Option<u64>,
 }
 
 /// The identity of controller `name` (`nvme3`) under `root`; `None` when
@@ -80,6 +85,10 @@ pub fn controller_identity(
         cntlid: r.parse(&join(&dir, "cntlid"), parse_num::<u32>),
         subsysnqn: r.read_trimmed(&join(&dir, "subsysnqn")).unwrap_or_default(),
         address,
+        instance_id: crate::source::in_root(root, &dir, true)
+            .and_then(std::fs::metadata)
+            .ok()
+            .map(|m| std::os::unix::fs::MetadataExt::ino(&m)),
     }))
 }
 
