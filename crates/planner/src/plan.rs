@@ -97,6 +97,8 @@ pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, Pla
     {
         return Err(PlanError::NoCpus);
     }
+    let jobs: usize = targets.iter().map(|t| t.jobs.len()).sum();
+    warnings.extend(crate::workload::jobs_memory_warning(jobs));
     Ok(Placement {
         policy: request.policy.name().to_string(),
         targets,

@@ -491,3 +491,26 @@ fn a_pci_controller_plans_on_its_node_and_a_node_of_minus_one_is_said() {
         p.targets[0].notes
     );
 }
+
+// Issue 38: `--jobs 4096` took 6.4 GB (1.6 MB a job, mostly latency
+// histograms) without a word.
+#[test]
+fn hundreds_of_jobs_are_warned_of_their_memory() {
+    let topo = common::sixteen_drives();
+    let p = plan(&topo, &request(&["nvme0n1"], 256, Policy::Local)).unwrap();
+    assert!(
+        !p.warnings.iter().any(|w| w.contains("GB")),
+        "{:?}",
+        p.warnings
+    );
+    let p = plan(
+        &topo,
+        &request(&["nvme0n1", "nvme1n1"], 2048, Policy::Local),
+    )
+    .unwrap();
+    let w: Vec<&String> = p.warnings.iter().filter(|w| w.contains("GB")).collect();
+    assert_eq!(
+        w,
+        ["4096 jobs: their latency histograms and counters take about 6.6 GB (1.6 MB a job) and long to tear down; above 256 jobs, fewer --jobs with a deeper --iodepth give the same load"],
+    );
+}

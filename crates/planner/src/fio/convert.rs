@@ -35,6 +35,7 @@ impl JobFile {
             policy = "fio+local".into();
             auto_place(topo, &mut targets, &unpinned, &mut warnings);
         }
+        warnings.extend(crate::workload::jobs_memory_warning(first_job));
         Ok(Placement {
             policy,
             targets,
