@@ -2,7 +2,9 @@
 //! the wire as bytes ([`wire`]), the targets the fuzzers run against and
 //! the connections they drive ([`harness`]), the `auth` target's host
 //! operations ([`auth_ops`]) and the session that runs them
-//! ([`auth_session`]), and the committed seed corpus ([`seeds`]).
+//! ([`auth_session`]), what the input-reading targets do with an input
+//! ([`inputs`]) under a memory and time budget ([`budget`]), and the
+//! committed seed corpus ([`seeds`]).
 //!
 //! The targets live in `fuzz_targets/`; each one is a few lines of glue
 //! over this crate, so the seed generator (`examples/seeds.rs`) and the
@@ -11,6 +13,9 @@
 
 pub mod auth_ops;
 pub mod auth_session;
+pub mod budget;
 pub mod harness;
+pub mod inputs;
 pub mod seeds;
+mod seeds_inputs;
 pub mod wire;

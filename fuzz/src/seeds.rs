@@ -14,7 +14,8 @@
 //! then the stream from ICReq on. `io_queue`: a chunk-size byte, a knobs
 //! byte ([`IoKnobs`]), then the stream the I/O queue gets after the
 //! harness's ICReq and Connect. `auth`: a knobs byte (bit 0: the
-//! bidirectional host), then [`Op`]s.
+//! bidirectional host), then [`Op`]s. The input-reading targets' layouts
+//! are in [`crate::inputs`].
 
 use std::path::Path;
 
@@ -47,6 +48,7 @@ pub fn all() -> Vec<Seed> {
     v.extend(connection());
     v.extend(io_queue());
     v.extend(auth());
+    v.extend(crate::seeds_inputs::all());
     v
 }
 
