@@ -18,7 +18,7 @@ use topology::device::StackNode;
 use topology::{CpuList, NodeId};
 
 use super::sd_notify::Notifier;
-use super::{serve_metrics, serve_ports, serve_reload, serve_safety, serve_stats};
+use super::{serve_config, serve_metrics, serve_ports, serve_reload, serve_safety, serve_stats};
 
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):
@@ -331,8 +331,8 @@ fn build_config_at(
 ) -> anyhow::Result<(TargetConfig, bool)> {
     let mut cfg = match &args.config {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("reading --config {}", p.display()))?;
+            let text =
+                serve_config::read(p, serve_config::READ_TIMEOUT, nvmf::reactor::stop_requested)?;
             TargetConfig::from_toml(&text, &p.display().to_string())?
         }
         None => TargetConfig::default(),
