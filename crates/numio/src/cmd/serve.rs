@@ -694,7 +694,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             return;
         }
         let rebuild = || build_config_at(&args, Some(&target.listeners)).map(|(cfg, _)| cfg);
-        serve_reload::reload(target, rebuild, &notifier, &status)
+        serve_reload::reload(target, rebuild, args.force, &notifier, &status)
     })?;
     log::info(
         "stopped",
