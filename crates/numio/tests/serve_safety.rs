@@ -249,3 +249,28 @@ fn a_reload_refuses_a_mounted_device_names_it_and_applies_the_rest() {
     assert_eq!(String::from_utf8_lossy(&blkid.stdout).trim(), "ext4");
 }
 
+// Regression (issue 38): `serve --ns mem:1T` on a 23 GiB machine started
+// without a word; hosts' writes then ran it out of memory.
+#[test]
+fn ram_namespaces_past_the_memory_available_are_refused_naming_both() {
+    let s = common::serve::Serve::start(&[
+        "--ns",
+        "mem:64T",
+        "--listen",
+        "127.0.0.1:0",
+        "--discovery-port",
+        "0",
+    ]);
+    let said = loop {
+        let l = s.line("");
+        if l.contains("refusing") || l.contains("ready") {
+            break l;
+        }
+    };
+    assert!(
+        said.contains("refusing to serve RAM namespaces of 65536.0 GiB together")
+            && said.contains("MemAvailable")
+            && said.contains("--force"),
+        "{said}"
+    );
+}

@@ -160,7 +160,8 @@ pub struct Args {
     #[arg(long, value_name = "LIST")]
     pub port_cpus: Vec<String>,
     /// Export block devices that hold a partition table, filesystem, other
-    /// signature, mount or holder (hosts may write to them).
+    /// signature, mount or holder (hosts may write to them), and RAM
+    /// namespaces larger together than the memory available.
     #[arg(long)]
     pub force: bool,
     /// Print a line for every queue a host connects (controller, qid, digests).

@@ -3,8 +3,11 @@
 //! a filesystem or other signature libblkid recognises, a mount, a holder
 //! such as device-mapper or md), because every host that connects may
 //! write. `--force` exports it anyway. Files and `mem:` namespaces pass:
-//! the user named them for this. Start-up checks every namespace; a SIGHUP
-//! reload checks each one it adds ([`admit`]), under the same `--force`.
+//! the user named them for this. RAM namespaces (`mem:SIZE`) together must
+//! fit in the memory available (`MemAvailable`), or a host's writes end in
+//! the OOM killer; `--force` serves them anyway. Start-up checks every
+//! namespace; a SIGHUP reload checks each one it adds ([`admit`]), under
+//! the same `--force`.
 
 use std::path::Path;
 
@@ -17,13 +20,55 @@ pub fn check_namespaces(cfg: &TargetConfig, force: bool) -> anyhow::Result<Vec<S
     for ns in cfg.subsystems.iter().flat_map(|s| &s.namespaces) {
         warnings.extend(check(ns, force).map_err(anyhow::Error::msg)?);
     }
+    let available = topology::host::mem_available_bytes(Path::new("/"));
+    let ram: Vec<&str> = cfg
+        .subsystems
+        .iter()
+        .flat_map(|s| &s.namespaces)
+        .map(|n| n.backing.as_str())
+        .collect();
+    warnings.extend(check_memory(&ram, available, force).map_err(anyhow::Error::msg)?);
     Ok(warnings)
+}
+
+/// Refuses RAM namespaces among `backings` whose sizes together pass
+/// `available` bytes (`MemAvailable`), naming both and the fix; with
+/// `force`, the warning instead. `None` available: not checked.
+pub fn check_memory(
+    backings: &[&str],
+    available: Option<u64>,
+    force: bool,
+) -> Result<Option<String>, String> {
+    let total: u64 = backings
+        .iter()
+        .filter_map(|b| match Backing::parse(b) {
+            Ok(Backing::Memory { size_bytes }) => Some(size_bytes),
+            _ => None,
+        })
+        .fold(0, u64::saturating_add);
+    let Some(available) = available.filter(|a| total > *a) else {
+        return Ok(None);
+    };
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let what = format!(
+        "RAM namespaces of {:.1} GiB together, more than the {:.1} GiB this machine has available (MemAvailable in /proc/meminfo)",
+        gib(total),
+        gib(available)
+    );
+    if !force {
+        return Err(format!(
+            "refusing to serve {what}: hosts' writes would run it out of memory (the OOM killer); give smaller mem: sizes, or pass --force to serve them anyway"
+        ));
+    }
+    Ok(Some(format!("serving {what} (--force)")))
 }
 
 /// The check of one namespace a reload adds: `Err(why)` (with the fix)
 /// keeps it out; a `--force` warning is logged here.
 pub fn admit(ns: &NamespaceConfig, force: bool) -> Result<(), String> {
-    for w in check(ns, force)? {
+    let available = topology::host::mem_available_bytes(Path::new("/"));
+    let memory = check_memory(&[ns.backing.as_str()], available, force)?;
+    for w in check(ns, force)?.into_iter().chain(memory) {
         nvmf::log::warn("export_forced", format_args!("{w}"), &[]);
     }
     Ok(())
@@ -61,3 +106,32 @@ fn is_block_device(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device())
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Regression (issue 38): `serve --ns mem:1T` on a 23 GiB machine
+    // started without a word.
+    #[test]
+    fn ram_namespaces_past_the_memory_available_are_refused_unless_forced() {
+        let gib = 1u64 << 30;
+        let e = check_memory(&["mem:1T"], Some(23 * gib), false).unwrap_err();
+        assert!(
+            e.contains("RAM namespaces of 1024.0 GiB together, more than the 23.0 GiB")
+                && e.contains("MemAvailable")
+                && e.contains("--force"),
+            "{e}"
+        );
+        // Together: two of 16 GiB pass 23 GiB; files do not count.
+        let two = ["mem:16G", "/srv/a.img", "mem:16G"];
+        assert!(check_memory(&two, Some(23 * gib), false).is_err());
+        assert_eq!(check_memory(&two[..2], Some(23 * gib), false), Ok(None));
+        let w = check_memory(&two, Some(23 * gib), true).unwrap().unwrap();
+        assert!(w.ends_with("(--force)"), "{w}");
+        assert_eq!(
+            check_memory(&["mem:1T"], None, false),
+            Ok(None),
+            "unknown: not checked"
+        );
+    }
+}
