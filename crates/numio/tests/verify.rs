@@ -278,3 +278,54 @@ fn verify_only_catches_a_lost_overwrite_of_the_same_generation() {
     assert!(out.contains(&line), "{line} in:\n{out}");
     assert!(out.contains("8 mismatched: 8 lost write"), "{out}");
 }
+
+// Regression (issue 38): a verify state older than the data (restored
+// from a backup) made `--verify-only` report every block as a lost write,
+// exit 1, on a healthy target. A newer generation says the state is stale.
+#[test]
+fn verify_only_with_a_state_older_than_the_data_says_stale_not_lost() {
+    let t = Temp::new("verify-stale", 1 << 20);
+    let state = state_file("verify-stale-state");
+    let write = [
+        "bench",
+        t.path(),
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--no-time-based",
+        "--verify",
+        "--verify-state",
+        state.path(),
+        "--no-progress",
+    ];
+    let (code, _, err) = numio(&write);
+    assert_eq!(code, 0, "{err}");
+    let backup = std::fs::read(&state.0).unwrap();
+    let (code, _, err) = numio(&write);
+    assert_eq!(code, 0, "generation 2: {err}");
+    std::fs::write(&state.0, backup).unwrap();
+
+    let (code, out, err) = numio(&[
+        "bench",
+        t.path(),
+        "--verify-only",
+        "--verify-state",
+        state.path(),
+        "--no-progress",
+    ]);
+    assert!(
+        !out.contains("lost write (an older generation)") && !out.contains("mismatched"),
+        "{out}"
+    );
+    assert!(
+        out.contains("2048 written after the saved state (generation 2: the state is stale, not a lost write), no mismatch"),
+        "{out}"
+    );
+    assert!(
+        err.contains(&format!("the verify state {} is stale for", state.path()))
+            && err.contains("--verify-state FILE"),
+        "{err}"
+    );
+    assert_eq!(code, 2, "a stale state is an input to fix: {err}");
+}

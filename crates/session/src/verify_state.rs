@@ -313,6 +313,8 @@ mod tests {
             ranges: Vec::new(),
             ranges_dropped: 0,
             sequence_window: Some(3),
+            stale_blocks: 0,
+            stale_generation: None,
         });
         r
     }
