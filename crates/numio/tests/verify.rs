@@ -329,3 +329,58 @@ fn verify_only_with_a_state_older_than_the_data_says_stale_not_lost() {
     );
     assert_eq!(code, 2, "a stale state is an input to fix: {err}");
 }
+
+// Regression (issue 38): with HOME and XDG_STATE_HOME unset the verify
+// state went to $TMPDIR/numio/ and was written through links planted
+// there, overwriting the file they pointed to.
+#[test]
+fn without_home_the_state_is_refused_and_no_temp_link_is_followed() {
+    let t = Temp::new("verify-nohome", 1 << 20);
+    let tmp = std::env::temp_dir().join(format!("numio-test-nohome-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(tmp.join("numio")).unwrap();
+    let victim = tmp.join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    for name in ["verify-state.json", "verify-state.lock"] {
+        std::os::unix::fs::symlink(&victim, tmp.join("numio").join(name)).unwrap();
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_numio"))
+        .args(["bench", t.path(), "--rw", "write", "--bs", "64k"])
+        .args(["--no-time-based", "--verify", "--no-progress"])
+        .env_remove("HOME")
+        .env_remove("XDG_STATE_HOME")
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    std::fs::remove_dir_all(&tmp).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("neither XDG_STATE_HOME nor HOME is set")
+            && err.contains("--verify-state FILE"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_state_directory_others_may_write_is_refused() {
+    let t = Temp::new("verify-wdir", 1 << 20);
+    let xdg = std::env::temp_dir().join(format!("numio-test-xdg-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&xdg);
+    std::fs::create_dir_all(xdg.join("numio")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(xdg.join("numio"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_numio"))
+        .args(["bench", t.path(), "--rw", "write", "--bs", "64k"])
+        .args(["--no-time-based", "--verify", "--no-progress"])
+        .env("XDG_STATE_HOME", &xdg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let left = std::fs::read_dir(xdg.join("numio")).unwrap().count();
+    std::fs::remove_dir_all(&xdg).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is writable by others (mode 777)"), "{err}");
+    assert_eq!(left, 0, "nothing written there");
+}

@@ -25,10 +25,10 @@ pub fn prepare(
     if !args.verify && !args.verify_only {
         return Ok((placement, None));
     }
-    let path = args
-        .verify_state
-        .clone()
-        .unwrap_or_else(verify_state::default_path);
+    let path = match &args.verify_state {
+        Some(p) => p.clone(),
+        None => verify_state::default_path().map_err(anyhow::Error::msg)?,
+    };
     let state = verify_state::load(&path).map_err(anyhow::Error::msg)?;
     let placement = if args.verify_only {
         verify_state::replay(&placement, &state, &path).map_err(anyhow::Error::msg)?
