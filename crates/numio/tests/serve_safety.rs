@@ -3,6 +3,8 @@
 //! (with a warning); a blank device is exported. Needs root and losetup
 //! (a loop device over a temp file); skips with a message otherwise.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
@@ -153,5 +155,127 @@ fn a_blank_device_is_exported() {
     assert!(
         !lines.iter().any(|x| x.contains("warning: exporting")),
         "{lines:?}"
+    );
+}
+
+/// `l`'s filesystem mounted on a temp directory; unmounted on drop.
+struct Mounted(std::path::PathBuf);
+
+impl Mounted {
+    fn new(l: &Loop) -> Option<Mounted> {
+        let dir = std::env::temp_dir().join(format!("numio-serve-mnt-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ok = Command::new("mount").arg(&l.dev).arg(&dir).status();
+        if !ok.is_ok_and(|s| s.success()) {
+            eprintln!("skipping: could not mount {}", l.dev);
+            let _ = std::fs::remove_dir(&dir);
+            return None;
+        }
+        Some(Mounted(dir))
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
+    }
+}
+
+fn summary_counts_a_refusal(summary: &Option<String>) -> bool {
+    summary.as_deref().is_some_and(|l| l.contains("refused"))
+}
+
+fn reload_toml(backings: &[&str]) -> String {
+    let mut t = String::from(
+        "listen = [\"127.0.0.1:0\"]\ndiscovery_port = 0\n[[subsystem]]\n\
+         nqn = \"nqn.2026-01.io.numio:reload-safety\"\nallow_any_host = true\n",
+    );
+    for b in backings {
+        t.push_str(&format!("[[subsystem.namespace]]\nbacking = \"{b}\"\n"));
+    }
+    t
+}
+
+// Regression (issue 38): a SIGHUP reload opened the namespaces it added
+// without the start-up write-safety check, so it exported a block device
+// holding a mounted ext4 (and a host's write destroyed the filesystem).
+#[test]
+fn a_reload_refuses_a_mounted_device_names_it_and_applies_the_rest() {
+    let Some(l) = Loop::new("reload", true) else {
+        return;
+    };
+    let Some(_mnt) = Mounted::new(&l) else {
+        return;
+    };
+    let cfg = common::Temp::new("serve-reload-safety.toml", 0);
+    std::fs::write(cfg.path(), reload_toml(&["mem:16M"])).unwrap();
+    let s = common::serve::Serve::start(&["--config", cfg.path(), "--cpus", "0"]);
+    s.line("ready");
+    std::fs::write(cfg.path(), reload_toml(&["mem:16M", &l.dev, "mem:8M"])).unwrap();
+    s.signal(libc::SIGHUP);
+    // stdout and stderr lines arrive in either order: gather up to the
+    // summary, then the warning the summary counts, if it came after.
+    let (mut said, mut refused, mut summary) = (Vec::new(), None, None);
+    while summary.is_none() || (refused.is_none() && summary_counts_a_refusal(&summary)) {
+        let l = s.line("");
+        if l.contains("SIGHUP:") {
+            refused = Some(l.clone());
+        } else if l.contains("reloaded:") {
+            summary = Some(l.clone());
+        }
+        said.push(l);
+    }
+    let (refused, summary) = (refused.unwrap_or_default(), summary.unwrap());
+    assert!(
+        said.iter().any(|l| l.contains("nsid 2 mem:8M added")),
+        "{said:?}"
+    );
+    assert!(
+        !said.iter().any(|x| x.contains(&format!("{} added", l.dev))),
+        "{said:?}"
+    );
+    assert!(
+        refused.contains(&format!(
+            "namespace {} not added: refusing to export {}: it holds",
+            l.dev, l.dev
+        )) && refused.contains("--force"),
+        "{refused}"
+    );
+    assert!(
+        summary.contains("1 namespace(s) added")
+            && summary.contains("1 namespace(s) refused (the rest applied)"),
+        "{summary}"
+    );
+    let blkid = Command::new("blkid")
+        .args(["-o", "value", "-s", "TYPE", &l.dev])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&blkid.stdout).trim(), "ext4");
+}
+
+// Regression (issue 38): `serve --ns mem:1T` on a 23 GiB machine started
+// without a word; hosts' writes then ran it out of memory.
+#[test]
+fn ram_namespaces_past_the_memory_available_are_refused_naming_both() {
+    let s = common::serve::Serve::start(&[
+        "--ns",
+        "mem:64T",
+        "--listen",
+        "127.0.0.1:0",
+        "--discovery-port",
+        "0",
+    ]);
+    let said = loop {
+        let l = s.line("");
+        if l.contains("refusing") || l.contains("ready") {
+            break l;
+        }
+    };
+    assert!(
+        said.contains("refusing to serve RAM namespaces of 65536.0 GiB together")
+            && said.contains("MemAvailable")
+            && said.contains("--force"),
+        "{said}"
     );
 }

@@ -278,3 +278,109 @@ fn verify_only_catches_a_lost_overwrite_of_the_same_generation() {
     assert!(out.contains(&line), "{line} in:\n{out}");
     assert!(out.contains("8 mismatched: 8 lost write"), "{out}");
 }
+
+// Regression (issue 38): a verify state older than the data (restored
+// from a backup) made `--verify-only` report every block as a lost write,
+// exit 1, on a healthy target. A newer generation says the state is stale.
+#[test]
+fn verify_only_with_a_state_older_than_the_data_says_stale_not_lost() {
+    let t = Temp::new("verify-stale", 1 << 20);
+    let state = state_file("verify-stale-state");
+    let write = [
+        "bench",
+        t.path(),
+        "--rw",
+        "write",
+        "--bs",
+        "64k",
+        "--no-time-based",
+        "--verify",
+        "--verify-state",
+        state.path(),
+        "--no-progress",
+    ];
+    let (code, _, err) = numio(&write);
+    assert_eq!(code, 0, "{err}");
+    let backup = std::fs::read(&state.0).unwrap();
+    let (code, _, err) = numio(&write);
+    assert_eq!(code, 0, "generation 2: {err}");
+    std::fs::write(&state.0, backup).unwrap();
+
+    let (code, out, err) = numio(&[
+        "bench",
+        t.path(),
+        "--verify-only",
+        "--verify-state",
+        state.path(),
+        "--no-progress",
+    ]);
+    assert!(
+        !out.contains("lost write (an older generation)") && !out.contains("mismatched"),
+        "{out}"
+    );
+    assert!(
+        out.contains("2048 written after the saved state (generation 2: the state is stale, not a lost write), no mismatch"),
+        "{out}"
+    );
+    assert!(
+        err.contains(&format!("the verify state {} is stale for", state.path()))
+            && err.contains("--verify-state FILE"),
+        "{err}"
+    );
+    assert_eq!(code, 2, "a stale state is an input to fix: {err}");
+}
+
+// Regression (issue 38): with HOME and XDG_STATE_HOME unset the verify
+// state went to $TMPDIR/numio/ and was written through links planted
+// there, overwriting the file they pointed to.
+#[test]
+fn without_home_the_state_is_refused_and_no_temp_link_is_followed() {
+    let t = Temp::new("verify-nohome", 1 << 20);
+    let tmp = std::env::temp_dir().join(format!("numio-test-nohome-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(tmp.join("numio")).unwrap();
+    let victim = tmp.join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    for name in ["verify-state.json", "verify-state.lock"] {
+        std::os::unix::fs::symlink(&victim, tmp.join("numio").join(name)).unwrap();
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_numio"))
+        .args(["bench", t.path(), "--rw", "write", "--bs", "64k"])
+        .args(["--no-time-based", "--verify", "--no-progress"])
+        .env_remove("HOME")
+        .env_remove("XDG_STATE_HOME")
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    std::fs::remove_dir_all(&tmp).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("neither XDG_STATE_HOME nor HOME is set")
+            && err.contains("--verify-state FILE"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_state_directory_others_may_write_is_refused() {
+    let t = Temp::new("verify-wdir", 1 << 20);
+    let xdg = std::env::temp_dir().join(format!("numio-test-xdg-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&xdg);
+    std::fs::create_dir_all(xdg.join("numio")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(xdg.join("numio"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_numio"))
+        .args(["bench", t.path(), "--rw", "write", "--bs", "64k"])
+        .args(["--no-time-based", "--verify", "--no-progress"])
+        .env("XDG_STATE_HOME", &xdg)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let left = std::fs::read_dir(xdg.join("numio")).unwrap().count();
+    std::fs::remove_dir_all(&xdg).unwrap();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is writable by others (mode 777)"), "{err}");
+    assert_eq!(left, 0, "nothing written there");
+}

@@ -104,6 +104,19 @@ pub struct VerifyResult {
     /// writes to a block in flight together may land in either order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequence_window: Option<u64>,
+    /// Valid blocks written by a run the expected stamp does not know (a
+    /// newer generation, or the same one with another seed): the verify
+    /// state is older than the data, which is no data loss and no
+    /// mismatch; those blocks could not be checked against it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stale_blocks: u64,
+    /// The newest generation among `stale_blocks`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_generation: Option<u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Ranges one worker keeps (allocated at start-up).

@@ -42,6 +42,7 @@ pub mod schedule;
 pub mod settle;
 pub mod targets;
 pub mod verify_state;
+pub mod verify_state_file;
 
 pub use error::SessionError;
 pub use event::{Event, RunInfo};

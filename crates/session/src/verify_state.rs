@@ -16,7 +16,9 @@
 //! so one state file), as a fleet often does; a state saved before keys
 //! had the host (the bare path) is still read, and replaced by the next
 //! write. Saving merges into the file under an exclusive lock, so runs on
-//! several hosts or devices at once each keep their own record.
+//! several hosts or devices at once each keep their own record. Where the
+//! file lives and how it is opened (no shared temporary directory, links
+//! never followed, reads bounded): [`crate::verify_state_file`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,32 +28,23 @@ use engine::result::{RunResult, VerifyStamp};
 use engine::TargetVerify;
 use planner::{Placement, RwMode};
 
+use crate::verify_state_file as file;
+
 /// The state file when none is named: `$XDG_STATE_HOME/numio/verify-state.json`,
-/// else `$HOME/.local/state/numio/verify-state.json`, else in `$TMPDIR`.
-pub fn default_path() -> PathBuf {
-    let base = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("numio/verify-state.json")
+/// else `$HOME/.local/state/numio/verify-state.json` (the directory made
+/// 0700 and checked); with neither set, an error naming `--verify-state`
+/// (see [`crate::verify_state_file`]).
+pub fn default_path() -> Result<PathBuf, String> {
+    file::default_path_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
 }
 
 /// The state in `path`; empty when there is no file yet.
 pub fn load(path: &Path) -> Result<VerifyState, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(VerifyState {
-                schema_version: VERIFY_STATE_SCHEMA_VERSION,
-                ..VerifyState::default()
-            })
-        }
-        Err(e) => {
-            return Err(format!(
-                "cannot read the verify state {}: {e}",
-                path.display()
-            ))
-        }
+    let Some(text) = file::read(path)? else {
+        return Ok(VerifyState {
+            schema_version: VERIFY_STATE_SCHEMA_VERSION,
+            ..VerifyState::default()
+        });
     };
     let state: VerifyState = serde_json::from_str(&text).map_err(|e| {
         format!(
@@ -74,16 +67,9 @@ pub fn load(path: &Path) -> Result<VerifyState, String> {
 /// have saved since this one loaded it) gets these targets' records and
 /// is written back. False when nothing was written with `--verify`.
 pub fn record_and_save(path: &Path, results: &[RunResult]) -> Result<bool, String> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
+    make_parent(path).map_err(|e| e.to_string())?;
     let lock_path = path.with_extension("lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    let lock = file::open_lock(&lock_path)?;
     // SAFETY: flock(2) on a descriptor this function owns; the lock goes
     // with the descriptor when `lock` drops (or the process dies).
     if unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) } != 0 {
@@ -110,16 +96,24 @@ pub fn record_and_save(path: &Path, results: &[RunResult]) -> Result<bool, Strin
     Ok(true)
 }
 
-/// Writes `state` to `path` (a new file renamed into place; its directory
-/// made when missing).
+/// Writes `state` to `path` (a new file, made with `O_EXCL | O_NOFOLLOW`,
+/// renamed into place; its directory made 0700 when missing).
 pub fn save(path: &Path, state: &VerifyState) -> std::io::Result<()> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("json.{}.tmp", std::process::id()));
+    make_parent(path)?;
     let text = serde_json::to_string_pretty(state).map_err(std::io::Error::other)?;
-    std::fs::write(&tmp, text + "\n")?;
-    std::fs::rename(&tmp, path)
+    file::write_replacing(path, &(text + "\n"))
+}
+
+/// Makes `path`'s directory (0700) when missing.
+fn make_parent(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) => std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir),
+        None => Ok(()),
+    }
 }
 
 /// The key of target `path` in the state: this host's name, `:`, and
@@ -313,6 +307,8 @@ mod tests {
             ranges: Vec::new(),
             ranges_dropped: 0,
             sequence_window: Some(3),
+            stale_blocks: 0,
+            stale_generation: None,
         });
         r
     }

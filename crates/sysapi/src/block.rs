@@ -1,5 +1,6 @@
 //! Block device geometry and the NVMe namespace id, by ioctl on an open
-//! device (`BLKGETSIZE64`, `BLKSSZGET`, `NVME_IOCTL_ID`).
+//! device (`BLKGETSIZE64`, `BLKSSZGET`, `NVME_IOCTL_ID`), and the kernel's
+//! exclusive claim of a block device ([`open_exclusive`]).
 
 use std::ffi::c_void;
 use std::io;
@@ -65,6 +66,19 @@ unsafe impl<const OPCODE: Opcode> Ioctl for ReturnValue<OPCODE> {
     unsafe fn output_from_ptr(out: IoctlOutput, _: *mut c_void) -> rustix::io::Result<IoctlOutput> {
         Ok(out)
     }
+}
+
+/// Opens the block device at `path` exclusively (`O_EXCL` without
+/// `O_CREAT`): the kernel refuses with `EBUSY` while anything claims it (a
+/// mount in any mount namespace, md, dm, swap, another exclusive opener),
+/// and nothing can claim it while the returned file stays open. (On a file
+/// that is no block device `O_EXCL` means nothing: it opens.)
+pub fn open_exclusive(path: &std::path::Path) -> io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_EXCL | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
 }
 
 #[cfg(test)]

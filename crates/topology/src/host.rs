@@ -1,6 +1,7 @@
 //! Host-level queries beside [`crate::Topology::discover`], each over a
 //! sysfs/procfs root: the environment record kept with every result
-//! ([`host_record`]), the mount table ([`mounts`]), a CPU's node
+//! ([`host_record`]), the memory available ([`mem_available_bytes`]),
+//! the mount table ([`mounts`]), a CPU's node
 //! ([`cpu_node`]), a node's CPUs ([`node_cpus`]) and a network interface's
 //! node ([`interface_node`]).
 
@@ -40,6 +41,14 @@ pub fn hostname(root: &Path) -> String {
 fn read_hostname(r: &mut crate::reader::Reader) -> String {
     r.read_trimmed("proc/sys/kernel/hostname")
         .unwrap_or_default()
+}
+
+/// `MemAvailable` of `proc/meminfo` under `root`, in bytes: what the
+/// kernel thinks can be allocated without swapping; `None` when unreadable.
+pub fn mem_available_bytes(root: &Path) -> Option<u64> {
+    reader(root)
+        .ok()?
+        .parse("proc/meminfo", crate::parse::parse_meminfo_available_bytes)
 }
 
 /// The environment record of the machine under `root`; a file that is

@@ -49,24 +49,36 @@ pub fn parse_id(text: &str) -> Result<Option<u32>, String> {
 
 /// `MemTotal` of a `nodeN/meminfo` (`Node 0 MemTotal:  5073112 kB`), in bytes.
 pub fn parse_meminfo_total_bytes(text: &str) -> Result<u64, String> {
+    parse_meminfo_bytes(text, "MemTotal")
+}
+
+/// `MemAvailable` of `/proc/meminfo` (`MemAvailable:  5073112 kB`), in bytes.
+pub fn parse_meminfo_available_bytes(text: &str) -> Result<u64, String> {
+    parse_meminfo_bytes(text, "MemAvailable")
+}
+
+/// The line of a meminfo text whose key ends with `field`, in bytes.
+fn parse_meminfo_bytes(text: &str, field: &str) -> Result<u64, String> {
     for line in trim_attr(text).lines() {
         let Some((key, value)) = line.split_once(':') else {
             continue;
         };
-        if !key.trim_end().ends_with("MemTotal") {
+        if !key.trim_end().ends_with(field) {
             continue;
         }
         let mut words = value.split_whitespace();
         let kib: u64 = words
             .next()
             .and_then(|w| w.parse().ok())
-            .ok_or_else(|| format!("bad MemTotal line `{line}`"))?;
+            .ok_or_else(|| format!("bad {field} line `{line}`"))?;
         return match words.next() {
-            Some("kB") | None => Ok(kib * 1024),
+            Some("kB") | None => kib
+                .checked_mul(1024)
+                .ok_or_else(|| format!("{field} out of range in `{line}`")),
             Some(unit) => Err(format!("unknown unit `{unit}` in `{line}`")),
         };
     }
-    Err("no MemTotal line".to_string())
+    Err(format!("no {field} line"))
 }
 
 /// A whitespace-separated row of numbers (`nodeN/distance`).
@@ -216,6 +228,12 @@ mod tests {
         let text = "Node 0 MemTotal:        5073112 kB\nNode 0 MemFree:  1 kB\n";
         assert_eq!(parse_meminfo_total_bytes(text).unwrap(), 5073112 * 1024);
         assert!(parse_meminfo_total_bytes("Node 0 MemFree: 1 kB").is_err());
+        let proc = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   23000000 kB\n";
+        assert_eq!(
+            parse_meminfo_available_bytes(proc).unwrap(),
+            23000000 * 1024
+        );
+        assert!(parse_meminfo_available_bytes("MemTotal: 1 kB\n").is_err());
         assert_eq!(
             parse_meminfo_total_bytes("Node 2 MemTotal: 0 kB").unwrap(),
             0

@@ -155,6 +155,11 @@ fn verify_result(
         }
         r.ranges.extend_from_slice(&log.ranges);
         r.ranges_dropped += log.dropped;
+        if log.stale_blocks > 0 {
+            r.stale_blocks += log.stale_blocks;
+            let g = r.stale_generation.get_or_insert(0);
+            *g = (*g).max(log.stale_generation);
+        }
         if r.written.is_some() {
             let w = r.sequence_window.get_or_insert(0);
             *w = (*w).max(log.sequence_window);

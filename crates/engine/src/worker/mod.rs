@@ -35,7 +35,9 @@ use results::{CpuUsage, VERIFY_ERRNO};
 mod verify;
 
 use verify::Verify;
-pub use verify::{check_blocks, classify, fill_blocks, VerifyKey, VerifyLog, BLOCK_BYTES};
+pub use verify::{
+    check_blocks, classify, fill_blocks, judge, Verdict, VerifyKey, VerifyLog, BLOCK_BYTES,
+};
 
 /// How often a worker publishes progress.
 const PUBLISH_INTERVAL_NS: u64 = 250_000_000;

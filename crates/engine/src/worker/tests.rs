@@ -376,6 +376,51 @@ fn a_replay_catches_a_lost_overwrite_by_its_sequence() {
     assert_eq!(classify(&buf[..512], 4096, 7, &key(2)), None);
 }
 
+// Regression (issue 38): a block of a newer generation than the saved
+// state (a state restored from a backup) was called a lost write.
+#[test]
+fn a_newer_generation_says_the_state_is_stale_not_a_lost_write() {
+    use results::MismatchKind::LostWrite;
+    let mut buf = vec![0u8; 2048];
+    fill_blocks(&mut buf[..512], 0, 512, &key(3), 0);
+    // Generation 2 with another seed: another run's, same number.
+    let other_seed = VerifyKey {
+        write: results::VerifyStamp {
+            generation: 2,
+            seed: 8,
+        },
+        ..key(2)
+    };
+    fill_blocks(&mut buf[512..1024], 512, 512, &other_seed, 0);
+    fill_blocks(&mut buf[1024..1536], 1024, 512, &key(1), 0);
+    fill_blocks(&mut buf[1536..], 1536, 512, &key(2), 0);
+    assert_eq!(
+        judge(&buf[..512], 0, 0, &key(2)),
+        Verdict::Stale { generation: 3 }
+    );
+    assert_eq!(
+        judge(&buf[512..1024], 512, 0, &key(2)),
+        Verdict::Stale { generation: 2 }
+    );
+    assert_eq!(
+        judge(&buf[1024..1536], 1024, 0, &key(2)),
+        Verdict::Bad(LostWrite)
+    );
+    assert_eq!(judge(&buf[1536..], 1536, 0, &key(2)), Verdict::Good);
+    let mut log = VerifyLog::default();
+    assert!(
+        !check_blocks(&buf, 0, 0, &key(2), &mut log),
+        "the older block still fails"
+    );
+    assert_eq!((log.stale_blocks, log.stale_generation), (2, 3));
+    assert_eq!(log.mismatched, [0, 1, 0, 0], "only the older block is lost");
+    let mut log = VerifyLog::default();
+    assert!(
+        check_blocks(&buf[..1024], 0, 0, &key(2), &mut log),
+        "stale blocks fail no read"
+    );
+}
+
 /// The write side: the reorder window is the most writes issued while
 /// one was in flight (0 at depth 1).
 #[test]

@@ -9,8 +9,12 @@
 //! sequence numbers: its read `i` reads where the saved run's write `i`
 //! went, so a block of the expected generation that this job wrote must
 //! carry a sequence of at least `i` less the saved run's reorder window
-//! (an older one: the last overwrite was lost). Findings go to the
-//! worker's [`VerifyLog`], allocated at start-up.
+//! (an older one: the last overwrite was lost). A valid block of a run
+//! the expected stamp does not know (a newer generation, or the same
+//! generation with another seed) says the saved state is stale, not that
+//! data was lost: it is counted apart ([`VerifyLog::stale_blocks`]) and
+//! fails no read. Findings go to the worker's [`VerifyLog`], allocated at
+//! start-up.
 
 use results::{MismatchKind, MismatchRange, VerifyStamp, MISMATCH_RANGES_MAX};
 
@@ -66,6 +70,12 @@ pub struct VerifyLog {
     /// land in either order, so a replay takes a sequence this much older
     /// than the one it expects.
     pub sequence_window: u64,
+    /// Valid blocks written by a run the expected stamp does not know (a
+    /// newer generation, or the same one with another seed): the saved
+    /// state is older than the data. No data loss; not checked further.
+    pub stale_blocks: u64,
+    /// The newest generation among [`VerifyLog::stale_blocks`].
+    pub stale_generation: u64,
 }
 
 impl Default for VerifyLog {
@@ -76,6 +86,8 @@ impl Default for VerifyLog {
             ranges: Vec::with_capacity(MISMATCH_RANGES_MAX),
             dropped: 0,
             sequence_window: 0,
+            stale_blocks: 0,
+            stale_generation: 0,
         }
     }
 }
@@ -198,9 +210,16 @@ pub fn check_blocks(
     for (i, b) in buf.chunks_exact(BLOCK_BYTES).enumerate() {
         let off = offset_bytes + (i * BLOCK_BYTES) as u64;
         log.checked_blocks += 1;
-        if let Some(kind) = classify(b, off, read_index, key) {
-            log.record(kind, off);
-            ok = false;
+        match judge(b, off, read_index, key) {
+            Verdict::Good => {}
+            Verdict::Stale { generation } => {
+                log.stale_blocks += 1;
+                log.stale_generation = log.stale_generation.max(generation);
+            }
+            Verdict::Bad(kind) => {
+                log.record(kind, off);
+                ok = false;
+            }
         }
     }
     ok
@@ -210,37 +229,82 @@ fn word(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
 }
 
+/// What one verify block says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// It checks out.
+    Good,
+    /// A valid block of a run the expected stamp does not know (a newer
+    /// generation, or the same one with another seed): the state reads
+    /// expect is stale; no data loss.
+    Stale {
+        /// The generation the block carries.
+        generation: u64,
+    },
+    /// It does not check out, and why.
+    Bad(MismatchKind),
+}
+
 /// Why the block `b` read at `offset_bytes` (by read number `read_index`)
-/// does not check out, if it does not: zeroes, then a bad header or
-/// checksum, then another offset, then a generation (and seed) reads do
-/// not accept, then (a replay) a sequence older than the last write there.
+/// does not check out, if it does not ([`judge`]; a stale state's block
+/// checks out here).
 pub fn classify(
     b: &[u8],
     offset_bytes: u64,
     read_index: u64,
     key: &VerifyKey,
 ) -> Option<MismatchKind> {
+    match judge(b, offset_bytes, read_index, key) {
+        Verdict::Bad(kind) => Some(kind),
+        Verdict::Good | Verdict::Stale { .. } => None,
+    }
+}
+
+/// The block `b` read at `offset_bytes` (by read number `read_index`):
+/// zeroes, then a bad header or checksum, then another offset, then an
+/// older generation than reads accept (a lost write) or a run they do not
+/// know (stale), then (a replay) a sequence older than the last write there.
+pub fn judge(b: &[u8], offset_bytes: u64, read_index: u64, key: &VerifyKey) -> Verdict {
     let magic = u32::from_le_bytes(b[0..4].try_into().expect("4 bytes"));
     let crc = u32::from_le_bytes(b[4..8].try_into().expect("4 bytes"));
     if magic != MAGIC || crc != crc32c::crc32c(&b[CRC_FROM..]) {
-        return Some(if b.iter().all(|&x| x == 0) {
+        return Verdict::Bad(if b.iter().all(|&x| x == 0) {
             MismatchKind::Zeroes
         } else {
             MismatchKind::Corrupt
         });
     }
     if word(b, 8) != offset_bytes {
-        return Some(MismatchKind::Misdirected);
+        return Verdict::Bad(MismatchKind::Misdirected);
     }
     let found = VerifyStamp {
         generation: word(b, 16),
         seed: word(b, 24),
     };
-    match key.expect {
-        Some(e) if found != e && Some(found) != key.also => Some(MismatchKind::LostWrite),
-        Some(e) if found == e => stale_sequence(word(b, 32), read_index, key),
-        _ => None,
+    let Some(e) = key.expect else {
+        return Verdict::Good;
+    };
+    if found == e {
+        return match stale_sequence(word(b, 32), read_index, key) {
+            Some(kind) => Verdict::Bad(kind),
+            None => Verdict::Good,
+        };
     }
+    if Some(found) == key.also {
+        return Verdict::Good;
+    }
+    // Newer than every stamp reads accept, or the same generation by
+    // another run: written after the state was saved (or under another
+    // state file), so the state, not the device, is behind.
+    let newest = key
+        .also
+        .map_or(e.generation, |a| a.generation.max(e.generation));
+    if found.generation > newest || (found.generation == e.generation && found.seed != e.seed) {
+        return Verdict::Stale {
+            generation: found.generation,
+        };
+    }
+    Verdict::Bad(MismatchKind::LostWrite)
 }
 
 /// A replay's sequence check: the block at read `read_index` holds the

@@ -153,7 +153,7 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         Display::new(progress, Runs::Single),
         args.json || fio_json,
     )?;
-    bench_verify::finish(verify_run, &results);
+    let stale = bench_verify::finish(verify_run, &results);
     bound.give_back()?;
     if fio_json {
         let text = report::export::fio_json::to_string(&results, args.group_reporting);
@@ -164,7 +164,13 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
             many => println!("{}", serde_json::to_string_pretty(many)?),
         }
     }
-    let code = i32::from(results.iter().any(|r| !r.errors.is_empty()));
+    // 1: some I/O failed (a mismatch is one); 2: the verify state is
+    // stale (an input to fix, not data loss).
+    let code = match (results.iter().any(|r| !r.errors.is_empty()), stale) {
+        (true, _) => 1,
+        (false, true) => 2,
+        (false, false) => 0,
+    };
     Ok(interrupt::exit_code().unwrap_or(code))
 }
 

@@ -146,6 +146,14 @@ pub(crate) fn verify_lines(out: &mut String, v: &engine::result::VerifyResult) {
     if v.checked_blocks > 0 {
         let _ = write!(out, ", expected generation {}", gen(v.expected));
     }
+    if v.stale_blocks > 0 {
+        let _ = write!(
+            out,
+            ", {} written after the saved state (generation {}: the state is stale, not a lost write)",
+            v.stale_blocks,
+            v.stale_generation.map_or("?".to_string(), |g| g.to_string())
+        );
+    }
     let bad = v.mismatched_total();
     if bad == 0 {
         let _ = writeln!(out, ", no mismatch");

@@ -25,10 +25,10 @@ pub fn prepare(
     if !args.verify && !args.verify_only {
         return Ok((placement, None));
     }
-    let path = args
-        .verify_state
-        .clone()
-        .unwrap_or_else(verify_state::default_path);
+    let path = match &args.verify_state {
+        Some(p) => p.clone(),
+        None => verify_state::default_path().map_err(anyhow::Error::msg)?,
+    };
     let state = verify_state::load(&path).map_err(anyhow::Error::msg)?;
     let placement = if args.verify_only {
         verify_state::replay(&placement, &state, &path).map_err(anyhow::Error::msg)?
@@ -42,11 +42,13 @@ pub fn prepare(
 /// Records what the runs wrote and saves the state when they wrote
 /// (merged into the file as it is by then: runs elsewhere may have saved
 /// meanwhile). A state that cannot be saved is a warning: the run and its
-/// report stand, only a later `--verify-only` lacks it.
-pub fn finish(run: Option<VerifyRun>, results: &[engine::RunResult]) {
+/// report stand, only a later `--verify-only` lacks it. True when reads
+/// found the state stale (blocks newer than it), said here with the fix.
+pub fn finish(run: Option<VerifyRun>, results: &[engine::RunResult]) -> bool {
     let Some(VerifyRun { path }) = run else {
-        return;
+        return false;
     };
+    let stale = stale_warnings(&path, results);
     match verify_state::record_and_save(&path, results) {
         Ok(false) => {}
         Ok(true) => eprintln!(
@@ -58,4 +60,26 @@ pub fn finish(run: Option<VerifyRun>, results: &[engine::RunResult]) {
             path.display()
         ),
     }
+    stale
+}
+
+/// Says, for each target whose reads found blocks newer than the state
+/// expected, that the state file is stale and what to do; whether any did.
+fn stale_warnings(path: &std::path::Path, results: &[engine::RunResult]) -> bool {
+    let mut any = false;
+    for t in results.iter().flat_map(|r| &r.targets) {
+        let Some(v) = t.verify.as_ref().filter(|v| v.stale_blocks > 0) else {
+            continue;
+        };
+        any = true;
+        let expected = v.expected.map_or(0, |e| e.generation);
+        eprintln!(
+            "numio: the verify state {} is stale for {}: {} blocks hold generation {} (or another run's), newer than the generation {expected} it saved, so they were written after it (a state restored from a backup, or a later write saved to another state file); this is no lost write, and those blocks were not checked: name the state of the last write with --verify-state FILE, or write again with --verify",
+            path.display(),
+            t.path,
+            v.stale_blocks,
+            v.stale_generation.map_or("?".to_string(), |g| g.to_string()),
+        );
+    }
+    any
 }

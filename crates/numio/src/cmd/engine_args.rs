@@ -58,8 +58,9 @@ pub struct EngineArgs {
     #[arg(long)]
     pub force_write: bool,
     /// --backend vfio: take a controller from the kernel even when one of
-    /// its namespaces is mounted, held (md, dm, LVM), swap, open or carries
-    /// a signature (it comes back at the end).
+    /// its namespaces is mounted, held (md, dm, LVM), swap, backing a loop
+    /// device, exported (nvmet, LIO), open or carries a signature (it comes
+    /// back at the end).
     #[arg(long)]
     pub force_unbind: bool,
     /// --backend vfio without an IOMMU: use VFIO's no-IOMMU mode (the

@@ -32,6 +32,7 @@ pub mod plan;
 pub mod report;
 pub mod sd_notify;
 pub mod serve;
+pub mod serve_config;
 pub mod serve_metrics;
 pub mod serve_ports;
 pub mod serve_reload;

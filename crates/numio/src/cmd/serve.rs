@@ -18,7 +18,7 @@ use topology::device::StackNode;
 use topology::{CpuList, NodeId};
 
 use super::sd_notify::Notifier;
-use super::{serve_metrics, serve_ports, serve_reload, serve_safety, serve_stats};
+use super::{serve_config, serve_metrics, serve_ports, serve_reload, serve_safety, serve_stats};
 
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):
@@ -160,7 +160,8 @@ pub struct Args {
     #[arg(long, value_name = "LIST")]
     pub port_cpus: Vec<String>,
     /// Export block devices that hold a partition table, filesystem, other
-    /// signature, mount or holder (hosts may write to them).
+    /// signature, mount or holder (hosts may write to them), and RAM
+    /// namespaces larger together than the memory available.
     #[arg(long)]
     pub force: bool,
     /// Print a line for every queue a host connects (controller, qid, digests).
@@ -331,8 +332,8 @@ fn build_config_at(
 ) -> anyhow::Result<(TargetConfig, bool)> {
     let mut cfg = match &args.config {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("reading --config {}", p.display()))?;
+            let text =
+                serve_config::read(p, serve_config::READ_TIMEOUT, nvmf::reactor::stop_requested)?;
             TargetConfig::from_toml(&text, &p.display().to_string())?
         }
         None => TargetConfig::default(),
@@ -694,7 +695,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             return;
         }
         let rebuild = || build_config_at(&args, Some(&target.listeners)).map(|(cfg, _)| cfg);
-        serve_reload::reload(target, rebuild, &notifier, &status)
+        serve_reload::reload(target, rebuild, args.force, &notifier, &status)
     })?;
     log::info(
         "stopped",

@@ -3,6 +3,10 @@
 //! and each subsystem's namespaces and allowed hosts where the file now
 //! says, without dropping connected hosts; says what changed and whom it
 //! told, on stdout, and to systemd (RELOADING=1 ... READY=1).
+//!
+//! Each namespace the reload adds passes the write-safety check start-up
+//! runs, under the same `--force`; a refused one is left out and named, and
+//! the rest of the reload applies (the "reloaded" line counts the refused).
 
 use std::io::Write;
 
@@ -13,29 +17,32 @@ use nvmf::target::subsystem::Target;
 use nvmf::log;
 
 use super::sd_notify::Notifier;
+use super::serve_safety;
 
 /// The end of a refused reload's message.
 const UNCHANGED: &str = "namespaces, hosts and ANA states unchanged";
 
 /// One reload: `config` builds the configuration as at start (an error
 /// leaves everything as it was); `status` is the STATUS line READY=1
-/// carries afterwards.
+/// carries afterwards; `force` is `--force` (export block devices that hold
+/// something).
 pub fn reload(
     target: &Target,
     config: impl FnOnce() -> anyhow::Result<TargetConfig>,
+    force: bool,
     notifier: &Notifier,
     status: &str,
 ) {
     notifier.reloading();
     match config() {
-        Ok(cfg) => apply(target, cfg),
+        Ok(cfg) => apply(target, cfg, force),
         Err(e) => refused(&one_line(&format!("{e:#}"))),
     }
     std::io::stdout().flush().ok();
     notifier.ready(status);
 }
 
-fn apply(target: &Target, mut cfg: TargetConfig) {
+fn apply(target: &Target, mut cfg: TargetConfig, force: bool) {
     // The listeners stay those bound at start.
     cfg.listen = target.listeners.clone();
     let states = match cfg.ana_states() {
@@ -61,12 +68,16 @@ fn apply(target: &Target, mut cfg: TargetConfig) {
             ],
         );
     }
-    let report = target.reload(&cfg);
+    let report = target.reload_checked(&cfg, &|ns| serve_safety::admit(ns, force));
     print_report(&report);
+    let refused = match report.not_added.len() {
+        0 => String::new(),
+        n => format!(", {n} namespace(s) refused (the rest applied)"),
+    };
     log::info(
         "reloaded",
         format_args!(
-            "reloaded: {} namespace(s) added, {} removed, allowed hosts changed in {} subsystem(s), {} ANA state change(s)",
+            "reloaded: {} namespace(s) added, {} removed, allowed hosts changed in {} subsystem(s), {} ANA state change(s){refused}",
             report.added.len(),
             report.removed.len(),
             report.hosts_changed.len(),
@@ -75,6 +86,7 @@ fn apply(target: &Target, mut cfg: TargetConfig) {
         &[
             ("namespaces_added", report.added.len().into()),
             ("namespaces_removed", report.removed.len().into()),
+            ("namespaces_refused", report.not_added.len().into()),
             ("subsystems_hosts_changed", report.hosts_changed.len().into()),
             ("ana_changes", changes.len().into()),
         ],

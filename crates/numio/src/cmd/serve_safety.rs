@@ -3,44 +3,135 @@
 //! a filesystem or other signature libblkid recognises, a mount, a holder
 //! such as device-mapper or md), because every host that connects may
 //! write. `--force` exports it anyway. Files and `mem:` namespaces pass:
-//! the user named them for this.
+//! the user named them for this. RAM namespaces (`mem:SIZE`) together must
+//! fit in the memory available (`MemAvailable`), or a host's writes end in
+//! the OOM killer; `--force` serves them anyway. Start-up checks every
+//! namespace; a SIGHUP reload checks each one it adds ([`admit`]), under
+//! the same `--force`.
 
 use std::path::Path;
 
-use nvmf::config::{Backing, TargetConfig};
+use nvmf::config::{Backing, NamespaceConfig, TargetConfig};
 
 /// Refuses a block-device namespace of `cfg` that holds anything, naming it
 /// and the fix; with `force`, returns the warnings to print instead.
 pub fn check_namespaces(cfg: &TargetConfig, force: bool) -> anyhow::Result<Vec<String>> {
     let mut warnings = Vec::new();
     for ns in cfg.subsystems.iter().flat_map(|s| &s.namespaces) {
-        let Ok(Backing::Path(path)) = Backing::parse(&ns.backing) else {
-            continue;
-        };
-        if !is_block_device(&path) {
-            continue;
-        }
-        let text = path.to_string_lossy();
-        let info =
-            engine::target::inspect(&text).map_err(|e| anyhow::anyhow!("namespace {text}: {e}"))?;
-        let what = match engine::target::check_write_safety(&info) {
-            Ok(()) => continue,
-            Err(engine::EngineError::Unsafe { what, .. }) => what,
-            Err(e) => return Err(anyhow::anyhow!("namespace {text}: {e}")),
-        };
-        if !force {
-            anyhow::bail!(
-                "refusing to export {text}: it holds {what}, and every host that connects may write to it; export a device that holds nothing, or pass --force to export it anyway"
-            );
-        }
-        warnings.push(format!(
-            "exporting {text} although it holds {what} (--force)"
+        warnings.extend(check(ns, force).map_err(anyhow::Error::msg)?);
+    }
+    let available = topology::host::mem_available_bytes(Path::new("/"));
+    let ram: Vec<&str> = cfg
+        .subsystems
+        .iter()
+        .flat_map(|s| &s.namespaces)
+        .map(|n| n.backing.as_str())
+        .collect();
+    warnings.extend(check_memory(&ram, available, force).map_err(anyhow::Error::msg)?);
+    Ok(warnings)
+}
+
+/// Refuses RAM namespaces among `backings` whose sizes together pass
+/// `available` bytes (`MemAvailable`), naming both and the fix; with
+/// `force`, the warning instead. `None` available: not checked.
+pub fn check_memory(
+    backings: &[&str],
+    available: Option<u64>,
+    force: bool,
+) -> Result<Option<String>, String> {
+    let total: u64 = backings
+        .iter()
+        .filter_map(|b| match Backing::parse(b) {
+            Ok(Backing::Memory { size_bytes }) => Some(size_bytes),
+            _ => None,
+        })
+        .fold(0, u64::saturating_add);
+    let Some(available) = available.filter(|a| total > *a) else {
+        return Ok(None);
+    };
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let what = format!(
+        "RAM namespaces of {:.1} GiB together, more than the {:.1} GiB this machine has available (MemAvailable in /proc/meminfo)",
+        gib(total),
+        gib(available)
+    );
+    if !force {
+        return Err(format!(
+            "refusing to serve {what}: hosts' writes would run it out of memory (the OOM killer); give smaller mem: sizes, or pass --force to serve them anyway"
         ));
     }
-    Ok(warnings)
+    Ok(Some(format!("serving {what} (--force)")))
+}
+
+/// The check of one namespace a reload adds: `Err(why)` (with the fix)
+/// keeps it out; a `--force` warning is logged here.
+pub fn admit(ns: &NamespaceConfig, force: bool) -> Result<(), String> {
+    let available = topology::host::mem_available_bytes(Path::new("/"));
+    let memory = check_memory(&[ns.backing.as_str()], available, force)?;
+    for w in check(ns, force)?.into_iter().chain(memory) {
+        nvmf::log::warn("export_forced", format_args!("{w}"), &[]);
+    }
+    Ok(())
+}
+
+/// `Ok(Some(warning))` for a device that holds something under `force`,
+/// `Ok(None)` for one that holds nothing (or no block device), else why
+/// not, with the fix.
+fn check(ns: &NamespaceConfig, force: bool) -> Result<Option<String>, String> {
+    let Ok(Backing::Path(path)) = Backing::parse(&ns.backing) else {
+        return Ok(None);
+    };
+    if !is_block_device(&path) {
+        return Ok(None);
+    }
+    let text = path.to_string_lossy();
+    let info = engine::target::inspect(&text).map_err(|e| format!("namespace {text}: {e}"))?;
+    let what = match engine::target::check_write_safety(&info) {
+        Ok(()) => return Ok(None),
+        Err(engine::EngineError::Unsafe { what, .. }) => what,
+        Err(e) => return Err(format!("namespace {text}: {e}")),
+    };
+    if !force {
+        return Err(format!(
+            "refusing to export {text}: it holds {what}, and every host that connects may write to it; export a device that holds nothing, or pass --force to export it anyway"
+        ));
+    }
+    Ok(Some(format!(
+        "exporting {text} although it holds {what} (--force)"
+    )))
 }
 
 fn is_block_device(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_block_device())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Regression (issue 38): `serve --ns mem:1T` on a 23 GiB machine
+    // started without a word.
+    #[test]
+    fn ram_namespaces_past_the_memory_available_are_refused_unless_forced() {
+        let gib = 1u64 << 30;
+        let e = check_memory(&["mem:1T"], Some(23 * gib), false).unwrap_err();
+        assert!(
+            e.contains("RAM namespaces of 1024.0 GiB together, more than the 23.0 GiB")
+                && e.contains("MemAvailable")
+                && e.contains("--force"),
+            "{e}"
+        );
+        // Together: two of 16 GiB pass 23 GiB; files do not count.
+        let two = ["mem:16G", "/srv/a.img", "mem:16G"];
+        assert!(check_memory(&two, Some(23 * gib), false).is_err());
+        assert_eq!(check_memory(&two[..2], Some(23 * gib), false), Ok(None));
+        let w = check_memory(&two, Some(23 * gib), true).unwrap().unwrap();
+        assert!(w.ends_with("(--force)"), "{w}");
+        assert_eq!(
+            check_memory(&["mem:1T"], None, false),
+            Ok(None),
+            "unknown: not checked"
+        );
+    }
 }

@@ -47,7 +47,8 @@ pub struct BindArgs {
     #[arg(value_name = "ADDR", required = true)]
     pub devices: Vec<String>,
     /// Take a controller even when its namespaces are mounted, held,
-    /// swapped on, open or carry a filesystem, partition or RAID signature.
+    /// swapped on, backing a loop device, exported (nvmet, LIO), open or
+    /// carry a filesystem, partition or RAID signature.
     #[arg(long)]
     pub force: bool,
     /// Without an IOMMU, use VFIO's no-IOMMU mode: the device can DMA

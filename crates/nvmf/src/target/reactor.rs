@@ -48,6 +48,12 @@ extern "C" fn on_signal(sig: libc::c_int) {
     }
 }
 
+/// True once SIGINT or SIGTERM asked for a shutdown: work on the thread
+/// that waits for signals (a reload) looks here so it never holds the stop.
+pub fn stop_requested() -> bool {
+    SIGNALLED.load(Ordering::SeqCst)
+}
+
 /// Makes SIGINT and SIGTERM request a clean shutdown of running servers,
 /// and SIGHUP a reload ([`Server::wait_with`]).
 pub fn install_signal_handlers() -> Result<(), TargetError> {

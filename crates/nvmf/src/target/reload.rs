@@ -3,6 +3,11 @@
 //! load keeps the previous one, and the reload says so). ANA states reload in `ana.rs`; listeners, limits,
 //! reactor CPUs and the set of subsystems stay as started.
 //!
+//! Every namespace a reload would add first passes the caller's `admit`
+//! check (`numio serve` runs there the write-safety check start-up runs);
+//! a refused one is not opened, is named in the report, and the rest of the
+//! reload applies.
+//!
 //! Namespaces are matched by backing, in order: each namespace of the new
 //! configuration takes the first active namespace of its subsystem with
 //! the same `backing` (so two `mem:1G` entries stay two); a new configuration
@@ -31,6 +36,9 @@ pub struct ReloadReport {
     pub notices: usize,
     /// What was left as it was, and why (in words, with the fix).
     pub refused: Vec<String>,
+    /// Namespaces not added because `admit` refused them: (subsystem NQN,
+    /// backing); each also has its reason in `refused`.
+    pub not_added: Vec<(String, String)>,
 }
 
 impl ReloadReport {
@@ -43,8 +51,16 @@ impl ReloadReport {
 impl Target {
     /// Brings the namespaces and allowed hosts of every subsystem to what
     /// `cfg` says (see the module doc); subsystems added to or left out of
-    /// `cfg` are refused (a restart serves them).
+    /// `cfg` are refused (a restart serves them). Every namespace it adds
+    /// is admitted as is; [`Target::reload_checked`] checks them first.
     pub fn reload(&self, cfg: &TargetConfig) -> ReloadReport {
+        self.reload_checked(cfg, &|_| Ok(()))
+    }
+
+    /// [`Target::reload`], where each namespace the reload would add is
+    /// first given to `admit`: an `Err(why)` leaves it out (not opened),
+    /// named in the report's `not_added` and `refused`; the rest applies.
+    pub fn reload_checked(&self, cfg: &TargetConfig, admit: Admit<'_>) -> ReloadReport {
         let mut report = ReloadReport::default();
         if cfg.tls != self.tls.is_some() {
             report.refused.push(format!(
@@ -59,7 +75,7 @@ impl Target {
         }
         for s in &cfg.subsystems {
             match self.subsystems.iter().find(|t| t.nqn == s.nqn) {
-                Some(sub) => self.reload_subsystem(sub, s, &mut report),
+                Some(sub) => self.reload_subsystem(sub, s, admit, &mut report),
                 None => report.refused.push(format!(
                     "subsystem {} is new: a restart serves it (subsystems are fixed while serving)",
                     s.nqn
@@ -80,7 +96,13 @@ impl Target {
         report
     }
 
-    fn reload_subsystem(&self, sub: &Arc<Subsystem>, cfg: &SubsystemConfig, r: &mut ReloadReport) {
+    fn reload_subsystem(
+        &self,
+        sub: &Arc<Subsystem>,
+        cfg: &SubsystemConfig,
+        admit: Admit<'_>,
+        r: &mut ReloadReport,
+    ) {
         let mut hosts_changed = sub.set_hosts(&cfg.allowed_hosts, cfg.allow_any_host);
         match super::subsystem::load_host_keys(&cfg.hosts) {
             Ok(keys) => hosts_changed |= sub.set_host_keys(keys),
@@ -115,6 +137,14 @@ impl Target {
             sub.namespaces.remove(*nsid);
         }
         for n in new {
+            if let Err(why) = admit(n) {
+                r.refused.push(format!(
+                    "{}: namespace {} not added: {why}",
+                    sub.nqn, n.backing
+                ));
+                r.not_added.push((sub.nqn.clone(), n.backing.clone()));
+                continue;
+            }
             let nsid = sub.namespaces.next_nsid();
             let opened = Namespace::open(&sub.nqn, nsid, n).map_err(|e| e.to_string());
             let added = opened.and_then(|ns| {
@@ -143,6 +173,10 @@ impl Target {
         }
     }
 }
+
+/// The check each namespace a reload would add passes first: `Err(why)`
+/// (the reason in words, with the fix) leaves it out.
+pub type Admit<'a> = &'a dyn Fn(&NamespaceConfig) -> Result<(), String>;
 
 /// The nsids of `sub`'s active namespaces that `wanted` keeps, and the
 /// entries of `wanted` that match none (to add), in order.
@@ -235,5 +269,38 @@ mod tests {
             "{r:?}"
         );
         assert_eq!(nsids(&t), [1, 3, 4], "a refused reload changes nothing");
+    }
+
+    // Regression (issue 38): a reload opened every new namespace unchecked,
+    // and so exported a block device holding a mounted filesystem.
+    #[test]
+    fn a_namespace_admit_refuses_is_left_out_and_named_and_the_rest_applies() {
+        let t = Target::new(&config(&["mem:1M", "mem:2M"], &["nqn.h1"])).unwrap();
+        let asked = std::cell::RefCell::new(Vec::new());
+        let admit = |n: &NamespaceConfig| {
+            asked.borrow_mut().push(n.backing.clone());
+            match n.backing.as_str() {
+                "mem:8M" => Err("it holds a ext4 filesystem; pass --force".to_string()),
+                _ => Ok(()),
+            }
+        };
+        let r = t.reload_checked(
+            &config(&["mem:1M", "mem:8M", "mem:4M"], &["nqn.h1"]),
+            &admit,
+        );
+        assert_eq!(
+            *asked.borrow(),
+            ["mem:8M", "mem:4M"],
+            "only the namespaces the reload adds are asked about"
+        );
+        assert_eq!(r.not_added, [(NQN.to_string(), "mem:8M".to_string())]);
+        assert_eq!(r.refused.len(), 1, "{r:?}");
+        assert!(
+            r.refused[0].contains("namespace mem:8M not added: it holds a ext4"),
+            "{r:?}"
+        );
+        assert_eq!(r.added, [(NQN.to_string(), 3, "mem:4M".to_string())]);
+        assert_eq!(r.removed, [(NQN.to_string(), 2, "mem:2M".to_string())]);
+        assert_eq!(nsids(&t), [1, 3], "the rest of the reload applied");
     }
 }

@@ -1,6 +1,8 @@
 //! The machine's side of VFIO, each over a root: whether an IOMMU is on,
-//! which VFIO modules are loaded, hugepages per node, the swap areas, and
-//! which processes hold a file open (`/proc/PID/fd` links).
+//! which VFIO modules are loaded, hugepages per node, the swap areas,
+//! which processes hold a file open (`/proc/PID/fd` links), and what
+//! names a block device by path (loop backing files, nvmet and LIO
+//! exports in configfs).
 
 use std::path::Path;
 
@@ -132,6 +134,69 @@ pub fn swaps(root: &Path) -> Result<Vec<String>, TopologyError> {
         .filter_map(|l| l.split_whitespace().next())
         .map(|f| f.replace("\\040", " "))
         .collect())
+}
+
+/// Something that stacks on a block device by its path, which no holder
+/// link, mount or open file shows: a loop device over it, an nvmet or LIO
+/// export of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathUser {
+    /// Who, in words: `loop0`, `nvmet subsystem NQN namespace 1`, `LIO
+    /// backstore iblock_0/disk1`.
+    pub user: String,
+    /// The path it names (`/dev/nvme0n1`).
+    pub path: String,
+}
+
+/// Loop devices and their backing files
+/// (`sys/block/loopN/loop/backing_file`; a detached one has none).
+pub fn loop_backings(root: &Path) -> Result<Vec<PathUser>, TopologyError> {
+    let mut r = reader(root)?;
+    let mut out = Vec::new();
+    for name in r.list("sys/block").unwrap_or_default() {
+        if !name.starts_with("loop") {
+            continue;
+        }
+        if let Some(path) = r.read_trimmed(&format!("sys/block/{name}/loop/backing_file")) {
+            out.push(PathUser { user: name, path });
+        }
+    }
+    Ok(out)
+}
+
+/// Block devices the kernel's targets export, from configfs: nvmet
+/// (`sys/kernel/config/nvmet/subsystems/NQN/namespaces/N/device_path`)
+/// and LIO (`sys/kernel/config/target/core/HBA/DEV/udev_path`).
+pub fn configfs_exports(root: &Path) -> Result<Vec<PathUser>, TopologyError> {
+    let mut r = reader(root)?;
+    let mut out = Vec::new();
+    let subsystems = "sys/kernel/config/nvmet/subsystems";
+    for nqn in r.list(subsystems).unwrap_or_default() {
+        let nss = format!("{subsystems}/{nqn}/namespaces");
+        for ns in r.list(&nss).unwrap_or_default() {
+            if let Some(path) = r.read_trimmed(&format!("{nss}/{ns}/device_path")) {
+                out.push(PathUser {
+                    user: format!("nvmet subsystem {nqn} namespace {ns}"),
+                    path,
+                });
+            }
+        }
+    }
+    let core = "sys/kernel/config/target/core";
+    for hba in r.list(core).unwrap_or_default() {
+        for dev in r.list(&format!("{core}/{hba}")).unwrap_or_default() {
+            let Some(path) = r.read_trimmed(&format!("{core}/{hba}/{dev}/udev_path")) else {
+                continue;
+            };
+            if !path.is_empty() {
+                out.push(PathUser {
+                    user: format!("LIO backstore {hba}/{dev}"),
+                    path,
+                });
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// A process holding a file open.

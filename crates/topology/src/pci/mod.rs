@@ -25,8 +25,8 @@ pub mod host;
 mod tests;
 
 pub use host::{
-    hugepages, iommu_enabled, open_by, swaps, vfio_facts, vfio_modules, Holder, NodeHugepages,
-    VfioFacts, VfioModules,
+    configfs_exports, hugepages, iommu_enabled, loop_backings, open_by, swaps, vfio_facts,
+    vfio_modules, Holder, NodeHugepages, PathUser, VfioFacts, VfioModules,
 };
 
 /// `sys/bus/pci/devices`, relative to the root.

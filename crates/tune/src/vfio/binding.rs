@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use topology::pci::VFIO_PCI;
 
-use super::checks::{group_viable, in_use, noiommu_possible, nvme_function, NOIOMMU_RISK};
+use super::checks::{claim, group_viable, in_use, noiommu_possible, nvme_function, NOIOMMU_RISK};
 use super::record::{HugepagesRecord, Owner, VfioJournal, VfioRecord};
 use super::sysfs::{self, vfio_err, wait_for, BIND_WAIT};
 use crate::error::TuneError;
@@ -115,6 +115,8 @@ impl Binding {
         }
         group_viable(&f)?;
         let journal = journal_of(opts)?;
+        // The namespaces' exclusive claims, held until the unbind is done.
+        let mut claims = Vec::new();
         if f.on_vfio() {
             refuse_held(root, &journal, addr, f.iommu_group)?;
         } else if !opts.force {
@@ -125,6 +127,7 @@ impl Binding {
                     found: found.join("; "),
                 });
             }
+            claims = claim(root, &f)?;
         }
         ensure_vfio_pci(root, addr)?;
         let file_lock = journal.lock_waiting(BIND_WAIT)?;
@@ -163,6 +166,7 @@ impl Binding {
         };
         // On an error the binding drops: what changed is given back.
         binding.apply(opts)?;
+        drop(claims);
         Ok(binding)
     }
 

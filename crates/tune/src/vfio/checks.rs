@@ -1,6 +1,7 @@
 //! What must hold before numio takes a controller from the kernel: it is
 //! an NVMe controller, its IOMMU group can go to VFIO (or no-IOMMU mode is
-//! allowed and possible), and nothing uses its namespaces.
+//! allowed and possible), and nothing uses its namespaces ([`in_use`]
+//! names what it sees; [`claim`] holds them exclusively until the unbind).
 
 use std::path::Path;
 
@@ -89,36 +90,32 @@ pub(crate) fn noiommu_possible(root: &Path, addr: &str, allowed: bool) -> Result
 }
 
 /// What uses the namespaces of `f`, in words: a mounted filesystem, a
-/// holder (md, dm, LVM), a swap area, a process holding a device open, or
-/// a partition table, filesystem, volume or RAID signature. Empty when
-/// nothing does.
+/// holder (md, dm, LVM), a swap area, a loop device backed by one, an
+/// nvmet or LIO export of one, a process holding a namespace, its generic
+/// device or the controller's character device (`/dev/nvme0`) open, or a
+/// partition table, filesystem, volume or RAID signature. Empty when
+/// nothing does. What this misses (a mount in another mount namespace, a
+/// user that starts after it looked) [`claim`] catches.
 pub(crate) fn in_use(root: &Path, f: &PciFunction) -> Result<Vec<String>, TuneError> {
     let mounts = topology::host::mounts(root).unwrap_or_default();
     let swaps = topology::pci::swaps(root)?;
     let mut found = Vec::new();
-    let mut names: Vec<String> = Vec::new();
-    for disk in &f.block_devices {
-        let facts = block_by_name(root, disk)?;
-        let parts: Vec<String> = facts
-            .as_ref()
-            .map(|d| d.partitions.iter().map(|p| p.name.clone()).collect())
-            .unwrap_or_default();
-        for name in std::iter::once(disk.clone()).chain(parts) {
-            let Some(d) = block_by_name(root, &name)? else {
-                names.push(name);
-                continue;
-            };
-            if let Some(m) = d.dev.and_then(|dev| topology::host::mount_of(&mounts, dev)) {
-                found.push(format!("/dev/{name} is mounted on {}", m.mount_point));
-            }
-            if !d.holders.is_empty() {
-                found.push(format!(
-                    "/dev/{name} is held by {} (md, dm or LVM)",
-                    d.holders.join(", ")
-                ));
-            }
-            names.push(name);
+    let names = namespace_names(root, f)?;
+    for name in &names {
+        let Some(d) = block_by_name(root, name)? else {
+            continue;
+        };
+        if let Some(m) = d.dev.and_then(|dev| topology::host::mount_of(&mounts, dev)) {
+            found.push(format!("/dev/{name} is mounted on {}", m.mount_point));
         }
+        if !d.holders.is_empty() {
+            found.push(format!(
+                "/dev/{name} is held by {} (md, dm or LVM)",
+                d.holders.join(", ")
+            ));
+        }
+    }
+    for disk in &f.block_devices {
         if let Some(sig) = signature_of(root, disk) {
             found.push(format!("/dev/{disk} holds {sig}"));
         }
@@ -128,10 +125,24 @@ pub(crate) fn in_use(root: &Path, f: &PciFunction) -> Result<Vec<String>, TuneEr
             found.push(format!("/dev/{name} is a swap area in use"));
         }
     }
+    for u in topology::pci::loop_backings(root)? {
+        if let Some(name) = names.iter().find(|n| names_device(root, &u.path, n)) {
+            found.push(format!(
+                "/dev/{name} backs the loop device /dev/{} (losetup -d /dev/{} ends that)",
+                u.user, u.user
+            ));
+        }
+    }
+    for u in topology::pci::configfs_exports(root)? {
+        if let Some(name) = names.iter().find(|n| names_device(root, &u.path, n)) {
+            found.push(format!("/dev/{name} is exported by {}", u.user));
+        }
+    }
     let devs: Vec<String> = names
         .iter()
         .map(|n| format!("/dev/{n}"))
         .chain(names.iter().filter_map(|n| generic_of(n)))
+        .chain(f.controllers.iter().map(|c| format!("/dev/{c}")))
         .collect();
     for h in topology::pci::open_by(root, |p| devs.iter().any(|d| d == p))? {
         found.push(format!(
@@ -140,6 +151,62 @@ pub(crate) fn in_use(root: &Path, f: &PciFunction) -> Result<Vec<String>, TuneEr
         ));
     }
     Ok(found)
+}
+
+/// The block devices of `f`'s namespaces: each namespace, then its
+/// partitions.
+fn namespace_names(root: &Path, f: &PciFunction) -> Result<Vec<String>, TuneError> {
+    let mut names = Vec::new();
+    for disk in &f.block_devices {
+        names.push(disk.clone());
+        if let Some(d) = block_by_name(root, disk)? {
+            names.extend(d.partitions.iter().map(|p| p.name.clone()));
+        }
+    }
+    Ok(names)
+}
+
+/// Whether `path` (as a loop device or configfs names it) is `/dev/NAME`
+/// under `root`: the same text, or the same file once links are resolved
+/// (`/dev/disk/by-id/...`).
+fn names_device(root: &Path, path: &str, name: &str) -> bool {
+    let dev = format!("/dev/{name}");
+    if path == dev {
+        return true;
+    }
+    let under = |p: &str| std::fs::canonicalize(root.join(p.trim_start_matches('/'))).ok();
+    under(path).is_some_and(|a| under(&dev) == Some(a))
+}
+
+/// Claims every block device of `f`'s namespaces (each namespace and its
+/// partitions) with an exclusive open, just before the unbind: the kernel
+/// answers `EBUSY` for a mount in any mount namespace, md, dm, swap or
+/// another exclusive opener, which [`in_use`] may not see, and nothing can
+/// claim them while the returned files stay open (keep them until the
+/// unbind is done). A device node that is missing is passed over.
+pub(crate) fn claim(root: &Path, f: &PciFunction) -> Result<Vec<std::fs::File>, TuneError> {
+    let mut held = Vec::new();
+    let mut busy = Vec::new();
+    for name in namespace_names(root, f)? {
+        let path = root.join("dev").join(&name);
+        match sysapi::block::open_exclusive(&path) {
+            Ok(file) => held.push(file),
+            Err(e) if e.kind() == std::io::ErrorKind::ResourceBusy => busy.push(format!(
+                "/dev/{name} is in use: the kernel refused an exclusive open (EBUSY: mounted, maybe in another mount namespace or container, or held by md, dm, swap or an exclusive opener)"
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => busy.push(format!(
+                "/dev/{name} cannot be claimed ({e}), so its users cannot be ruled out"
+            )),
+        }
+    }
+    if busy.is_empty() {
+        return Ok(held);
+    }
+    Err(TuneError::InUse {
+        device: f.address.clone(),
+        found: busy.join("; "),
+    })
 }
 
 /// The generic device path of namespace `nvmeXnY` (`/dev/ngXnY`).

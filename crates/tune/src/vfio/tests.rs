@@ -237,6 +237,142 @@ fn mounts_holders_swap_and_open_devices_are_all_named() {
     assert_eq!(driver(&sys).as_deref(), Some("nvme"));
 }
 
+// Regression (issue 38): vfio bind missed a loop device backed by a
+// namespace, nvmet and LIO exports of it (configfs names it by path), and
+// programs holding the controller's character device open.
+#[test]
+fn loop_backings_target_exports_and_controller_holders_are_named() {
+    let (sys, _k, opts) = machine("paths");
+    let nvmet = "sys/kernel/config/nvmet/subsystems/nqn.x/namespaces/1";
+    let lio = "sys/kernel/config/target/core/iblock_0";
+    sys.file("sys/block/loop3/loop/backing_file", "/dev/nvme0n1\n")
+        .file("sys/block/loop4/loop/backing_file", "/srv/other.img\n")
+        .dir("sys/block/loop5/loop")
+        .file(&format!("{nvmet}/device_path"), "/dev/nvme0n1\n")
+        .link("dev/disk/by-id/nvme-fake", "../../nvme0n1")
+        .file(
+            &format!("{lio}/disk1/udev_path"),
+            "/dev/disk/by-id/nvme-fake\n",
+        )
+        .file(&format!("{lio}/disk2/udev_path"), "\n")
+        .process(5151, "nvme", 1, &["/dev/nvme0"]);
+    let text = Binding::take(sys.root(), ADDR, &opts)
+        .err()
+        .expect("refused")
+        .to_string();
+    for part in [
+        "/dev/nvme0n1 backs the loop device /dev/loop3 (losetup -d /dev/loop3",
+        "/dev/nvme0n1 is exported by nvmet subsystem nqn.x namespace 1",
+        "/dev/nvme0n1 is exported by LIO backstore iblock_0/disk1",
+        "/dev/nvme0 is open in nvme (pid 5151)",
+        "--force",
+    ] {
+        assert!(text.contains(part), "{part} missing from: {text}");
+    }
+    for not in ["loop4", "loop5", "disk2"] {
+        assert!(!text.contains(not), "{not} in: {text}");
+    }
+    assert_eq!(driver(&sys).as_deref(), Some("nvme"));
+    assert!(!journal(&opts).path().exists(), "nothing recorded");
+}
+
+/// A loop device over a 16 MiB temp file holding ext4; `None` (the test
+/// skips) without root, losetup or mkfs.ext4.
+struct LoopDev {
+    dev: String,
+    file: std::path::PathBuf,
+    mnt: std::path::PathBuf,
+}
+
+impl LoopDev {
+    fn new() -> Option<LoopDev> {
+        use std::process::Command;
+        let root = sysapi::file::effective_uid() == 0;
+        if !root || std::env::var_os("NUMIO_TEST_UNPRIVILEGED").is_some() {
+            eprintln!("skipping: needs root (losetup, mount)");
+            return None;
+        }
+        let tag = std::process::id();
+        let file = std::env::temp_dir().join(format!("numio-vfio-claim-{tag}.img"));
+        std::fs::write(&file, vec![0u8; 16 << 20]).ok()?;
+        let mkfs = Command::new("mkfs.ext4")
+            .args(["-q", "-F"])
+            .arg(&file)
+            .status();
+        let out = Command::new("losetup")
+            .args(["--find", "--show"])
+            .arg(&file)
+            .output();
+        let dev = match (mkfs, out) {
+            (Ok(m), Ok(o)) if m.success() && o.status.success() => {
+                String::from_utf8_lossy(&o.stdout).trim().to_string()
+            }
+            _ => {
+                eprintln!("skipping: mkfs.ext4 or losetup failed");
+                let _ = std::fs::remove_file(&file);
+                return None;
+            }
+        };
+        let mnt = std::env::temp_dir().join(format!("numio-vfio-claim-mnt-{tag}"));
+        std::fs::create_dir_all(&mnt).ok()?;
+        Some(LoopDev { dev, file, mnt })
+    }
+
+    fn mount(&self) -> bool {
+        std::process::Command::new("mount")
+            .arg(&self.dev)
+            .arg(&self.mnt)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    fn umount(&self) {
+        let _ = std::process::Command::new("umount").arg(&self.mnt).status();
+    }
+}
+
+impl Drop for LoopDev {
+    fn drop(&mut self) {
+        self.umount();
+        let _ = std::process::Command::new("losetup")
+            .args(["-d", &self.dev])
+            .status();
+        let _ = std::fs::remove_file(&self.file);
+        let _ = std::fs::remove_dir(&self.mnt);
+    }
+}
+
+// Regression (issue 38): a mount in another mount namespace (or one made
+// between the check and the unbind) went unseen. The exclusive open just
+// before the unbind is refused with EBUSY while the device is mounted, and
+// while it is held nothing can mount it.
+#[test]
+fn a_mounted_namespace_is_refused_by_its_exclusive_claim_which_holds_it() {
+    let Some(l) = LoopDev::new() else {
+        return;
+    };
+    let (sys, _k, _opts) = machine("claim");
+    std::fs::remove_file(sys.root().join("dev/nvme0n1")).unwrap();
+    std::os::unix::fs::symlink(&l.dev, sys.root().join("dev/nvme0n1")).unwrap();
+    let f = topology::pci::pci_function(sys.root(), ADDR)
+        .unwrap()
+        .unwrap();
+    assert!(l.mount(), "mount {}", l.dev);
+    let e = super::checks::claim(sys.root(), &f)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("/dev/nvme0n1 is in use: the kernel refused an exclusive open (EBUSY"),
+        "{e}"
+    );
+    l.umount();
+    let held = super::checks::claim(sys.root(), &f).unwrap();
+    assert_eq!(held.len(), 1);
+    assert!(!l.mount(), "a claimed device cannot be mounted");
+    drop(held);
+    assert!(l.mount(), "the claim ends with its files");
+}
+
 #[test]
 fn bad_devices_groups_and_missing_modules_are_named_with_the_fix() {
     let (sys, _k, opts) = machine("bad");

@@ -1,0 +1,225 @@
+//! Reading `numio serve --config`: a regular file of at most
+//! [`MAX_CONFIG_BYTES`], opened without blocking (a FIFO is refused, not
+//! waited on) and read on a thread of its own within [`READ_TIMEOUT`], so
+//! that the thread which answers SIGTERM never waits on the file (a hung
+//! mount, a FIFO) and a `/dev/zero` cannot fill memory.
+
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+
+/// The largest configuration read (a real one is a few KiB).
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+/// How long a read of the configuration may take.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often a wait looks whether it should stop.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Set while a read's thread runs: one that never returns (a hung mount)
+/// is not joined by another at each SIGHUP.
+static READING: AtomicBool = AtomicBool::new(false);
+
+/// Clears [`READING`] when the read's thread ends (or never starts).
+struct Reading;
+
+impl Drop for Reading {
+    fn drop(&mut self) {
+        READING.store(false, Ordering::SeqCst);
+    }
+}
+
+/// The text of `path`, read off this thread: gives up after `timeout`, or
+/// as soon as `stop()` says so (SIGTERM during a reload).
+pub fn read(path: &Path, timeout: Duration, stop: impl Fn() -> bool) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        !READING.swap(true, Ordering::SeqCst),
+        "reading --config {}: the previous read has not returned yet (a hung mount?); give a regular file on a local filesystem",
+        path.display()
+    );
+    let guard = Reading;
+    let owned = path.to_path_buf();
+    let work = move || {
+        let _guard = guard;
+        read_capped(&owned)
+    };
+    let text = off_thread(work, timeout, stop).map_err(|w| match w {
+        Waited::TimedOut => anyhow::anyhow!(
+            "reading --config {}: no answer within {} s (a hung mount or a device?); give a regular file on a local filesystem",
+            path.display(),
+            timeout.as_secs()
+        ),
+        Waited::Stopped => anyhow::anyhow!(
+            "reading --config {}: abandoned, stopping",
+            path.display()
+        ),
+    })?;
+    text.with_context(|| format!("reading --config {}", path.display()))
+}
+
+/// Why [`off_thread`] returned without the work's answer.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Waited {
+    /// The work took longer than the timeout (it is left to finish alone).
+    TimedOut,
+    /// `stop()` said to give up.
+    Stopped,
+}
+
+/// Runs `work` on a thread of its own and waits for its answer for at most
+/// `timeout`, looking at `stop` every [`POLL`].
+pub fn off_thread<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+    timeout: Duration,
+    stop: impl Fn() -> bool,
+) -> Result<T, Waited> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let spawned = std::thread::Builder::new()
+        .name("numio-config-read".into())
+        .spawn(move || {
+            let _ = tx.send(work());
+        });
+    if spawned.is_err() {
+        // No thread to be had: the caller's error names the file.
+        return Err(Waited::TimedOut);
+    }
+    let deadline = Instant::now() + timeout;
+    loop {
+        if stop() {
+            return Err(Waited::Stopped);
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Waited::TimedOut);
+        }
+        match rx.recv_timeout(left.min(POLL)) {
+            Ok(v) => return Ok(v),
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => return Err(Waited::TimedOut),
+        }
+    }
+}
+
+/// `path`'s text: a regular file (opened with O_NONBLOCK, so a FIFO does
+/// not wait for a writer) of at most [`MAX_CONFIG_BYTES`].
+fn read_capped(path: &Path) -> anyhow::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)?;
+    let meta = f.metadata()?;
+    anyhow::ensure!(
+        meta.file_type().is_file(),
+        "not a regular file ({}); give a TOML file",
+        kind(&meta.file_type())
+    );
+    anyhow::ensure!(
+        meta.len() <= MAX_CONFIG_BYTES,
+        "{} bytes, more than the {} MiB a configuration may have; give the TOML file",
+        meta.len(),
+        MAX_CONFIG_BYTES >> 20
+    );
+    let mut bytes = Vec::new();
+    f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes)?;
+    anyhow::ensure!(
+        bytes.len() as u64 <= MAX_CONFIG_BYTES,
+        "grew past the {} MiB a configuration may have while read",
+        MAX_CONFIG_BYTES >> 20
+    );
+    String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("not UTF-8 text; give a TOML file"))
+}
+
+fn kind(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::path::PathBuf;
+
+    fn temp(tag: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("numio-config-{tag}-{}", std::process::id()))
+    }
+
+    /// [`read`] allows one read at a time in the process: the tests take turns.
+    static ONE_READ: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[test]
+    fn a_regular_file_is_read() {
+        let _turn = ONE_READ.lock().unwrap();
+        let p = temp("ok");
+        std::fs::write(&p, "listen = []\n").unwrap();
+        let text = read(&p, READ_TIMEOUT, || false).unwrap();
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(text, "listen = []\n");
+    }
+
+    // Regression (issue 38): `--config /dev/zero` read until memory failed,
+    // and a FIFO blocked the thread that answers SIGTERM.
+    #[test]
+    fn devices_fifos_and_big_files_are_refused_by_name() {
+        let _turn = ONE_READ.lock().unwrap();
+        let e = format!(
+            "{:#}",
+            read(Path::new("/dev/zero"), READ_TIMEOUT, || false).unwrap_err()
+        );
+        assert!(
+            e.contains("--config /dev/zero") && e.contains("a character device"),
+            "{e}"
+        );
+        let fifo = temp("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = format!("{:#}", read(&fifo, READ_TIMEOUT, || false).unwrap_err());
+        std::fs::remove_file(&fifo).unwrap();
+        assert!(e.contains("a FIFO"), "{e}");
+        let big = temp("big");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_CONFIG_BYTES + 1)
+            .unwrap();
+        let e = format!("{:#}", read(&big, READ_TIMEOUT, || false).unwrap_err());
+        std::fs::remove_file(&big).unwrap();
+        assert!(e.contains("more than the 1 MiB"), "{e}");
+    }
+
+    #[test]
+    fn a_wait_ends_at_its_timeout_or_when_told_to_stop() {
+        // Work that never answers (a hung mount): the sender is kept alive
+        // by the blocked thread, which is left behind.
+        let (_hold, never) = std::sync::mpsc::channel::<()>();
+        let work = move || never.recv().ok();
+        let began = Instant::now();
+        let r = off_thread(work, Duration::from_millis(100), || false);
+        assert_eq!(r.unwrap_err(), Waited::TimedOut);
+        assert!(began.elapsed() < Duration::from_secs(5));
+        let (_hold2, never2) = std::sync::mpsc::channel::<()>();
+        let r = off_thread(
+            move || never2.recv().ok(),
+            Duration::from_secs(3600),
+            || true,
+        );
+        assert_eq!(r.unwrap_err(), Waited::Stopped);
+        assert_eq!(off_thread(|| 7, Duration::from_secs(60), || false), Ok(7));
+    }
+}
