@@ -3,15 +3,18 @@
 # whose lab QEMU NVMe coalesces interrupts): thresholds 0, 3 and 9 of a 4 KiB
 # randread at QD 32 on the four namespaces at once (2 s per point after a
 # 1 s ramp: TCG is slow), paced at 500 IOPS per drive (--rate-iops) with
-# an aggregation time of 1 ms (10 ms in this guest: the lab QEMU scales
-# TIME by 10 under TCG). At 1,000 IOPS per drive the guest fell short at
+# an aggregation time of 2 ms (20 ms in this guest: the lab QEMU scales
+# TIME by 10 under TCG), long enough for threshold 9's ten completions. At 1,000 IOPS per drive the guest fell short at
 # threshold 0 (an interrupt per I/O) once on a quiet host: 3,024 of 4,000,
 # and the load was no longer equal. Paced, the load is equal at every threshold and
 # completions come spread out in time, as a drive's do; unpaced, the
 # TCG-emulated controller completes the whole queue of 32 at once and
 # raises one interrupt per 32 I/Os at any threshold, leaving nothing to
-# coalesce. Interrupts per I/O fall: threshold 9 takes at most a third of
-# threshold 0's, and the report says so. Before the sweep one controller
+# coalesce. Interrupts per I/O fall: threshold 9 takes at most half of
+# threshold 0's, and the report says so. (Threshold 0's own figure varies
+# with the host's load, 0.42 to 0.90 in six runs, as the guest handles
+# completions late and several per interrupt; threshold 9's stayed at 0.14
+# to 0.16: 3.1 to 5.5 times fewer, so "a third" failed on a busy host.) Before the sweep one controller
 # gets a value of its own through nvme-cli; afterwards every controller's
 # Feature 0x08, read by nvme-cli (an independent reader), is back where it
 # was, and no restore record is left (numio coalesce show).
@@ -29,7 +32,7 @@ before=$(feature8_all)
 note "before: $before"
 expect_eq "${CTRLS[1]} holds the value nvme-cli set" 0x0302 "$(feature8 "${CTRLS[1]}")"
 
-run_numio coalesce sweep "${NSES[@]}" --threshold 0,3,9 --time 1ms \
+run_numio coalesce sweep "${NSES[@]}" --threshold 0,3,9 --time 2ms \
   --rw randread --bs 4k --iodepth 32 --rate-iops 500 --runtime 2s --ramp-time 1s \
   --uring-setup defer --iopoll off \
   --json --save "$CHECK_OUT/sweep.json" --chart "$CHECK_OUT/sweep.svg"
@@ -50,8 +53,8 @@ expect_eq "equal load: every threshold within 10 % of 2,000 IOPS" 3 \
   "$(j '[.coalesce.tables[0].rows[] | select(.total.iops > 1800 and .total.iops < 2200)] | length')"
 expect_eq "threshold 0 takes interrupts (not polled)" yes \
   "$(awk -v a="$i0" 'BEGIN { print (a > 0.2) ? "yes" : "no" }')"
-expect_eq "threshold 9 takes at most a third of threshold 0's interrupts per I/O" yes \
-  "$(awk -v a="$i0" -v b="$i9" 'BEGIN { print (b != "" && b <= a / 3) ? "yes" : "no" }')"
+expect_eq "threshold 9 takes at most half of threshold 0's interrupts per I/O" yes \
+  "$(awk -v a="$i0" -v b="$i9" 'BEGIN { print (b != "" && b <= a / 2) ? "yes" : "no" }')"
 expect_eq "threshold 3 takes fewer than threshold 0" yes \
   "$(awk -v a="$i0" -v b="$i3" 'BEGIN { print (b != "" && b < a) ? "yes" : "no" }')"
 expect_eq "the JSON's finding says they fall" yes \
