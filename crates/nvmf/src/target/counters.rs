@@ -142,11 +142,17 @@ pub enum Refused {
     /// A Connect over TLS named another host or subsystem than the PSK
     /// identity.
     TlsIdentity,
+    /// A DH-HMAC-CHAP transaction failed because its source address or
+    /// host NQN held its budget of DH work (`dh_pool`).
+    AuthDhBudget,
+    /// A queue sent more Negotiates than `auth::NEGOTIATIONS_MAX` without
+    /// succeeding.
+    AuthRestarts,
 }
 
 impl Refused {
     /// Every reason, in the order the metrics list them.
-    pub const ALL: [Refused; 13] = [
+    pub const ALL: [Refused; 15] = [
         Refused::HostNotAllowed,
         Refused::HostIdMismatch,
         Refused::UnknownSubsystem,
@@ -160,6 +166,8 @@ impl Refused {
         Refused::AuthDeadline,
         Refused::TlsFailed,
         Refused::TlsIdentity,
+        Refused::AuthDhBudget,
+        Refused::AuthRestarts,
     ];
 
     /// Its label value.
@@ -178,6 +186,8 @@ impl Refused {
             Refused::AuthDeadline => "auth_deadline",
             Refused::TlsFailed => "tls_failed",
             Refused::TlsIdentity => "tls_identity",
+            Refused::AuthDhBudget => "auth_dh_budget",
+            Refused::AuthRestarts => "auth_restarts",
         }
     }
 

@@ -94,7 +94,13 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(stream: TcpStream, port: u16, cpu: usize, target: &Arc<Target>) -> Self {
+    fn new(
+        stream: TcpStream,
+        port: u16,
+        cpu: usize,
+        target: &Arc<Target>,
+        wake: &Arc<OwnedFd>,
+    ) -> Self {
         // io_uring does not need O_NONBLOCK; without it a kernel lacking
         // FAST_POLL waits in an io-wq worker instead of spinning.
         let _ = stream.set_nonblocking(false);
@@ -102,7 +108,9 @@ impl Slot {
         let peer = addr.map_or_else(|| "an unknown peer".into(), |a| a.to_string());
         let mut conn = Connection::new(target.clone())
             .on_port(port)
-            .on_reactor(cpu);
+            .on_reactor(cpu)
+            .from_source(addr.map(|a| a.ip()))
+            .woken_by(wake.clone());
         let tls = match target.tls.as_ref().map(|t| t.session()) {
             None => None,
             Some(Ok(session)) => Some(Box::new(session)),
@@ -339,7 +347,7 @@ impl Reactor {
 
     fn adopt_new_connections(&mut self) {
         while let Ok((stream, port)) = self.inbox.try_recv() {
-            let slot = Slot::new(stream, port, self.cpu, &self.target);
+            let slot = Slot::new(stream, port, self.cpu, &self.target, &self.wake);
             match self.free.pop() {
                 Some(i) => self.slots[i as usize] = Some(slot),
                 None => self.slots.push(Some(slot)),
@@ -355,6 +363,7 @@ impl Reactor {
             return;
         };
         let conn = i as u32;
+        s.conn.resume_auth();
         let entries = [s.recv_entry(conn), s.send_entry(conn)];
         s.shut_when_done();
         for e in entries.iter().flatten() {

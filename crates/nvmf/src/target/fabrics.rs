@@ -66,6 +66,7 @@ pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
 /// DH-HMAC-CHAP state; a Receive's message goes back zero-padded to the
 /// whole allocation length.
 fn authenticate(ctx: &mut Ctx<'_>, send: bool) -> (Outcome, Option<super::auth::AuthFailure>) {
+    use super::auth::Progress;
     let ctrl = ctx.ctrl().clone();
     let cmd = super::auth::AuthCommand {
         sqe: ctx.req.sqe,
@@ -73,21 +74,30 @@ fn authenticate(ctx: &mut Ctx<'_>, send: bool) -> (Outcome, Option<super::auth::
         hostnqn: &ctrl.hostnqn,
         subnqn: &ctrl.subsys.nqn,
         now: ctx.now,
+        slot: ctx.slot,
+        pool: &ctx.target.dh,
+        source: ctx.source,
+        waker: ctx.waker,
     };
     if send {
         let (r, failure) = super::auth::send(ctx.auth, &cmd);
-        (r.map_or_else(Outcome::err, |()| Outcome::ok(0)), failure)
+        let outcome = match r {
+            Progress::Pending => Outcome::AwaitingAuth,
+            Progress::Done(r) => r.map_or_else(Outcome::err, |()| Outcome::ok(0)),
+        };
+        (outcome, failure)
     } else {
         let (r, failure) = super::auth::receive(ctx.auth, &cmd);
         let outcome = match r {
-            Ok(msg) => {
+            Progress::Pending => Outcome::AwaitingAuth,
+            Progress::Done(Ok(msg)) => {
                 let al = (ctx.req.sqe.cdw11 as usize).min(ctx.req.buf.len());
                 let buf = &mut ctx.req.buf[..al];
                 buf.fill(0);
                 buf[..msg.len()].copy_from_slice(&msg);
                 Outcome::data(al)
             }
-            Err(s) => Outcome::err(s),
+            Progress::Done(Err(s)) => Outcome::err(s),
         };
         (outcome, failure)
     }
@@ -125,19 +135,28 @@ fn authenticated(ctx: &Ctx<'_>, s: super::auth::Succeeded) {
 /// closes once its response is sent).
 fn auth_failed(ctx: &Ctx<'_>, f: &super::auth::AuthFailure) {
     let b = ctx.binding.expect("authentication runs on a bound queue");
-    ctx.target.refusals.count(Refused::AuthFailed);
-    let why = if f.by_host && f.explanation == nvme_spec::auth::explain::FAILED {
+    let (counted, limit) = match &f.limit {
+        Some((r, why)) => (*r, Some(why.as_str())),
+        None => (Refused::AuthFailed, None),
+    };
+    ctx.target.refusals.count(counted);
+    let why = if let Some(limit) = limit {
+        limit
+    } else if f.by_host && f.explanation == nvme_spec::auth::explain::FAILED {
         "the host refused the target's response (it holds another controller secret)"
     } else {
         crate::auth::explain_text(f.explanation)
     };
     let who = if f.by_host { "host" } else { "target" };
+    let source = ctx
+        .source
+        .map_or_else(|| "-".to_string(), |ip| ip.to_string());
     log::emit(
         Stream::Err,
         Level::Warn,
         "auth_failed",
         format_args!(
-            "DH-HMAC-CHAP failed for host {} on {} qid {} cntlid {}: {why} (ended by the {who})",
+            "DH-HMAC-CHAP failed for host {} from {source} on {} qid {} cntlid {}: {why} (ended by the {who})",
             b.ctrl.hostnqn, b.ctrl.subsys.nqn, b.qid, b.ctrl.cntlid
         ),
         &[
@@ -146,6 +165,8 @@ fn auth_failed(ctx: &Ctx<'_>, f: &super::auth::AuthFailure) {
             ("qid", b.qid.into()),
             ("cntlid", b.ctrl.cntlid.into()),
             ("reason", why.into()),
+            ("counted_as", counted.name().into()),
+            ("source", source.as_str().into()),
             ("by", who.into()),
         ],
     );

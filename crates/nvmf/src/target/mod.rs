@@ -13,7 +13,8 @@
 //! - The handlers ([`fabrics`], [`admin`], [`io`]) take a
 //!   [`command::Ctx`] and return a [`command::Outcome`]; the connection
 //!   applies it. [`auth`] runs DH-HMAC-CHAP for queues whose host must
-//!   authenticate.
+//!   authenticate; its exponentiations run on [`dh_pool`]'s workers, never
+//!   on a reactor.
 //! - [`subsystem::Target`] holds what the queues of a controller share
 //!   (registers, the controller registry), which only Connect and admin
 //!   commands lock; [`namespace`] and [`config`] are below it.
@@ -31,6 +32,7 @@ pub mod buf;
 pub mod command;
 pub mod config;
 pub mod counters;
+pub mod dh_pool;
 pub mod error;
 mod event_loop;
 pub mod fabrics;

@@ -89,6 +89,11 @@ pub struct Connection {
     /// The identity its TLS handshake proved, on a target that requires
     /// TLS ([`Connection::set_tls_peer`]).
     pub(crate) tls_peer: Option<crate::tls::ossl::TlsPeer>,
+    /// The socket's source address ([`Connection::from_source`]).
+    pub(crate) source: Option<std::net::IpAddr>,
+    /// The reactor's wake-up eventfd ([`Connection::woken_by`]): work done
+    /// off the reactor for this connection pokes it.
+    pub(crate) waker: Option<Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Connection {
@@ -121,6 +126,52 @@ impl Connection {
             port: 1,
             reactor_cpu: None,
             tls_peer: None,
+            source: None,
+            waker: None,
+        }
+    }
+
+    /// The same connection, from source address `ip` (charged for its DH
+    /// work).
+    pub fn from_source(mut self, ip: Option<std::net::IpAddr>) -> Self {
+        self.source = ip;
+        self
+    }
+
+    /// The same connection, on the reactor that `fd` (an eventfd) wakes.
+    pub fn woken_by(mut self, fd: Arc<std::os::fd::OwnedFd>) -> Self {
+        self.waker = Some(fd);
+        self
+    }
+
+    /// Runs again the authentication commands whose DH work (done off the
+    /// reactor) is in. Cheap when none waits: the reactor calls it on every
+    /// loop.
+    pub fn resume_auth(&mut self) {
+        if self.reqs.counts().get(RequestState::AwaitingAuth) == 0 {
+            return;
+        }
+        for slot in 0..self.reqs.len() {
+            if self.phase == Phase::Closing {
+                return;
+            }
+            if self.reqs[slot].state() == RequestState::AwaitingAuth
+                && self.auth.resumable(slot as u16)
+            {
+                self.reqs.set_state(slot, RequestState::ReadyToExecute);
+                self.advance(slot);
+            }
+        }
+    }
+
+    /// Waits for the DH work of every authentication command and runs them
+    /// again (for driving a connection without a reactor, as the unit
+    /// tests and the fuzz targets do).
+    pub fn run_auth_blocking(&mut self) {
+        while self.phase != Phase::Closing && self.reqs.counts().get(RequestState::AwaitingAuth) > 0
+        {
+            self.resume_auth();
+            std::thread::yield_now();
         }
     }
 
@@ -442,6 +493,7 @@ impl Connection {
             self.enforce_deadlines(now);
         }
         self.retry_parked();
+        self.resume_auth();
         if let Some(b) = &self.binding {
             use std::sync::atomic::Ordering::Relaxed;
             let c = b.ctrl.stats.queues.fold(b.qid, &mut self.counters);

@@ -442,6 +442,8 @@ pub struct Target {
     resizes_noticed: AtomicU64,
     /// Connects refused and sockets closed before serving, by reason.
     pub refusals: super::counters::Refusals,
+    /// DH-HMAC-CHAP exponentiations, off the reactors.
+    pub dh: super::dh_pool::DhPool,
     /// Command data buffers held over all connections.
     pub buffers: super::buf::BufferBudget,
     /// TLS set-up when every listener requires TLS.
@@ -534,6 +536,7 @@ impl Target {
             discovery_genctr: AtomicU64::new(1),
             resizes_noticed: AtomicU64::new(0),
             refusals: Default::default(),
+            dh: Default::default(),
             buffers: super::buf::BufferBudget::new(cfg.limits.max_buffer_bytes),
             tls,
             poll: cfg.poll,
