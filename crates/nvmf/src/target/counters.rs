@@ -148,11 +148,14 @@ pub enum Refused {
     /// A queue sent more Negotiates than `auth::NEGOTIATIONS_MAX` without
     /// succeeding.
     AuthRestarts,
+    /// An admin queue with KATO 0 and no I/O queue sat idle past
+    /// `queue::ADMIN_IDLE_DEADLINE` (it held a controller slot).
+    AdminIdle,
 }
 
 impl Refused {
     /// Every reason, in the order the metrics list them.
-    pub const ALL: [Refused; 15] = [
+    pub const ALL: [Refused; 16] = [
         Refused::HostNotAllowed,
         Refused::HostIdMismatch,
         Refused::UnknownSubsystem,
@@ -168,6 +171,7 @@ impl Refused {
         Refused::TlsIdentity,
         Refused::AuthDhBudget,
         Refused::AuthRestarts,
+        Refused::AdminIdle,
     ];
 
     /// Its label value.
@@ -188,6 +192,7 @@ impl Refused {
             Refused::TlsIdentity => "tls_identity",
             Refused::AuthDhBudget => "auth_dh_budget",
             Refused::AuthRestarts => "auth_restarts",
+            Refused::AdminIdle => "admin_idle",
         }
     }
 

@@ -304,7 +304,21 @@ fn refusal(target: &super::subsystem::Target, r: ConnectRefusal) -> Outcome {
             Status::CONNECT_INVALID_PARAM,
             ipo(true, 0),
         ),
-        C::Busy => (Refused::Busy, Status::CONNECT_CTRL_BUSY, 0),
+        C::Busy => {
+            log::emit(
+                Stream::Err,
+                Level::Warn,
+                "controller_limit",
+                format_args!(
+                    "Connect refused: controller limit reached ({} live controllers, \
+                     max_controllers in [limits]); raise it, or look for a host holding idle \
+                     admin queues",
+                    target.limits.max_controllers
+                ),
+                &[("max_controllers", target.limits.max_controllers.into())],
+            );
+            (Refused::Busy, Status::CONNECT_CTRL_BUSY, 0)
+        }
         C::TlsIdentityMismatch => (
             Refused::TlsIdentity,
             Status::CONNECT_INVALID_HOST,

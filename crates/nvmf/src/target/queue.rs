@@ -44,6 +44,12 @@ pub const ICREQ_DEADLINE: Duration = Duration::from_secs(5);
 /// How long a new socket may take to connect a queue (ICReq to a
 /// successful Connect; a refused Connect closes at once).
 pub const CONNECT_DEADLINE: Duration = Duration::from_secs(10);
+/// How long an admin queue that asked for no keep-alive (KATO 0) may sit
+/// without a command while its controller has no I/O queue: such queues
+/// otherwise hold controller slots (`max_controllers`) for ever. A host
+/// that does I/O, or sends any admin command (Keep Alive included) within
+/// this, is never closed by it.
+pub const ADMIN_IDLE_DEADLINE: Duration = Duration::from_secs(60);
 
 /// One connection.
 #[derive(Debug)]
@@ -519,10 +525,19 @@ impl Connection {
                 self.deliver_events();
                 let b = self.binding.as_ref().expect("bound above");
                 let kato = b.ctrl.kato_ms.load(Relaxed);
-                if kato > 0
-                    && now.duration_since(self.last_keepalive) > Duration::from_millis(kato as u64)
-                {
+                let idle = now.saturating_duration_since(self.last_keepalive);
+                if kato > 0 && idle > Duration::from_millis(kato as u64) {
                     self.close(format!("keep alive timeout ({kato} ms) expired"));
+                } else if kato == 0
+                    && idle > ADMIN_IDLE_DEADLINE
+                    && b.ctrl.io_qids.lock().expect("queue lock").is_empty()
+                {
+                    self.target.refusals.count(Refused::AdminIdle);
+                    self.close(format!(
+                        "admin queue idle for {} s with no keep-alive (KATO 0) and no I/O queue \
+                         (ADMIN_IDLE_DEADLINE): it held a controller slot of max_controllers",
+                        ADMIN_IDLE_DEADLINE.as_secs()
+                    ));
                 }
             }
         }
