@@ -151,11 +151,14 @@ pub enum Refused {
     /// An admin queue with KATO 0 and no I/O queue sat idle past
     /// `queue::ADMIN_IDLE_DEADLINE` (it held a controller slot).
     AdminIdle,
+    /// A socket that had not reached Connect was closed, the oldest such,
+    /// to admit a new one while every connection slot was taken.
+    Evicted,
 }
 
 impl Refused {
     /// Every reason, in the order the metrics list them.
-    pub const ALL: [Refused; 16] = [
+    pub const ALL: [Refused; 17] = [
         Refused::HostNotAllowed,
         Refused::HostIdMismatch,
         Refused::UnknownSubsystem,
@@ -172,6 +175,7 @@ impl Refused {
         Refused::AuthDhBudget,
         Refused::AuthRestarts,
         Refused::AdminIdle,
+        Refused::Evicted,
     ];
 
     /// Its label value.
@@ -193,6 +197,7 @@ impl Refused {
             Refused::AuthDhBudget => "auth_dh_budget",
             Refused::AuthRestarts => "auth_restarts",
             Refused::AdminIdle => "admin_idle",
+            Refused::Evicted => "evicted",
         }
     }
 

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types};
 
+use super::admission::Ticket;
 use super::counters::Refused;
 use super::error::TargetError;
 use super::log_limit::LogLimit;
@@ -38,6 +39,11 @@ pub const TICK: Duration = Duration::from_millis(100);
 /// Receive buffer per connection: one H2CData PDU of the default
 /// MAXH2CDATA arrives in one or two receives.
 const RECV_BYTES: usize = 128 * 1024;
+/// Receive buffer of a socket that has not reached Connect: enough for
+/// ICReq and a Connect capsule in one receive, and small, so sockets that
+/// never connect (a flood, each closed for room or at its deadline) cost
+/// little memory; it grows to [`RECV_BYTES`] at Connect.
+const RECV_BYTES_BEFORE_CONNECT: usize = 4096;
 
 /// A reactor's wake-up eventfd (non-blocking, close-on-exec).
 pub(crate) fn eventfd() -> Result<OwnedFd, TargetError> {
@@ -62,9 +68,11 @@ struct Slot {
     /// The host's address, kept from the start (a socket that failed or was
     /// shut down no longer says).
     peer: String,
-    /// Its source address: the slot [`Target::admit`] gave it goes back
-    /// with it.
-    peer_ip: Option<std::net::IpAddr>,
+    /// The slot [`Target::admit`] gave it: reported at Connect, given
+    /// back with the connection.
+    ticket: Arc<Ticket>,
+    /// Its queue is connected (reported to the admission ledger).
+    connected: bool,
     conn: Connection,
     /// Receive buffer; the kernel owns it while `recv_armed`.
     rbuf: Box<[u8]>,
@@ -100,6 +108,7 @@ impl Slot {
         cpu: usize,
         target: &Arc<Target>,
         wake: &Arc<OwnedFd>,
+        ticket: Arc<Ticket>,
     ) -> Self {
         // io_uring does not need O_NONBLOCK; without it a kernel lacking
         // FAST_POLL waits in an io-wq worker instead of spinning.
@@ -122,9 +131,10 @@ impl Slot {
         Self {
             stream,
             peer,
-            peer_ip: addr.map(|a| a.ip()),
+            ticket,
+            connected: false,
             conn,
-            rbuf: vec![0u8; RECV_BYTES].into_boxed_slice(),
+            rbuf: vec![0u8; RECV_BYTES_BEFORE_CONNECT].into_boxed_slice(),
             recv_armed: false,
             out: Vec::new(),
             out_splices: Splices::default(),
@@ -270,7 +280,7 @@ pub(crate) struct Reactor {
     log: LogLimit,
     /// The CPU it runs on (named in the connection log).
     cpu: usize,
-    inbox: Receiver<(TcpStream, u16)>,
+    inbox: Receiver<(TcpStream, u16, Arc<Ticket>)>,
     wake: Arc<OwnedFd>,
     wake_armed: bool,
     tick_armed: bool,
@@ -288,7 +298,7 @@ impl Reactor {
     pub(crate) fn new(
         target: Arc<Target>,
         cpu: usize,
-        inbox: Receiver<(TcpStream, u16)>,
+        inbox: Receiver<(TcpStream, u16, Arc<Ticket>)>,
         wake: Arc<OwnedFd>,
         ring: Ring,
     ) -> Self {
@@ -346,8 +356,8 @@ impl Reactor {
     }
 
     fn adopt_new_connections(&mut self) {
-        while let Ok((stream, port)) = self.inbox.try_recv() {
-            let slot = Slot::new(stream, port, self.cpu, &self.target, &self.wake);
+        while let Ok((stream, port, ticket)) = self.inbox.try_recv() {
+            let slot = Slot::new(stream, port, self.cpu, &self.target, &self.wake, ticket);
             match self.free.pop() {
                 Some(i) => self.slots[i as usize] = Some(slot),
                 None => self.slots.push(Some(slot)),
@@ -533,7 +543,7 @@ impl Reactor {
                 log_closed(&s, level, &why);
             }
             s.conn.release();
-            self.target.release(s.peer_ip);
+            self.target.release(&s.ticket);
             self.target.changed();
         }
         while self.slots.last().is_some_and(Option::is_none) {
@@ -569,6 +579,15 @@ fn on_recv(s: &mut Slot, res: i32, target: &Target) {
         }
     } else if res == 0 || !transient(res) {
         s.dead = true;
+    }
+    if !s.connected && s.conn.qid().is_some() {
+        // Connected: no longer a socket that may be closed for room, and
+        // it gets its full receive buffer (no receive is armed here: its
+        // completion is the one being handled).
+        s.connected = true;
+        target.reached_connect(&s.ticket);
+        debug_assert!(!s.recv_armed);
+        s.rbuf = vec![0u8; RECV_BYTES].into_boxed_slice();
     }
 }
 
@@ -671,8 +690,7 @@ mod tests {
             a.recv_pdu_bytes().map(|_| ())
         });
         let (s, _) = listener.accept().unwrap();
-        target.connections.fetch_add(1, Ordering::AcqRel);
-        tx.send((s, 1)).unwrap();
+        tx.send((s, 1, target.admit_unaddressed())).unwrap();
         poke(&*wake);
         match client.join().unwrap() {
             Err(InitiatorError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {}

@@ -18,6 +18,8 @@
 //! - [`subsystem::Target`] holds what the queues of a controller share
 //!   (registers, the controller registry), which only Connect and admin
 //!   commands lock; [`namespace`] and [`config`] are below it.
+//!   [`admission`] decides which sockets hold connection slots (the oldest
+//!   without a Connect makes room).
 //! - [`reactor::Server`] runs one reactor thread per CPU, each owning its
 //!   connections and one io_uring that carries their socket receives and
 //!   sends, the wake-up for new connections and the storage I/O of file and

@@ -432,8 +432,9 @@ pub struct Target {
     controllers: Mutex<Registry>,
     /// Open connections.
     pub connections: AtomicU32,
-    /// Open connections per source address ([`Target::admit`]).
-    pub(crate) sources: Mutex<HashMap<std::net::IpAddr, u32>>,
+    /// Connection slots by source address, and the sockets that may be
+    /// closed for room ([`Target::admit`]).
+    pub(crate) admission: Mutex<super::admission::Ledger>,
     /// Set on SIGINT/SIGTERM: stop accepting, drain, flush.
     pub shutting_down: AtomicBool,
     /// Incremented whenever the discovery log could change.
@@ -531,7 +532,7 @@ impl Target {
                 next_cntlid: 1,
             }),
             connections: AtomicU32::new(0),
-            sources: Mutex::new(HashMap::new()),
+            admission: Default::default(),
             shutting_down: AtomicBool::new(false),
             discovery_genctr: AtomicU64::new(1),
             resizes_noticed: AtomicU64::new(0),
