@@ -154,11 +154,15 @@ pub enum Refused {
     /// A socket that had not reached Connect was closed, the oldest such,
     /// to admit a new one while every connection slot was taken.
     Evicted,
+    /// A host that must authenticate was refused a controller, or the
+    /// oldest unauthenticated controller torn down, past the slots kept
+    /// for unauthenticated controllers (`ctrl_slots`).
+    Unauthenticated,
 }
 
 impl Refused {
     /// Every reason, in the order the metrics list them.
-    pub const ALL: [Refused; 17] = [
+    pub const ALL: [Refused; 18] = [
         Refused::HostNotAllowed,
         Refused::HostIdMismatch,
         Refused::UnknownSubsystem,
@@ -176,6 +180,7 @@ impl Refused {
         Refused::AuthRestarts,
         Refused::AdminIdle,
         Refused::Evicted,
+        Refused::Unauthenticated,
     ];
 
     /// Its label value.
@@ -198,6 +203,7 @@ impl Refused {
             Refused::AuthRestarts => "auth_restarts",
             Refused::AdminIdle => "admin_idle",
             Refused::Evicted => "evicted",
+            Refused::Unauthenticated => "unauthenticated_limit",
         }
     }
 

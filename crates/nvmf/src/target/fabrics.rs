@@ -54,6 +54,12 @@ pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
                 auth_failed(ctx, &f);
             }
             if let Some(s) = ctx.auth.take_success() {
+                let b = ctx.binding.expect("authentication runs on a bound queue");
+                // The admin queue's success gives its controller a slot of
+                // max_controllers (or tears it down: none left).
+                if b.qid == 0 {
+                    ctx.target.controller_authenticated(b.ctrl.cntlid);
+                }
                 authenticated(ctx, s);
             }
             outcome
@@ -219,8 +225,14 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
         if data.cntlid != CNTLID_DYNAMIC {
             return invalid(Status::CONNECT_INVALID_PARAM, ipo(true, 16));
         }
-        ctx.target
-            .create_controller(ctx.port, &subnqn, &hostnqn, data.hostid, cmd.kato_ms)
+        ctx.target.create_controller_from(
+            ctx.port,
+            &subnqn,
+            &hostnqn,
+            data.hostid,
+            cmd.kato_ms,
+            ctx.source,
+        )
     } else {
         ctx.target
             .join_controller(data.cntlid, &subnqn, &hostnqn, data.hostid, cmd.qid)
@@ -318,6 +330,21 @@ fn refusal(target: &super::subsystem::Target, r: ConnectRefusal) -> Outcome {
                 &[("max_controllers", target.limits.max_controllers.into())],
             );
             (Refused::Busy, Status::CONNECT_CTRL_BUSY, 0)
+        }
+        C::UnauthenticatedPerSource => {
+            log::emit(
+                Stream::Err,
+                Level::Warn,
+                "unauthenticated_limit",
+                format_args!(
+                    "Connect refused: {} controllers from this source address wait for \
+                     DH-HMAC-CHAP (UNAUTHENTICATED_PER_SOURCE); they free their slots \
+                     when they authenticate or at the authentication deadline",
+                    super::ctrl_slots::UNAUTHENTICATED_PER_SOURCE
+                ),
+                &[("limit", "UNAUTHENTICATED_PER_SOURCE".into())],
+            );
+            (Refused::Unauthenticated, Status::CONNECT_CTRL_BUSY, 0)
         }
         C::TlsIdentityMismatch => (
             Refused::TlsIdentity,

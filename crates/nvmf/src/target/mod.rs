@@ -19,7 +19,8 @@
 //!   (registers, the controller registry), which only Connect and admin
 //!   commands lock; [`namespace`] and [`config`] are below it.
 //!   [`admission`] decides which sockets hold connection slots (the oldest
-//!   without a Connect makes room).
+//!   without a Connect makes room), [`ctrl_slots`] which controllers hold
+//!   `max_controllers` slots (only authenticated ones).
 //! - [`reactor::Server`] runs one reactor thread per CPU, each owning its
 //!   connections and one io_uring that carries their socket receives and
 //!   sends, the wake-up for new connections and the storage I/O of file and
@@ -34,6 +35,7 @@ pub mod buf;
 pub mod command;
 pub mod config;
 pub mod counters;
+pub mod ctrl_slots;
 pub mod dh_pool;
 pub mod error;
 mod event_loop;
