@@ -139,6 +139,7 @@ impl Driven {
         self.conn.on_bytes(bytes);
         let mut tx = Vec::new();
         loop {
+            self.conn.run_auth_blocking();
             self.conn.run_storage_blocking();
             tx.extend_from_slice(&self.conn.take_tx());
             self.check_phase();

@@ -295,3 +295,96 @@ fn a_secret_file_others_can_read_stops_the_target() {
         .to_string()
         .contains("sha256"));
 }
+
+/// Admin queues that Connect as a host that must authenticate and never do.
+fn unauthenticated_from(from: std::net::Ipv4Addr, addr: std::net::SocketAddr) -> Initiator {
+    unauthenticated_try(from, addr).expect("an unauthenticated controller")
+}
+
+/// One such Connect from `from`; the error when the target refuses it.
+fn unauthenticated_try(
+    from: std::net::Ipv4Addr,
+    addr: std::net::SocketAddr,
+) -> Result<Initiator, InitiatorError> {
+    use rustix::net::{bind, connect, socket, AddressFamily, SocketType};
+    let fd = socket(AddressFamily::INET, SocketType::STREAM, None).unwrap();
+    bind(&fd, &std::net::SocketAddr::from((from, 0))).unwrap();
+    connect(&fd, &addr).unwrap();
+    let tcp = std::net::TcpStream::from(fd);
+    let mut o = opts();
+    o.timeout = LONG;
+    tcp.set_read_timeout(Some(LONG)).unwrap();
+    let mut a = Initiator::over(nvmf::host::stream::Stream::Plain(tcp), &o)?;
+    match a.fabrics_connect(NQN, 0, 0xFFFF) {
+        Err(InitiatorError::Auth(_)) => Ok(a),
+        Err(e) => Err(e),
+        Ok(_) => panic!("connected without authenticating"),
+    }
+}
+
+/// Regression: admin queues that never authenticated held every
+/// max_controllers slot, and the host with its secret got Controller Busy
+/// (issue 38).
+#[test]
+fn unauthenticated_controllers_hold_no_slot_of_max_controllers() {
+    let k = Keys::new("slots");
+    let mut cfg = auth_config(k.host_config(false, &["sha256"], &["null"]));
+    cfg.limits.max_controllers = 2;
+    let (srv, addr) = start(&cfg);
+    let t = &srv.target;
+    let lo = std::net::Ipv4Addr::new(127, 0, 0, 2);
+    let _idle: Vec<Initiator> = (0..3).map(|_| unauthenticated_from(lo, addr)).collect();
+    assert_eq!(t.unauthenticated_controllers(), 3);
+    // The host with its secret gets both controllers, and reads.
+    let o = with_secrets(&k.host, None);
+    let (_a1, mut q1) = controller(addr, &o);
+    let (_a2, _q2) = controller(addr, &o);
+    assert_eq!(q1.read(1, 0, 8).unwrap().len(), 4096);
+    assert_eq!(t.unauthenticated_controllers(), 3);
+    // A third authenticated controller is past max_controllers.
+    match Initiator::connect_admin(addr, NQN, &o) {
+        Err(InitiatorError::Command { status, .. }) => {
+            assert_eq!(status, Status::CONNECT_CTRL_BUSY)
+        }
+        Err(e) => panic!("expected Controller Busy, got {e}"),
+        Ok(_) => panic!("a third controller past max_controllers = 2"),
+    }
+}
+
+/// Unauthenticated controllers are capped per source address (the next is
+/// refused) and in all (the next tears down the oldest, whose queue closes).
+#[test]
+fn unauthenticated_controllers_are_capped_per_source_and_in_all() {
+    use nvmf::target::ctrl_slots::{UNAUTHENTICATED_MAX, UNAUTHENTICATED_PER_SOURCE};
+    let k = Keys::new("caps");
+    let (srv, addr) = start(&auth_config(k.host_config(false, &["sha256"], &["null"])));
+    let t = &srv.target;
+    let src =
+        |i: usize| std::net::Ipv4Addr::new(127, 0, 2, 1 + (i / UNAUTHENTICATED_PER_SOURCE) as u8);
+    let mut held: Vec<Initiator> = (0..UNAUTHENTICATED_PER_SOURCE)
+        .map(|i| unauthenticated_from(src(i), addr))
+        .collect();
+    match unauthenticated_try(src(0), addr) {
+        Err(InitiatorError::Command { status, .. }) => {
+            assert_eq!(status, Status::CONNECT_CTRL_BUSY)
+        }
+        Err(e) => panic!("expected Controller Busy, got {e}"),
+        Ok(_) => panic!("a source past UNAUTHENTICATED_PER_SOURCE"),
+    }
+    let refused = |t: &nvmf::target::subsystem::Target| {
+        t.refusals.snapshot()[Refused::Unauthenticated as usize].1
+    };
+    assert_eq!(refused(t), 1);
+    for i in UNAUTHENTICATED_PER_SOURCE..UNAUTHENTICATED_MAX {
+        held.push(unauthenticated_from(src(i), addr));
+    }
+    assert_eq!(t.unauthenticated_controllers(), UNAUTHENTICATED_MAX);
+    // One more, from a new address: the oldest makes room and closes.
+    held.push(unauthenticated_from(src(UNAUTHENTICATED_MAX), addr));
+    assert_eq!(t.unauthenticated_controllers(), UNAUTHENTICATED_MAX);
+    assert_eq!(refused(t), 2);
+    expect_closed(&mut held[0], "the oldest unauthenticated controller");
+    // The host with its secret still connects.
+    let (_a, mut q) = controller(addr, &with_secrets(&k.host, None));
+    assert_eq!(q.read(1, 0, 8).unwrap().len(), 4096);
+}

@@ -380,3 +380,32 @@ fn ram_reads_are_spliced_into_the_output_and_taken_whole() {
     q.release();
     admin.release();
 }
+
+// Regression (issue 38): 64 admin queues with KATO 0 held every controller
+// slot for as long as their sockets stayed open.
+#[test]
+fn an_idle_admin_queue_without_keep_alive_gives_its_controller_back() {
+    use nvmf::target::counters::Refused;
+    use nvmf::target::queue::ADMIN_IDLE_DEADLINE;
+    let target = common::one_subsystem(NQN, &["mem:1M"]);
+    let (mut admin, cntlid) = connect(&target, 0, 0xFFFF);
+    let now = std::time::Instant::now();
+    assert!(
+        admin.tick(now + ADMIN_IDLE_DEADLINE / 2),
+        "not idle long yet"
+    );
+    // A controller doing I/O keeps its quiet admin queue.
+    let (mut io, _) = connect(&target, 1, cntlid);
+    let late = now + ADMIN_IDLE_DEADLINE + std::time::Duration::from_secs(1);
+    assert!(admin.tick(late), "its controller has an I/O queue");
+    io.release();
+    assert!(
+        !admin.tick(late),
+        "idle, no keep-alive, no I/O queue: closed"
+    );
+    assert!(admin
+        .close_reason
+        .as_deref()
+        .is_some_and(|r| r.contains("ADMIN_IDLE_DEADLINE") && r.contains("max_controllers")));
+    assert_eq!(target.refusals.snapshot()[Refused::AdminIdle as usize].1, 1);
+}

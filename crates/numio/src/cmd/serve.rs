@@ -22,7 +22,7 @@ use super::{serve_config, serve_metrics, serve_ports, serve_reload, serve_safety
 
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):
-  connections 256 | controllers 64 | I/O queues per controller 16 |
+  connections 1024 (272 per source address) | controllers 64 | I/O queues per controller 16 |
   I/O queue depth 128 | admin queue depth 32 | in-capsule data: admin 8 KiB, I/O 16 KiB |
   MAXH2CDATA 128 KiB | max transfer (MDTS) 1 MiB | C2HData PDU 128 KiB |
   R2Ts of at most MAXH2CDATA, up to the host's MAXR2T+1 (at most 16) outstanding per command |

@@ -1,20 +1,40 @@
 //! `numio serve --metrics ADDR`: the target's counters in Prometheus' text
 //! format over a minimal HTTP/1.1 responder on an address the operator
 //! opts into (e.g. 127.0.0.1:9464): `GET /metrics` (or `/`), one request
-//! per connection, served in turn by one thread; anything else gets 404 or
-//! 405. Requests are read with a deadline and a size limit.
+//! per connection; anything else gets 404 or 405.
+//!
+//! One thread serves every client without blocking on any: it polls the
+//! listener and up to [`CLIENTS_MAX`] clients, reads each request as its
+//! bytes come and writes each answer as the client takes it. A client has
+//! [`FIRST_BYTE_DEADLINE`] to start its request and [`REQUEST_DEADLINE`]
+//! from its accept to the end of its answer, however slowly it trickles
+//! (issue 38: a client sending a byte every 4 s held the old one-at-a-time
+//! responder for 40 s and more, and 20 idle sockets delayed a scrape by
+//! 102 s); past [`CLIENTS_MAX`] the oldest client is closed.
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsFd;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use nvmf::target::subsystem::Target;
+use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 /// Longest request head read.
 const REQUEST_MAX_BYTES: usize = 8192;
-/// How long a client may take to send its request or read the answer.
+/// How long a client may take to send the first byte of its request.
+const FIRST_BYTE_DEADLINE: Duration = Duration::from_secs(1);
+/// How long a client may take, from its accept, to send its request and
+/// read the answer.
+const REQUEST_DEADLINE: Duration = Duration::from_secs(5);
+/// Clients served at once; a newer one closes the oldest.
+const CLIENTS_MAX: usize = 64;
+/// Longest poll: how soon the thread notices a shutdown.
+const POLL_MAX: Duration = Duration::from_millis(200);
+/// How long a client may take to read an answer in [`get`].
 const CLIENT_DEADLINE: Duration = Duration::from_secs(5);
 
 /// Binds `addr` and serves `target`'s metrics from a thread; returns the
@@ -23,49 +43,148 @@ pub fn start(addr: SocketAddr, target: Arc<Target>) -> anyhow::Result<SocketAddr
     let listener = TcpListener::bind(addr).with_context(|| {
         format!("--metrics {addr}: cannot listen (is the port taken? pick another, e.g. 127.0.0.1:9465)")
     })?;
+    listener
+        .set_nonblocking(true)
+        .context("--metrics: a non-blocking listener")?;
     let bound = listener.local_addr()?;
     std::thread::Builder::new()
         .name("numio-metrics".into())
-        .spawn(move || {
-            for conn in listener.incoming() {
-                if target
-                    .shutting_down
-                    .load(std::sync::atomic::Ordering::Acquire)
-                {
-                    return;
-                }
-                if let Ok(conn) = conn {
-                    // A client that misbehaves only loses its own answer.
-                    let _ = answer(conn, &target);
-                }
-            }
-        })
+        .spawn(move || serve(listener, &target))
         .context("spawning the metrics thread")?;
     Ok(bound)
 }
 
-fn answer(mut conn: TcpStream, target: &Target) -> std::io::Result<()> {
-    conn.set_read_timeout(Some(CLIENT_DEADLINE))?;
-    conn.set_write_timeout(Some(CLIENT_DEADLINE))?;
-    let mut head = Vec::new();
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = conn.read(&mut buf)?;
-        if n == 0 {
-            return Ok(());
-        }
-        head.extend_from_slice(&buf[..n]);
-        if head.len() > REQUEST_MAX_BYTES {
-            return respond(
-                &mut conn,
-                "431 Request Header Fields Too Large",
-                "text/plain",
-                b"",
-                true,
-            );
+/// One client: its request as read so far, then its answer as sent so far.
+struct Client {
+    conn: TcpStream,
+    accepted: Instant,
+    head: Vec<u8>,
+    answer: Vec<u8>,
+    sent: usize,
+}
+
+impl Client {
+    /// Whether it has run out of time at `now`.
+    fn expired(&self, now: Instant) -> bool {
+        let age = now.saturating_duration_since(self.accepted);
+        age > REQUEST_DEADLINE || (self.head.is_empty() && age > FIRST_BYTE_DEADLINE)
+    }
+
+    /// When it runs out of time.
+    fn deadline(&self) -> Instant {
+        match self.head.is_empty() {
+            true => self.accepted + FIRST_BYTE_DEADLINE,
+            false => self.accepted + REQUEST_DEADLINE,
         }
     }
-    let line = String::from_utf8_lossy(&head);
+
+    /// Takes in what arrived or sends what it can; false when done (the
+    /// answer sent, or the client closed or failed).
+    fn progress(&mut self, target: &Target) -> bool {
+        if self.answer.is_empty() {
+            let mut buf = [0u8; 1024];
+            match self.conn.read(&mut buf) {
+                Ok(0) => return false,
+                Ok(n) => self.head.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+                Err(_) => return false,
+            }
+            if self.head.len() > REQUEST_MAX_BYTES {
+                self.answer = respond(
+                    "431 Request Header Fields Too Large",
+                    "text/plain",
+                    b"",
+                    true,
+                );
+            } else if self.head.windows(4).any(|w| w == b"\r\n\r\n") {
+                self.answer = answer(&self.head, target);
+            } else {
+                return true;
+            }
+        }
+        while self.sent < self.answer.len() {
+            match self.conn.write(&self.answer[self.sent..]) {
+                Ok(0) => return false,
+                Ok(n) => self.sent += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return true,
+                Err(_) => return false,
+            }
+        }
+        false
+    }
+}
+
+fn serve(listener: TcpListener, target: &Target) {
+    let mut clients: Vec<Client> = Vec::new();
+    while !target.shutting_down.load(Ordering::Acquire) {
+        let now = Instant::now();
+        let wait = clients
+            .iter()
+            .map(|c| c.deadline().saturating_duration_since(now))
+            .fold(POLL_MAX, Duration::min);
+        let ready = {
+            let mut fds = Vec::with_capacity(clients.len() + 1);
+            fds.push(PollFd::new(&listener, PollFlags::IN));
+            for c in &clients {
+                let want = match c.answer.is_empty() {
+                    true => PollFlags::IN,
+                    false => PollFlags::OUT,
+                };
+                fds.push(PollFd::from_borrowed_fd(c.conn.as_fd(), want));
+            }
+            let timeout = Timespec::try_from(wait).unwrap_or(Timespec {
+                tv_sec: 0,
+                tv_nsec: 200_000_000,
+            });
+            if poll(&mut fds, Some(&timeout)).is_err() {
+                continue; // EINTR
+            }
+            fds.iter()
+                .map(|f| !f.revents().is_empty())
+                .collect::<Vec<_>>()
+        };
+        // Clients first (the indexes are the poll's), then newcomers.
+        let mut i = clients.len();
+        while i > 0 {
+            i -= 1;
+            let keep = match ready[i + 1] {
+                true => clients[i].progress(target),
+                false => true,
+            };
+            if !keep || clients[i].expired(Instant::now()) {
+                clients.swap_remove(i);
+            }
+        }
+        if ready[0] {
+            accept_all(&listener, &mut clients);
+        }
+    }
+}
+
+fn accept_all(listener: &TcpListener, clients: &mut Vec<Client>) {
+    while let Ok((conn, _)) = listener.accept() {
+        if conn.set_nonblocking(true).is_err() {
+            continue;
+        }
+        if clients.len() >= CLIENTS_MAX {
+            // swap_remove reorders: the oldest is the earliest accepted.
+            if let Some(oldest) = (0..clients.len()).min_by_key(|&i| clients[i].accepted) {
+                clients.swap_remove(oldest);
+            }
+        }
+        clients.push(Client {
+            conn,
+            accepted: Instant::now(),
+            head: Vec::new(),
+            answer: Vec::new(),
+            sent: 0,
+        });
+    }
+}
+
+/// The whole answer (head and body) to a request head.
+fn answer(head: &[u8], target: &Target) -> Vec<u8> {
+    let line = String::from_utf8_lossy(head);
     let mut words = line.lines().next().unwrap_or("").split(' ');
     let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let path = path.split('?').next().unwrap_or("");
@@ -73,44 +192,26 @@ fn answer(mut conn: TcpStream, target: &Target) -> std::io::Result<()> {
         ("GET" | "HEAD", "/metrics" | "/") => {
             let body = target.metrics().to_prometheus();
             let ctype = "text/plain; version=0.0.4; charset=utf-8";
-            respond(&mut conn, "200 OK", ctype, body.as_bytes(), method == "GET")
+            respond("200 OK", ctype, body.as_bytes(), method == "GET")
         }
         ("GET" | "HEAD", _) => {
             let body = b"numio serve: metrics are at /metrics\n";
-            respond(
-                &mut conn,
-                "404 Not Found",
-                "text/plain",
-                body,
-                method == "GET",
-            )
+            respond("404 Not Found", "text/plain", body, method == "GET")
         }
-        _ => respond(
-            &mut conn,
-            "405 Method Not Allowed",
-            "text/plain",
-            b"use GET\n",
-            true,
-        ),
+        _ => respond("405 Method Not Allowed", "text/plain", b"use GET\n", true),
     }
 }
 
-fn respond(
-    conn: &mut TcpStream,
-    status: &str,
-    content_type: &str,
-    body: &[u8],
-    with_body: bool,
-) -> std::io::Result<()> {
-    let head = format!(
+fn respond(status: &str, content_type: &str, body: &[u8], with_body: bool) -> Vec<u8> {
+    let mut out = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
-    );
-    conn.write_all(head.as_bytes())?;
+    )
+    .into_bytes();
     if with_body {
-        conn.write_all(body)?;
+        out.extend_from_slice(body);
     }
-    conn.flush()
+    out
 }
 
 /// GET `path` from `addr` (HTTP/1.1, one request); the status code and body.
@@ -142,8 +243,7 @@ mod tests {
     use super::*;
     use nvmf::config::{NamespaceConfig, SubsystemConfig, TargetConfig};
 
-    #[test]
-    fn serves_metrics_and_refuses_the_rest() {
+    fn target() -> Arc<Target> {
         let cfg = TargetConfig {
             subsystems: vec![SubsystemConfig {
                 nqn: "nqn.2026-01.io.numio:m".into(),
@@ -156,8 +256,12 @@ mod tests {
             }],
             ..Default::default()
         };
-        let target = Target::new(&cfg).unwrap();
-        let addr = start("127.0.0.1:0".parse().unwrap(), target).unwrap();
+        Target::new(&cfg).unwrap()
+    }
+
+    #[test]
+    fn serves_metrics_and_refuses_the_rest() {
+        let addr = start("127.0.0.1:0".parse().unwrap(), target()).unwrap();
         let (code, body) = get(addr, "/metrics").unwrap();
         assert_eq!(code, 200);
         assert!(body.contains("numio_connections 0\n"), "{body}");
@@ -173,5 +277,54 @@ mod tests {
         let mut text = String::new();
         c.read_to_string(&mut text).unwrap();
         assert!(text.starts_with("HTTP/1.1 405 "), "{text}");
+    }
+
+    /// Regression: 20 idle sockets delayed a scrape by 102 s, served one
+    /// at a time (issue 38). The scrape is answered while every partial
+    /// request is still open: no client waited for another's deadline.
+    #[test]
+    fn idle_and_slow_clients_do_not_delay_a_scrape() {
+        let addr = start("127.0.0.1:0".parse().unwrap(), target()).unwrap();
+        let _silent: Vec<TcpStream> = (0..10).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        let partial: Vec<TcpStream> = (0..10)
+            .map(|_| {
+                let mut c = TcpStream::connect(addr).unwrap();
+                c.write_all(b"GET /met").unwrap();
+                c
+            })
+            .collect();
+        let (code, body) = get(addr, "/metrics").unwrap();
+        assert_eq!(code, 200);
+        assert!(body.contains("numio_connections 0\n"), "{body}");
+        for (i, mut c) in partial.into_iter().enumerate() {
+            c.set_nonblocking(true).unwrap();
+            let r = c.read(&mut [0u8; 16]);
+            assert!(
+                matches!(&r, Err(e) if e.kind() == ErrorKind::WouldBlock),
+                "partial request {i} was ended before the scrape was answered: {r:?}"
+            );
+        }
+    }
+
+    /// A client's time runs from its accept, however it trickles: one
+    /// deadline per request, a shorter one for its first byte.
+    #[test]
+    fn one_deadline_per_request_and_a_short_one_for_the_first_byte() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let _c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let t0 = Instant::now();
+        let mut c = Client {
+            conn: l.accept().unwrap().0,
+            accepted: t0,
+            head: Vec::new(),
+            answer: Vec::new(),
+            sent: 0,
+        };
+        assert!(!c.expired(t0 + FIRST_BYTE_DEADLINE));
+        assert!(c.expired(t0 + FIRST_BYTE_DEADLINE + Duration::from_millis(1)));
+        c.head.extend_from_slice(b"G"); // a byte, then one every 4 s
+        assert!(!c.expired(t0 + Duration::from_secs(4)));
+        assert!(c.expired(t0 + REQUEST_DEADLINE + Duration::from_millis(1)));
+        assert_eq!(c.deadline(), t0 + REQUEST_DEADLINE);
     }
 }

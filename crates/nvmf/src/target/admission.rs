@@ -1,18 +1,37 @@
 //! Which accepted sockets the target keeps: at most `max_connections` over
 //! all hosts and `max_connections_per_source` from one source address, so
 //! one address flooding the port cannot take every slot from the others.
-//! The acceptor asks [`Target::admit`] for each socket; the reactor gives
-//! the slot back with [`Target::release`] when the socket is closed.
+//!
+//! A socket that has not reached Connect holds its slot only while no one
+//! needs it: when every slot is taken, the oldest such socket is closed to
+//! admit the newcomer (issue 38: five addresses × 64 idle sockets, reopened
+//! as their deadlines closed them, once held all 256 slots and a good host
+//! got no session). A socket whose queue is connected is never closed for
+//! room; when every slot holds one, the newcomer is refused, naming
+//! `max_connections`.
+//!
+//! The acceptor asks [`Target::admit`] for each socket and gets a
+//! [`Ticket`]; the reactor reports the queue's Connect with
+//! [`Target::reached_connect`] and gives the slot back with
+//! [`Target::release`] when the socket is closed. The ledger keeps a
+//! duplicate of each waiting socket's descriptor: closing one for room is a
+//! `shutdown(2)` on it (the reactor then sees the close and releases its
+//! slot as for any other), never a descriptor number that may have been
+//! reused.
 
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
-use std::sync::atomic::Ordering;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::subsystem::Target;
 
 /// Why a socket was not admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Crowded {
-    /// Every connection slot is taken.
+    /// Every connection slot is taken by a connected queue.
     Target(u32),
     /// This source address holds its share.
     Source(u32),
@@ -21,57 +40,172 @@ pub enum Crowded {
 impl std::fmt::Display for Crowded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Crowded::Target(n) => write!(f, "connection limit {n} reached"),
-            Crowded::Source(n) => write!(f, "{n} connections from this address already"),
+            Crowded::Target(n) => write!(
+                f,
+                "connection limit reached: all max_connections = {n} slots hold connected \
+                 queues (raise max_connections in the [limits] of --config)"
+            ),
+            Crowded::Source(n) => write!(
+                f,
+                "connection limit per source address reached: max_connections_per_source = \
+                 {n} (raise it in the [limits] of --config)"
+            ),
         }
     }
 }
 
+/// One admitted socket's slot. The first [`Target::release`] gives it
+/// back; a socket closed for room has had it given back already.
+#[derive(Debug)]
+pub struct Ticket {
+    token: u64,
+    source: Option<IpAddr>,
+    released: AtomicBool,
+}
+
+/// A socket closed to admit another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Evicted {
+    /// Its source address.
+    pub source: IpAddr,
+    /// How long it had held its slot without a Connect.
+    pub held: Duration,
+}
+
+/// A socket that has not reached Connect: its ticket and a duplicate of
+/// its descriptor (the same socket, for `shutdown(2)`).
+#[derive(Debug)]
+struct Waiting {
+    ticket: Arc<Ticket>,
+    sock: OwnedFd,
+    since: Instant,
+}
+
+/// Slots by source address, and the sockets that may be closed for room,
+/// oldest first (tokens only grow).
+#[derive(Debug, Default)]
+pub(crate) struct Ledger {
+    next_token: u64,
+    by_source: HashMap<IpAddr, u32>,
+    waiting: BTreeMap<u64, Waiting>,
+}
+
 impl Target {
-    /// Takes a connection slot for a socket from `source`, or says why not.
-    pub fn admit(&self, source: IpAddr) -> Result<(), Crowded> {
-        let mut by_source = self.sources.lock().expect("sources lock");
-        let open = self.connections.load(Ordering::Acquire);
-        if open >= self.limits.max_connections {
-            return Err(Crowded::Target(self.limits.max_connections));
+    /// Takes a connection slot for a socket from `source`, or says why
+    /// not. `sock` (a duplicate of the socket's descriptor) makes the
+    /// socket one that may be closed for room until
+    /// [`Target::reached_connect`]; without it (an RDMA queue, a test) it
+    /// never is. When every slot is taken, the oldest socket that has not
+    /// reached Connect is shut down for the newcomer and returned.
+    pub fn admit(
+        &self,
+        source: IpAddr,
+        sock: Option<OwnedFd>,
+    ) -> Result<(Arc<Ticket>, Option<Evicted>), Crowded> {
+        let limits = self.limits;
+        let mut ledger = self.admission.lock().expect("admission lock");
+        let mine = ledger.by_source.get(&source).copied().unwrap_or(0);
+        if mine >= limits.max_connections_per_source {
+            return Err(Crowded::Source(limits.max_connections_per_source));
         }
-        let mine = by_source.entry(source).or_insert(0);
-        if *mine >= self.limits.max_connections_per_source {
-            return Err(Crowded::Source(self.limits.max_connections_per_source));
+        let mut evicted = None;
+        if self.connections.load(Ordering::Acquire) >= limits.max_connections {
+            let Some((_, oldest)) = ledger.waiting.pop_first() else {
+                return Err(Crowded::Target(limits.max_connections));
+            };
+            // The reactor sees the socket close and releases it; its slot
+            // is the newcomer's now.
+            let _ = rustix::net::shutdown(&oldest.sock, rustix::net::Shutdown::Both);
+            let ticket = oldest.ticket;
+            evicted = ticket.source.map(|source| Evicted {
+                source,
+                held: oldest.since.elapsed(),
+            });
+            give_back(&mut ledger, &self.connections, &ticket);
         }
-        *mine += 1;
+        *ledger.by_source.entry(source).or_insert(0) += 1;
         self.connections.fetch_add(1, Ordering::AcqRel);
-        drop(by_source);
+        let token = ledger.next_token;
+        ledger.next_token += 1;
+        let ticket = Arc::new(Ticket {
+            token,
+            source: Some(source),
+            released: AtomicBool::new(false),
+        });
+        if let Some(sock) = sock {
+            let w = Waiting {
+                ticket: ticket.clone(),
+                sock,
+                since: Instant::now(),
+            };
+            ledger.waiting.insert(token, w);
+        }
+        drop(ledger);
         self.changed();
-        Ok(())
+        Ok((ticket, evicted))
     }
 
-    /// Gives back the slot of a closed socket from `source` (`None`: a
-    /// socket admitted without an address, e.g. in a test).
-    pub fn release(&self, source: Option<IpAddr>) {
-        if let Some(ip) = source {
-            let mut by_source = self.sources.lock().expect("sources lock");
-            if let Some(n) = by_source.get_mut(&ip) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    by_source.remove(&ip);
-                }
+    /// A slot for a connection without a source address (tests that drive
+    /// a reactor with sockets of their own), never closed for room.
+    pub fn admit_unaddressed(&self) -> Arc<Ticket> {
+        let mut ledger = self.admission.lock().expect("admission lock");
+        let token = ledger.next_token;
+        ledger.next_token += 1;
+        self.connections.fetch_add(1, Ordering::AcqRel);
+        Arc::new(Ticket {
+            token,
+            source: None,
+            released: AtomicBool::new(false),
+        })
+    }
+
+    /// The socket's queue is connected: it is no longer closed for room.
+    pub fn reached_connect(&self, ticket: &Ticket) {
+        let mut ledger = self.admission.lock().expect("admission lock");
+        ledger.waiting.remove(&ticket.token);
+    }
+
+    /// Gives back the slot of a closed socket (once, however often it is
+    /// called; not at all for one closed for room, whose slot went to
+    /// another already).
+    pub fn release(&self, ticket: &Ticket) {
+        let mut ledger = self.admission.lock().expect("admission lock");
+        // Dropping the duplicate lets the socket close with the reactor's.
+        ledger.waiting.remove(&ticket.token);
+        give_back(&mut ledger, &self.connections, ticket);
+    }
+
+    /// Sockets holding a slot without having reached Connect.
+    pub fn waiting_for_connect(&self) -> usize {
+        self.admission.lock().expect("admission lock").waiting.len()
+    }
+}
+
+fn give_back(ledger: &mut Ledger, connections: &std::sync::atomic::AtomicU32, t: &Ticket) {
+    if t.released.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    if let Some(ip) = t.source {
+        if let Some(n) = ledger.by_source.get_mut(&ip) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                ledger.by_source.remove(&ip);
             }
         }
-        self.connections.fetch_sub(1, Ordering::AcqRel);
     }
+    connections.fetch_sub(1, Ordering::AcqRel);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::TargetConfig;
+    use std::net::{TcpListener, TcpStream};
 
-    #[test]
-    fn one_source_gets_its_share_and_others_the_rest() {
+    fn target(max: u32, per_source: u32) -> Arc<Target> {
         let mut cfg = TargetConfig::default();
-        cfg.limits.max_connections = 5;
-        cfg.limits.max_connections_per_source = 3;
+        cfg.limits.max_connections = max;
+        cfg.limits.max_connections_per_source = per_source;
         cfg.subsystems.push(crate::config::SubsystemConfig {
             nqn: "nqn.2026-01.io.numio:adm".into(),
             serial: "ADM".into(),
@@ -81,25 +215,73 @@ mod tests {
             hosts: Vec::new(),
             namespaces: vec![crate::config::NamespaceConfig::new("mem:1M")],
         });
-        let t = Target::new(&cfg).unwrap();
+        Target::new(&cfg).unwrap()
+    }
+
+    #[test]
+    fn one_source_gets_its_share_and_others_the_rest() {
+        let t = target(5, 3);
         let (a, b): (IpAddr, IpAddr) = ("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap());
-        for _ in 0..3 {
-            t.admit(a).unwrap();
-        }
-        assert_eq!(t.admit(a), Err(Crowded::Source(3)));
-        t.admit(b).unwrap();
-        t.admit(b).unwrap();
-        assert_eq!(t.admit(b), Err(Crowded::Target(5)), "all five slots taken");
-        t.release(Some(a));
-        t.admit(b).unwrap();
-        assert_eq!(t.admit(a), Err(Crowded::Target(5)));
-        for _ in 0..2 {
-            t.release(Some(a));
-        }
+        let mut held: Vec<_> = (0..3).map(|_| t.admit(a, None).unwrap().0).collect();
+        assert_eq!(t.admit(a, None).unwrap_err(), Crowded::Source(3));
+        let b1 = t.admit(b, None).unwrap().0;
+        let _b2 = t.admit(b, None).unwrap().0;
+        // No socket may be closed for room (none was given): refused.
+        assert_eq!(t.admit(b, None).unwrap_err(), Crowded::Target(5));
+        let a1 = held.pop().unwrap();
+        t.release(&a1);
+        t.release(&a1);
+        assert_eq!(t.connections.load(Ordering::Acquire), 4, "released once");
+        let _b3 = t.admit(b, None).unwrap().0;
+        assert_eq!(t.admit(a, None).unwrap_err(), Crowded::Target(5));
+        held.into_iter().for_each(|h| t.release(&h));
+        t.release(&b1);
         assert!(
-            t.sources.lock().unwrap().get(&a).is_none(),
+            !t.admission.lock().unwrap().by_source.contains_key(&a),
             "an idle source leaves no entry"
         );
-        t.admit(a).unwrap();
+        t.admit(a, None).unwrap();
+        assert!(Crowded::Source(3)
+            .to_string()
+            .contains("max_connections_per_source = 3"));
+        assert!(Crowded::Target(5)
+            .to_string()
+            .contains("max_connections = 5"));
+    }
+
+    #[test]
+    fn the_oldest_socket_without_a_connect_makes_room() {
+        let t = target(3, 3);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let ip: IpAddr = "10.0.0.1".parse().unwrap();
+        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        let mut peers = Vec::new();
+        let mut tickets = Vec::new();
+        for _ in 0..3 {
+            let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+            let (server, _) = l.accept().unwrap();
+            let (tk, ev) = t.admit(ip, Some(server.into())).unwrap();
+            assert!(ev.is_none());
+            peers.push(client);
+            tickets.push(tk);
+        }
+        // The second reaches Connect: the first and third may make room.
+        t.reached_connect(&tickets[1]);
+        let (_new, ev) = t.admit(other, None).unwrap();
+        assert_eq!(ev.map(|e| e.source), Some(ip));
+        let mut b = [0u8; 1];
+        use std::io::Read;
+        assert_eq!(
+            peers[0].read(&mut b).unwrap(),
+            0,
+            "the oldest was shut down"
+        );
+        // Its reactor's release later gives back nothing more.
+        t.release(&tickets[0]);
+        assert_eq!(t.connections.load(Ordering::Acquire), 3);
+        let (_newer, ev) = t.admit(other, None).unwrap();
+        assert!(ev.is_some(), "the third made room");
+        assert_eq!(t.admit(other, None).unwrap_err(), Crowded::Target(3));
+        assert_eq!(t.waiting_for_connect(), 0);
     }
 }

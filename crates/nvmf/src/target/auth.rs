@@ -17,10 +17,22 @@
 //! ```
 //! A failed transaction ends the connection once its Failure1 is sent (the
 //! kernel's target takes the controller down the same way); a host that
-//! starts but does not finish within [`AUTH_DEADLINE`] is closed too.
+//! does not finish within [`AUTH_DEADLINE`] of its Connect is closed too (a
+//! Negotiate does not restart that clock), and a queue may send at most
+//! [`NEGOTIATIONS_MAX`] Negotiates before it succeeds.
 //! Re-authentication (a Negotiate on an authenticated queue) keeps the
 //! queue serving until it fails.
+//!
+//! The exponentiations (the key pair for the Challenge, the shared secret
+//! of the Reply) run on the target's [`DhPool`]: the command waits
+//! ([`Progress::Pending`], the request in `AwaitingAuth`) and runs again
+//! when the pool has the result. R1 cannot be checked before the shared
+//! secret (the augmented challenge hashes it), so everything else is
+//! checked first: the transaction id, the response's and the DH value's
+//! lengths.
 
+use std::net::IpAddr;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,6 +44,8 @@ use nvme_spec::{Sqe, Status};
 use zeroize::Zeroizing;
 
 use super::config::HostConfig;
+use super::counters::Refused;
+use super::dh_pool::{DhCharge, DhDone, DhPool, DhTicket, DhWork};
 use super::error::ConfigError;
 use crate::auth::{self, DhGroup, HashFn, KeyPair, Secret, Transaction};
 
@@ -39,6 +53,11 @@ use crate::auth::{self, DhGroup, HashFn, KeyPair, Secret, Transaction};
 /// a re-authentication's Negotiate) to success. Generous: an 8192-bit DH
 /// exchange under emulation takes seconds on each side.
 pub const AUTH_DEADLINE: Duration = Duration::from_secs(30);
+/// Negotiates one queue may send before a transaction succeeds: the first
+/// and a few restarts (a host retrying after a lost message). Each costs
+/// the target an exponentiation, so a queue that keeps restarting is
+/// closed.
+pub const NEGOTIATIONS_MAX: u32 = 4;
 
 /// What one host authenticates with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -102,7 +121,7 @@ struct Txn {
     /// C1 and S1, once the challenge went out.
     c1: Zeroizing<Vec<u8>>,
     s1: u32,
-    pair: Option<KeyPair>,
+    pair: Option<Arc<KeyPair>>,
     session_key: Option<Zeroizing<Vec<u8>>>,
     /// C2 and S2, when the host asked to authenticate the controller.
     c2: Option<(Zeroizing<Vec<u8>>, u32)>,
@@ -113,7 +132,20 @@ enum Step {
     #[default]
     Idle,
     ChallengeNext(Box<Txn>),
+    /// The key pair for the Challenge is being generated for the Receive
+    /// in request slot `slot`.
+    Generating {
+        txn: Box<Txn>,
+        job: DhTicket,
+        slot: u16,
+    },
     ReplyNext(Box<Txn>),
+    /// The shared secret is being computed for the Reply in `slot`.
+    Deriving {
+        txn: Box<Txn>,
+        job: DhTicket,
+        slot: u16,
+    },
     Success1Next(Box<Txn>),
     Success2Next {
         t_id: u16,
@@ -137,6 +169,11 @@ pub struct QueueAuth {
     since: Option<Instant>,
     /// A transaction that just succeeded, until the log takes it.
     success: Option<Succeeded>,
+    /// Negotiates since the queue connected or last succeeded.
+    negotiations: u32,
+    /// The target's limit that failed the transaction, until its Failure1
+    /// reports it.
+    limit: Option<(Refused, String)>,
 }
 
 /// What a successful transaction settled on, for the log.
@@ -157,6 +194,18 @@ pub struct AuthFailure {
     pub explanation: u8,
     /// Whether the host sent it (Failure2) rather than the target.
     pub by_host: bool,
+    /// A limit of the target's that ended it (counted under its own
+    /// reason), with the sentence that names it.
+    pub limit: Option<(Refused, String)>,
+}
+
+/// How far an authentication command got.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Progress<T> {
+    /// It finished: its result.
+    Done(Result<T, Status>),
+    /// It waits for the DH pool; run it again once [`QueueAuth::resumable`].
+    Pending,
 }
 
 impl QueueAuth {
@@ -169,6 +218,19 @@ impl QueueAuth {
             authenticated: false,
             step: Step::Idle,
             success: None,
+            negotiations: 0,
+            limit: None,
+        }
+    }
+
+    /// Whether the command parked in request slot `slot` may run again:
+    /// its DH work is done, or the transaction moved on without it.
+    pub fn resumable(&self, slot: u16) -> bool {
+        match &self.step {
+            Step::Generating { job, slot: s, .. } | Step::Deriving { job, slot: s, .. } => {
+                *s != slot || job.ready()
+            }
+            _ => true,
         }
     }
 
@@ -206,6 +268,7 @@ impl QueueAuth {
     fn done(&mut self, s: Succeeded) {
         self.authenticated = true;
         self.since = None;
+        self.negotiations = 0;
         self.step = Step::Idle;
         self.success = Some(s);
     }
@@ -224,6 +287,27 @@ pub struct AuthCommand<'a> {
     pub subnqn: &'a str,
     /// The command's arrival.
     pub now: Instant,
+    /// Its request slot (a command waiting for DH work runs again there).
+    pub slot: u16,
+    /// Where DH work goes.
+    pub pool: &'a DhPool,
+    /// The socket's source address, charged for the DH work.
+    pub source: Option<IpAddr>,
+    /// The reactor to wake when DH work is done.
+    pub waker: Option<&'a Arc<OwnedFd>>,
+}
+
+impl AuthCommand<'_> {
+    fn submit(&self, work: DhWork) -> Result<DhTicket, (Refused, String)> {
+        let charge = DhCharge {
+            hostnqn: self.hostnqn.to_string(),
+            source: self.source,
+            waker: self.waker.cloned(),
+        };
+        self.pool
+            .submit(work, charge)
+            .map_err(|r| (Refused::AuthDhBudget, r.to_string()))
+    }
 }
 
 fn check_command(sqe: &Sqe) -> Result<u32, Status> {
@@ -239,27 +323,46 @@ fn check_command(sqe: &Sqe) -> Result<u32, Status> {
 
 /// Authentication Send: the host's Negotiate, Reply, Success2 or Failure2.
 /// Returns the outcome and, when the transaction just failed, why.
-pub fn send(
-    qa: &mut QueueAuth,
-    cmd: &AuthCommand<'_>,
-) -> (Result<(), Status>, Option<AuthFailure>) {
+pub fn send(qa: &mut QueueAuth, cmd: &AuthCommand<'_>) -> (Progress<()>, Option<AuthFailure>) {
     let Some(keys) = qa.keys.clone() else {
-        return (Err(Status::INVALID_FIELD), None);
+        return (Progress::Done(Err(Status::INVALID_FIELD)), None);
     };
     let len = match check_command(&cmd.sqe) {
         Ok(l) => l as usize,
-        Err(s) => return (Err(s), None),
+        Err(s) => return (Progress::Done(Err(s)), None),
     };
     let msg = Message::decode(&cmd.data[..len.min(cmd.data.len())]);
-    let (hostnqn, subnqn, now) = (cmd.hostnqn, cmd.subnqn, cmd.now);
+    let now = cmd.now;
     let mut failure = None;
     match (msg, std::mem::take(&mut qa.step)) {
+        // The Reply that waited for its shared secret, run again.
+        (Ok(Message::Reply(r)), Step::Deriving { txn, job, slot }) if slot == cmd.slot => {
+            let Some(done) = job.take() else {
+                qa.step = Step::Deriving { txn, job, slot };
+                return (Progress::Pending, None);
+            };
+            derived(qa, txn, done, &r, cmd);
+        }
         (Ok(Message::Negotiate(n)), _) => {
-            qa.since = Some(now);
-            negotiate(qa, keys, &n);
+            // The deadline runs from the Connect (or, on an authenticated
+            // queue, from its first re-authentication Negotiate).
+            qa.since.get_or_insert(now);
+            qa.negotiations += 1;
+            if qa.negotiations > NEGOTIATIONS_MAX {
+                let why = format!(
+                    "Negotiate limit per queue reached ({NEGOTIATIONS_MAX} Negotiates without a \
+                     successful transaction; NEGOTIATIONS_MAX)"
+                );
+                qa.limit = Some((Refused::AuthRestarts, why));
+                qa.fail(n.t_id, explain::FAILED);
+            } else {
+                negotiate(qa, keys, &n);
+            }
         }
         (Ok(Message::Reply(r)), Step::ReplyNext(txn)) if r.t_id == txn.t_id => {
-            reply(qa, txn, &r, hostnqn, subnqn);
+            if reply(qa, txn, &r, cmd) {
+                return (Progress::Pending, None);
+            }
         }
         (
             Ok(Message::Success2(t_id)),
@@ -279,6 +382,7 @@ pub fn send(
             failure = Some(AuthFailure {
                 explanation: f.explanation,
                 by_host: true,
+                limit: None,
             });
         }
         (Ok(m), step) => {
@@ -291,12 +395,13 @@ pub fn send(
         }
         (Err(_), step) => qa.fail(step_tid(&step), explain::INCORRECT_PAYLOAD),
     }
-    (Ok(()), failure)
+    (Progress::Done(Ok(())), failure)
 }
 
 fn step_tid(step: &Step) -> u16 {
     match step {
         Step::ChallengeNext(t) | Step::ReplyNext(t) | Step::Success1Next(t) => t.t_id,
+        Step::Generating { txn, .. } | Step::Deriving { txn, .. } => txn.t_id,
         Step::Success2Next { t_id: t, .. } | Step::Failure1Next { t_id: t, .. } => *t,
         Step::Idle | Step::Failed => 0,
     }
@@ -335,19 +440,67 @@ fn negotiate(qa: &mut QueueAuth, keys: Arc<HostKeys>, n: &Negotiate) {
     }));
 }
 
-fn reply(qa: &mut QueueAuth, mut txn: Box<Txn>, r: &Reply, hostnqn: &str, subnqn: &str) {
+/// Checks what a Reply carries that needs no exponentiation, then asks
+/// the pool for the shared secret (true: the command waits for it) or,
+/// with the null group, verifies R1 at once.
+fn reply(qa: &mut QueueAuth, txn: Box<Txn>, r: &Reply, cmd: &AuthCommand<'_>) -> bool {
     let t_id = txn.t_id;
     if r.response.len() != txn.hash.digest_len() {
-        return qa.fail(t_id, explain::INCORRECT_PAYLOAD);
+        qa.fail(t_id, explain::INCORRECT_PAYLOAD);
+        return false;
     }
     match (&txn.pair, r.dh_value.is_empty()) {
-        (Some(pair), false) => match pair.shared(&r.dh_value) {
-            Ok(k) => txn.session_key = Some(k),
-            Err(_) => return qa.fail(t_id, explain::DHGROUP_UNUSABLE),
-        },
-        (None, true) => {}
-        _ => return qa.fail(t_id, explain::INCORRECT_PAYLOAD),
+        (Some(pair), false) => {
+            if r.dh_value.len() > pair.group().bytes() {
+                qa.fail(t_id, explain::DHGROUP_UNUSABLE);
+                return false;
+            }
+            let work = DhWork::Shared {
+                pair: pair.clone(),
+                peer: r.dh_value.clone(),
+            };
+            match cmd.submit(work) {
+                Ok(job) => {
+                    qa.step = Step::Deriving {
+                        txn,
+                        job,
+                        slot: cmd.slot,
+                    };
+                    true
+                }
+                Err(limit) => {
+                    qa.limit = Some(limit);
+                    qa.fail(t_id, explain::FAILED);
+                    false
+                }
+            }
+        }
+        (None, true) => {
+            verify(qa, txn, r, cmd.hostnqn, cmd.subnqn);
+            false
+        }
+        _ => {
+            qa.fail(t_id, explain::INCORRECT_PAYLOAD);
+            false
+        }
     }
+}
+
+/// The shared secret came back from the pool: R1 is checked with it.
+fn derived(qa: &mut QueueAuth, mut txn: Box<Txn>, done: DhDone, r: &Reply, cmd: &AuthCommand<'_>) {
+    match done {
+        DhDone::Shared(Ok(k)) => {
+            txn.session_key = Some(k);
+            verify(qa, txn, r, cmd.hostnqn, cmd.subnqn);
+        }
+        _ => qa.fail(txn.t_id, explain::DHGROUP_UNUSABLE),
+    }
+}
+
+/// Checks R1 (over the session key, when there is one) and settles what
+/// the Success1 says.
+fn verify(qa: &mut QueueAuth, mut txn: Box<Txn>, r: &Reply, hostnqn: &str, subnqn: &str) {
+    let t_id = txn.t_id;
     let challenge = auth::augmented_challenge(
         txn.hash,
         txn.session_key.as_ref().map(|k| k.as_slice()),
@@ -375,6 +528,7 @@ fn reply(qa: &mut QueueAuth, mut txn: Box<Txn>, r: &Reply, hostnqn: &str, subnqn
         }
         _ => {
             qa.authenticated = true;
+            qa.negotiations = 0;
             qa.success = Some(Succeeded {
                 hash: txn.hash,
                 group: txn.group,
@@ -391,91 +545,56 @@ fn reply(qa: &mut QueueAuth, mut txn: Box<Txn>, r: &Reply, hostnqn: &str, subnqn
 pub fn receive(
     qa: &mut QueueAuth,
     cmd: &AuthCommand<'_>,
-) -> (Result<Vec<u8>, Status>, Option<AuthFailure>) {
+) -> (Progress<Vec<u8>>, Option<AuthFailure>) {
     if qa.keys.is_none() {
-        return (Err(Status::INVALID_FIELD), None);
+        return (Progress::Done(Err(Status::INVALID_FIELD)), None);
     }
     let al = match check_command(&cmd.sqe) {
         Ok(l) => l as usize,
-        Err(s) => return (Err(s), None),
+        Err(s) => return (Progress::Done(Err(s)), None),
     };
-    let (hostnqn, subnqn) = (cmd.hostnqn, cmd.subnqn);
     let mut failure = None;
     let msg = match std::mem::take(&mut qa.step) {
         Step::ChallengeNext(mut txn) => {
             txn.c1 = auth::random_bytes(txn.hash.digest_len());
             txn.s1 = auth::next_seqnum();
-            txn.pair = KeyPair::generate(txn.group);
-            let m = Message::Challenge(Challenge {
-                t_id: txn.t_id,
-                hash_id: txn.hash.id(),
-                dhgroup_id: txn.group.id(),
-                seqnum: txn.s1,
-                challenge: txn.c1.to_vec(),
-                dh_value: txn
-                    .pair
-                    .as_ref()
-                    .map_or_else(Vec::new, |p| p.public().to_vec()),
-            });
-            qa.step = Step::ReplyNext(txn);
-            m
-        }
-        Step::Success1Next(txn) => {
-            let response = txn.c2.as_ref().map(|(c2, s2)| {
-                let challenge = auth::augmented_challenge(
-                    txn.hash,
-                    txn.session_key.as_ref().map(|k| k.as_slice()),
-                    c2,
-                );
-                let t = Transaction {
-                    hash: txn.hash,
-                    challenge: &challenge,
-                    seqnum: *s2,
-                    t_id: txn.t_id,
-                    hostnqn,
-                    subnqn,
-                };
-                let key = txn
-                    .keys
-                    .ctrl_secret
-                    .as_ref()
-                    .expect("a C2 is kept only with a controller secret")
-                    .transformed(subnqn);
-                auth::controller_response(&key, &t).to_vec()
-            });
-            qa.step = if response.is_some() {
-                Step::Success2Next {
-                    t_id: txn.t_id,
-                    hash: txn.hash,
-                    group: txn.group,
-                }
+            if txn.group == DhGroup::Null {
+                challenge(qa, txn)
             } else {
-                qa.since = None;
-                Step::Idle
-            };
-            Message::Success1(Success1 {
-                t_id: txn.t_id,
-                hash_len: txn.hash.digest_len() as u8,
-                response,
-            })
+                match cmd.submit(DhWork::Generate(txn.group)) {
+                    Ok(job) => {
+                        qa.step = Step::Generating {
+                            txn,
+                            job,
+                            slot: cmd.slot,
+                        };
+                        return (Progress::Pending, None);
+                    }
+                    Err(limit) => {
+                        qa.limit = Some(limit);
+                        failure1(qa, txn.t_id, explain::FAILED, &mut failure)
+                    }
+                }
+            }
         }
+        Step::Generating { mut txn, job, slot } if slot == cmd.slot => match job.take() {
+            None => {
+                qa.step = Step::Generating { txn, job, slot };
+                return (Progress::Pending, None);
+            }
+            Some(DhDone::Pair(pair)) => {
+                txn.pair = pair.map(Arc::new);
+                challenge(qa, txn)
+            }
+            Some(DhDone::Shared(_)) => unreachable!("a key generation job returns a pair"),
+        },
+        Step::Success1Next(txn) => success1(qa, &txn, cmd.hostnqn, cmd.subnqn),
         step => {
             let (t_id, explanation) = match step {
                 Step::Failure1Next { t_id, explanation } => (t_id, explanation),
                 other => (step_tid(&other), explain::FAILED),
             };
-            qa.authenticated = false;
-            qa.step = Step::Failed;
-            failure = Some(AuthFailure {
-                explanation,
-                by_host: false,
-            });
-            Message::Failure(Failure {
-                auth_id: id::FAILURE1,
-                t_id,
-                reason: wire::REASON_FAILED,
-                explanation,
-            })
+            failure1(qa, t_id, explanation, &mut failure)
         }
     };
     let bytes = msg.encode();
@@ -483,9 +602,206 @@ pub fn receive(
         // The host's buffer cannot take the challenge: nothing was sent,
         // so the transaction restarts with its next Negotiate.
         qa.step = Step::Idle;
-        return (Err(Status::INVALID_FIELD), None);
+        return (Progress::Done(Err(Status::INVALID_FIELD)), None);
     }
     let mut bytes = bytes;
     bytes.truncate(al);
-    (Ok(bytes), failure)
+    (Progress::Done(Ok(bytes)), failure)
+}
+
+/// The Challenge (with the key pair's public value, if any).
+fn challenge(qa: &mut QueueAuth, txn: Box<Txn>) -> Message {
+    let m = Message::Challenge(Challenge {
+        t_id: txn.t_id,
+        hash_id: txn.hash.id(),
+        dhgroup_id: txn.group.id(),
+        seqnum: txn.s1,
+        challenge: txn.c1.to_vec(),
+        dh_value: txn
+            .pair
+            .as_ref()
+            .map_or_else(Vec::new, |p| p.public().to_vec()),
+    });
+    qa.step = Step::ReplyNext(txn);
+    m
+}
+
+/// Success1, with the controller's response when the host asked for one.
+fn success1(qa: &mut QueueAuth, txn: &Txn, hostnqn: &str, subnqn: &str) -> Message {
+    let response = txn.c2.as_ref().map(|(c2, s2)| {
+        let challenge =
+            auth::augmented_challenge(txn.hash, txn.session_key.as_ref().map(|k| k.as_slice()), c2);
+        let t = Transaction {
+            hash: txn.hash,
+            challenge: &challenge,
+            seqnum: *s2,
+            t_id: txn.t_id,
+            hostnqn,
+            subnqn,
+        };
+        let key = txn
+            .keys
+            .ctrl_secret
+            .as_ref()
+            .expect("a C2 is kept only with a controller secret")
+            .transformed(subnqn);
+        auth::controller_response(&key, &t).to_vec()
+    });
+    qa.step = if response.is_some() {
+        Step::Success2Next {
+            t_id: txn.t_id,
+            hash: txn.hash,
+            group: txn.group,
+        }
+    } else {
+        qa.since = None;
+        Step::Idle
+    };
+    Message::Success1(Success1 {
+        t_id: txn.t_id,
+        hash_len: txn.hash.digest_len() as u8,
+        response,
+    })
+}
+
+/// Failure1: the transaction ends (and the queue once it is sent).
+fn failure1(
+    qa: &mut QueueAuth,
+    t_id: u16,
+    explanation: u8,
+    failure: &mut Option<AuthFailure>,
+) -> Message {
+    qa.authenticated = false;
+    qa.step = Step::Failed;
+    *failure = Some(AuthFailure {
+        explanation,
+        by_host: false,
+        limit: qa.limit.take(),
+    });
+    Message::Failure(Failure {
+        auth_id: id::FAILURE1,
+        t_id,
+        reason: wire::REASON_FAILED,
+        explanation,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nvme_spec::auth::{FCTYPE_AUTH_RECEIVE, FCTYPE_AUTH_SEND};
+
+    const HOST: &str = "nqn.2026-01.io.numio:auth-unit";
+
+    fn keys() -> Arc<HostKeys> {
+        Arc::new(HostKeys {
+            secret: Secret::generate(32, None),
+            ctrl_secret: None,
+            hashes: vec![HashFn::Sha256],
+            dhgroups: vec![DhGroup::Ffdhe2048],
+        })
+    }
+
+    fn sqe(fctype: u8, len: usize) -> Sqe {
+        let mut s = wire::command(fctype, 0, len as u32);
+        s.dptr.length = len as u32;
+        s
+    }
+
+    fn negotiate(qa: &mut QueueAuth, pool: &DhPool, now: Instant) -> Progress<()> {
+        let msg = Message::Negotiate(Negotiate {
+            t_id: 1,
+            sc_c: 0,
+            hashes: vec![HashFn::Sha256.id()],
+            dhgroups: vec![DhGroup::Ffdhe2048.id()],
+        })
+        .encode();
+        let cmd = command(sqe(FCTYPE_AUTH_SEND, msg.len()), &msg, pool, now, 0);
+        send(qa, &cmd).0
+    }
+
+    fn command<'a>(
+        sqe: Sqe,
+        data: &'a [u8],
+        pool: &'a DhPool,
+        now: Instant,
+        slot: u16,
+    ) -> AuthCommand<'a> {
+        AuthCommand {
+            sqe,
+            data,
+            hostnqn: HOST,
+            subnqn: "nqn.2026-01.io.numio:auth-unit-sub",
+            now,
+            slot,
+            pool,
+            source: Some("10.0.0.9".parse().unwrap()),
+            waker: None,
+        }
+    }
+
+    // Regression (issue 38): a Negotiate reset the authentication deadline,
+    // so a host without the secret held its controller for ever.
+    #[test]
+    fn a_negotiate_does_not_restart_the_deadline() {
+        let pool = DhPool::default();
+        let t0 = Instant::now();
+        let mut qa = QueueAuth::on_connect(Some(keys()), t0);
+        let later = t0 + AUTH_DEADLINE - Duration::from_secs(1);
+        assert_eq!(negotiate(&mut qa, &pool, later), Progress::Done(Ok(())));
+        assert!(
+            qa.overdue(t0 + AUTH_DEADLINE + Duration::from_secs(1)),
+            "the deadline runs from the Connect"
+        );
+    }
+
+    // Regression (issue 38): Negotiate/Receive in a loop made the reactor
+    // generate a key pair per Receive, without end.
+    #[test]
+    fn negotiates_past_the_limit_fail_the_queue_naming_the_limit() {
+        let pool = DhPool::default();
+        let now = Instant::now();
+        let mut qa = QueueAuth::on_connect(Some(keys()), now);
+        for _ in 0..NEGOTIATIONS_MAX {
+            assert_eq!(negotiate(&mut qa, &pool, now), Progress::Done(Ok(())));
+            assert!(!matches!(qa.step, Step::Failure1Next { .. }));
+        }
+        assert_eq!(negotiate(&mut qa, &pool, now), Progress::Done(Ok(())));
+        let cmd = command(sqe(FCTYPE_AUTH_RECEIVE, 64), &[], &pool, now, 1);
+        let (r, failure) = receive(&mut qa, &cmd);
+        let Progress::Done(Ok(bytes)) = r else {
+            panic!("Failure1 expected, got {r:?}")
+        };
+        assert!(matches!(Message::decode(&bytes), Ok(Message::Failure(_))));
+        let (why, text) = failure.unwrap().limit.unwrap();
+        assert_eq!(why, Refused::AuthRestarts);
+        assert!(text.contains("NEGOTIATIONS_MAX"), "{text}");
+        assert!(qa.failed());
+    }
+
+    // Regression (issue 38): the Challenge's key pair was generated on the
+    // reactor; it is the pool's work, and the Receive waits for it.
+    #[test]
+    fn the_challenge_key_pair_comes_from_the_pool() {
+        let pool = DhPool::default();
+        let now = Instant::now();
+        let mut qa = QueueAuth::on_connect(Some(keys()), now);
+        assert_eq!(negotiate(&mut qa, &pool, now), Progress::Done(Ok(())));
+        let cmd = command(sqe(FCTYPE_AUTH_RECEIVE, 1024), &[], &pool, now, 3);
+        assert_eq!(receive(&mut qa, &cmd).0, Progress::Pending);
+        assert!(!qa.resumable(3) || pool.queued() == 0);
+        // Another command meanwhile does not disturb the waiting one.
+        assert!(qa.resumable(4));
+        while !qa.resumable(3) {
+            std::thread::yield_now();
+        }
+        let Progress::Done(Ok(bytes)) = receive(&mut qa, &cmd).0 else {
+            panic!("the Challenge")
+        };
+        let Ok(Message::Challenge(c)) = Message::decode(&bytes) else {
+            panic!("a Challenge")
+        };
+        assert_eq!(c.dh_value.len(), DhGroup::Ffdhe2048.bytes());
+        assert_eq!(pool.queued(), 0);
+    }
 }

@@ -51,6 +51,10 @@ pub struct Ctx<'a> {
     pub now: std::time::Instant,
     /// What its TLS handshake proved (`None` without TLS).
     pub tls: Option<&'a crate::tls::ossl::TlsPeer>,
+    /// The socket's source address (`None`: driven without a socket).
+    pub source: Option<std::net::IpAddr>,
+    /// The reactor's wake-up, for work done off it.
+    pub waker: Option<&'a Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Ctx<'_> {
@@ -88,6 +92,9 @@ pub enum Outcome {
     },
     /// Completed later, when an asynchronous event occurs (AER).
     Deferred,
+    /// Runs again once the DH-HMAC-CHAP work it started off the reactor is
+    /// done ([`super::auth::QueueAuth::resumable`]).
+    AwaitingAuth,
     /// Start this storage operation; its completion finishes the command.
     Storage(StorageOp),
     /// Connect succeeded: bind the queue (and take the host's SQ flow

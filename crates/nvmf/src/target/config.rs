@@ -25,7 +25,8 @@ pub struct Limits {
     pub max_connections: u32,
     /// Open TCP connections from one source address: one address cannot
     /// take every slot (a host needs one per queue: admin + I/O queues of
-    /// each controller it connects).
+    /// each controller it connects). The default fits a large Linux host:
+    /// 16 controllers (subsystems × paths) of an admin and 16 I/O queues.
     pub max_connections_per_source: u32,
     /// Live controllers over all subsystems.
     pub max_controllers: u32,
@@ -57,8 +58,8 @@ pub const R2T_OUTSTANDING_LIMIT: u32 = 16;
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_connections: 256,
-            max_connections_per_source: 64,
+            max_connections: 1024,
+            max_connections_per_source: 272,
             max_controllers: 64,
             max_io_queues: 16,
             max_queue_depth: 128,

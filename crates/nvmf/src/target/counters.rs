@@ -142,11 +142,27 @@ pub enum Refused {
     /// A Connect over TLS named another host or subsystem than the PSK
     /// identity.
     TlsIdentity,
+    /// A DH-HMAC-CHAP transaction failed because its source address or
+    /// host NQN held its budget of DH work (`dh_pool`).
+    AuthDhBudget,
+    /// A queue sent more Negotiates than `auth::NEGOTIATIONS_MAX` without
+    /// succeeding.
+    AuthRestarts,
+    /// An admin queue with KATO 0 and no I/O queue sat idle past
+    /// `queue::ADMIN_IDLE_DEADLINE` (it held a controller slot).
+    AdminIdle,
+    /// A socket that had not reached Connect was closed, the oldest such,
+    /// to admit a new one while every connection slot was taken.
+    Evicted,
+    /// A host that must authenticate was refused a controller, or the
+    /// oldest unauthenticated controller torn down, past the slots kept
+    /// for unauthenticated controllers (`ctrl_slots`).
+    Unauthenticated,
 }
 
 impl Refused {
     /// Every reason, in the order the metrics list them.
-    pub const ALL: [Refused; 13] = [
+    pub const ALL: [Refused; 18] = [
         Refused::HostNotAllowed,
         Refused::HostIdMismatch,
         Refused::UnknownSubsystem,
@@ -160,6 +176,11 @@ impl Refused {
         Refused::AuthDeadline,
         Refused::TlsFailed,
         Refused::TlsIdentity,
+        Refused::AuthDhBudget,
+        Refused::AuthRestarts,
+        Refused::AdminIdle,
+        Refused::Evicted,
+        Refused::Unauthenticated,
     ];
 
     /// Its label value.
@@ -178,6 +199,11 @@ impl Refused {
             Refused::AuthDeadline => "auth_deadline",
             Refused::TlsFailed => "tls_failed",
             Refused::TlsIdentity => "tls_identity",
+            Refused::AuthDhBudget => "auth_dh_budget",
+            Refused::AuthRestarts => "auth_restarts",
+            Refused::AdminIdle => "admin_idle",
+            Refused::Evicted => "evicted",
+            Refused::Unauthenticated => "unauthenticated_limit",
         }
     }
 

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types};
 
+use super::admission::Ticket;
 use super::counters::Refused;
 use super::error::TargetError;
 use super::log_limit::LogLimit;
@@ -38,6 +39,11 @@ pub const TICK: Duration = Duration::from_millis(100);
 /// Receive buffer per connection: one H2CData PDU of the default
 /// MAXH2CDATA arrives in one or two receives.
 const RECV_BYTES: usize = 128 * 1024;
+/// Receive buffer of a socket that has not reached Connect: enough for
+/// ICReq and a Connect capsule in one receive, and small, so sockets that
+/// never connect (a flood, each closed for room or at its deadline) cost
+/// little memory; it grows to [`RECV_BYTES`] at Connect.
+const RECV_BYTES_BEFORE_CONNECT: usize = 4096;
 
 /// A reactor's wake-up eventfd (non-blocking, close-on-exec).
 pub(crate) fn eventfd() -> Result<OwnedFd, TargetError> {
@@ -62,9 +68,11 @@ struct Slot {
     /// The host's address, kept from the start (a socket that failed or was
     /// shut down no longer says).
     peer: String,
-    /// Its source address: the slot [`Target::admit`] gave it goes back
-    /// with it.
-    peer_ip: Option<std::net::IpAddr>,
+    /// The slot [`Target::admit`] gave it: reported at Connect, given
+    /// back with the connection.
+    ticket: Arc<Ticket>,
+    /// Its queue is connected (reported to the admission ledger).
+    connected: bool,
     conn: Connection,
     /// Receive buffer; the kernel owns it while `recv_armed`.
     rbuf: Box<[u8]>,
@@ -94,7 +102,14 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(stream: TcpStream, port: u16, cpu: usize, target: &Arc<Target>) -> Self {
+    fn new(
+        stream: TcpStream,
+        port: u16,
+        cpu: usize,
+        target: &Arc<Target>,
+        wake: &Arc<OwnedFd>,
+        ticket: Arc<Ticket>,
+    ) -> Self {
         // io_uring does not need O_NONBLOCK; without it a kernel lacking
         // FAST_POLL waits in an io-wq worker instead of spinning.
         let _ = stream.set_nonblocking(false);
@@ -102,7 +117,9 @@ impl Slot {
         let peer = addr.map_or_else(|| "an unknown peer".into(), |a| a.to_string());
         let mut conn = Connection::new(target.clone())
             .on_port(port)
-            .on_reactor(cpu);
+            .on_reactor(cpu)
+            .from_source(addr.map(|a| a.ip()))
+            .woken_by(wake.clone());
         let tls = match target.tls.as_ref().map(|t| t.session()) {
             None => None,
             Some(Ok(session)) => Some(Box::new(session)),
@@ -114,9 +131,10 @@ impl Slot {
         Self {
             stream,
             peer,
-            peer_ip: addr.map(|a| a.ip()),
+            ticket,
+            connected: false,
             conn,
-            rbuf: vec![0u8; RECV_BYTES].into_boxed_slice(),
+            rbuf: vec![0u8; RECV_BYTES_BEFORE_CONNECT].into_boxed_slice(),
             recv_armed: false,
             out: Vec::new(),
             out_splices: Splices::default(),
@@ -262,7 +280,7 @@ pub(crate) struct Reactor {
     log: LogLimit,
     /// The CPU it runs on (named in the connection log).
     cpu: usize,
-    inbox: Receiver<(TcpStream, u16)>,
+    inbox: Receiver<(TcpStream, u16, Arc<Ticket>)>,
     wake: Arc<OwnedFd>,
     wake_armed: bool,
     tick_armed: bool,
@@ -280,7 +298,7 @@ impl Reactor {
     pub(crate) fn new(
         target: Arc<Target>,
         cpu: usize,
-        inbox: Receiver<(TcpStream, u16)>,
+        inbox: Receiver<(TcpStream, u16, Arc<Ticket>)>,
         wake: Arc<OwnedFd>,
         ring: Ring,
     ) -> Self {
@@ -338,8 +356,8 @@ impl Reactor {
     }
 
     fn adopt_new_connections(&mut self) {
-        while let Ok((stream, port)) = self.inbox.try_recv() {
-            let slot = Slot::new(stream, port, self.cpu, &self.target);
+        while let Ok((stream, port, ticket)) = self.inbox.try_recv() {
+            let slot = Slot::new(stream, port, self.cpu, &self.target, &self.wake, ticket);
             match self.free.pop() {
                 Some(i) => self.slots[i as usize] = Some(slot),
                 None => self.slots.push(Some(slot)),
@@ -355,6 +373,7 @@ impl Reactor {
             return;
         };
         let conn = i as u32;
+        s.conn.resume_auth();
         let entries = [s.recv_entry(conn), s.send_entry(conn)];
         s.shut_when_done();
         for e in entries.iter().flatten() {
@@ -524,7 +543,7 @@ impl Reactor {
                 log_closed(&s, level, &why);
             }
             s.conn.release();
-            self.target.release(s.peer_ip);
+            self.target.release(&s.ticket);
             self.target.changed();
         }
         while self.slots.last().is_some_and(Option::is_none) {
@@ -560,6 +579,15 @@ fn on_recv(s: &mut Slot, res: i32, target: &Target) {
         }
     } else if res == 0 || !transient(res) {
         s.dead = true;
+    }
+    if !s.connected && s.conn.qid().is_some() {
+        // Connected: no longer a socket that may be closed for room, and
+        // it gets its full receive buffer (no receive is armed here: its
+        // completion is the one being handled).
+        s.connected = true;
+        target.reached_connect(&s.ticket);
+        debug_assert!(!s.recv_armed);
+        s.rbuf = vec![0u8; RECV_BYTES].into_boxed_slice();
     }
 }
 
@@ -662,8 +690,7 @@ mod tests {
             a.recv_pdu_bytes().map(|_| ())
         });
         let (s, _) = listener.accept().unwrap();
-        target.connections.fetch_add(1, Ordering::AcqRel);
-        tx.send((s, 1)).unwrap();
+        tx.send((s, 1, target.admit_unaddressed())).unwrap();
         poke(&*wake);
         match client.join().unwrap() {
             Err(InitiatorError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {}

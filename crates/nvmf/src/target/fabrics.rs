@@ -54,6 +54,12 @@ pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
                 auth_failed(ctx, &f);
             }
             if let Some(s) = ctx.auth.take_success() {
+                let b = ctx.binding.expect("authentication runs on a bound queue");
+                // The admin queue's success gives its controller a slot of
+                // max_controllers (or tears it down: none left).
+                if b.qid == 0 {
+                    ctx.target.controller_authenticated(b.ctrl.cntlid);
+                }
                 authenticated(ctx, s);
             }
             outcome
@@ -66,6 +72,7 @@ pub fn execute(ctx: &mut Ctx<'_>) -> Outcome {
 /// DH-HMAC-CHAP state; a Receive's message goes back zero-padded to the
 /// whole allocation length.
 fn authenticate(ctx: &mut Ctx<'_>, send: bool) -> (Outcome, Option<super::auth::AuthFailure>) {
+    use super::auth::Progress;
     let ctrl = ctx.ctrl().clone();
     let cmd = super::auth::AuthCommand {
         sqe: ctx.req.sqe,
@@ -73,21 +80,30 @@ fn authenticate(ctx: &mut Ctx<'_>, send: bool) -> (Outcome, Option<super::auth::
         hostnqn: &ctrl.hostnqn,
         subnqn: &ctrl.subsys.nqn,
         now: ctx.now,
+        slot: ctx.slot,
+        pool: &ctx.target.dh,
+        source: ctx.source,
+        waker: ctx.waker,
     };
     if send {
         let (r, failure) = super::auth::send(ctx.auth, &cmd);
-        (r.map_or_else(Outcome::err, |()| Outcome::ok(0)), failure)
+        let outcome = match r {
+            Progress::Pending => Outcome::AwaitingAuth,
+            Progress::Done(r) => r.map_or_else(Outcome::err, |()| Outcome::ok(0)),
+        };
+        (outcome, failure)
     } else {
         let (r, failure) = super::auth::receive(ctx.auth, &cmd);
         let outcome = match r {
-            Ok(msg) => {
+            Progress::Pending => Outcome::AwaitingAuth,
+            Progress::Done(Ok(msg)) => {
                 let al = (ctx.req.sqe.cdw11 as usize).min(ctx.req.buf.len());
                 let buf = &mut ctx.req.buf[..al];
                 buf.fill(0);
                 buf[..msg.len()].copy_from_slice(&msg);
                 Outcome::data(al)
             }
-            Err(s) => Outcome::err(s),
+            Progress::Done(Err(s)) => Outcome::err(s),
         };
         (outcome, failure)
     }
@@ -125,19 +141,28 @@ fn authenticated(ctx: &Ctx<'_>, s: super::auth::Succeeded) {
 /// closes once its response is sent).
 fn auth_failed(ctx: &Ctx<'_>, f: &super::auth::AuthFailure) {
     let b = ctx.binding.expect("authentication runs on a bound queue");
-    ctx.target.refusals.count(Refused::AuthFailed);
-    let why = if f.by_host && f.explanation == nvme_spec::auth::explain::FAILED {
+    let (counted, limit) = match &f.limit {
+        Some((r, why)) => (*r, Some(why.as_str())),
+        None => (Refused::AuthFailed, None),
+    };
+    ctx.target.refusals.count(counted);
+    let why = if let Some(limit) = limit {
+        limit
+    } else if f.by_host && f.explanation == nvme_spec::auth::explain::FAILED {
         "the host refused the target's response (it holds another controller secret)"
     } else {
         crate::auth::explain_text(f.explanation)
     };
     let who = if f.by_host { "host" } else { "target" };
+    let source = ctx
+        .source
+        .map_or_else(|| "-".to_string(), |ip| ip.to_string());
     log::emit(
         Stream::Err,
         Level::Warn,
         "auth_failed",
         format_args!(
-            "DH-HMAC-CHAP failed for host {} on {} qid {} cntlid {}: {why} (ended by the {who})",
+            "DH-HMAC-CHAP failed for host {} from {source} on {} qid {} cntlid {}: {why} (ended by the {who})",
             b.ctrl.hostnqn, b.ctrl.subsys.nqn, b.qid, b.ctrl.cntlid
         ),
         &[
@@ -146,6 +171,8 @@ fn auth_failed(ctx: &Ctx<'_>, f: &super::auth::AuthFailure) {
             ("qid", b.qid.into()),
             ("cntlid", b.ctrl.cntlid.into()),
             ("reason", why.into()),
+            ("counted_as", counted.name().into()),
+            ("source", source.as_str().into()),
             ("by", who.into()),
         ],
     );
@@ -198,8 +225,14 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
         if data.cntlid != CNTLID_DYNAMIC {
             return invalid(Status::CONNECT_INVALID_PARAM, ipo(true, 16));
         }
-        ctx.target
-            .create_controller(ctx.port, &subnqn, &hostnqn, data.hostid, cmd.kato_ms)
+        ctx.target.create_controller_from(
+            ctx.port,
+            &subnqn,
+            &hostnqn,
+            data.hostid,
+            cmd.kato_ms,
+            ctx.source,
+        )
     } else {
         ctx.target
             .join_controller(data.cntlid, &subnqn, &hostnqn, data.hostid, cmd.qid)
@@ -283,7 +316,36 @@ fn refusal(target: &super::subsystem::Target, r: ConnectRefusal) -> Outcome {
             Status::CONNECT_INVALID_PARAM,
             ipo(true, 0),
         ),
-        C::Busy => (Refused::Busy, Status::CONNECT_CTRL_BUSY, 0),
+        C::Busy => {
+            log::emit(
+                Stream::Err,
+                Level::Warn,
+                "controller_limit",
+                format_args!(
+                    "Connect refused: controller limit reached ({} live controllers, \
+                     max_controllers in [limits]); raise it, or look for a host holding idle \
+                     admin queues",
+                    target.limits.max_controllers
+                ),
+                &[("max_controllers", target.limits.max_controllers.into())],
+            );
+            (Refused::Busy, Status::CONNECT_CTRL_BUSY, 0)
+        }
+        C::UnauthenticatedPerSource => {
+            log::emit(
+                Stream::Err,
+                Level::Warn,
+                "unauthenticated_limit",
+                format_args!(
+                    "Connect refused: {} controllers from this source address wait for \
+                     DH-HMAC-CHAP (UNAUTHENTICATED_PER_SOURCE); they free their slots \
+                     when they authenticate or at the authentication deadline",
+                    super::ctrl_slots::UNAUTHENTICATED_PER_SOURCE
+                ),
+                &[("limit", "UNAUTHENTICATED_PER_SOURCE".into())],
+            );
+            (Refused::Unauthenticated, Status::CONNECT_CTRL_BUSY, 0)
+        }
         C::TlsIdentityMismatch => (
             Refused::TlsIdentity,
             Status::CONNECT_INVALID_HOST,

@@ -96,9 +96,10 @@ impl Connection {
         loop {
             let state = self.reqs[slot].state();
             let next = match state {
-                RequestState::Free | RequestState::AwaitingEvent | RequestState::Executing => {
-                    return
-                }
+                RequestState::Free
+                | RequestState::AwaitingEvent
+                | RequestState::AwaitingAuth
+                | RequestState::Executing => return,
                 RequestState::New => match self.plan_transfer(slot) {
                     Some(next) => next,
                     // Waiting for buffer space: retried every tick.
@@ -254,6 +255,8 @@ impl Connection {
             auth: &mut self.auth,
             now: self.clock,
             tls: self.tls_peer.as_ref(),
+            source: self.source,
+            waker: self.waker.as_ref(),
         };
         let outcome = match qid {
             _ if is_fabrics => super::fabrics::execute(&mut ctx),
@@ -270,6 +273,7 @@ impl Connection {
     pub(crate) fn apply(&mut self, slot: usize, outcome: Outcome) -> RequestState {
         let (status, result, out_len) = match outcome {
             Outcome::Deferred => return RequestState::AwaitingEvent,
+            Outcome::AwaitingAuth => return RequestState::AwaitingAuth,
             Outcome::Storage(op) => {
                 debug_assert_eq!(op.slot as usize, slot);
                 self.queue_storage(op);

@@ -13,10 +13,14 @@
 //! - The handlers ([`fabrics`], [`admin`], [`io`]) take a
 //!   [`command::Ctx`] and return a [`command::Outcome`]; the connection
 //!   applies it. [`auth`] runs DH-HMAC-CHAP for queues whose host must
-//!   authenticate.
+//!   authenticate; its exponentiations run on [`dh_pool`]'s workers, never
+//!   on a reactor.
 //! - [`subsystem::Target`] holds what the queues of a controller share
 //!   (registers, the controller registry), which only Connect and admin
 //!   commands lock; [`namespace`] and [`config`] are below it.
+//!   [`admission`] decides which sockets hold connection slots (the oldest
+//!   without a Connect makes room), [`ctrl_slots`] which controllers hold
+//!   `max_controllers` slots (only authenticated ones).
 //! - [`reactor::Server`] runs one reactor thread per CPU, each owning its
 //!   connections and one io_uring that carries their socket receives and
 //!   sends, the wake-up for new connections and the storage I/O of file and
@@ -31,6 +35,8 @@ pub mod buf;
 pub mod command;
 pub mod config;
 pub mod counters;
+pub mod ctrl_slots;
+pub mod dh_pool;
 pub mod error;
 mod event_loop;
 pub mod fabrics;

@@ -44,6 +44,12 @@ pub const ICREQ_DEADLINE: Duration = Duration::from_secs(5);
 /// How long a new socket may take to connect a queue (ICReq to a
 /// successful Connect; a refused Connect closes at once).
 pub const CONNECT_DEADLINE: Duration = Duration::from_secs(10);
+/// How long an admin queue that asked for no keep-alive (KATO 0) may sit
+/// without a command while its controller has no I/O queue: such queues
+/// otherwise hold controller slots (`max_controllers`) for ever. A host
+/// that does I/O, or sends any admin command (Keep Alive included) within
+/// this, is never closed by it.
+pub const ADMIN_IDLE_DEADLINE: Duration = Duration::from_secs(60);
 
 /// One connection.
 #[derive(Debug)]
@@ -89,6 +95,11 @@ pub struct Connection {
     /// The identity its TLS handshake proved, on a target that requires
     /// TLS ([`Connection::set_tls_peer`]).
     pub(crate) tls_peer: Option<crate::tls::ossl::TlsPeer>,
+    /// The socket's source address ([`Connection::from_source`]).
+    pub(crate) source: Option<std::net::IpAddr>,
+    /// The reactor's wake-up eventfd ([`Connection::woken_by`]): work done
+    /// off the reactor for this connection pokes it.
+    pub(crate) waker: Option<Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Connection {
@@ -121,6 +132,52 @@ impl Connection {
             port: 1,
             reactor_cpu: None,
             tls_peer: None,
+            source: None,
+            waker: None,
+        }
+    }
+
+    /// The same connection, from source address `ip` (charged for its DH
+    /// work).
+    pub fn from_source(mut self, ip: Option<std::net::IpAddr>) -> Self {
+        self.source = ip;
+        self
+    }
+
+    /// The same connection, on the reactor that `fd` (an eventfd) wakes.
+    pub fn woken_by(mut self, fd: Arc<std::os::fd::OwnedFd>) -> Self {
+        self.waker = Some(fd);
+        self
+    }
+
+    /// Runs again the authentication commands whose DH work (done off the
+    /// reactor) is in. Cheap when none waits: the reactor calls it on every
+    /// loop.
+    pub fn resume_auth(&mut self) {
+        if self.reqs.counts().get(RequestState::AwaitingAuth) == 0 {
+            return;
+        }
+        for slot in 0..self.reqs.len() {
+            if self.phase == Phase::Closing {
+                return;
+            }
+            if self.reqs[slot].state() == RequestState::AwaitingAuth
+                && self.auth.resumable(slot as u16)
+            {
+                self.reqs.set_state(slot, RequestState::ReadyToExecute);
+                self.advance(slot);
+            }
+        }
+    }
+
+    /// Waits for the DH work of every authentication command and runs them
+    /// again (for driving a connection without a reactor, as the unit
+    /// tests and the fuzz targets do).
+    pub fn run_auth_blocking(&mut self) {
+        while self.phase != Phase::Closing && self.reqs.counts().get(RequestState::AwaitingAuth) > 0
+        {
+            self.resume_auth();
+            std::thread::yield_now();
         }
     }
 
@@ -442,6 +499,7 @@ impl Connection {
             self.enforce_deadlines(now);
         }
         self.retry_parked();
+        self.resume_auth();
         if let Some(b) = &self.binding {
             use std::sync::atomic::Ordering::Relaxed;
             let c = b.ctrl.stats.queues.fold(b.qid, &mut self.counters);
@@ -467,10 +525,19 @@ impl Connection {
                 self.deliver_events();
                 let b = self.binding.as_ref().expect("bound above");
                 let kato = b.ctrl.kato_ms.load(Relaxed);
-                if kato > 0
-                    && now.duration_since(self.last_keepalive) > Duration::from_millis(kato as u64)
-                {
+                let idle = now.saturating_duration_since(self.last_keepalive);
+                if kato > 0 && idle > Duration::from_millis(kato as u64) {
                     self.close(format!("keep alive timeout ({kato} ms) expired"));
+                } else if kato == 0
+                    && idle > ADMIN_IDLE_DEADLINE
+                    && b.ctrl.io_qids.lock().expect("queue lock").is_empty()
+                {
+                    self.target.refusals.count(Refused::AdminIdle);
+                    self.close(format!(
+                        "admin queue idle for {} s with no keep-alive (KATO 0) and no I/O queue \
+                         (ADMIN_IDLE_DEADLINE): it held a controller slot of max_controllers",
+                        ADMIN_IDLE_DEADLINE.as_secs()
+                    ));
                 }
             }
         }

@@ -219,18 +219,23 @@ fn on_connect_request(
             return refuse(id, st, why);
         }
     };
-    if let Some(ip) = peer.map(|p| p.ip()) {
-        if let Err(why) = target.admit(ip) {
-            return refuse(id, RejectStatus::NoResources, why.to_string());
-        }
-    }
+    // An RDMA queue is never closed for room (the ledger has no socket of
+    // it); one without an address takes a slot all the same.
+    let ticket = match peer.map(|p| p.ip()) {
+        Some(ip) => match target.admit(ip, None) {
+            Ok((t, _)) => t,
+            Err(why) => return refuse(id, RejectStatus::NoResources, why.to_string()),
+        },
+        None => target.admit_unaddressed(),
+    };
     let ird = ev.responder_resources;
     let t = target.clone();
+    let tk = ticket.clone();
     let spawned = std::thread::Builder::new()
         .name(format!("numio-rdma-q{}", req.qid))
         .spawn(move || {
             serve_queue(&t, id, req, depth, ird, port, peer_s);
-            t.release(peer.map(|p| p.ip()));
+            t.release(&tk);
         });
     match spawned {
         Ok(h) => Some(h),
@@ -239,7 +244,7 @@ fn on_connect_request(
                 "rdma_queue_thread",
                 format!("cannot start an RDMA queue thread: {e}"),
             );
-            target.release(peer.map(|p| p.ip()));
+            target.release(&ticket);
             None
         }
     }

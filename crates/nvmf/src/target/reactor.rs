@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::admission::Crowded;
+use super::admission::{Crowded, Ticket};
 use super::config::TargetConfig;
 use super::counters::Refused;
 use super::error::TargetError;
@@ -273,7 +273,7 @@ impl Server {
 /// closes only when both the acceptor and the reactor are done with it.
 /// (Regression: a bare fd number poked after the reactor closed it wrote 8
 /// bytes into whatever socket reused the number, corrupting a host's stream.)
-type Inbox = (Sender<(TcpStream, u16)>, Arc<OwnedFd>);
+type Inbox = (Sender<(TcpStream, u16, Arc<Ticket>)>, Arc<OwnedFd>);
 
 /// Reactor threads, their inboxes, the io_uring set-up and fallback notes.
 type Reactors = (Vec<JoinHandle<()>>, Vec<Inbox>, String, Vec<String>);
@@ -285,7 +285,7 @@ fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, Targ
     let mut inboxes = Vec::new();
     let (ready_tx, ready_rx) = channel::<Ready>();
     for &cpu in cpus {
-        let (tx, rx) = channel::<(TcpStream, u16)>();
+        let (tx, rx) = channel::<(TcpStream, u16, Arc<Ticket>)>();
         let wake = Arc::new(eventfd()?);
         let reactor_wake = wake.clone();
         let t = target.clone();
@@ -413,41 +413,89 @@ fn accept_loop(
             // come after them and name no port.
             let port = i as u16 + 1;
             while let Ok((s, peer)) = l.accept() {
-                if let Err(why) = target.admit(peer.ip()) {
-                    target.refusals.count(match why {
-                        Crowded::Target(_) => Refused::ConnectionLimit,
-                        Crowded::Source(_) => Refused::SourceLimit,
-                    });
-                    // A refusal is a change a waiter may look for.
-                    target.changed();
+                let ticket = match admit(&target, &s, peer, &mut log) {
+                    Some(t) => t,
                     // Dropping the socket closes it at once.
-                    if crate::log::enabled(Level::Warn) && log.admit() {
-                        crate::log::emit(
-                            Stream::Err,
-                            Level::Warn,
-                            "connection_refused",
-                            format_args!("refusing {peer}: {why}"),
-                            &[
-                                ("peer", peer.to_string().into()),
-                                ("reason", why.to_string().into()),
-                            ],
-                        );
-                    }
-                    continue;
-                }
+                    None => continue,
+                };
                 if s.set_nonblocking(true).is_err() || s.set_nodelay(true).is_err() {
-                    target.release(Some(peer.ip()));
+                    target.release(&ticket);
                     continue;
                 }
                 let (tx, wake) = &inboxes[routes[i].take()];
-                if tx.send((s, port)).is_ok() {
-                    poke(wake);
+                match tx.send((s, port, ticket)) {
+                    Ok(()) => poke(wake),
+                    Err(e) => target.release(&e.0 .2),
                 }
             }
         }
     }
     for (_, wake) in &inboxes {
         poke(wake);
+    }
+}
+
+/// Takes a slot for `s` from `peer`, closing the oldest socket that has
+/// not reached Connect when every slot is taken; `None` (counted and
+/// logged, naming the limit) when it is refused.
+fn admit(
+    target: &Target,
+    s: &TcpStream,
+    peer: SocketAddr,
+    log: &mut LogLimit,
+) -> Option<Arc<Ticket>> {
+    let dup = s.try_clone().ok().map(OwnedFd::from);
+    match target.admit(peer.ip(), dup) {
+        Ok((ticket, evicted)) => {
+            if let Some(e) = evicted {
+                target.refusals.count(Refused::Evicted);
+                if crate::log::enabled(Level::Info) && log.admit() {
+                    crate::log::emit(
+                        Stream::Err,
+                        Level::Info,
+                        "connection_evicted",
+                        format_args!(
+                            "closing a socket from {} that held its slot {:.1} s without a \
+                             Connect, to admit {peer}: every connection slot is taken \
+                             (max_connections = {})",
+                            e.source,
+                            e.held.as_secs_f64(),
+                            target.limits.max_connections
+                        ),
+                        &[
+                            ("source", e.source.to_string().into()),
+                            ("held_ms", (e.held.as_millis() as u64).into()),
+                            ("peer", peer.to_string().into()),
+                            ("limit", "max_connections".into()),
+                        ],
+                    );
+                }
+            }
+            Some(ticket)
+        }
+        Err(why) => {
+            let (reason, limit) = match why {
+                Crowded::Target(_) => (Refused::ConnectionLimit, "max_connections"),
+                Crowded::Source(_) => (Refused::SourceLimit, "max_connections_per_source"),
+            };
+            target.refusals.count(reason);
+            // A refusal is a change a waiter may look for.
+            target.changed();
+            if crate::log::enabled(Level::Warn) && log.admit() {
+                crate::log::emit(
+                    Stream::Err,
+                    Level::Warn,
+                    "connection_refused",
+                    format_args!("refusing {peer}: {why}"),
+                    &[
+                        ("peer", peer.to_string().into()),
+                        ("reason", why.to_string().into()),
+                        ("limit", limit.into()),
+                    ],
+                );
+            }
+            None
+        }
     }
 }
 

@@ -13,7 +13,9 @@
 //!                                             (C2HData,) response ──► Free
 //! ```
 //! A `New` request waits while the target's buffer budget has no room for
-//! its data (`plan_transfer` retries it every tick).
+//! its data (`plan_transfer` retries it every tick). An authentication
+//! command whose DH work runs off the reactor waits in `AwaitingAuth` and
+//! goes back to `ReadyToExecute` (to run again) when the work is done.
 //! `Connection::advance` in `queue.rs` decides where a request goes next;
 //! [`Requests::set_state`] is the one place a state changes: it
 //! debug-asserts that the transition is one of the arrows above (or a
@@ -76,6 +78,9 @@ pub enum RequestState {
     ReadyToExecute,
     /// Held until an asynchronous event occurs (AER).
     AwaitingEvent,
+    /// An authentication command waits for its DH-HMAC-CHAP work, which
+    /// runs off the reactor (`dh_pool`); it runs again when that is done.
+    AwaitingAuth,
     /// A storage operation is queued for or in flight on the reactor's
     /// io_uring; the kernel owns the data buffer until its completion.
     Executing,
@@ -85,12 +90,13 @@ pub enum RequestState {
 
 impl RequestState {
     /// Every state, in the order [`StateCounts`] keeps them.
-    pub const ALL: [RequestState; 7] = [
+    pub const ALL: [RequestState; 8] = [
         RequestState::Free,
         RequestState::New,
         RequestState::AwaitingH2CData,
         RequestState::ReadyToExecute,
         RequestState::AwaitingEvent,
+        RequestState::AwaitingAuth,
         RequestState::Executing,
         RequestState::Completed,
     ];
@@ -111,8 +117,12 @@ impl RequestState {
             (Free, New)
                 | (New, AwaitingH2CData | ReadyToExecute | Completed | Free)
                 | (AwaitingH2CData, ReadyToExecute | Free)
-                | (ReadyToExecute, AwaitingEvent | Executing | Completed)
+                | (
+                    ReadyToExecute,
+                    AwaitingEvent | AwaitingAuth | Executing | Completed
+                )
                 | (AwaitingEvent, Completed | Free)
+                | (AwaitingAuth, ReadyToExecute | Free)
                 | (Executing, Completed)
                 | (Completed, Free)
         )
@@ -121,7 +131,7 @@ impl RequestState {
 
 /// How many requests of a connection are in each state.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StateCounts([u32; 7]);
+pub struct StateCounts([u32; 8]);
 
 impl StateCounts {
     /// Requests in `state`.
@@ -360,7 +370,11 @@ mod tests {
             .flat_map(|&a| RequestState::ALL.iter().map(move |&b| (a, b)))
             .filter(|&(a, b)| a.may_become(b))
             .count();
-        assert_eq!(legal, 14);
+        assert_eq!(legal, 17);
+        assert!(
+            AwaitingAuth.may_become(ReadyToExecute) && AwaitingAuth.may_become(Free),
+            "a command waiting for DH work runs again, or is torn down"
+        );
         assert!(
             New.may_become(Free),
             "a command waiting for buffer space is torn down"

@@ -403,6 +403,10 @@ pub enum ConnectRefusal {
     HostIdMismatch,
     /// Too many controllers or queues.
     Busy,
+    /// The host must authenticate and its source address holds
+    /// [`super::ctrl_slots::UNAUTHENTICATED_PER_SOURCE`] controllers that
+    /// have not yet.
+    UnauthenticatedPerSource,
     /// Queue id already connected or above the granted count.
     BadQueueId,
     /// On a TLS connection, a Connect for another host or subsystem than
@@ -429,11 +433,12 @@ pub struct Target {
     pub discovery_port: u16,
     /// Log each queue connect.
     pub log_connections: bool,
-    controllers: Mutex<Registry>,
+    pub(super) controllers: Mutex<Registry>,
     /// Open connections.
     pub connections: AtomicU32,
-    /// Open connections per source address ([`Target::admit`]).
-    pub(crate) sources: Mutex<HashMap<std::net::IpAddr, u32>>,
+    /// Connection slots by source address, and the sockets that may be
+    /// closed for room ([`Target::admit`]).
+    pub(crate) admission: Mutex<super::admission::Ledger>,
     /// Set on SIGINT/SIGTERM: stop accepting, drain, flush.
     pub shutting_down: AtomicBool,
     /// Incremented whenever the discovery log could change.
@@ -442,6 +447,8 @@ pub struct Target {
     resizes_noticed: AtomicU64,
     /// Connects refused and sockets closed before serving, by reason.
     pub refusals: super::counters::Refusals,
+    /// DH-HMAC-CHAP exponentiations, off the reactors.
+    pub dh: super::dh_pool::DhPool,
     /// Command data buffers held over all connections.
     pub buffers: super::buf::BufferBudget,
     /// TLS set-up when every listener requires TLS.
@@ -453,9 +460,12 @@ pub struct Target {
 }
 
 #[derive(Debug, Default)]
-struct Registry {
-    by_id: HashMap<u16, Arc<Controller>>,
+pub(super) struct Registry {
+    pub(super) by_id: HashMap<u16, Arc<Controller>>,
     next_cntlid: u16,
+    /// Controllers whose host must authenticate and whose admin queue has
+    /// not yet (`ctrl_slots.rs`): they hold no slot of `max_controllers`.
+    pub(super) unauthenticated: Vec<super::ctrl_slots::Unauthenticated>,
 }
 
 impl Target {
@@ -527,13 +537,15 @@ impl Target {
             controllers: Mutex::new(Registry {
                 by_id: HashMap::new(),
                 next_cntlid: 1,
+                unauthenticated: Vec::new(),
             }),
             connections: AtomicU32::new(0),
-            sources: Mutex::new(HashMap::new()),
+            admission: Default::default(),
             shutting_down: AtomicBool::new(false),
             discovery_genctr: AtomicU64::new(1),
             resizes_noticed: AtomicU64::new(0),
             refusals: Default::default(),
+            dh: Default::default(),
             buffers: super::buf::BufferBudget::new(cfg.limits.max_buffer_bytes),
             tls,
             poll: cfg.poll,
@@ -558,6 +570,22 @@ impl Target {
         hostid: [u8; 16],
         kato_ms: u32,
     ) -> Result<Arc<Controller>, ConnectRefusal> {
+        self.create_controller_from(port, subnqn, hostnqn, hostid, kato_ms, None)
+    }
+
+    /// [`Target::create_controller`] for a host at `source`: a host that
+    /// must authenticate takes no slot of `max_controllers` until it has,
+    /// but one of the few kept for unauthenticated controllers
+    /// (`ctrl_slots.rs`).
+    pub fn create_controller_from(
+        &self,
+        port: u16,
+        subnqn: &str,
+        hostnqn: &str,
+        hostid: [u8; 16],
+        kato_ms: u32,
+        source: Option<std::net::IpAddr>,
+    ) -> Result<Arc<Controller>, ConnectRefusal> {
         let subsys = self
             .subsystem(subnqn)
             .ok_or(ConnectRefusal::UnknownSubsystem)?;
@@ -567,9 +595,13 @@ impl Target {
         if !subsys.host_allowed(hostnqn) {
             return Err(ConnectRefusal::HostNotAllowed);
         }
+        let must_authenticate = subsys.host_keys(hostnqn).is_some();
         let mut reg = self.controllers.lock().expect("registry lock");
-        if reg.by_id.len() >= self.limits.max_controllers as usize {
+        if reg.authenticated_count() >= self.limits.max_controllers as usize {
             return Err(ConnectRefusal::Busy);
+        }
+        if must_authenticate {
+            self.room_for_unauthenticated(&mut reg, source)?;
         }
         let mut id = reg.next_cntlid;
         while reg.by_id.contains_key(&id) {
@@ -589,6 +621,10 @@ impl Target {
             stats: ControllerStats::default(),
         });
         reg.by_id.insert(id, ctrl.clone());
+        if must_authenticate {
+            reg.unauthenticated
+                .push(super::ctrl_slots::Unauthenticated::new(id, source));
+        }
         Ok(ctrl)
     }
 
@@ -648,8 +684,7 @@ impl Target {
             .controllers
             .lock()
             .expect("registry lock")
-            .by_id
-            .remove(&cntlid);
+            .forget(cntlid);
         if let Some(c) = removed {
             c.alive.store(false, Ordering::Release);
         }

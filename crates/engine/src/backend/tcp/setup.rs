@@ -207,6 +207,9 @@ pub(super) fn setup_error(url: &TcpUrl, addr: SocketAddr, step: &str, e: Initiat
         InitiatorError::Command { status, .. } if step == "connect" => {
             let why = if status.sc() == 0x84 {
                 "this host NQN is not allowed"
+            } else if *status == nvme_spec::Status::CONNECT_CTRL_BUSY {
+                "controller limit reached: the target holds as many controllers as it allows \
+                 (numio serve: max_controllers in [limits]); retry when hosts disconnect"
             } else {
                 "no such subsystem NQN, or a parameter it cannot take"
             };
@@ -374,5 +377,20 @@ mod tests {
                 "{url}: {e}"
             );
         }
+    }
+
+    // Regression (issue 38): a target at its controller limit (Controller
+    // Busy) read as "no such subsystem NQN".
+    #[test]
+    fn controller_busy_names_the_controller_limit() {
+        let url = parse_url("nvme-tcp://127.0.0.1:4420/nqn.x:y").unwrap();
+        let e = InitiatorError::Command {
+            opcode: 0x7F,
+            status: nvme_spec::Status::CONNECT_CTRL_BUSY,
+        };
+        let text = setup_error(&url, "127.0.0.1:4420".parse().unwrap(), "connect", e);
+        assert!(text.contains("controller limit reached"), "{text}");
+        assert!(text.contains("max_controllers"), "{text}");
+        assert!(!text.contains("no such subsystem"), "{text}");
     }
 }
