@@ -19,13 +19,14 @@
 //! slot as for any other), never a descriptor number that may have been
 //! reused.
 
-use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+pub use super::ledger::Ticket;
+use super::ledger::{give_back, Waiting};
 use super::subsystem::Target;
 
 /// Why a socket was not admitted.
@@ -54,15 +55,6 @@ impl std::fmt::Display for Crowded {
     }
 }
 
-/// One admitted socket's slot. The first [`Target::release`] gives it
-/// back; a socket closed for room has had it given back already.
-#[derive(Debug)]
-pub struct Ticket {
-    token: u64,
-    source: Option<IpAddr>,
-    released: AtomicBool,
-}
-
 /// A socket closed to admit another.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Evicted {
@@ -70,24 +62,6 @@ pub struct Evicted {
     pub source: IpAddr,
     /// How long it had held its slot without a Connect.
     pub held: Duration,
-}
-
-/// A socket that has not reached Connect: its ticket and a duplicate of
-/// its descriptor (the same socket, for `shutdown(2)`).
-#[derive(Debug)]
-struct Waiting {
-    ticket: Arc<Ticket>,
-    sock: OwnedFd,
-    since: Instant,
-}
-
-/// Slots by source address, and the sockets that may be closed for room,
-/// oldest first (tokens only grow).
-#[derive(Debug, Default)]
-pub(crate) struct Ledger {
-    next_token: u64,
-    by_source: HashMap<IpAddr, u32>,
-    waiting: BTreeMap<u64, Waiting>,
 }
 
 impl Target {
@@ -179,21 +153,6 @@ impl Target {
     pub fn waiting_for_connect(&self) -> usize {
         self.admission.lock().expect("admission lock").waiting.len()
     }
-}
-
-fn give_back(ledger: &mut Ledger, connections: &std::sync::atomic::AtomicU32, t: &Ticket) {
-    if t.released.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    if let Some(ip) = t.source {
-        if let Some(n) = ledger.by_source.get_mut(&ip) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                ledger.by_source.remove(&ip);
-            }
-        }
-    }
-    connections.fetch_sub(1, Ordering::AcqRel);
 }
 
 #[cfg(test)]

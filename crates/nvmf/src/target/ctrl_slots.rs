@@ -14,34 +14,12 @@
 //! "controller limit reached".
 
 use std::net::IpAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::counters::Refused;
 use super::subsystem::{ConnectRefusal, Registry, Target};
+pub use super::unauthenticated::{UNAUTHENTICATED_MAX, UNAUTHENTICATED_PER_SOURCE};
 use crate::log::{self, Level, Stream};
-
-/// Unauthenticated controllers from one source address.
-pub const UNAUTHENTICATED_PER_SOURCE: usize = 8;
-/// Unauthenticated controllers over all sources; past it the oldest goes.
-pub const UNAUTHENTICATED_MAX: usize = 32;
-
-/// A controller whose admin queue has not authenticated yet.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Unauthenticated {
-    cntlid: u16,
-    source: Option<IpAddr>,
-    since: Instant,
-}
-
-impl Unauthenticated {
-    pub(super) fn new(cntlid: u16, source: Option<IpAddr>) -> Self {
-        Self {
-            cntlid,
-            source,
-            since: Instant::now(),
-        }
-    }
-}
 
 impl Registry {
     /// Controllers holding a slot of `max_controllers`.

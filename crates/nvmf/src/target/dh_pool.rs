@@ -243,7 +243,7 @@ fn work(rx: &Mutex<Receiver<Job>>, budgets: &Mutex<Budgets>) {
         *job.out.0.lock().expect("DH ticket lock") = Some(done);
         uncharge(budgets, &job.charge);
         if let Some(w) = &job.charge.waker {
-            super::event_loop::poke(&**w);
+            super::wake::poke(&**w);
         }
     }
 }

@@ -11,7 +11,7 @@
 //! shutdown are checked even when nothing arrives.
 
 use std::net::TcpStream;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
@@ -21,7 +21,6 @@ use io_uring::{opcode, squeue, types};
 
 use super::admission::Ticket;
 use super::counters::Refused;
-use super::error::TargetError;
 use super::log_limit::LogLimit;
 use super::queue::{Connection, Phase};
 use super::ring::{Ring, Tag};
@@ -44,23 +43,6 @@ const RECV_BYTES: usize = 128 * 1024;
 /// never connect (a flood, each closed for room or at its deadline) cost
 /// little memory; it grows to [`RECV_BYTES`] at Connect.
 const RECV_BYTES_BEFORE_CONNECT: usize = 4096;
-
-/// A reactor's wake-up eventfd (non-blocking, close-on-exec).
-pub(crate) fn eventfd() -> Result<OwnedFd, TargetError> {
-    use rustix::event::EventfdFlags;
-    rustix::event::eventfd(0, EventfdFlags::NONBLOCK | EventfdFlags::CLOEXEC).map_err(|e| {
-        TargetError::Os {
-            what: "creating a reactor wake-up eventfd",
-            source: e.into(),
-        }
-    })
-}
-
-/// Wakes the reactor polling `fd` (an [`eventfd`]). A full counter
-/// (EAGAIN) already means a wake-up is pending, so the result is ignored.
-pub(crate) fn poke(fd: impl AsFd) {
-    let _ = rustix::io::write(fd, &1u64.to_ne_bytes());
-}
 
 /// One connection on this reactor.
 struct Slot {
@@ -642,6 +624,7 @@ fn log_closed(s: &Slot, level: Level, why: &str) {
 #[cfg(test)]
 mod tests {
     use super::super::config::TargetConfig;
+    use super::super::wake::{eventfd, poke};
     use super::*;
     use crate::host::{Initiator, InitiatorError, InitiatorOptions};
     use std::net::TcpListener;

@@ -24,10 +24,11 @@ use super::admission::{Crowded, Ticket};
 use super::config::TargetConfig;
 use super::counters::Refused;
 use super::error::TargetError;
-use super::event_loop::{eventfd, poke, Reactor};
+use super::event_loop::Reactor;
 use super::log_limit::LogLimit;
 use super::ring::Ring;
 use super::subsystem::Target;
+use super::wake::{eventfd, poke};
 use crate::log::{Level, Stream};
 
 pub use super::event_loop::{DRAIN_GRACE, TICK};

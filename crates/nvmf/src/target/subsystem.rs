@@ -404,7 +404,7 @@ pub enum ConnectRefusal {
     /// Too many controllers or queues.
     Busy,
     /// The host must authenticate and its source address holds
-    /// [`super::ctrl_slots::UNAUTHENTICATED_PER_SOURCE`] controllers that
+    /// [`super::unauthenticated::UNAUTHENTICATED_PER_SOURCE`] controllers that
     /// have not yet.
     UnauthenticatedPerSource,
     /// Queue id already connected or above the granted count.
@@ -438,7 +438,7 @@ pub struct Target {
     pub connections: AtomicU32,
     /// Connection slots by source address, and the sockets that may be
     /// closed for room ([`Target::admit`]).
-    pub(crate) admission: Mutex<super::admission::Ledger>,
+    pub(crate) admission: Mutex<super::ledger::Ledger>,
     /// Set on SIGINT/SIGTERM: stop accepting, drain, flush.
     pub shutting_down: AtomicBool,
     /// Incremented whenever the discovery log could change.
@@ -465,7 +465,7 @@ pub(super) struct Registry {
     next_cntlid: u16,
     /// Controllers whose host must authenticate and whose admin queue has
     /// not yet (`ctrl_slots.rs`): they hold no slot of `max_controllers`.
-    pub(super) unauthenticated: Vec<super::ctrl_slots::Unauthenticated>,
+    pub(super) unauthenticated: Vec<super::unauthenticated::Unauthenticated>,
 }
 
 impl Target {
@@ -623,7 +623,7 @@ impl Target {
         reg.by_id.insert(id, ctrl.clone());
         if must_authenticate {
             reg.unauthenticated
-                .push(super::ctrl_slots::Unauthenticated::new(id, source));
+                .push(super::unauthenticated::Unauthenticated::new(id, source));
         }
         Ok(ctrl)
     }
