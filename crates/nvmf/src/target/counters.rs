@@ -149,7 +149,9 @@ pub enum Refused {
     /// succeeding.
     AuthRestarts,
     /// An admin queue with KATO 0 and no I/O queue sat idle past
-    /// `queue::ADMIN_IDLE_DEADLINE` (it held a controller slot).
+    /// `queue::ADMIN_IDLE_DEADLINE` (it held a controller slot), or past
+    /// `unauthenticated::IDLE_ADMIN_GRACE` while every slot was taken and
+    /// another host connected.
     AdminIdle,
     /// A socket that had not reached Connect was closed, the oldest such,
     /// to admit a new one while every connection slot was taken.

@@ -241,6 +241,9 @@ impl Connection {
         }
         if !is_fabrics && qid == Some(0) {
             self.last_keepalive = Instant::now();
+            if let Some(b) = &self.binding {
+                *b.ctrl.last_admin_command.lock().expect("controller lock") = self.last_keepalive;
+            }
         }
         let events_waiting = self.reqs.counts().get(RequestState::AwaitingEvent) as usize;
         let mut ctx = Ctx {

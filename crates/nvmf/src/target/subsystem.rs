@@ -318,6 +318,11 @@ pub struct Controller {
     pub regs: Mutex<ControllerRegs>,
     /// I/O queue ids in use.
     pub io_qids: Mutex<Vec<u16>>,
+    /// When its admin queue last ran a command (or connected): a
+    /// controller idle past [`super::unauthenticated::IDLE_ADMIN_GRACE`]
+    /// with KATO 0 and no I/O queue gives its slot to a newcomer when
+    /// every slot is taken (`ctrl_slots.rs`).
+    pub last_admin_command: Mutex<Instant>,
     /// Counters.
     pub stats: ControllerStats,
 }
@@ -598,7 +603,7 @@ impl Target {
         let must_authenticate = subsys.host_keys(hostnqn).is_some();
         let mut reg = self.controllers.lock().expect("registry lock");
         if reg.authenticated_count() >= self.limits.max_controllers as usize {
-            return Err(ConnectRefusal::Busy);
+            self.room_for_another(&mut reg)?;
         }
         if must_authenticate {
             self.room_for_unauthenticated(&mut reg, source)?;
@@ -618,6 +623,7 @@ impl Target {
             alive: AtomicBool::new(true),
             regs: Mutex::new(ControllerRegs::default()),
             io_qids: Mutex::new(Vec::new()),
+            last_admin_command: Mutex::new(Instant::now()),
             stats: ControllerStats::default(),
         });
         reg.by_id.insert(id, ctrl.clone());

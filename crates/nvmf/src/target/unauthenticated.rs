@@ -10,6 +10,12 @@ pub const UNAUTHENTICATED_PER_SOURCE: usize = 8;
 /// Unauthenticated controllers over all sources; past it the oldest goes.
 pub const UNAUTHENTICATED_MAX: usize = 32;
 
+/// How long an admin queue with KATO 0 and no I/O queue may sit idle
+/// before its controller's slot goes to a newcomer when every slot of
+/// `max_controllers` is taken (a host sets up its I/O queues within
+/// milliseconds of the admin queue's Connect; Linux's sets a KATO).
+pub const IDLE_ADMIN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A controller whose admin queue has not authenticated yet.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Unauthenticated {
