@@ -79,8 +79,8 @@ impl Target {
         let limits = self.limits;
         let mut ledger = self.admission.lock().expect("admission lock");
         let mine = ledger.by_source.get(&source).copied().unwrap_or(0);
-        if mine >= limits.max_connections_per_source {
-            return Err(Crowded::Source(limits.max_connections_per_source));
+        if mine >= limits.per_source() {
+            return Err(Crowded::Source(limits.per_source()));
         }
         let mut evicted = None;
         if self.connections.load(Ordering::Acquire) >= limits.max_connections {

@@ -27,6 +27,8 @@ pub struct Limits {
     /// take every slot (a host needs one per queue: admin + I/O queues of
     /// each controller it connects). The default fits a large Linux host:
     /// 16 controllers (subsystems × paths) of an admin and 16 I/O queues.
+    /// At most `max_connections` apply ([`Limits::per_source`]): a config
+    /// that lowers only `max_connections` below it keeps working.
     pub max_connections_per_source: u32,
     /// Live controllers over all subsystems.
     pub max_controllers: u32,
@@ -74,6 +76,12 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// Connections one source address may hold: `max_connections_per_source`,
+    /// at most `max_connections`.
+    pub fn per_source(&self) -> u32 {
+        self.max_connections_per_source.min(self.max_connections)
+    }
+
     /// Checks that the limits are usable and interoperable.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |what: &'static str, value: u64, fix: &'static str| {
@@ -86,13 +94,11 @@ impl Limits {
                 "use 1..=65536",
             );
         }
-        if self.max_connections_per_source == 0
-            || self.max_connections_per_source > self.max_connections
-        {
+        if self.max_connections_per_source == 0 {
             return bad(
                 "max_connections_per_source",
                 self.max_connections_per_source as u64,
-                "use 1..=max_connections",
+                "use 1 or more (at most max_connections apply)",
             );
         }
         if self.max_controllers == 0 || self.max_controllers > 0xFFEF {
@@ -185,7 +191,7 @@ impl Limits {
              the host's MAXR2T+1 (at most {}) outstanding per command | command buffers {} B \
              over all connections",
             self.max_connections,
-            self.max_connections_per_source,
+            self.per_source(),
             self.max_controllers,
             self.max_io_queues,
             self.max_queue_depth,
@@ -814,6 +820,36 @@ mod tests {
             .to_string()
             .contains("max_transfer_bytes"));
         assert_eq!(Limits::default().mdts(), 8);
+    }
+
+    // Regression: the per-source default grew to 272, and a config that
+    // set only max_connections = 256 (the packaged sample's) was refused.
+    #[test]
+    fn a_lower_max_connections_caps_the_per_source_default() {
+        let c = TargetConfig::from_toml(
+            r#"
+            [limits]
+            max_connections = 256
+            [[subsystem]]
+            nqn = "nqn.2026-01.io.numio:t"
+            allow_any_host = true
+            [[subsystem.namespace]]
+            backing = "mem:16M"
+            "#,
+            "test.toml",
+        )
+        .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.limits.per_source(), 256);
+        assert!(c
+            .limits
+            .describe()
+            .contains("connections 256 (256 per source address)"));
+        assert_eq!(Limits::default().per_source(), 272);
+        let mut none = c.clone();
+        none.limits.max_connections_per_source = 0;
+        let e = none.validate().unwrap_err().to_string();
+        assert!(e.contains("max_connections_per_source"), "{e}");
     }
 
     #[test]
