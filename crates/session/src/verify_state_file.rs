@@ -36,6 +36,11 @@ pub fn default_path_from(xdg: Option<OsString>, home: Option<OsString>) -> Resul
     Ok(dir.join("verify-state.json"))
 }
 
+/// What to do when the verify state's directory cannot be made (a
+/// read-only home, say).
+const CANNOT_MAKE_FIX: &str =
+    "set XDG_STATE_HOME to a directory of yours that is writable, or name a file with --verify-state FILE";
+
 /// Makes `dir` (mode 0700; missing parents too) unless it exists, then
 /// refuses it unless it is a directory, not a symbolic link, owned by this
 /// user and writable by no group or other user.
@@ -45,12 +50,17 @@ pub fn private_dir(dir: &Path) -> Result<(), String> {
             .recursive(true)
             .mode(0o700)
             .create(parent)
-            .map_err(|e| format!("cannot make {}: {e}", parent.display()))?;
+            .map_err(|e| format!("cannot make {}: {e}; {CANNOT_MAKE_FIX}", parent.display()))?;
     }
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("cannot make {}: {e}", dir.display())),
+        Err(e) => {
+            return Err(format!(
+                "cannot make {}: {e}; {CANNOT_MAKE_FIX}",
+                dir.display()
+            ))
+        }
     }
     let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let fix =
@@ -230,6 +240,14 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    // The VM lab's guest has a read-only home: the error says how out.
+    #[test]
+    fn a_home_where_nothing_can_be_made_names_the_way_out() {
+        let e = default_path_from(None, Some("/proc/numio-no-home".into())).unwrap_err();
+        assert!(e.contains("cannot make /proc/numio-no-home/.local/state"), "{e}");
+        assert!(e.contains("XDG_STATE_HOME") && e.contains("--verify-state FILE"), "{e}");
     }
 
     // Regression (issue 38): with HOME and XDG_STATE_HOME unset the state

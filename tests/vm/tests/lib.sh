@@ -13,6 +13,10 @@ set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 TOPOLOGY=${NUMIO_VM_TOPOLOGY:?not inside tests/vm/run (NUMIO_VM_TOPOLOGY unset)}
 NUMIO=${NUMIO:-$REPO_ROOT/target/debug/numio}
+# numio keeps its verify state under $XDG_STATE_HOME, else ~/.local/state,
+# never in a shared temporary directory; the guest's /root is the host's,
+# read-only, and its /tmp its own.
+export XDG_STATE_HOME=${XDG_STATE_HOME:-/tmp/numio-state}
 # shellcheck source=/dev/null
 . "$VM_DIR/topologies/$TOPOLOGY.sh"
 
