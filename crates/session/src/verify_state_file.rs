@@ -246,8 +246,14 @@ mod tests {
     #[test]
     fn a_home_where_nothing_can_be_made_names_the_way_out() {
         let e = default_path_from(None, Some("/proc/numio-no-home".into())).unwrap_err();
-        assert!(e.contains("cannot make /proc/numio-no-home/.local/state"), "{e}");
-        assert!(e.contains("XDG_STATE_HOME") && e.contains("--verify-state FILE"), "{e}");
+        assert!(
+            e.contains("cannot make /proc/numio-no-home/.local/state"),
+            "{e}"
+        );
+        assert!(
+            e.contains("XDG_STATE_HOME") && e.contains("--verify-state FILE"),
+            "{e}"
+        );
     }
 
     // Regression (issue 38): with HOME and XDG_STATE_HOME unset the state
