@@ -2,7 +2,8 @@
 # numio serve ↔ the guest kernel's nvme-tcp host: the discovery service lists
 # the subsystem (only to allowed hosts); connect shows every namespace with
 # the size, NGUID, UUID and model the target announced; a host NQN that is
-# not allowed is refused.
+# not allowed is refused. numio connect --cleanup disconnects the
+# controller only with a record that proves it is numio's connection.
 . "$(dirname "$0")/nvmf-lib.bash"
 nvmf_setup
 nvmf_start
@@ -35,10 +36,51 @@ models=$(for c in /sys/class/nvme/nvme*; do
   [ "$(cat "$c/subsysnqn")" = "$NVMF_NQN" ] && sed 's/ *$//' "$c/model"
 done)
 expect_eq "model" "$NVMF_MODEL" "$models"
-nvme disconnect -n "$NVMF_NQN" >"$CHECK_OUT/disconnect.log" 2>&1
-expect_eq "nvme disconnect exit status" 0 "$?"
+
+# numio connect --cleanup trusts a record only as far as it proves the
+# controller is the connection numio made (issue 38): a record of this
+# controller (nvme-cli's) with its name, cntlid, NQN and address but
+# another sysfs instance (a stale record after a reconnect, or a forged
+# one) is dropped and the controller stays; a record naming a path
+# (../../../x) is not one; the same record with the controller's own
+# instance (as numio records it) and a dead owner disconnects it.
+ctrl=$(for c in /sys/class/nvme/nvme*; do [ "$(cat "$c/subsysnqn")" = "$NVMF_NQN" ] && basename "$c"; done | head -n 1)
+records=$(mktemp -d /tmp/numio-records.XXXXXX)
+addr=$(cat "/sys/class/nvme/$ctrl/address")
+traddr=$(sed -n 's/.*traddr=\([^,]*\).*/\1/p' <<<"$addr")
+trsvcid=$(sed -n 's/.*trsvcid=\([0-9]*\).*/\1/p' <<<"$addr")
+inode=$(stat -L -c %i "/sys/class/nvme/$ctrl")
+true &
+dead=$!
+wait "$dead"
+record() { # NAME INSTANCE: a record of $ctrl's connection owned by a dead numio
+  (umask 077 && jq -n --arg c "$1" --argjson id "$2" --arg nqn "$NVMF_NQN" --arg a "$traddr" \
+    --argjson p "$trsvcid" --argjson cntlid "$(cat "/sys/class/nvme/$ctrl/cntlid")" --argjson pid "$dead" \
+    '{schema_version: 2, controller: $c, cntlid: $cntlid, subnqn: $nqn, traddr: $a, trsvcid: $p,
+      instance_id: $id, pid: $pid, pid_start: 1, since_unix_s: 0}' >"$records/$1.json")
+}
+record "$ctrl" $((inode + 1))
+run_numio connect --cleanup --state-dir "$records"
+expect_eq "connect --cleanup, a record of another instance: exit status" 0 "$NUMIO_RC"
+note "$NUMIO_ERR"
+expect_eq "connect --cleanup: the record dropped, $ctrl left alone" yes \
+  "$([[ $NUMIO_ERR == *"dropped the record of $ctrl"* ]] && [ -e "/sys/class/nvme/$ctrl" ] && echo yes || echo no)"
+expect_eq "connect --cleanup: nvme-cli's namespaces still there" 2 "$(nvmf_devices | wc -l)"
+(umask 077 && jq -n '{schema_version: 2, controller: "../../../x", cntlid: 1, subnqn: "n", traddr: "a",
+  trsvcid: 1, instance_id: 1, pid: 1, pid_start: 1, since_unix_s: 0}' >"$records/x.json")
+run_numio connect --cleanup --state-dir "$records"
+expect_eq "connect --cleanup: a record naming ../../../x is not one" yes \
+  "$([[ $NUMIO_ERR == *"x.json: not a connection record"* ]] && echo yes || echo no)"
+rm -f "$records/x.json"
+record "$ctrl" "$inode"
+run_numio connect --cleanup --state-dir "$records"
+note "$NUMIO_ERR"
+expect_eq "connect --cleanup, its own instance and a dead owner: disconnected" yes \
+  "$([[ $NUMIO_ERR == *"disconnected $ctrl ($NVMF_NQN at $traddr:$trsvcid)"* ]] && echo yes || echo no)"
 nvmf_wait_devices 0
-expect_eq "namespaces gone after disconnect" 0 "$(nvmf_devices | wc -l)"
+expect_eq "namespaces gone after the cleanup" 0 "$(nvmf_devices | wc -l)"
+[ ! -e "/sys/class/nvme/$ctrl" ] || nvme disconnect -d "$ctrl" >/dev/null 2>&1
+rm -rf "$records"
 
 NVMF_AS=other nvmf_connect >"$CHECK_OUT/connect-other.log" 2>&1
 expect_eq "connect from a host that is not allowed fails" yes "$([ $? -ne 0 ] && echo yes || echo no)"
