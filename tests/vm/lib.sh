@@ -122,20 +122,31 @@ vm_check_timeout() {
   echo "${own:-${CHECK_TIMEOUT_S:-120}}"
 }
 
-# Prints the checks topology $1 runs, in order: tests/vm/tests/all/*.sh,
-# then tests/vm/tests/$1/*.sh. A check with a "# vm-lab: topologies=A B"
-# line runs in those topologies only (an all/ check that does not depend on
-# the machine's shape need not run in every one).
+# Prints the checks topology $1 runs on kernel $2 (default: "default"), in
+# order: tests/vm/tests/all/*.sh, then tests/vm/tests/$1/*.sh. A check with
+# a "# vm-lab: topologies=A B" line runs in those topologies only (an all/
+# check that does not depend on the machine's shape need not run in every
+# one). A check with a "# vm-lab: kernels=K..." line runs on those kernels
+# only ("default", or a series such as 6.12): the other kernels of
+# TOPO_KERNELS boot to run what depends on kernel code that differs between
+# them, and a check whose kernel side is the same on each (numio's own
+# logic, or a kernel interface another check covers there) says
+# "kernels=default" and why.
 vm_check_runs_in() {
   local only
   only=$(sed -n 's/^# vm-lab: topologies=\(.*\)/\1/p' "$1" | head -n 1)
   [ -z "$only" ] || [[ " $only " == *" $2 "* ]]
 }
+vm_check_runs_on() {
+  local only
+  only=$(sed -n 's/^# vm-lab: kernels=\(.*\)/\1/p' "$1" | head -n 1)
+  [ -z "$only" ] || [[ " $only " == *" $2 "* ]]
+}
 vm_topology_checks() {
-  local check
+  local check kernel=${2:-default}
   for check in "$VM_DIR"/tests/all/*.sh "$VM_DIR/tests/$1"/*.sh; do
     [ -f "$check" ] || continue
-    vm_check_runs_in "$check" "$1" && printf '%s\n' "$check"
+    vm_check_runs_in "$check" "$1" && vm_check_runs_on "$check" "$kernel" && printf '%s\n' "$check"
   done
   return 0
 }

@@ -8,6 +8,9 @@
 #   note TEXT                        prints context
 #   skip REASON                      ends the check as skipped (exit 77)
 #   finish                           ends the check: exit 1 if any not ok
+#   end_unless_default_kernel WHY    on a kernel other than the default,
+#                                    ends the check here (what follows is
+#                                    numio's own logic; WHY says so)
 set -uo pipefail
 # shellcheck source=tests/vm/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -45,6 +48,16 @@ finish() {
   [ "$_ok" -gt 0 ] || [ "$_not_ok" -gt 0 ] || { printf '  NOT OK: the check asserted nothing\n'; exit 1; }
   [ "$_not_ok" -eq 0 ]
   exit $?
+}
+
+# The lab boots some topologies on a second kernel (TOPO_KERNELS) for the
+# checks whose kernel side differs; a check whose first part is such and
+# whose rest is numio's own logic ends after that part there, saying so.
+# NUMIO_VM_BOOT_KERNEL: this boot's kernel as tests/vm/lab names it.
+end_unless_default_kernel() {
+  [ "${NUMIO_VM_BOOT_KERNEL:-default}" = default ] && return 0
+  note "the rest runs on the default kernel only ($NUMIO_VM_BOOT_KERNEL boot): $*"
+  finish
 }
 
 # Expands a kernel CPU/node list ("0-2,5") to "0 1 2 5".

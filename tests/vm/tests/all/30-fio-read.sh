@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# vm-lab: kernels=default
+# Default kernel only: fio's read path is fio's, not numio's; all/31-33
+# run numio's io_uring reads, passthrough and polling on each kernel.
 # Smoke test: fio (the Debian package, io_uring engine, O_DIRECT) reads an
 # NVMe namespace in the guest for 2 s through the real nvme driver; fio
 # reports no error and bytes read, and the block layer counted the reads.

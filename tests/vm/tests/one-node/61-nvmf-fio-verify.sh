@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# vm-lab: kernels=default
+# Default kernel only: numio serve's data path, the same under each
+# kernel; the 6.12 pass runs fio verify through the kernel host in 69
+# and 73 (DH-HMAC-CHAP, TLS) and connects in 60.
 # fio (verify=crc32c) writes and reads back a whole numio serve namespace
 # (16 MiB) through the kernel's nvme-tcp host with zero errors; after
 # disconnect and reconnect the same data reads back.

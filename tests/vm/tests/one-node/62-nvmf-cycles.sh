@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# vm-lab: kernels=default
+# Default kernel only: numio serve's connection handling; the kernel
+# host's connect and disconnect run on 6.12 in 60, 68, 69 and 73.
 # 20 connect/disconnect cycles in a row leave numio serve healthy (it still
 # serves I/O and holds no connection), and SIGTERM stops it cleanly.
 . "$(dirname "$0")/nvmf-lib.bash"

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# vm-lab: kernels=default
+# Default kernel only: numio's CRC32C digests against the spec's; the
+# kernel host's data path runs on 6.12 in 69 and 73.
 # With header and data digests (nvme connect --hdr-digest --data-digest, the
 # kernel's hdr_digest,data_digest options) the fio verify run passes too, and
 # the target confirms both digests were negotiated on every queue.

@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# vm-lab: kernels=default
+# Default kernel only: numio serve's namespaces of 4 KiB blocks; the
+# reactors' io_uring on 6.12 runs in 60, 69 and 73, numio's io_uring
+# block I/O in all/31-33.
 # numio serve with 4096-byte logical blocks: a block device (a loop device
 # with 4 KiB sectors: its own logical block size, O_DIRECT on the reactors'
 # io_uring), a RAM namespace and a file namespace with block=4096. The

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # vm-lab: timeout=400
+# vm-lab: kernels=default
+# Default kernel only: numio's NVMe/TCP initiator against nvmet-tcp;
+# 73 benches numio against the 6.12 kernel's nvmet-tcp (over TLS).
 # numio bench --backend tcp against the Linux kernel's NVMe/TCP target
 # (nvmet + nvmet-tcp set up through configfs; a 32 MiB file on tmpfs with
 # buffered_io=1 as namespace 1) on the guest's loopback: random reads count

@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # vm-lab: timeout=300
+# vm-lab: kernels=default
+# Default kernel only: numio's verify under device-mapper's fault
+# targets, numio's own logic; dm-flakey and dm-delay do the same to it
+# in both series.
 # Faults injected under numio --verify with device-mapper over a 16 MiB
 # loop device (issue #16): one dm device whose table is swapped between
 # runs (the verify state follows the device, not the table).

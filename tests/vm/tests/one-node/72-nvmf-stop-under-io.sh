@@ -1,4 +1,8 @@
 #!/usr/bin/env bash
+# vm-lab: kernels=default
+# Default kernel only: numio serve's stop, flush and restart under a
+# host's I/O, numio's own logic; the 6.12 host's handling of a path
+# that goes away runs in 68 (ANA failover).
 # After blktests nvme/060 and nvme/061, against numio serve: the target
 # stopped (SIGTERM) and the host's controller deleted while fio runs. The
 # host sees I/O errors, not a hang (ctrl_loss_tmo=2); numio serve exits 0

@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # vm-lab: timeout=400
+# vm-lab: kernels=default
+# Default kernel only: numio fabric's orchestration (agents, records,
+# signals); the kernel host's connect runs on 6.12 in 60, 69 and 73,
+# numio connect's in 75's fabric part on the default kernel.
 # numio fabric --stack kernel: the Linux host as the initiator. The guest
 # plays every host through an ssh stand-in that runs the remote command
 # here (the fleet's ssh sessions are tested with real sshd in

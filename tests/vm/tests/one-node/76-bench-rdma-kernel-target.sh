@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # vm-lab: timeout=500
+# vm-lab: kernels=default
+# Default kernel only: numio's NVMe/RDMA initiator against nvmet-rdma;
+# 75 runs numio's RDMA initiator and target on 6.12's soft-RoCE.
 # numio bench nvme-rdma:// against the Linux kernel's NVMe/RDMA target
 # (nvmet + nvmet-rdma through configfs on soft-RoCE, rdma-lib.bash; a
 # 16 MiB file on tmpfs with buffered_io=1 as namespace 1): the backend

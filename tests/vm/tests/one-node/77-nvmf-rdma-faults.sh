@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # vm-lab: timeout=500
+# vm-lab: kernels=default
+# Default kernel only: numio serve against hostile RDMA hosts, numio's
+# own logic; 75 runs its RDMA target on 6.12's soft-RoCE.
 # numio serve --transport rdma against hostile and failing NVMe/RDMA hosts
 # (soft-RoCE, rdma-lib.bash; the misbehaving host is rdma_probe, from
 # crates/nvmf/examples); after each the target still serves:
