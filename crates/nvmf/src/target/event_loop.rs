@@ -84,6 +84,9 @@ struct Slot {
     handshake: Option<HandshakeTicket>,
     /// When the socket was accepted (the handshake's deadline).
     accepted: Instant,
+    /// Why it closes was already said (a TLS failure, rate-limited on the
+    /// target's `auth_log`): the closing line is a debug line.
+    failure_said: bool,
     /// Plain text taken from the connection to encrypt (reused).
     plain: Vec<u8>,
     /// When the connection started closing (for the flush deadline).
@@ -138,6 +141,7 @@ impl Slot {
             tls,
             handshake: None,
             accepted: Instant::now(),
+            failure_said: false,
             plain: Vec::new(),
         }
     }
@@ -159,14 +163,31 @@ impl Slot {
             Ok(Received::More) => {}
             Ok(Received::Established(peer)) => self.conn.set_tls_peer(peer),
             Ok(Received::Closed) => self.dead = true,
-            Err(why) => {
-                target.refusals.count(Refused::TlsFailed);
-                self.conn.close(why);
-            }
+            Err(why) => self.tls_failed(why, target),
         }
         if !plain.is_empty() {
             self.conn.on_bytes(&plain);
         }
+    }
+
+    /// Counts a failed TLS session and says why, within the target's
+    /// `auth_log` rate (its closing line is then a debug line).
+    fn tls_failed(&mut self, why: String, target: &Target) {
+        target.refusals.count(Refused::TlsFailed);
+        self.failure_said = true;
+        if crate::log::enabled(Level::Warn) && target.auth_log.admit(Instant::now()) {
+            crate::log::emit(
+                Stream::Err,
+                Level::Warn,
+                "tls_failed",
+                format_args!("TLS failed for {}: {why}", self.peer),
+                &[
+                    ("peer", self.peer.as_str().into()),
+                    ("reason", why.as_str().into()),
+                ],
+            );
+        }
+        self.conn.close(why);
     }
 
     /// Hands the received `bytes` of an unfinished handshake to the
@@ -393,6 +414,7 @@ impl Reactor {
                 if let Some(said) = self.log.roll(now) {
                     super::log_limit::said_held_back(&said);
                 }
+                self.target.auth_log.roll(now);
             }
             self.release_finished();
         }
@@ -578,7 +600,7 @@ impl Reactor {
             // whose controller went with its admin queue) is a debug line;
             // any other a warning.
             let ordinary = ["host closed", "target shutting", "controller torn down"];
-            let level = if ordinary.iter().any(|o| why.starts_with(o)) {
+            let level = if s.failure_said || ordinary.iter().any(|o| why.starts_with(o)) {
                 Level::Debug
             } else {
                 Level::Warn
@@ -618,10 +640,7 @@ fn on_recv(s: &mut Slot, res: i32, target: &Target) {
                     Ok(Received::More) => {}
                     Ok(Received::Established(peer)) => conn.set_tls_peer(peer),
                     Ok(Received::Closed) => s.dead = true,
-                    Err(why) => {
-                        target.refusals.count(Refused::TlsFailed);
-                        conn.close(why);
-                    }
+                    Err(why) => s.tls_failed(why, target),
                 }
             }
         }
