@@ -284,3 +284,35 @@ fn connect_requests_are_checked_against_the_limits() {
     bad[0] = 9;
     assert_eq!(check(&bad), Err(RejectStatus::InvalidRecfmt));
 }
+
+// A keyed SGL at the top of the address space: the RDMA address of a
+// later chunk (its address plus the chunk's offset) overflowed, a panic.
+#[test]
+fn a_keyed_sgl_past_the_end_of_the_address_space_closes_the_queue() {
+    let mut host = FakeHost::default();
+    let t = target(true);
+    let (_admin_q, cntlid) = connect(&mut host, &t, 0, CNTLID_DYNAMIC);
+    let (mut q, _) = connect(&mut host, &t, 1, cntlid);
+    // A 64 KiB read (several RDMA WRITEs) into the last 4 KiB of memory.
+    let mut r = rw_sqe(io::READ, 1, 0, 128);
+    r.cid = 30;
+    r.dptr = KeyedSgl {
+        addr: u64::MAX - 4095,
+        length: 64 * 1024,
+        key: 9,
+        invalidate: false,
+    }
+    .to_dptr();
+    q.on_capsule(&capsule(&r, &[]));
+    while let Some(p) = q.next_post() {
+        if let Post::Write {
+            cid, raddr, data, ..
+        } = p
+        {
+            assert!(raddr.checked_add(data.len() as u64).is_some(), "{raddr:#x}");
+            q.write_done(cid);
+        }
+    }
+    let why = q.closing().expect("the queue closes");
+    assert!(why.contains("address space"), "{why}");
+}

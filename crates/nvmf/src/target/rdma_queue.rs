@@ -164,6 +164,18 @@ impl RdmaQueue {
         let data = &b[Sqe::SIZE..];
         let mut cmd = Cmd::default();
         if let Some(k) = KeyedSgl::from_dptr(&sqe.dptr) {
+            // Each RDMA READ or WRITE names the SGL's address plus an
+            // offset into it: the whole SGL must be addressable.
+            if k.addr
+                .checked_add(u64::from(k.length.saturating_sub(1)))
+                .is_none()
+            {
+                return self.close(format!(
+                    "command {}: a keyed SGL of {} bytes at {:#x} runs past the end of the \
+                     address space",
+                    sqe.cid, k.length, k.addr
+                ));
+            }
             if k.length > 0 {
                 match self.free_stages.pop() {
                     Some(s) => cmd.stage = Some(s),
