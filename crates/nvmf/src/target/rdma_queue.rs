@@ -280,6 +280,15 @@ impl RdmaQueue {
             };
             match pdu {
                 Pdu::IcResp(_) => {}
+                // A capsule that reused the id of a command in flight: its
+                // answer goes now and is not the command's (whose transfers
+                // and response go on, its key not invalidated).
+                Pdu::CapsuleResp(cqe) if cqe.status() == nvme_spec::Status::CID_CONFLICT => {
+                    self.posts.push_back(Post::Send {
+                        cqe: cqe.encode(),
+                        invalidate: None,
+                    });
+                }
                 Pdu::CapsuleResp(cqe) => {
                     self.cmds
                         .entry(cqe.cid)
