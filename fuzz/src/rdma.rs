@@ -68,7 +68,7 @@ pub fn rdma_target() -> &'static Arc<Target> {
         .expect("fuzz config");
         cfg.rdma_listen = cfg.listen.clone();
         cfg.listen.clear();
-        Target::new(&cfg).expect("fuzz target")
+        crate::harness::dh_inline(Target::new(&cfg).expect("fuzz target"))
     })
 }
 
