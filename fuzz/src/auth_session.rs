@@ -74,7 +74,7 @@ pub fn auth_target() -> &'static AuthTarget {
             "#
         );
         let cfg = nvmf::TargetConfig::from_toml(&text, "fuzz").expect("fuzz config");
-        let target = Target::new(&cfg).expect("fuzz target");
+        let target = crate::harness::dh_inline(Target::new(&cfg).expect("fuzz target"));
         std::fs::remove_dir_all(&dir).expect("remove the secrets");
         AuthTarget {
             target,

@@ -30,6 +30,15 @@ fn quiet() {
     nvmf::log::init(nvmf::log::Format::Text, nvmf::log::Level::Error);
 }
 
+/// `t` with its DH-HMAC-CHAP work done inline, on the thread that drives
+/// the connection (`DhPool::inline`): a fuzz target drives connections
+/// without a reactor, and waiting for a pool worker (`run_auth_blocking`
+/// yields until the result is in) cost more than the work.
+pub fn dh_inline(mut t: Arc<Target>) -> Arc<Target> {
+    Arc::get_mut(&mut t).expect("a fresh target").dh = nvmf::target::dh_pool::DhPool::inline();
+    t
+}
+
 /// A directory of this process's own under the temporary directory
 /// (mode 0700), for namespace backings and secrets; the caller removes
 /// it once the target has opened what it holds.
@@ -60,7 +69,7 @@ pub fn connection_target() -> &'static Arc<Target> {
             "fuzz",
         )
         .expect("fuzz config");
-        let t = Target::new(&cfg).expect("fuzz target");
+        let t = dh_inline(Target::new(&cfg).expect("fuzz target"));
         let c = t
             .create_controller(1, SUBNQN, HOSTNQN, HOSTID, 0)
             .expect("the resident controller");
@@ -104,7 +113,7 @@ pub fn io_target() -> &'static Arc<Target> {
             "fuzz",
         )
         .expect("fuzz config");
-        let t = Target::new(&cfg).expect("fuzz target");
+        let t = dh_inline(Target::new(&cfg).expect("fuzz target"));
         // The namespace holds its descriptor; nothing is left behind.
         std::fs::remove_dir_all(&dir).expect("remove the temporary directory");
         t

@@ -2,7 +2,8 @@
 //! the wire as bytes ([`wire`]), the targets the fuzzers run against and
 //! the connections they drive ([`harness`]), the `auth` target's host
 //! operations ([`auth_ops`]) and the session that runs them
-//! ([`auth_session`]), what the input-reading targets do with an input
+//! ([`auth_session`]), the `rdma_queue` target's driver and host
+//! ([`rdma`]), what the input-reading targets do with an input
 //! ([`inputs`]) under a memory and time budget ([`budget`]), and the
 //! committed seed corpus ([`seeds`]).
 //!
@@ -16,6 +17,8 @@ pub mod auth_session;
 pub mod budget;
 pub mod harness;
 pub mod inputs;
+pub mod rdma;
 pub mod seeds;
 mod seeds_inputs;
+mod seeds_rdma;
 pub mod wire;

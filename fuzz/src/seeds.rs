@@ -15,7 +15,7 @@
 //! byte ([`IoKnobs`]), then the stream the I/O queue gets after the
 //! harness's ICReq and Connect. `auth`: a knobs byte (bit 0: the
 //! bidirectional host), then [`Op`]s. The input-reading targets' layouts
-//! are in [`crate::inputs`].
+//! are in [`crate::inputs`]; `rdma_queue`'s in [`crate::rdma`].
 
 use std::path::Path;
 
@@ -49,6 +49,7 @@ pub fn all() -> Vec<Seed> {
     v.extend(io_queue());
     v.extend(auth());
     v.extend(crate::seeds_inputs::all());
+    v.extend(crate::seeds_rdma::all());
     v
 }
 

@@ -163,6 +163,42 @@ fn hosts_without_or_with_a_wrong_secret_are_refused() {
     assert_eq!(t.controller_count(), 0);
 }
 
+// Issue 38: each failed transaction printed a line, so a host guessing
+// secrets filled the log.
+#[test]
+fn a_flood_of_failed_transactions_is_counted_and_its_lines_rate_limited() {
+    use nvmf::target::log_limit::LINES_PER_WINDOW;
+    let k = Keys::new("flood");
+    let (srv, addr) = start(&auth_config(k.host_config(false, &[], &["null"])));
+    let other = Secret::generate(32, Some(HashFn::Sha256));
+    let n = u64::from(LINES_PER_WINDOW) + 5;
+    for i in 1..=n {
+        auth_error(Initiator::connect_admin(
+            addr,
+            NQN,
+            &with_secrets(&other, None),
+        ));
+        // One at a time: each failed controller goes before the next
+        // Connect (the unauthenticated controllers per source are capped).
+        srv.target
+            .wait_until(std::time::Duration::from_secs(10), |t| {
+                t.refusals.snapshot()[Refused::AuthFailed as usize].1 == i
+                    && t.controller_count() == 0
+            });
+    }
+    assert_eq!(
+        srv.target.refusals.snapshot()[Refused::AuthFailed as usize].1,
+        n
+    );
+    let log = &srv.target.auth_log;
+    assert_eq!(
+        log.printed(),
+        u64::from(LINES_PER_WINDOW),
+        "one window's lines"
+    );
+    assert_eq!(log.held_back(), 5, "the rest counted, not printed");
+}
+
 #[test]
 fn nothing_runs_before_authentication() {
     let k = Keys::new("gate");

@@ -284,3 +284,84 @@ fn connect_requests_are_checked_against_the_limits() {
     bad[0] = 9;
     assert_eq!(check(&bad), Err(RejectStatus::InvalidRecfmt));
 }
+
+// A keyed SGL at the top of the address space: the RDMA address of a
+// later chunk (its address plus the chunk's offset) overflowed, a panic.
+#[test]
+fn a_keyed_sgl_past_the_end_of_the_address_space_closes_the_queue() {
+    let mut host = FakeHost::default();
+    let t = target(true);
+    let (_admin_q, cntlid) = connect(&mut host, &t, 0, CNTLID_DYNAMIC);
+    let (mut q, _) = connect(&mut host, &t, 1, cntlid);
+    // A 64 KiB read (several RDMA WRITEs) into the last 4 KiB of memory.
+    let mut r = rw_sqe(io::READ, 1, 0, 128);
+    r.cid = 30;
+    r.dptr = KeyedSgl {
+        addr: u64::MAX - 4095,
+        length: 64 * 1024,
+        key: 9,
+        invalidate: false,
+    }
+    .to_dptr();
+    q.on_capsule(&capsule(&r, &[]));
+    while let Some(p) = q.next_post() {
+        if let Post::Write {
+            cid, raddr, data, ..
+        } = p
+        {
+            assert!(raddr.checked_add(data.len() as u64).is_some(), "{raddr:#x}");
+            q.write_done(cid);
+        }
+    }
+    let why = q.closing().expect("the queue closes");
+    assert!(why.contains("address space"), "{why}");
+}
+
+// A capsule reusing the id of a write in flight: its Command ID Conflict
+// answer was queued as the write's response, which then dropped the
+// write's next RDMA READ, so the write never completed (and the SEND
+// invalidated the write's key).
+#[test]
+fn a_reused_command_id_does_not_end_the_command_in_flight() {
+    let mut host = FakeHost::default();
+    let t = target(true);
+    let (_admin_q, cntlid) = connect(&mut host, &t, 0, CNTLID_DYNAMIC);
+    let (mut q, _) = connect(&mut host, &t, 1, cntlid);
+    // 320 KiB: three RDMA READs; the second capsule comes after the first.
+    let data: Vec<u8> = (0..320 * 1024).map(|i| (i * 3 % 253) as u8).collect();
+    let mut w = rw_sqe(io::WRITE, 1, 0, 640);
+    w.cid = 40;
+    let mut k = host.region(data.clone());
+    k.invalidate = true;
+    w.dptr = k.to_dptr();
+    q.on_capsule(&capsule(&w, &[]));
+    let first = q.next_post().expect("the first RDMA READ");
+    let mut again = rw_sqe(io::READ, 1, 0, 8);
+    again.cid = 40;
+    again.dptr = host.region(vec![0; 4096]).to_dptr();
+    q.on_capsule(&capsule(&again, &[]));
+    match q.next_post() {
+        Some(Post::Send { cqe, invalidate }) => {
+            let c = Cqe::decode(&cqe);
+            assert_eq!((c.cid, c.status()), (40, nvme_spec::Status::CID_CONFLICT));
+            assert_eq!(invalidate, None, "the write's key is still in use");
+        }
+        other => panic!("expected the conflict's answer, got {other:?}"),
+    }
+    // The write goes on: its first READ completes, the rest follow.
+    let Post::Read {
+        cid, len, raddr, ..
+    } = first
+    else {
+        panic!("expected an RDMA READ, got {first:?}");
+    };
+    let off = (raddr - 0x1000_0000) as usize;
+    let mut staged = data[off..off + len as usize].to_vec();
+    staged.resize(STAGE as usize, 0);
+    q.read_done(cid, &staged);
+    host.run(&mut q);
+    let (c, inv) = host.responses.remove(&40).expect("the write's response");
+    assert!(c.status().is_success(), "{:?}", c.status());
+    assert_eq!(inv, Some(k.key));
+    assert!(q.closing().is_none());
+}

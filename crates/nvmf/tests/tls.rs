@@ -183,3 +183,27 @@ fn configurations_that_cannot_work_are_refused_with_the_fix() {
     assert_eq!(h.tls_key, Some(PathBuf::from("/k")));
     assert_eq!(h.dhchap_secret, None);
 }
+
+// Issue 38: each failed handshake printed a line, so a flood of bad
+// ClientHellos was a flood of log lines.
+#[test]
+fn a_flood_of_failed_handshakes_is_counted_and_its_lines_rate_limited() {
+    use nvmf::target::log_limit::LINES_PER_WINDOW;
+    let k = Key::new("flood", 32);
+    let (srv, addr) = start(&tls_config(&k));
+    let other = ConfiguredPsk::generate(32);
+    let n = u64::from(LINES_PER_WINDOW) + 5;
+    for _ in 0..n {
+        assert!(Initiator::connect_admin(addr, NQN, &with_key(&other)).is_err());
+    }
+    wait_for(&srv.target, "every refused handshake counted", |t| {
+        t.refusals.snapshot()[Refused::TlsFailed as usize].1 == n
+    });
+    let log = &srv.target.auth_log;
+    assert_eq!(
+        log.printed(),
+        u64::from(LINES_PER_WINDOW),
+        "one window's lines"
+    );
+    assert_eq!(log.held_back(), 5, "the rest counted, not printed");
+}

@@ -160,11 +160,14 @@ pub enum Refused {
     /// oldest unauthenticated controller torn down, past the slots kept
     /// for unauthenticated controllers (`ctrl_slots`).
     Unauthenticated,
+    /// A TLS handshake was refused because its source address, or all
+    /// sources together, held the budget of handshake work (`tls_pool`).
+    TlsBusy,
 }
 
 impl Refused {
     /// Every reason, in the order the metrics list them.
-    pub const ALL: [Refused; 18] = [
+    pub const ALL: [Refused; 19] = [
         Refused::HostNotAllowed,
         Refused::HostIdMismatch,
         Refused::UnknownSubsystem,
@@ -183,6 +186,7 @@ impl Refused {
         Refused::AdminIdle,
         Refused::Evicted,
         Refused::Unauthenticated,
+        Refused::TlsBusy,
     ];
 
     /// Its label value.
@@ -206,6 +210,7 @@ impl Refused {
             Refused::AdminIdle => "admin_idle",
             Refused::Evicted => "evicted",
             Refused::Unauthenticated => "unauthenticated_limit",
+            Refused::TlsBusy => "tls_busy",
         }
     }
 

@@ -11,6 +11,10 @@
 //! A job's result is collected by the connection ([`DhTicket::take`]); the
 //! worker pokes the reactor's eventfd so the connection resumes on its next
 //! loop, not a tick later.
+//!
+//! A connection driven without a reactor (the fuzz targets, tests) may use
+//! an inline pool ([`DhPool::inline`]): the same budgets, but each job runs
+//! on the thread that submits it, so nothing waits for a worker.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -137,6 +141,8 @@ struct Budgets {
 pub struct DhPool {
     tx: Mutex<Option<SyncSender<Job>>>,
     budgets: Arc<Mutex<Budgets>>,
+    /// Jobs run in `submit`, on the caller's thread ([`DhPool::inline`]).
+    inline: bool,
 }
 
 impl std::fmt::Debug for DhPool {
@@ -147,6 +153,16 @@ impl std::fmt::Debug for DhPool {
 }
 
 impl DhPool {
+    /// A pool that runs each job in [`DhPool::submit`], on the caller's
+    /// thread, under the same budgets: for connections driven without a
+    /// reactor, never for a target's reactors (the work would be theirs).
+    pub fn inline() -> Self {
+        Self {
+            inline: true,
+            ..Self::default()
+        }
+    }
+
     /// Queues `work` charged to `charge`, or refuses it over a budget.
     pub fn submit(&self, work: DhWork, charge: DhCharge) -> Result<DhTicket, DhRefusal> {
         {
@@ -169,6 +185,11 @@ impl DhPool {
             }
         }
         let out = DhTicket(Arc::new(Mutex::new(None)));
+        if self.inline {
+            *out.0.lock().expect("DH ticket lock") = Some(compute(work));
+            uncharge(&self.budgets, &charge);
+            return Ok(out);
+        }
         let job = Job {
             work,
             charge,
@@ -227,6 +248,13 @@ fn start_workers(budgets: Arc<Mutex<Budgets>>) -> SyncSender<Job> {
     tx
 }
 
+fn compute(work: DhWork) -> DhDone {
+    match work {
+        DhWork::Generate(g) => DhDone::Pair(KeyPair::generate(g)),
+        DhWork::Shared { pair, peer } => DhDone::Shared(pair.shared(&peer)),
+    }
+}
+
 fn work(rx: &Mutex<Receiver<Job>>, budgets: &Mutex<Budgets>) {
     // SAFETY: setpriority on this thread (who 0 = the calling thread on
     // Linux) changes only its scheduling priority.
@@ -236,10 +264,7 @@ fn work(rx: &Mutex<Receiver<Job>>, budgets: &Mutex<Budgets>) {
             Ok(j) => j,
             Err(_) => return,
         };
-        let done = match job.work {
-            DhWork::Generate(g) => DhDone::Pair(KeyPair::generate(g)),
-            DhWork::Shared { pair, peer } => DhDone::Shared(pair.shared(&peer)),
-        };
+        let done = compute(job.work);
         *job.out.0.lock().expect("DH ticket lock") = Some(done);
         uncharge(budgets, &job.charge);
         if let Some(w) = &job.charge.waker {
@@ -303,5 +328,30 @@ mod tests {
         assert!(DhRefusal::Source(32)
             .to_string()
             .contains("limit per source"));
+    }
+
+    #[test]
+    fn an_inline_pool_has_the_result_at_once_and_keeps_the_budgets() {
+        let pool = DhPool::inline();
+        let t = pool
+            .submit(
+                DhWork::Generate(DhGroup::Ffdhe2048),
+                charge("h1", "10.0.0.1"),
+            )
+            .unwrap();
+        assert!(t.ready(), "no worker to wait for");
+        assert!(matches!(t.take(), Some(DhDone::Pair(Some(_)))));
+        assert_eq!(pool.queued(), 0, "uncharged");
+        assert!(pool.tx.lock().unwrap().is_none(), "no worker started");
+        pool.budgets
+            .lock()
+            .unwrap()
+            .by_source
+            .insert("10.0.0.1".parse().unwrap(), DH_JOBS_PER_SOURCE);
+        assert_eq!(
+            pool.submit(DhWork::Generate(DhGroup::Null), charge("h1", "10.0.0.1"))
+                .unwrap_err(),
+            DhRefusal::Source(DH_JOBS_PER_SOURCE)
+        );
     }
 }

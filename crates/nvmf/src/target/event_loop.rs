@@ -27,6 +27,7 @@ use super::ring::{Ring, Tag};
 use super::splice::{Splices, MAX_IOVECS};
 use super::storage::{StorageKind, StorageOp};
 use super::subsystem::Target;
+use super::tls_pool::{HandshakeCharge, HandshakeDone, HandshakeTicket};
 use crate::log::{Level, Stream};
 use crate::tls::ossl::{Received, ServerSession};
 
@@ -77,6 +78,15 @@ struct Slot {
     /// Its TLS session, on a target that requires TLS: the ring moves
     /// records, the connection sees plain text.
     tls: Option<Box<ServerSession>>,
+    /// A step of its unfinished handshake out on the target's `tls_pool`:
+    /// the session is there (`tls` is `None`), and nothing is received or
+    /// sent until it is back ([`Slot::resume_handshake`]).
+    handshake: Option<HandshakeTicket>,
+    /// When the socket was accepted (the handshake's deadline).
+    accepted: Instant,
+    /// Why it closes was already said (a TLS failure, rate-limited on the
+    /// target's `auth_log`): the closing line is a debug line.
+    failure_said: bool,
     /// Plain text taken from the connection to encrypt (reused).
     plain: Vec<u8>,
     /// When the connection started closing (for the flush deadline).
@@ -129,7 +139,74 @@ impl Slot {
             shut: false,
             closing_since: None,
             tls,
+            handshake: None,
+            accepted: Instant::now(),
+            failure_said: false,
             plain: Vec::new(),
+        }
+    }
+
+    /// Takes back a handshake step a worker finished: the session returns
+    /// to the slot and the connection sees what it decrypted.
+    fn resume_handshake(&mut self, target: &Target) {
+        let Some(done) = self.handshake.as_ref().and_then(HandshakeTicket::take) else {
+            return;
+        };
+        self.handshake = None;
+        let HandshakeDone {
+            session,
+            result,
+            plain,
+        } = done;
+        self.tls = Some(session);
+        match result {
+            Ok(Received::More) => {}
+            Ok(Received::Established(peer)) => self.conn.set_tls_peer(peer),
+            Ok(Received::Closed) => self.dead = true,
+            Err(why) => self.tls_failed(why, target),
+        }
+        if !plain.is_empty() {
+            self.conn.on_bytes(&plain);
+        }
+    }
+
+    /// Counts a failed TLS session and says why, within the target's
+    /// `auth_log` rate (its closing line is then a debug line).
+    fn tls_failed(&mut self, why: String, target: &Target) {
+        target.refusals.count(Refused::TlsFailed);
+        self.failure_said = true;
+        if crate::log::enabled(Level::Warn) && target.auth_log.admit(Instant::now()) {
+            crate::log::emit(
+                Stream::Err,
+                Level::Warn,
+                "tls_failed",
+                format_args!("TLS failed for {}: {why}", self.peer),
+                &[
+                    ("peer", self.peer.as_str().into()),
+                    ("reason", why.as_str().into()),
+                ],
+            );
+        }
+        self.conn.close(why);
+    }
+
+    /// Hands the received `bytes` of an unfinished handshake to the
+    /// target's `tls_pool`, or refuses the handshake over its budget.
+    fn step_handshake(&mut self, res: usize, target: &Target) {
+        let session = self.tls.take().expect("a TLS connection handshaking");
+        let charge = HandshakeCharge {
+            source: self.conn.source,
+            accepted: self.accepted,
+            waker: self.conn.waker.clone(),
+        };
+        let bytes = self.rbuf[..res].to_vec();
+        match target.tls_handshakes.submit(session, bytes, charge) {
+            Ok(ticket) => self.handshake = Some(ticket),
+            Err((session, refusal)) => {
+                self.tls = Some(session);
+                target.refusals.count(Refused::TlsBusy);
+                self.conn.close(format!("TLS handshake refused: {refusal}"));
+            }
         }
     }
 
@@ -166,7 +243,12 @@ impl Slot {
     /// of a partly received PDU in one completion (MSG_WAITALL), else
     /// whatever is there.
     fn recv_entry(&mut self, conn: u32) -> Option<squeue::Entry> {
-        if self.recv_armed || self.closing() || self.shut || self.backlogged() {
+        if self.recv_armed
+            || self.handshake.is_some()
+            || self.closing()
+            || self.shut
+            || self.backlogged()
+        {
             return None;
         }
         self.recv_armed = true;
@@ -187,7 +269,7 @@ impl Slot {
     /// A send of what remains of the output, or of the connection's next
     /// output, when none is armed.
     fn send_entry(&mut self, conn: u32) -> Option<squeue::Entry> {
-        if self.send_armed || self.dead || self.shut {
+        if self.send_armed || self.dead || self.shut || self.handshake.is_some() {
             return None;
         }
         if self.out_pos >= self.out_len() {
@@ -332,6 +414,7 @@ impl Reactor {
                 if let Some(said) = self.log.roll(now) {
                     super::log_limit::said_held_back(&said);
                 }
+                self.target.auth_log.roll(now);
             }
             self.release_finished();
         }
@@ -356,6 +439,7 @@ impl Reactor {
         };
         let conn = i as u32;
         s.conn.resume_auth();
+        s.resume_handshake(&self.target);
         let entries = [s.recv_entry(conn), s.send_entry(conn)];
         s.shut_when_done();
         for e in entries.iter().flatten() {
@@ -516,7 +600,7 @@ impl Reactor {
             // whose controller went with its admin queue) is a debug line;
             // any other a warning.
             let ordinary = ["host closed", "target shutting", "controller torn down"];
-            let level = if ordinary.iter().any(|o| why.starts_with(o)) {
+            let level = if s.failure_said || ordinary.iter().any(|o| why.starts_with(o)) {
                 Level::Debug
             } else {
                 Level::Warn
@@ -542,7 +626,11 @@ fn transient(res: i32) -> bool {
 
 fn on_recv(s: &mut Slot, res: i32, target: &Target) {
     s.recv_armed = false;
-    if res > 0 {
+    let handshaking = s.tls.as_ref().is_some_and(|t| !t.established());
+    if res > 0 && handshaking {
+        // The handshake's CPU (its key exchange) is not the reactor's.
+        s.step_handshake(res as usize, target);
+    } else if res > 0 {
         let bytes = &s.rbuf[..res as usize];
         match s.tls.as_mut() {
             None => s.conn.on_bytes(bytes),
@@ -552,10 +640,7 @@ fn on_recv(s: &mut Slot, res: i32, target: &Target) {
                     Ok(Received::More) => {}
                     Ok(Received::Established(peer)) => conn.set_tls_peer(peer),
                     Ok(Received::Closed) => s.dead = true,
-                    Err(why) => {
-                        target.refusals.count(Refused::TlsFailed);
-                        conn.close(why);
-                    }
+                    Err(why) => s.tls_failed(why, target),
                 }
             }
         }

@@ -138,7 +138,8 @@ fn authenticated(ctx: &Ctx<'_>, s: super::auth::Succeeded) {
 }
 
 /// Counts and logs a failed DH-HMAC-CHAP transaction (the connection
-/// closes once its response is sent).
+/// closes once its response is sent); the line goes through the target's
+/// `auth_log` rate limit.
 fn auth_failed(ctx: &Ctx<'_>, f: &super::auth::AuthFailure) {
     let b = ctx.binding.expect("authentication runs on a bound queue");
     let (counted, limit) = match &f.limit {
@@ -146,6 +147,10 @@ fn auth_failed(ctx: &Ctx<'_>, f: &super::auth::AuthFailure) {
         None => (Refused::AuthFailed, None),
     };
     ctx.target.refusals.count(counted);
+    // A flood of failures must not flood the log (counted either way).
+    if !ctx.target.auth_log.admit(std::time::Instant::now()) {
+        return;
+    }
     let why = if let Some(limit) = limit {
         limit
     } else if f.by_host && f.explanation == nvme_spec::auth::explain::FAILED {

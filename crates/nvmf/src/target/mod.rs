@@ -25,7 +25,8 @@
 //!   connections and one io_uring that carries their socket receives and
 //!   sends, the wake-up for new connections and the storage I/O of file and
 //!   block device namespaces ([`ring`] sets it up; the loop, `event_loop.rs`,
-//!   is private to the crate).
+//!   is private to the crate). An unfinished TLS handshake's steps run on
+//!   [`tls_pool`]'s workers; the reactor keeps the socket.
 
 pub mod admin;
 pub mod admission;
@@ -59,6 +60,7 @@ pub mod ring;
 pub mod splice;
 pub mod storage;
 pub mod subsystem;
+pub mod tls_pool;
 mod transfer;
 pub mod unauthenticated;
 mod wake;

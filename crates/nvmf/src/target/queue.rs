@@ -172,7 +172,8 @@ impl Connection {
 
     /// Waits for the DH work of every authentication command and runs them
     /// again (for driving a connection without a reactor, as the unit
-    /// tests and the fuzz targets do).
+    /// tests and the fuzz targets do; with `DhPool::inline` nothing
+    /// waits).
     pub fn run_auth_blocking(&mut self) {
         while self.phase != Phase::Closing && self.reqs.counts().get(RequestState::AwaitingAuth) > 0
         {

@@ -164,6 +164,18 @@ impl RdmaQueue {
         let data = &b[Sqe::SIZE..];
         let mut cmd = Cmd::default();
         if let Some(k) = KeyedSgl::from_dptr(&sqe.dptr) {
+            // Each RDMA READ or WRITE names the SGL's address plus an
+            // offset into it: the whole SGL must be addressable.
+            if k.addr
+                .checked_add(u64::from(k.length.saturating_sub(1)))
+                .is_none()
+            {
+                return self.close(format!(
+                    "command {}: a keyed SGL of {} bytes at {:#x} runs past the end of the \
+                     address space",
+                    sqe.cid, k.length, k.addr
+                ));
+            }
             if k.length > 0 {
                 match self.free_stages.pop() {
                     Some(s) => cmd.stage = Some(s),
@@ -268,6 +280,15 @@ impl RdmaQueue {
             };
             match pdu {
                 Pdu::IcResp(_) => {}
+                // A capsule that reused the id of a command in flight: its
+                // answer goes now and is not the command's (whose transfers
+                // and response go on, its key not invalidated).
+                Pdu::CapsuleResp(cqe) if cqe.status() == nvme_spec::Status::CID_CONFLICT => {
+                    self.posts.push_back(Post::Send {
+                        cqe: cqe.encode(),
+                        invalidate: None,
+                    });
+                }
                 Pdu::CapsuleResp(cqe) => {
                     self.cmds
                         .entry(cqe.cid)

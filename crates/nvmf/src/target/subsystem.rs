@@ -454,6 +454,12 @@ pub struct Target {
     pub refusals: super::counters::Refusals,
     /// DH-HMAC-CHAP exponentiations, off the reactors.
     pub dh: super::dh_pool::DhPool,
+    /// Steps of unfinished TLS handshakes, off the reactors.
+    pub tls_handshakes: super::tls_pool::TlsPool,
+    /// The rate of lines about failed DH-HMAC-CHAP transactions and TLS
+    /// handshakes, over all reactors (each is also counted in
+    /// [`Target::refusals`]).
+    pub auth_log: super::log_limit::SharedLogLimit,
     /// Command data buffers held over all connections.
     pub buffers: super::buf::BufferBudget,
     /// TLS set-up when every listener requires TLS.
@@ -551,6 +557,8 @@ impl Target {
             resizes_noticed: AtomicU64::new(0),
             refusals: Default::default(),
             dh: Default::default(),
+            tls_handshakes: Default::default(),
+            auth_log: super::log_limit::SharedLogLimit::standard("authentication failure"),
             buffers: super::buf::BufferBudget::new(cfg.limits.max_buffer_bytes),
             tls,
             poll: cfg.poll,

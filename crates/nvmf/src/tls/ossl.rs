@@ -22,7 +22,9 @@
 //! - [`ServerContext`] / [`ServerSession`]: the target's side, driven
 //!   without a socket (the reactor feeds what its ring received and sends
 //!   what the session wrote, through two memory BIOs), so TLS runs on the
-//!   reactor's io_uring like plain text.
+//!   reactor's io_uring like plain text; a session is `Send`, so the steps
+//!   of an unfinished handshake (its key exchange) run on the target's
+//!   `tls_pool` workers instead of the reactor.
 //! - [`connect`] / [`TlsStream`]: the host's side over a socket (the
 //!   blocking initiator, then the engine's non-blocking loop through
 //!   [`crate::host::Stream`]).
