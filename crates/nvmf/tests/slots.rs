@@ -78,3 +78,36 @@ fn a_host_from_a_sixth_address_connects_while_five_hold_their_share_of_idle_sock
     assert_eq!(refused(t, Refused::Evicted), 2, "no eviction for it");
     s.stop().unwrap();
 }
+
+/// A host retrying Connect past `max_controllers` in a loop is refused and
+/// counted each time, but its "controller limit reached" lines are rate
+/// limited: one window's worth printed, the rest held back (issue 38: every
+/// refusal printed a line).
+#[test]
+fn controller_limit_lines_are_rate_limited() {
+    use nvme_spec::Status;
+    use nvmf::target::log_limit::LINES_PER_WINDOW;
+    use nvmf::{Initiator, InitiatorError};
+    let mut cfg = config(None);
+    cfg.limits.max_controllers = 1;
+    let (s, addr) = start(&cfg);
+    let t = &s.target;
+    let (_admin, _io) = controller(addr, &opts());
+    let n = u64::from(LINES_PER_WINDOW) + 5;
+    for _ in 0..n {
+        match Initiator::connect_admin(addr, NQN, &opts()) {
+            Err(InitiatorError::Command { status, .. }) => {
+                assert_eq!(status, Status::CONNECT_CTRL_BUSY)
+            }
+            Err(e) => panic!("expected Controller Busy, got {e}"),
+            Ok(_) => panic!("a second controller past max_controllers = 1"),
+        }
+    }
+    assert_eq!(refused(t, Refused::Busy), n, "every refusal counted");
+    assert_eq!(
+        t.refusal_log.printed(),
+        u64::from(LINES_PER_WINDOW),
+        "one window's lines"
+    );
+    assert_eq!(t.refusal_log.held_back(), 5, "the rest held back");
+}

@@ -415,6 +415,7 @@ impl Reactor {
                     super::log_limit::said_held_back(&said);
                 }
                 self.target.auth_log.roll(now);
+                self.target.refusal_log.roll(now);
             }
             self.release_finished();
         }

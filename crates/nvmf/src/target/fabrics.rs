@@ -322,33 +322,37 @@ fn refusal(target: &super::subsystem::Target, r: ConnectRefusal) -> Outcome {
             ipo(true, 0),
         ),
         C::Busy => {
-            log::emit(
-                Stream::Err,
-                Level::Warn,
-                "controller_limit",
-                format_args!(
-                    "Connect refused: controller limit reached ({} live controllers, \
+            limit_line(target, || {
+                log::emit(
+                    Stream::Err,
+                    Level::Warn,
+                    "controller_limit",
+                    format_args!(
+                        "Connect refused: controller limit reached ({} live controllers, \
                      max_controllers in [limits]); raise it, or look for a host holding idle \
                      admin queues",
-                    target.limits.max_controllers
-                ),
-                &[("max_controllers", target.limits.max_controllers.into())],
-            );
+                        target.limits.max_controllers
+                    ),
+                    &[("max_controllers", target.limits.max_controllers.into())],
+                )
+            });
             (Refused::Busy, Status::CONNECT_CTRL_BUSY, 0)
         }
         C::UnauthenticatedPerSource => {
-            log::emit(
-                Stream::Err,
-                Level::Warn,
-                "unauthenticated_limit",
-                format_args!(
-                    "Connect refused: {} controllers from this source address wait for \
+            limit_line(target, || {
+                log::emit(
+                    Stream::Err,
+                    Level::Warn,
+                    "unauthenticated_limit",
+                    format_args!(
+                        "Connect refused: {} controllers from this source address wait for \
                      DH-HMAC-CHAP (UNAUTHENTICATED_PER_SOURCE); they free their slots \
                      when they authenticate or at the authentication deadline",
-                    super::ctrl_slots::UNAUTHENTICATED_PER_SOURCE
-                ),
-                &[("limit", "UNAUTHENTICATED_PER_SOURCE".into())],
-            );
+                        super::ctrl_slots::UNAUTHENTICATED_PER_SOURCE
+                    ),
+                    &[("limit", "UNAUTHENTICATED_PER_SOURCE".into())],
+                )
+            });
             (Refused::Unauthenticated, Status::CONNECT_CTRL_BUSY, 0)
         }
         C::TlsIdentityMismatch => (
@@ -360,6 +364,18 @@ fn refusal(target: &super::subsystem::Target, r: ConnectRefusal) -> Outcome {
     };
     target.refusals.count(why);
     refuse(status, result)
+}
+
+/// Prints a line about a Connect refused at a limit through the target's
+/// `refusal_log` rate limit: a host that retries in a loop is counted each
+/// time ([`Target::refusals`]) but printed at most the limit's lines per
+/// window.
+///
+/// [`Target::refusals`]: super::subsystem::Target::refusals
+fn limit_line(target: &super::subsystem::Target, line: impl FnOnce()) {
+    if target.refusal_log.admit(std::time::Instant::now()) {
+        line();
+    }
 }
 
 fn property_get(ctx: &Ctx<'_>, eight_bytes: bool, offset: u32) -> Outcome {

@@ -460,6 +460,11 @@ pub struct Target {
     /// handshakes, over all reactors (each is also counted in
     /// [`Target::refusals`]).
     pub auth_log: super::log_limit::SharedLogLimit,
+    /// The rate of lines about Connects refused at a limit (controller
+    /// limit reached, unauthenticated controllers per source), over all
+    /// reactors: a host retrying in a loop must not flood the log (each is
+    /// also counted in [`Target::refusals`]).
+    pub refusal_log: super::log_limit::SharedLogLimit,
     /// Command data buffers held over all connections.
     pub buffers: super::buf::BufferBudget,
     /// TLS set-up when every listener requires TLS.
@@ -559,6 +564,7 @@ impl Target {
             dh: Default::default(),
             tls_handshakes: Default::default(),
             auth_log: super::log_limit::SharedLogLimit::standard("authentication failure"),
+            refusal_log: super::log_limit::SharedLogLimit::standard("Connect refusal"),
             buffers: super::buf::BufferBudget::new(cfg.limits.max_buffer_bytes),
             tls,
             poll: cfg.poll,
