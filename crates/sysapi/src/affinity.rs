@@ -1,5 +1,6 @@
 //! CPU affinity of the calling thread (`sched_setaffinity(2)`,
-//! `sched_getaffinity(2)`).
+//! `sched_getaffinity(2)`), and its scheduling class for background work
+//! (`sched_setscheduler(2)`).
 
 use std::io;
 
@@ -32,9 +33,37 @@ pub fn allowed_cpus() -> io::Result<Vec<u32>> {
         .collect())
 }
 
+/// Makes the calling thread background work: `SCHED_IDLE`, which any
+/// waking thread of a normal class preempts at once (a nice value only
+/// lowers its share, and a reactor waking on a CPU where the work runs
+/// still waits for the scheduler's next tick or slice). The thread still
+/// progresses on a busy machine (the kernel gives it a minimal weight).
+pub fn background_current_thread() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler on this thread (pid 0 = the calling
+    // thread on Linux) with a valid, initialised sched_param; it changes
+    // only this thread's scheduling class.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn background_threads_are_sched_idle() {
+        std::thread::spawn(|| {
+            background_current_thread().unwrap();
+            // SAFETY: sched_getscheduler(0) reads the calling thread's class.
+            assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_IDLE);
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn pins_and_restores_the_calling_thread() {
