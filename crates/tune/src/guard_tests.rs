@@ -15,10 +15,33 @@ use crate::target::Controller;
 
 const SET: u32 = 0x0109;
 
-fn journal(tag: &str) -> Journal {
+/// A journal in a directory of its own, removed when the test ends (it
+/// is declared before the guard, so it drops after it).
+struct TestJournal {
+    journal: Journal,
+    dir: std::path::PathBuf,
+}
+
+impl std::ops::Deref for TestJournal {
+    type Target = Journal;
+    fn deref(&self) -> &Journal {
+        &self.journal
+    }
+}
+
+impl Drop for TestJournal {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn journal(tag: &str) -> TestJournal {
     let dir = std::env::temp_dir().join(format!("tune-guard-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    Journal::at(dir)
+    TestJournal {
+        journal: Journal::at(dir.clone()),
+        dir,
+    }
 }
 
 /// `n` changeable controllers nvme0.. with value `raw`.

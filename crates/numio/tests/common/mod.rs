@@ -52,5 +52,8 @@ impl Temp {
 impl Drop for Temp {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+        // The lock numio keeps beside a verify state file (its path with
+        // the extension "lock", session::verify_state).
+        let _ = std::fs::remove_file(self.0.with_extension("lock"));
     }
 }
