@@ -14,7 +14,6 @@
 
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -97,49 +96,31 @@ fn euid() -> u32 {
 /// The text of the state file `path`, `None` when there is none: a regular
 /// file of at most [`MAX_STATE_BYTES`].
 pub fn read(path: &Path) -> Result<Option<String>, String> {
-    let f = match std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
+    use sysapi::file::CappedReadError as E;
+    let fix = "name a numio verify state file with --verify-state FILE";
+    let bytes = match sysapi::file::read_regular_capped(path, MAX_STATE_BYTES) {
+        Ok(b) => b,
+        Err(E::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(E::Io(e)) => {
             return Err(format!(
                 "cannot read the verify state {}: {e}",
                 path.display()
             ))
         }
+        Err(E::NotRegular(kind)) => {
+            return Err(format!(
+                "the verify state {} is not a regular file ({kind}); {fix}",
+                path.display()
+            ))
+        }
+        Err(E::TooBig { len_bytes, .. }) => {
+            return Err(format!(
+                "the verify state {} has {len_bytes} bytes or more, more than the {} MiB numio reads; {fix}",
+                path.display(),
+                MAX_STATE_BYTES >> 20
+            ))
+        }
     };
-    let meta = f
-        .metadata()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let fix = "name a numio verify state file with --verify-state FILE";
-    if !meta.file_type().is_file() {
-        return Err(format!(
-            "the verify state {} is not a regular file; {fix}",
-            path.display()
-        ));
-    }
-    if meta.len() > MAX_STATE_BYTES {
-        return Err(format!(
-            "the verify state {} has {} bytes, more than the {} MiB numio reads; {fix}",
-            path.display(),
-            meta.len(),
-            MAX_STATE_BYTES >> 20
-        ));
-    }
-    let mut bytes = Vec::new();
-    f.take(MAX_STATE_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read the verify state {}: {e}", path.display()))?;
-    if bytes.len() as u64 > MAX_STATE_BYTES {
-        return Err(format!(
-            "the verify state {} grew past {} MiB while read; {fix}",
-            path.display(),
-            MAX_STATE_BYTES >> 20
-        ));
-    }
     String::from_utf8(bytes).map(Some).map_err(|_| {
         format!(
             "the verify state {} is not UTF-8 text; {fix}",

@@ -70,6 +70,82 @@ pub fn create_new_private(path: &Path) -> io::Result<File> {
         .open(path)
 }
 
+/// Why [`read_regular_capped`] returned no bytes.
+#[derive(Debug)]
+pub enum CappedReadError {
+    /// The open, `fstat` or read failed (`NotFound` among them).
+    Io(io::Error),
+    /// Not a regular file: what it is, in words ("a FIFO").
+    NotRegular(&'static str),
+    /// More bytes than allowed: its length when opened (or what was read
+    /// when it grew while read), and the cap.
+    TooBig {
+        /// Bytes found.
+        len_bytes: u64,
+        /// The cap.
+        max_bytes: u64,
+    },
+}
+
+/// The bytes of the regular file at `path`, at most `max_bytes`: opened
+/// without blocking (a FIFO does not wait for a writer) and without
+/// becoming a controlling terminal, refused before a byte is read when it
+/// is a FIFO, device, socket or directory or longer than the cap, and
+/// refused when it grows past the cap while read. For files numio is told
+/// to read (configurations, state, job files) where a hostile or mistaken
+/// path must not hang or exhaust it.
+pub fn read_regular_capped(path: &Path, max_bytes: u64) -> Result<Vec<u8>, CappedReadError> {
+    use std::io::Read;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(CappedReadError::Io)?;
+    let meta = f.metadata().map_err(CappedReadError::Io)?;
+    if !meta.file_type().is_file() {
+        return Err(CappedReadError::NotRegular(kind_of(&meta.file_type())));
+    }
+    if meta.len() > max_bytes {
+        return Err(CappedReadError::TooBig {
+            len_bytes: meta.len(),
+            max_bytes,
+        });
+    }
+    let mut bytes = Vec::new();
+    f.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(CappedReadError::Io)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(CappedReadError::TooBig {
+            len_bytes: bytes.len() as u64,
+            max_bytes,
+        });
+    }
+    Ok(bytes)
+}
+
+/// What a file that is not regular is, in words.
+pub fn kind_of(t: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symlink"
+    } else {
+        "not a file"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +203,42 @@ mod tests {
             eprintln!("skipped: the foreign-owner case needs root to chown");
         }
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn capped_reads_take_regular_files_within_the_cap_only() {
+        let d = dir("capped");
+        let f = d.join("f");
+        std::fs::write(&f, b"12345").unwrap();
+        assert_eq!(read_regular_capped(&f, 5).unwrap(), b"12345");
+        assert!(matches!(
+            read_regular_capped(&f, 4),
+            Err(CappedReadError::TooBig {
+                len_bytes: 5,
+                max_bytes: 4
+            })
+        ));
+        assert!(matches!(
+            read_regular_capped(&d, 5),
+            Err(CappedReadError::NotRegular("a directory"))
+        ));
+        // A FIFO with no writer: refused at once, not waited on.
+        let fifo = d.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(matches!(
+            read_regular_capped(&fifo, 5),
+            Err(CappedReadError::NotRegular("a FIFO"))
+        ));
+        assert!(matches!(
+            read_regular_capped(Path::new("/dev/zero"), 5),
+            Err(CappedReadError::NotRegular("a character device"))
+        ));
+        assert!(matches!(
+            read_regular_capped(&d.join("absent"), 5),
+            Err(CappedReadError::Io(e)) if e.kind() == io::ErrorKind::NotFound
+        ));
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -4,7 +4,6 @@
 //! that the thread which answers SIGTERM never waits on the file (a hung
 //! mount, a FIFO) and a `/dev/zero` cannot fill memory.
 
-use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
@@ -106,48 +105,16 @@ pub fn off_thread<T: Send + 'static>(
 /// `path`'s text: a regular file (opened with O_NONBLOCK, so a FIFO does
 /// not wait for a writer) of at most [`MAX_CONFIG_BYTES`].
 fn read_capped(path: &Path) -> anyhow::Result<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)?;
-    let meta = f.metadata()?;
-    anyhow::ensure!(
-        meta.file_type().is_file(),
-        "not a regular file ({}); give a TOML file",
-        kind(&meta.file_type())
-    );
-    anyhow::ensure!(
-        meta.len() <= MAX_CONFIG_BYTES,
-        "{} bytes, more than the {} MiB a configuration may have; give the TOML file",
-        meta.len(),
-        MAX_CONFIG_BYTES >> 20
-    );
-    let mut bytes = Vec::new();
-    f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes)?;
-    anyhow::ensure!(
-        bytes.len() as u64 <= MAX_CONFIG_BYTES,
-        "grew past the {} MiB a configuration may have while read",
-        MAX_CONFIG_BYTES >> 20
-    );
+    use sysapi::file::CappedReadError as E;
+    let bytes = sysapi::file::read_regular_capped(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+        E::Io(e) => anyhow::Error::from(e),
+        E::NotRegular(kind) => anyhow::anyhow!("not a regular file ({kind}); give a TOML file"),
+        E::TooBig { len_bytes, .. } => anyhow::anyhow!(
+            "{len_bytes} bytes or more, more than the {} MiB a configuration may have; give the TOML file",
+            MAX_CONFIG_BYTES >> 20
+        ),
+    })?;
     String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("not UTF-8 text; give a TOML file"))
-}
-
-fn kind(t: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_dir() {
-        "a directory"
-    } else {
-        "not a file"
-    }
 }
 
 #[cfg(test)]
