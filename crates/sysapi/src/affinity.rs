@@ -33,20 +33,25 @@ pub fn allowed_cpus() -> io::Result<Vec<u32>> {
         .collect())
 }
 
+/// Nice value of background work where `SCHED_IDLE` is refused.
+pub const BACKGROUND_NICE: i32 = 19;
+
 /// Makes the calling thread background work: `SCHED_IDLE`, which any
 /// waking thread of a normal class preempts at once (a nice value only
 /// lowers its share, and a reactor waking on a CPU where the work runs
-/// still waits for the scheduler's next tick or slice). The thread still
-/// progresses on a busy machine (the kernel gives it a minimal weight).
-pub fn background_current_thread() -> io::Result<()> {
+/// still waits for the scheduler's next tick or slice). Where that class
+/// is refused (a seccomp filter), nice [`BACKGROUND_NICE`] instead. The
+/// thread still progresses on a busy machine (the kernel gives it a
+/// minimal weight).
+pub fn background_current_thread() {
     let param = libc::sched_param { sched_priority: 0 };
     // SAFETY: sched_setscheduler on this thread (pid 0 = the calling
     // thread on Linux) with a valid, initialised sched_param; it changes
     // only this thread's scheduling class.
-    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
+        // SAFETY: setpriority on this thread (who 0 = the calling thread
+        // on Linux) changes only its scheduling priority.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE) };
     }
 }
 
@@ -57,7 +62,7 @@ mod tests {
     #[test]
     fn background_threads_are_sched_idle() {
         std::thread::spawn(|| {
-            background_current_thread().unwrap();
+            background_current_thread();
             // SAFETY: sched_getscheduler(0) reads the calling thread's class.
             assert_eq!(unsafe { libc::sched_getscheduler(0) }, libc::SCHED_IDLE);
         })

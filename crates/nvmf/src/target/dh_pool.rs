@@ -37,9 +37,6 @@ pub const DH_JOBS_PER_SOURCE: u32 = 32;
 pub const DH_JOBS_PER_HOST: u32 = 64;
 /// DH jobs queued or running over all hosts.
 pub const DH_JOBS_MAX: usize = 256;
-/// The workers' nice value where SCHED_IDLE is refused: the reactors
-/// (nice 0) come first.
-const WORKER_NICE: i32 = 19;
 
 /// What a job computes.
 #[derive(Debug)]
@@ -258,12 +255,7 @@ fn compute(work: DhWork) -> DhDone {
 
 fn work(rx: &Mutex<Receiver<Job>>, budgets: &Mutex<Budgets>) {
     // Background work: a reactor waking on this CPU preempts it at once.
-    // Where SCHED_IDLE is refused (a seccomp filter), nice 19.
-    if sysapi::affinity::background_current_thread().is_err() {
-        // SAFETY: setpriority on this thread (who 0 = the calling thread on
-        // Linux) changes only its scheduling priority.
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, WORKER_NICE) };
-    }
+    sysapi::affinity::background_current_thread();
     loop {
         let job = match rx.lock().expect("DH queue lock").recv() {
             Ok(j) => j,

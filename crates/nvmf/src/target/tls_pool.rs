@@ -39,9 +39,6 @@ pub const TLS_JOBS_MAX: usize = 256;
 /// unrun (the connection closes; the ICReq deadline would close it soon
 /// after anyway).
 pub const HANDSHAKE_DEADLINE: Duration = Duration::from_secs(5);
-/// The workers' nice value where SCHED_IDLE is refused: the reactors
-/// (nice 0) come first.
-const WORKER_NICE: i32 = 19;
 
 /// One handshake step's outcome, for the reactor.
 #[derive(Debug)]
@@ -212,12 +209,7 @@ fn start_workers(budgets: Arc<Mutex<Budgets>>) -> SyncSender<Job> {
 
 fn work(rx: &Mutex<Receiver<Job>>, budgets: &Mutex<Budgets>) {
     // Background work: a reactor waking on this CPU preempts it at once.
-    // Where SCHED_IDLE is refused (a seccomp filter), nice 19.
-    if sysapi::affinity::background_current_thread().is_err() {
-        // SAFETY: setpriority on this thread (who 0 = the calling thread on
-        // Linux) changes only its scheduling priority.
-        unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, WORKER_NICE) };
-    }
+    sysapi::affinity::background_current_thread();
     loop {
         let job = match rx.lock().expect("TLS queue lock").recv() {
             Ok(j) => j,
