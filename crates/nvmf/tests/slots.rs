@@ -104,10 +104,5 @@ fn controller_limit_lines_are_rate_limited() {
         }
     }
     assert_eq!(refused(t, Refused::Busy), n, "every refusal counted");
-    assert_eq!(
-        t.refusal_log.printed(),
-        u64::from(LINES_PER_WINDOW),
-        "one window's lines"
-    );
-    assert_eq!(t.refusal_log.held_back(), 5, "the rest held back");
+    assert_one_window_printed(&t.refusal_log, 5);
 }

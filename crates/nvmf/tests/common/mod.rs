@@ -135,3 +135,16 @@ pub fn rss_bytes() -> u64 {
         .unwrap();
     kb * 1024
 }
+
+/// Asserts that rate-limited `log` printed one window's lines
+/// (`LINES_PER_WINDOW`) and held back the other `held_back` (each still
+/// counted by the target).
+pub fn assert_one_window_printed(log: &nvmf::target::log_limit::SharedLogLimit, held_back: u64) {
+    use nvmf::target::log_limit::LINES_PER_WINDOW;
+    assert_eq!(
+        log.printed(),
+        u64::from(LINES_PER_WINDOW),
+        "one window's lines"
+    );
+    assert_eq!(log.held_back(), held_back, "the rest counted, not printed");
+}
