@@ -132,21 +132,19 @@ vm_check_timeout() {
 # them, and a check whose kernel side is the same on each (numio's own
 # logic, or a kernel interface another check covers there) says
 # "kernels=default" and why.
-vm_check_runs_in() {
+# vm_check_allows CHECK KEY VALUE: CHECK has no "# vm-lab: KEY=..." line,
+# or VALUE is among the words of its first one.
+vm_check_allows() {
   local only
-  only=$(sed -n 's/^# vm-lab: topologies=\(.*\)/\1/p' "$1" | head -n 1)
-  [ -z "$only" ] || [[ " $only " == *" $2 "* ]]
-}
-vm_check_runs_on() {
-  local only
-  only=$(sed -n 's/^# vm-lab: kernels=\(.*\)/\1/p' "$1" | head -n 1)
-  [ -z "$only" ] || [[ " $only " == *" $2 "* ]]
+  only=$(sed -n "s/^# vm-lab: $2=\\(.*\\)/\\1/p" "$1" | head -n 1)
+  [ -z "$only" ] || [[ " $only " == *" $3 "* ]]
 }
 vm_topology_checks() {
   local check kernel=${2:-default}
   for check in "$VM_DIR"/tests/all/*.sh "$VM_DIR/tests/$1"/*.sh; do
     [ -f "$check" ] || continue
-    vm_check_runs_in "$check" "$1" && vm_check_runs_on "$check" "$kernel" && printf '%s\n' "$check"
+    vm_check_allows "$check" topologies "$1" && vm_check_allows "$check" kernels "$kernel" &&
+      printf '%s\n' "$check"
   done
   return 0
 }
