@@ -381,6 +381,59 @@ fn unauthenticated_controllers_hold_no_slot_of_max_controllers() {
     }
 }
 
+/// A source refused at the unauthenticated limit has its next sockets
+/// closed at accept, before a reactor reads their ICReq, for
+/// SOURCE_BACKOFF; another source is served meanwhile (issue 38: 56
+/// sockets from one address retrying every 50 ms made the reactor run
+/// about 940 ICReq/Connect/refusal exchanges a second, and a good host's
+/// p99 rose to 2.7-2.9x).
+#[test]
+fn a_source_refused_at_the_unauthenticated_limit_backs_off() {
+    use nvmf::target::backoff::SOURCE_BACKOFF;
+    use nvmf::target::ctrl_slots::UNAUTHENTICATED_PER_SOURCE;
+    let k = Keys::new("backoff");
+    let (srv, addr) = start(&auth_config(k.host_config(false, &["sha256"], &["null"])));
+    let t = &srv.target;
+    let count = |why: Refused| t.refusals.snapshot()[why as usize].1;
+    let lo = std::net::Ipv4Addr::new(127, 0, 3, 1);
+    let _held: Vec<Initiator> = (0..UNAUTHENTICATED_PER_SOURCE)
+        .map(|_| unauthenticated_from(lo, addr))
+        .collect();
+    // The window starts when the target refuses, before this side hears
+    // of it: a retry begun within SOURCE_BACKOFF of hearing is inside it.
+    // A machine too busy to retry that soon is told to try again.
+    let mut backed_off = false;
+    for _ in 0..5 {
+        match unauthenticated_try(lo, addr) {
+            Err(InitiatorError::Command { status, .. }) => {
+                assert_eq!(status, Status::CONNECT_CTRL_BUSY)
+            }
+            // Still inside the window of the last round's refusal.
+            Err(_) => continue,
+            Ok(_) => panic!("a source past UNAUTHENTICATED_PER_SOURCE"),
+        }
+        let heard = std::time::Instant::now();
+        let retry = unauthenticated_try(lo, addr);
+        let inside = heard.elapsed() < SOURCE_BACKOFF;
+        match retry {
+            Err(InitiatorError::Command { .. }) | Ok(_) if inside => {
+                panic!("a Connect was read during the source's back-off")
+            }
+            Err(InitiatorError::Command { .. }) | Ok(_) => continue,
+            Err(_) => {
+                backed_off = true;
+                break;
+            }
+        }
+    }
+    assert!(backed_off, "no retry came within SOURCE_BACKOFF in 5 tries");
+    assert!(count(Refused::SourceBackoff) >= 1);
+    // Another address is served meanwhile, and the host with its secret.
+    let _other = unauthenticated_from(std::net::Ipv4Addr::new(127, 0, 3, 2), addr);
+    let (_a, mut q) = controller(addr, &with_secrets(&k.host, None));
+    assert_eq!(q.read(1, 0, 8).unwrap().len(), 4096);
+}
+
 /// Unauthenticated controllers are capped per source address (the next is
 /// refused) and in all (the next tears down the oldest, whose queue closes).
 #[test]

@@ -36,6 +36,9 @@ pub enum Crowded {
     Target(u32),
     /// This source address holds its share.
     Source(u32),
+    /// This source address was refused a controller at the
+    /// unauthenticated limit moments ago; what is left of its back-off.
+    Backoff(Duration),
 }
 
 impl std::fmt::Display for Crowded {
@@ -50,6 +53,15 @@ impl std::fmt::Display for Crowded {
                 f,
                 "connection limit per source address reached: max_connections_per_source = \
                  {n} (raise it in the [limits] of --config)"
+            ),
+            Crowded::Backoff(left) => write!(
+                f,
+                "source address backing off for {} ms more: it was refused a controller for \
+                 holding UNAUTHENTICATED_PER_SOURCE = {} controllers that wait for DH-HMAC-CHAP \
+                 (source_backoff, {} ms after each such refusal)",
+                left.as_millis().max(1),
+                super::unauthenticated::UNAUTHENTICATED_PER_SOURCE,
+                super::backoff::SOURCE_BACKOFF.as_millis()
             ),
         }
     }
@@ -76,6 +88,9 @@ impl Target {
         source: IpAddr,
         sock: Option<OwnedFd>,
     ) -> Result<(Arc<Ticket>, Option<Evicted>), Crowded> {
+        if let Some(left) = self.backoff.left(source, Instant::now()) {
+            return Err(Crowded::Backoff(left));
+        }
         let limits = self.limits;
         let mut ledger = self.admission.lock().expect("admission lock");
         let mine = ledger.by_source.get(&source).copied().unwrap_or(0);

@@ -163,11 +163,14 @@ pub enum Refused {
     /// A TLS handshake was refused because its source address, or all
     /// sources together, held the budget of handshake work (`tls_pool`).
     TlsBusy,
+    /// A socket was closed at accept because its source address had just
+    /// been refused a controller at the unauthenticated limit (`backoff`).
+    SourceBackoff,
 }
 
 impl Refused {
     /// Every reason, in the order the metrics list them.
-    pub const ALL: [Refused; 19] = [
+    pub const ALL: [Refused; 20] = [
         Refused::HostNotAllowed,
         Refused::HostIdMismatch,
         Refused::UnknownSubsystem,
@@ -187,6 +190,7 @@ impl Refused {
         Refused::Evicted,
         Refused::Unauthenticated,
         Refused::TlsBusy,
+        Refused::SourceBackoff,
     ];
 
     /// Its label value.
@@ -211,6 +215,7 @@ impl Refused {
             Refused::Evicted => "evicted",
             Refused::Unauthenticated => "unauthenticated_limit",
             Refused::TlsBusy => "tls_busy",
+            Refused::SourceBackoff => "source_backoff",
         }
     }
 

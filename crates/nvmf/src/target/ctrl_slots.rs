@@ -111,6 +111,9 @@ impl Target {
             .filter(|u| source.is_some() && u.source == source)
             .count();
         if from_source >= UNAUTHENTICATED_PER_SOURCE {
+            if let Some(s) = source {
+                self.backoff.refused(s, std::time::Instant::now());
+            }
             return Err(ConnectRefusal::UnauthenticatedPerSource);
         }
         if reg.unauthenticated.len() < UNAUTHENTICATED_MAX {

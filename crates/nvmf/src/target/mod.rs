@@ -32,6 +32,7 @@ pub mod admin;
 pub mod admission;
 pub mod ana;
 pub mod auth;
+pub mod backoff;
 pub mod buf;
 pub mod command;
 pub mod config;

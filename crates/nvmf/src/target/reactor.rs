@@ -478,6 +478,7 @@ fn admit(
             let (reason, limit) = match why {
                 Crowded::Target(_) => (Refused::ConnectionLimit, "max_connections"),
                 Crowded::Source(_) => (Refused::SourceLimit, "max_connections_per_source"),
+                Crowded::Backoff(_) => (Refused::SourceBackoff, "UNAUTHENTICATED_PER_SOURCE"),
             };
             target.refusals.count(reason);
             // A refusal is a change a waiter may look for.

@@ -444,6 +444,9 @@ pub struct Target {
     /// Connection slots by source address, and the sockets that may be
     /// closed for room ([`Target::admit`]).
     pub(crate) admission: Mutex<super::ledger::Ledger>,
+    /// Sources refused at the unauthenticated limit, closed at accept for
+    /// a while ([`super::backoff`]).
+    pub backoff: super::backoff::SourceBackoff,
     /// Set on SIGINT/SIGTERM: stop accepting, drain, flush.
     pub shutting_down: AtomicBool,
     /// Incremented whenever the discovery log could change.
@@ -557,6 +560,7 @@ impl Target {
             }),
             connections: AtomicU32::new(0),
             admission: Default::default(),
+            backoff: Default::default(),
             shutting_down: AtomicBool::new(false),
             discovery_genctr: AtomicU64::new(1),
             resizes_noticed: AtomicU64::new(0),
