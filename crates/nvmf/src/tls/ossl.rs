@@ -247,6 +247,20 @@ pub fn connect(
     connect_with(sys::libssl(), GROUPS, stream, key, hostnqn, subnqn)
 }
 
+/// [`connect`] offering the key exchange groups `groups` (OpenSSL's
+/// colon-separated names, such as `c"P-384:P-256"`) instead of X25519 and
+/// P-256: for a target that asks for other groups, and for tests and
+/// benchmarks of what a target does with a client's offer.
+pub fn connect_offering(
+    stream: TcpStream,
+    key: &ConfiguredPsk,
+    hostnqn: &str,
+    subnqn: &str,
+    groups: &CStr,
+) -> Result<TlsStream, TlsError> {
+    connect_with(sys::libssl(), groups, stream, key, hostnqn, subnqn)
+}
+
 /// [`connect`] with libssl as given and offering `groups`.
 fn connect_with(
     lib: Result<sys::Lib, LibraryError>,
