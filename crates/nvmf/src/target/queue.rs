@@ -151,8 +151,8 @@ impl Connection {
     }
 
     /// Runs again the authentication commands whose DH work (done off the
-    /// reactor) is in. Cheap when none waits: the reactor calls it on every
-    /// loop.
+    /// reactor) is in. Cheap when none waits: the reactor calls it each
+    /// time it drives the connection (on every wake-up among others).
     pub fn resume_auth(&mut self) {
         if self.reqs.counts().get(RequestState::AwaitingAuth) == 0 {
             return;
