@@ -2,8 +2,9 @@
 # A good host's 4k QD1 random reads against numio serve (a RAM namespace,
 # loopback) while the target is attacked as in issue 38, side by side in
 # one run: quiet, then under each attack. Prints IOPS and p99 completion
-# latency per row and the ratio to the quiet baseline of its target (the
-# goal: >= 80 % of the IOPS, p99 within 2x).
+# latency per row and the ratio to the quiet row of its target in the same
+# round, the median over the rounds (the goal: >= 80 % of the IOPS, p99
+# within 2x).
 #
 #   bench/serve-attack.sh   # RUNTIME=5 DH_CONNS=3 IDLE_CONNS=64 TLS_CONNS=8 ROUNDS=3
 #
@@ -247,18 +248,24 @@ median() {
 printf '%-22s %9s %9s %7s %7s %9s %9s   %s\n' row IOPS "p99 us" IOPS/q p99/q "attack/s" "socks/s" "each round's IOPS"
 for i in "${!rows[@]}"; do
   read -r name base <<<"${rows[$i]}"
-  bi=$(median "${got[$base]}" 1)
-  bp=$(median "${got[$base]}" 2)
   iops=$(median "${got[$i]}" 1)
   p99=$(median "${got[$i]}" 2)
   rate=$(median "${got[$i]}" 3)
   conns=$(median "${got[$i]}" 4)
+  # Each round's ratio to the quiet row of the same round, then their
+  # median: the machine drifts between rounds more than within one.
+  ratios=$(paste -d' ' <(awk 'NF { print $1, $2 }' <<<"${got[$i]}") \
+    <(awk 'NF { print $1, $2 }' <<<"${got[$base]}") | awk '$1 > 0 && $3 > 0 {
+      print $1 / $3, ($2 == "-" || $4 == "-") ? "-" : $2 / $4 }')
+  iq=$(median "$ratios" 1)
+  pq=$(median "$ratios" 2)
   each=$(awk 'NF { printf "%s%.0f", (n++ ? " " : ""), $1 }' <<<"${got[$i]}")
-  awk -v n="$name" -v i="$iops" -v p="$p99" -v bi="$bi" -v bp="$bp" -v r="$rate" -v c="$conns" -v e="$each" 'BEGIN {
-    pr = (p == "-") ? "-" : sprintf("%.1f", p); pq = (p == "-" || bp == "-") ? "-" : sprintf("%.2f", p / bp)
-    printf "%-22s %9.0f %9s %7.2f %7s %9s %9s   %s\n", n, i, pr, i / bi, pq, r, c, e }'
+  awk -v n="$name" -v i="$iops" -v p="$p99" -v iq="$iq" -v pq="$pq" -v r="$rate" -v c="$conns" -v e="$each" 'BEGIN {
+    pr = (p == "-") ? "-" : sprintf("%.1f", p)
+    iqs = (iq == "-") ? "-" : sprintf("%.2f", iq); pqs = (pq == "-") ? "-" : sprintf("%.2f", pq)
+    printf "%-22s %9.0f %9s %7s %7s %9s %9s   %s\n", n, i, pr, iqs, pqs, r, c, e }'
 done
-echo "4k randread QD1, ${RUNTIME} s per row, medians of $ROUNDS rounds (numio serve on CPU 0, numio bench on CPU 1 from 127.0.0.1; the attack from $ATTACK_FROM at nice $ATTACK_NICE; attack/s: DH challenges, queues connected or hellos answered; socks/s: sockets opened)"
+echo "4k randread QD1, ${RUNTIME} s per row, medians of $ROUNDS rounds; IOPS/q and p99/q: the median of each round's ratio to that round's quiet row (numio serve on CPU 0, numio bench on CPU 1 from 127.0.0.1; the attack from $ATTACK_FROM at nice $ATTACK_NICE; attack/s: DH challenges, queues connected or hellos answered; socks/s: sockets opened)"
 for t in serve serve-tls; do
   grep -oE 'refused|evicted|auth_[a-z_]+|tls_[a-z_]+|controller limit|backoff' "$TMP/$t.err" | sort | uniq -c | sed "s/^/  $t log: /" || true
 done
