@@ -156,7 +156,7 @@ bench() {
 # under NAME HOLD_S BENCH_ARGS -- ATTACK_ARGS: the attack running (for
 # RUNTIME + HOLD_S + 10 s) from ATTACK_FROM, the bench started once it
 # is under way and HOLD_S seconds more; prints the bench's "iops p99"
-# and the attack's rate per second of its run ("N/s").
+# and the attack's rates per second of its run: "done/s sockets/s".
 under() {
   local name=$1 hold=$2 bargs=()
   shift 2
@@ -168,7 +168,6 @@ under() {
   nice -n "$ATTACK_NICE" "$ATTACK" --from "$ATTACK_FROM" "$@" $((RUNTIME + hold + 10)) \
     >"$TMP/$name.attack" 2>"$TMP/$name.attack.err" &
   attack=$!
-  local t0=$SECONDS
   # Under way: the attacker says it started its connections (an event);
   # attacks that hold sockets also have them accepted.
   for _ in $(seq 1 500); do

@@ -770,6 +770,28 @@ fn log_closed(s: &Slot, level: Level, why: &str) {
     );
 }
 
+/// Hands every socket `listener` accepts to the reactor whose inbox is
+/// `tx` (port 1, a slot without an address) and pokes it, as the
+/// acceptor does, on a thread of its own until the reactor is gone: for
+/// tests that run a [`Reactor`] without the target's acceptor.
+#[cfg(test)]
+pub(super) fn forward_accepts(
+    listener: std::net::TcpListener,
+    tx: std::sync::mpsc::Sender<(TcpStream, u16, Arc<Ticket>)>,
+    target: Arc<Target>,
+    wake: Arc<OwnedFd>,
+) {
+    std::thread::spawn(move || {
+        for s in listener.incoming() {
+            let Ok(s) = s else { return };
+            if tx.send((s, 1, target.admit_unaddressed())).is_err() {
+                return;
+            }
+            super::wake::poke(&*wake);
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::config::TargetConfig;
@@ -777,6 +799,20 @@ mod tests {
     use super::*;
     use crate::host::{Initiator, InitiatorError, InitiatorOptions};
     use std::net::TcpListener;
+
+    /// A target with one subsystem `nqn` that any host may use and a
+    /// 1 MiB RAM namespace.
+    fn ram_target(nqn: &str) -> Arc<Target> {
+        let cfg = TargetConfig::from_toml(
+            &format!(
+                "[[subsystem]]\nnqn = \"{nqn}\"\nallow_any_host = true\n\
+                 [[subsystem.namespace]]\nbacking = \"mem:1M\"\n"
+            ),
+            "test",
+        )
+        .unwrap();
+        Target::new(&cfg).unwrap()
+    }
 
     /// A failure bound, not a wait: each step below waits for its event.
     const LONG: Duration = Duration::from_secs(60);
@@ -788,15 +824,7 @@ mod tests {
     #[test]
     fn tick_by_timeout_op_without_ext_arg() {
         const NQN: &str = "nqn.2026-01.io.numio:tick";
-        let cfg = TargetConfig::from_toml(
-            &format!(
-                "[[subsystem]]\nnqn = \"{NQN}\"\nallow_any_host = true\n\
-                 [[subsystem.namespace]]\nbacking = \"mem:1M\"\n"
-            ),
-            "test",
-        )
-        .unwrap();
-        let target = Target::new(&cfg).unwrap();
+        let target = ram_target(NQN);
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -848,15 +876,7 @@ mod tests {
         const NQN: &str = "nqn.2026-01.io.numio:ready";
         const IDLE: usize = 32;
         const COMMANDS: u64 = 2000;
-        let cfg = TargetConfig::from_toml(
-            &format!(
-                "[[subsystem]]\nnqn = \"{NQN}\"\nallow_any_host = true\n\
-                 [[subsystem.namespace]]\nbacking = \"mem:1M\"\n"
-            ),
-            "test",
-        )
-        .unwrap();
-        let target = Target::new(&cfg).unwrap();
+        let target = ram_target(NQN);
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -869,16 +889,7 @@ mod tests {
             r.run();
         });
         let counts = counts_rx.recv_timeout(LONG).unwrap();
-        let (t, w) = (target.clone(), wake.clone());
-        std::thread::spawn(move || {
-            for s in listener.incoming() {
-                let Ok(s) = s else { return };
-                if tx.send((s, 1, t.admit_unaddressed())).is_err() {
-                    return;
-                }
-                poke(&*w);
-            }
-        });
+        forward_accepts(listener, tx, target.clone(), wake.clone());
         let o = InitiatorOptions {
             kato_ms: 0,
             timeout: LONG,
@@ -897,13 +908,13 @@ mod tests {
         }
         let drives = counts.0.load(Ordering::Relaxed) - before.0;
         let sweeps = counts.1.load(Ordering::Relaxed) - before.1;
-        // Each command: a receive and a send completion, at most a drive
-        // each; each sweep drives every connection once more.
         // Sweeps are ticks (100 ms) and wake-ups, not per command.
         assert!(
             sweeps < COMMANDS / 10,
             "{sweeps} sweeps for {COMMANDS} commands"
         );
+        // Each command: a receive and a send completion, at most a drive
+        // each; each sweep drives every connection once more.
         let bound = COMMANDS * 3 + sweeps * (IDLE as u64 + 1);
         assert!(
             drives <= bound,

@@ -11,10 +11,10 @@ use zeroize::Zeroizing;
 
 use super::super::config::{HostConfig, TargetConfig};
 use super::super::counters::Refused;
-use super::super::event_loop::Reactor;
+use super::super::event_loop::{forward_accepts, Reactor};
 use super::super::ring::Ring;
 use super::super::subsystem::Target;
-use super::super::wake::{eventfd, poke};
+use super::super::wake::eventfd;
 use super::*;
 use crate::host::{Initiator, InitiatorOptions};
 use crate::tls::ossl::{PskLookup, ServerContext};
@@ -92,16 +92,7 @@ impl OneReactor {
         let wake = Arc::new(eventfd().unwrap());
         let (t, w) = (target.clone(), wake.clone());
         std::thread::spawn(move || Reactor::new(t, 0, rx, w, Ring::new(true).unwrap()).run());
-        let t = target.clone();
-        std::thread::spawn(move || {
-            for s in listener.incoming() {
-                let Ok(s) = s else { return };
-                if tx.send((s, 1, t.admit_unaddressed())).is_err() {
-                    return;
-                }
-                poke(&*wake);
-            }
-        });
+        forward_accepts(listener, tx, target.clone(), wake);
         Self {
             target,
             addr,
