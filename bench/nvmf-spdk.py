@@ -139,7 +139,7 @@ class Target:
 
 def numio_bench(nqn, rw, bs, qd, extra, out):
     cmd = ["taskset", "-c", str(INI_CPU), NUMIO, "bench", f"nvme-tcp://127.0.0.1:{PORT}/{nqn}/1",
-           "--backend", "tcp", "--tcp-hostnqn", HOSTNQN, "--rw", rw, "--bs", str(bs),
+           "--backend", "tcp", "--hostnqn", HOSTNQN, "--rw", rw, "--bs", str(bs),
            "--iodepth", str(qd), "--cpus", str(INI_CPU), "--no-progress"] + extra
     if "write" in rw:
         cmd.append("--force-write")

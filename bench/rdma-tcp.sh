@@ -66,7 +66,7 @@ run_numio() { # target-kind transport
   [ "$1" = kernel ] && { nqn=$NQN_K; port=4421; }
   local b0 b1 ios
   read -r b0 _ < <(busy)
-  $N bench "nvme-$2://$RDMA_TGT:$port/$nqn/1" --tcp-hostnqn "$HOSTNQN" --rw randread --bs 4k --iodepth "$QD" \
+  $N bench "nvme-$2://$RDMA_TGT:$port/$nqn/1" --hostnqn "$HOSTNQN" --rw randread --bs 4k --iodepth "$QD" \
     --runtime "${RUNTIME}s" --json --no-progress >"$OUT/last.json" 2>"$OUT/last.err" ||
     { echo "numio bench $1 $2 failed: $(tail -n 2 "$OUT/last.err")" >&2; return; }
   read -r b1 _ < <(busy)

@@ -142,7 +142,7 @@ bench() {
   local url="nvme-tcp://127.0.0.1:$PORT/$NQN" extra=()
   if [ "${2:-}" = tls ]; then
     url="nvme-tcp://127.0.0.1:$TLS_PORT/$NQN"
-    extra=(--tcp-tls-key "$TMP/good-tls.key" --tcp-hostnqn "$GOOD_TLS")
+    extra=(--tls-key-file "$TMP/good-tls.key" --hostnqn "$GOOD_TLS")
   fi
   if taskset -c 1 "$NUMIO" bench "$url" "${extra[@]}" --rw randread --bs 4k \
     --iodepth 1 --runtime "$RUNTIME" --no-progress --json >"$TMP/$1.json" 2>"$TMP/$1.err"; then

@@ -15,15 +15,7 @@ pub(crate) struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Show NUMA nodes, CPUs and every NVMe controller, namespace and path.
-    Topo(cmd::topo::Args),
-    /// Find NUMA, multipath, IRQ and queue problems and say how to fix them.
-    Doctor(cmd::doctor::Args),
-    /// Which path of each multipath namespace each node's I/O takes, and
-    /// whether it is the nearest (`--probe` proves it with a short read).
-    Multipath(cmd::multipath::Args),
-    /// Place jobs on NUMA-local CPUs; emit numio, fio, numactl or JSON plans.
-    Plan(cmd::plan::Args),
+    // Measure.
     /// Benchmark NVMe namespaces, block devices or files (the main job).
     Bench(cmd::bench::Args),
     /// Run two arms (policies, plans, job files or saved results) and compare them.
@@ -33,17 +25,17 @@ enum Command {
     Sweep(cmd::sweep::Args),
     /// Reprint or export a saved result file.
     Report(cmd::report::Args),
-    /// Serve namespaces over NVMe/TCP.
-    Serve(cmd::serve::Args),
-    /// NVMe/TCP study across hosts: numio serve on a target host, numio's
-    /// initiator on N others at once, aggregate IOPS and each side's CPU.
-    Fabric(cmd::fabric::Args),
-    /// Connect the Linux host to an NVMe/TCP namespace, print its block
-    /// device, hold the connection until stdin closes or Ctrl-C, disconnect.
-    Connect(cmd::connect::Args),
-    /// The far end of `numio bench --hosts`, started over ssh: speaks the
-    /// fleet protocol on stdin and stdout (not for interactive use).
-    Agent(cmd::agent::Args),
+    // Look at the machine.
+    /// Show NUMA nodes, CPUs and every NVMe controller, namespace and path.
+    Topo(cmd::topo::Args),
+    /// Find NUMA, multipath, IRQ and queue problems and say how to fix them.
+    Doctor(cmd::doctor::Args),
+    /// Which path of each multipath namespace each node's I/O takes, and
+    /// whether it is the nearest (`--probe` proves it with a short read).
+    Multipath(cmd::multipath::Args),
+    /// Place jobs on NUMA-local CPUs; emit numio, fio, numactl or JSON plans.
+    Plan(cmd::plan::Args),
+    // Tune.
     /// NVMe interrupt coalescing: show it, set it or turn it off on every
     /// named controller or none, and restore the originals numio recorded;
     /// sweep thresholds with a workload and recommend one.
@@ -51,6 +43,23 @@ enum Command {
     /// Hand NVMe controllers to vfio-pci for numio's user-space driver and
     /// give them back; show drivers, IOMMU groups and hugepages.
     Vfio(cmd::vfio::Args),
+    // Serve and connect.
+    /// Serve namespaces over NVMe/TCP and NVMe/RDMA.
+    Serve(cmd::serve::Args),
+    /// Connect the Linux host to an NVMe/TCP or NVMe/RDMA namespace, print
+    /// its block device, hold the connection until stdin closes or Ctrl-C,
+    /// disconnect.
+    Connect(cmd::connect::Args),
+    // Across hosts.
+    /// NVMe-oF study across hosts (TCP or RDMA): numio serve on a target
+    /// host, numio's initiator on N others at once, aggregate IOPS and each
+    /// side's CPU.
+    Fabric(cmd::fabric::Args),
+    /// The far end of `numio bench --hosts`, started over ssh: speaks the
+    /// fleet protocol on stdin and stdout (not for interactive use).
+    #[command(hide = true)]
+    Agent(cmd::agent::Args),
+    // Set-up.
     /// Print the shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(cmd::completions::Args),
     /// Write man pages (numio.1 and one per subcommand) into a directory.

@@ -1,6 +1,6 @@
 //! `numio serve --allow-host NQN,dhchap-secret=FILE[,dhchap-ctrl-secret=FILE]`
-//! with `numio bench --backend tcp --tcp-dhchap-secret FILE
-//! [--tcp-dhchap-ctrl-secret FILE]`: the right secrets run a verified
+//! with `numio bench --backend tcp --dhchap-secret-file FILE
+//! [--dhchap-ctrl-secret-file FILE]`: the right secrets run a verified
 //! bench over every queue; a wrong one is refused with a line that says
 //! so on both sides; a secret file others can read stops numio serve
 //! before it listens. Waits are for lines, never a clock.
@@ -41,7 +41,7 @@ fn target(srv: &Serve) -> String {
 }
 
 fn bench(target: &str, secrets: &[&str], extra: &[&str]) -> (i32, String, String) {
-    let mut args = vec!["bench", "--backend", "tcp", "--tcp-hostnqn", HOST];
+    let mut args = vec!["bench", "--backend", "tcp", "--hostnqn", HOST];
     args.extend_from_slice(secrets);
     args.extend_from_slice(extra);
     args.push(target);
@@ -76,7 +76,12 @@ fn the_right_secrets_run_a_verified_bench_and_a_wrong_one_is_refused() {
     ];
     let (code, out, err) = bench(
         &t,
-        &["--tcp-dhchap-secret", &hk, "--tcp-dhchap-ctrl-secret", &ck],
+        &[
+            "--dhchap-secret-file",
+            &hk,
+            "--dhchap-ctrl-secret-file",
+            &ck,
+        ],
         &io,
     );
     assert_eq!(code, 0, "{out}\n{err}");
@@ -93,7 +98,7 @@ fn the_right_secrets_run_a_verified_bench_and_a_wrong_one_is_refused() {
     }
     let (code, out, err) = bench(
         &t,
-        &["--tcp-dhchap-secret", &hk],
+        &["--dhchap-secret-file", &hk],
         &[
             "--rw",
             "read",
@@ -114,7 +119,7 @@ fn the_right_secrets_run_a_verified_bench_and_a_wrong_one_is_refused() {
     let wrong = d.file("wrong", &Secret::generate(32, None).encode(), 0o600);
     let (code, _, err) = bench(
         &t,
-        &["--tcp-dhchap-secret", &wrong],
+        &["--dhchap-secret-file", &wrong],
         &["--rw", "read", "--size", "1m"],
     );
     assert_ne!(code, 0);
@@ -125,15 +130,15 @@ fn the_right_secrets_run_a_verified_bench_and_a_wrong_one_is_refused() {
     srv.line("DH-HMAC-CHAP failed for host");
     let (code, _, err) = bench(&t, &[], &["--rw", "read", "--size", "1m"]);
     assert_ne!(code, 0);
-    assert!(err.contains("--tcp-dhchap-secret"), "{err}");
+    assert!(err.contains("--dhchap-secret-file"), "{err}");
     // The controller secret the host holds is not the target's: the host
     // refuses the target.
     let (code, _, err) = bench(
         &t,
         &[
-            "--tcp-dhchap-secret",
+            "--dhchap-secret-file",
             &hk,
-            "--tcp-dhchap-ctrl-secret",
+            "--dhchap-ctrl-secret-file",
             &wrong,
         ],
         &["--rw", "read", "--size", "1m"],
@@ -161,7 +166,7 @@ fn secret_files_others_can_read_are_refused_on_both_sides() {
     assert!(err.contains("chmod 600") && err.contains(&open), "{err}");
     let (code, _, err) = bench(
         "nvme-tcp://127.0.0.1:9/nqn.x/1",
-        &["--tcp-dhchap-secret", &open],
+        &["--dhchap-secret-file", &open],
         &["--rw", "read"],
     );
     assert_ne!(code, 0);

@@ -1,5 +1,5 @@
 //! `numio serve --tls --allow-host NQN,tls-key=FILE` with `numio bench
-//! --backend tcp --tcp-tls-key FILE`: the host's key runs a verified bench
+//! --backend tcp --tls-key-file FILE`: the host's key runs a verified bench
 //! over TLS 1.3 on every queue; another key and plain text are refused with
 //! a line that says so on both sides; a configuration that cannot work stops
 //! numio serve before it listens. Waits are for lines, never a clock.
@@ -14,7 +14,7 @@ const NQN: &str = "nqn.2026-01.io.numio:tls";
 const HOST: &str = "nqn.2014-08.org.nvmexpress:uuid:0000-tls";
 
 fn bench(target: &str, extra: &[&str]) -> (i32, String, String) {
-    let mut args = vec!["bench", "--backend", "tcp", "--tcp-hostnqn", HOST];
+    let mut args = vec!["bench", "--backend", "tcp", "--hostnqn", HOST];
     args.extend_from_slice(extra);
     args.push(target);
     common::numio(&args)
@@ -52,7 +52,7 @@ fn the_hosts_key_runs_a_verified_bench_and_others_are_refused() {
     let (code, out, err) = bench(
         &t,
         &[
-            "--tcp-tls-key",
+            "--tls-key-file",
             &key,
             "--rw",
             "write",
@@ -78,7 +78,7 @@ fn the_hosts_key_runs_a_verified_bench_and_others_are_refused() {
     let (code, out, err) = bench(
         &t,
         &[
-            "--tcp-tls-key",
+            "--tls-key-file",
             &key,
             "--rw",
             "read",
@@ -96,18 +96,18 @@ fn the_hosts_key_runs_a_verified_bench_and_others_are_refused() {
     let other = d.file("other", &ConfiguredPsk::generate(48).encode(), 0o600);
     let (code, _, err) = bench(
         &t,
-        &["--tcp-tls-key", &other, "--rw", "read", "--size", "1m"],
+        &["--tls-key-file", &other, "--rw", "read", "--size", "1m"],
     );
     assert_ne!(code, 0);
     assert!(
-        err.contains("TLS handshake failed") && err.contains("--tcp-tls-key"),
+        err.contains("TLS handshake failed") && err.contains("--tls-key-file"),
         "{err}"
     );
     srv.line("TLS handshake refused");
     let (code, _, err) = bench(&t, &["--rw", "read", "--size", "1m"]);
     assert_ne!(code, 0);
     assert!(
-        err.contains("requires TLS (then --tcp-tls-key FILE)"),
+        err.contains("requires TLS (then --tls-key-file FILE)"),
         "{err}"
     );
     srv.line("plain-text NVMe/TCP");

@@ -42,6 +42,10 @@ pub struct TcpConnect {
     pub dhchap_secret: Option<String>,
     /// The controller's secret, for bidirectional authentication.
     pub dhchap_ctrl_secret: Option<String>,
+    /// Ask for header digests (`hdr_digest`, nvme-cli's `--hdr-digest`).
+    pub header_digest: bool,
+    /// Ask for data digests (`data_digest`, nvme-cli's `--data-digest`).
+    pub data_digest: bool,
 }
 
 impl TcpConnect {
@@ -83,11 +87,16 @@ impl TcpConnect {
                 fields.push((k, v.clone()));
             }
         }
-        Ok(fields
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(","))
+        let mut line: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        for (flag, on) in [
+            ("hdr_digest", self.header_digest),
+            ("data_digest", self.data_digest),
+        ] {
+            if on {
+                line.push(flag.to_string());
+            }
+        }
+        Ok(line.join(","))
     }
 }
 
@@ -148,6 +157,8 @@ mod tests {
             hostid: None,
             dhchap_secret: None,
             dhchap_ctrl_secret: None,
+            header_digest: false,
+            data_digest: false,
         };
         assert_eq!(
             c.options().unwrap(),
@@ -174,7 +185,7 @@ mod tests {
         let bad = TcpConnect {
             transport: "tcp",
             subnqn: "nqn.a,b".into(),
-            ..c
+            ..c.clone()
         };
         let e = bad.options().unwrap_err();
         assert!(e.contains("nqn \"nqn.a,b\""), "{e}");
@@ -195,6 +206,15 @@ mod tests {
         let e = leaky.options().unwrap_err();
         assert!(e.starts_with("the dhchap_secret is empty"), "{e}");
         assert!(!e.contains("abc"), "the secret stays out of messages: {e}");
+        let digests = TcpConnect {
+            header_digest: true,
+            data_digest: true,
+            ..c
+        };
+        assert!(digests
+            .options()
+            .unwrap()
+            .ends_with(",trsvcid=4420,hdr_digest,data_digest"));
     }
 
     #[test]

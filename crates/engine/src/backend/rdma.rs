@@ -21,7 +21,6 @@ use nvmf::host::command;
 use nvmf::host::command::HostIdentity;
 use nvmf::host::rdma::{RdmaController, RdmaQueue};
 use nvmf::host::Transfer;
-use nvmf::InitiatorOptions;
 
 use super::tcp::{parse_url, TcpOptions, TcpUrl};
 use super::{Backend, Completion, IoRequest};
@@ -69,17 +68,13 @@ pub struct NvmeRdma {
 }
 
 fn identity(o: &TcpOptions) -> HostIdentity {
-    let mut io = InitiatorOptions::default();
-    if let Some(h) = &o.hostnqn {
-        io.hostnqn = h.clone();
-    }
-    io.identity()
+    o.initiator().identity()
 }
 
 fn setup_error(url: &TcpUrl, step: &str, e: nvmf::InitiatorError) -> String {
     let hint = match &e {
-        nvmf::InitiatorError::Command { status, .. } if step == "connect" => format!(
-            "the target refused subsystem {:?} ({status}): check the NQN (`nvme discover -t rdma -a {} -s {}`) and that this host may connect (--tcp-hostnqn)",
+        nvmf::InitiatorError::Command { status, .. } if step.starts_with("connect") => format!(
+            "the target refused subsystem {:?} ({status}): check the NQN (`nvme discover -t rdma -a {} -s {}`) and that this host may connect (--hostnqn)",
             url.subnqn, url.host, url.port
         ),
         _ => format!(
@@ -95,8 +90,10 @@ fn setup_error(url: &TcpUrl, step: &str, e: nvmf::InitiatorError) -> String {
 fn controller(url: &TcpUrl, o: &TcpOptions) -> Result<RdmaController, String> {
     sysapi::rdma::check_libraries().map_err(|e| e.0)?;
     let addr = url.resolve()?;
-    let mut c = RdmaController::connect(addr, &url.subnqn, identity(o), REPLY_TIMEOUT)
-        .map_err(|e| setup_error(url, "connect", e))?;
+    let host = identity(o);
+    let hostnqn = host.hostnqn.clone();
+    let mut c = RdmaController::connect(addr, &url.subnqn, host, REPLY_TIMEOUT)
+        .map_err(|e| setup_error(url, &format!("connect as host {hostnqn}"), e))?;
     c.set_queues(1)
         .map_err(|e| setup_error(url, "Set Features (Number of Queues)", e))?;
     Ok(c)

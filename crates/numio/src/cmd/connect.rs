@@ -46,24 +46,6 @@ pub struct Args {
     /// `nvme-rdma://...` (the kernel's nvme-rdma host).
     #[arg(value_name = "URL", required_unless_present = "cleanup")]
     pub url: Option<String>,
-    /// This host's NQN [default: /etc/nvme/hostnqn as nvme-cli reads it,
-    /// else the kernel's default].
-    #[arg(long, value_name = "NQN")]
-    pub hostnqn: Option<String>,
-    /// This host's id, a UUID [default: the one after `uuid:` in the host
-    /// NQN, else /etc/nvme/hostid with /etc/nvme/hostnqn, else the
-    /// kernel's].
-    #[arg(long, value_name = "UUID")]
-    pub hostid: Option<String>,
-    /// This host's DH-HMAC-CHAP secret, from FILE (`DHHC-1:…`, as `nvme
-    /// gen-dhchap-key` prints it), for a subsystem that authenticates its
-    /// hosts; never on the command line.
-    #[arg(long, value_name = "FILE")]
-    pub dhchap_secret_file: Option<PathBuf>,
-    /// The controller's secret from FILE: the host authenticates the
-    /// controller too (bidirectional).
-    #[arg(long, value_name = "FILE", requires = "dhchap_secret_file")]
-    pub dhchap_ctrl_secret_file: Option<PathBuf>,
     /// Only disconnect what a numio that died left connected, then exit.
     #[arg(long, conflicts_with = "url")]
     pub cleanup: bool,
@@ -74,6 +56,9 @@ pub struct Args {
     /// Where the connection records live.
     #[arg(long, value_name = "DIR", default_value = STATE_DIR, hide = true)]
     pub state_dir: PathBuf,
+    // Last: its help heading would carry over to the flags after it.
+    #[command(flatten)]
+    pub host: super::host_args::HostArgs,
 }
 
 /// One connection numio made and has not undone yet.
@@ -122,7 +107,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let addr = url
         .resolve()
         .map_err(|e| anyhow::anyhow!("{url_text}: {e}"))?;
-    let (hostnqn, hostid) = host_identity(&args);
+    let host = args.host.resolve()?;
+    // Without a flag or /etc/nvme/hostnqn, the kernel chooses (as nvme-cli
+    // leaves it to the kernel).
+    let (hostnqn, hostid) = match host.nqn_source {
+        nvmf::host::identity::NqnSource::Fallback => {
+            (None, args.host.hostid.as_ref().and(host.hostid_text()))
+        }
+        _ => (Some(host.hostnqn.clone()), host.hostid_text()),
+    };
     let secret = |f: &Option<PathBuf>, what: &str| -> anyhow::Result<Option<String>> {
         f.as_ref()
             .map(|p| {
@@ -132,9 +125,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             })
             .transpose()
     };
-    let dhchap_secret = secret(&args.dhchap_secret_file, "DH-HMAC-CHAP secret")?;
+    let dhchap_secret = secret(&args.host.dhchap_secret_file, "DH-HMAC-CHAP secret")?;
     let dhchap_ctrl_secret = secret(
-        &args.dhchap_ctrl_secret_file,
+        &args.host.dhchap_ctrl_secret_file,
         "controller's DH-HMAC-CHAP secret",
     )?;
     let options = fabrics::TcpConnect {
@@ -146,6 +139,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         hostid,
         dhchap_secret,
         dhchap_ctrl_secret,
+        header_digest: args.host.hdr_digest,
+        data_digest: args.host.data_digest,
     }
     .options()
     .map_err(|e| anyhow::anyhow!("{url_text}: {e}"))?;
@@ -228,33 +223,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     held?;
     Ok(interrupt::exit_code().unwrap_or(0))
-}
-
-/// The host NQN and id to connect as: the flags, else nvme-cli's files;
-/// an NQN of the `...:uuid:UUID` form brings its own id.
-fn host_identity(args: &Args) -> (Option<String>, Option<String>) {
-    let file = |p: &str| {
-        std::fs::read_to_string(p)
-            .ok()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-    };
-    let (nqn, from_file) = match &args.hostnqn {
-        Some(h) => (Some(h.clone()), false),
-        None => (file("/etc/nvme/hostnqn"), true),
-    };
-    let id = args.hostid.clone().or_else(|| {
-        let own = nqn
-            .as_deref()
-            .and_then(|n| n.rsplit_once(":uuid:"))
-            .map(|(_, u)| u.to_string());
-        own.or_else(|| {
-            (from_file && nqn.is_some())
-                .then(|| file("/etc/nvme/hostid"))
-                .flatten()
-        })
-    });
-    (nqn, id)
 }
 
 /// Waits for stdin to close or a signal.

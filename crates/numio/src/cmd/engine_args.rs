@@ -17,28 +17,6 @@ pub struct EngineArgs {
     /// namespace (nvme-tcp://…), else uring].
     #[arg(long, value_enum, value_name = "NAME")]
     pub backend: Option<BackendArg>,
-    /// tcp backend: host NQN sent in Connect (default: the initiator's).
-    #[arg(long, value_name = "NQN")]
-    pub tcp_hostnqn: Option<String>,
-    /// tcp backend: ask for header digests (CRC32C of every PDU header).
-    #[arg(long)]
-    pub tcp_hdgst: bool,
-    /// tcp backend: ask for data digests (CRC32C of every PDU's data).
-    #[arg(long)]
-    pub tcp_ddgst: bool,
-    /// tcp backend: the host's DH-HMAC-CHAP secret (a `DHHC-1:` line in FILE,
-    /// mode 600), for targets that ask the host to authenticate.
-    #[arg(long, value_name = "FILE")]
-    pub tcp_dhchap_secret: Option<std::path::PathBuf>,
-    /// tcp backend: the controller's DH-HMAC-CHAP secret (FILE, mode 600): the
-    /// host then authenticates the target too, and refuses one that fails.
-    #[arg(long, value_name = "FILE", requires = "tcp_dhchap_secret")]
-    pub tcp_dhchap_ctrl_secret: Option<std::path::PathBuf>,
-    /// tcp backend: connect over TLS 1.3 with this host's configured PSK (an
-    /// `NVMeTLSkey-1:` line in FILE, mode 600, as `nvme gen-tls-key` prints),
-    /// for targets that require TLS.
-    #[arg(long, value_name = "FILE")]
-    pub tcp_tls_key: Option<std::path::PathBuf>,
     /// tcp backend (one portal): busy-poll each worker's socket instead of
     /// sleeping until a reply arrives. Saves a wake-up per I/O at low queue
     /// depth and burns the worker's whole CPU (the result's CPU lines show
@@ -114,6 +92,19 @@ pub struct EngineArgs {
     /// No live progress line even on a terminal (--progress never).
     #[arg(long, conflicts_with = "progress")]
     pub no_progress: bool,
+    /// Connect over TLS 1.3 with this host's configured PSK (an
+    /// `NVMeTLSkey-1:` line in FILE, mode 600, as `nvme gen-tls-key`
+    /// prints), for NVMe/TCP targets that require TLS.
+    #[arg(
+        long,
+        value_name = "FILE",
+        alias = "tcp-tls-key",
+        help_heading = super::host_args::HEADING
+    )]
+    pub tls_key_file: Option<std::path::PathBuf>,
+    // Last: its heading would otherwise carry over to the flags after it.
+    #[command(flatten)]
+    pub host: super::host_args::HostArgs,
 }
 
 /// `--batch-complete N`: at least one completion, at most the deepest queue.
@@ -134,6 +125,7 @@ impl EngineArgs {
             Some(p) => parse_percentiles(p)?,
             None => engine::DEFAULT_PERCENTILES.to_vec(),
         };
+        let host = self.host.resolve()?;
         Ok(engine::RunOptions {
             backend: self.backend.unwrap_or(BackendArg::Uring).into(),
             uring: engine::UringOptions {
@@ -151,18 +143,19 @@ impl EngineArgs {
             batch_complete_min: self.batch_complete,
             labels: BTreeMap::new(),
             tcp: engine::backend::TcpOptions {
-                hostnqn: self.tcp_hostnqn.clone(),
-                header_digest: self.tcp_hdgst,
-                data_digest: self.tcp_ddgst,
+                hostnqn: Some(host.hostnqn.clone()),
+                hostid: Some(host.identity().hostid),
+                header_digest: self.host.hdr_digest,
+                data_digest: self.host.data_digest,
                 iopolicy: self.iopolicy.into(),
-                dhchap: self.dhchap_secrets()?,
+                dhchap: self.host.dhchap_secrets()?,
                 tls: self
-                    .tcp_tls_key
+                    .tls_key_file
                     .as_deref()
                     .map(|p| {
                         nvmf::tls::ConfiguredPsk::from_file(p)
                             .map(std::sync::Arc::new)
-                            .map_err(|e| anyhow::anyhow!("--tcp-tls-key: {e}"))
+                            .map_err(|e| anyhow::anyhow!("--tls-key-file: {e}"))
                     })
                     .transpose()?,
                 poll: self.poll,
@@ -171,16 +164,6 @@ impl EngineArgs {
                 data_pointer: self.vfio_dptr.into(),
             },
         })
-    }
-
-    /// The secrets `--tcp-dhchap-secret` and `--tcp-dhchap-ctrl-secret` name.
-    fn dhchap_secrets(&self) -> anyhow::Result<Option<std::sync::Arc<nvmf::HostSecrets>>> {
-        let Some(host) = &self.tcp_dhchap_secret else {
-            return Ok(None);
-        };
-        let s = nvmf::HostSecrets::from_files(host, self.tcp_dhchap_ctrl_secret.as_deref())
-            .map_err(|e| anyhow::anyhow!("--tcp-dhchap-secret: {e}"))?;
-        Ok(Some(std::sync::Arc::new(s)))
     }
 
     /// The backend for `targets`: the one `--backend` names, else tcp when

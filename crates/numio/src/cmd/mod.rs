@@ -24,6 +24,7 @@ pub mod doctor;
 pub mod engine_args;
 pub mod fabric;
 pub mod flags;
+pub mod host_args;
 pub mod human;
 pub mod man;
 pub mod multipath;

@@ -63,7 +63,7 @@ pub struct InitiatorOptions {
 impl Default for InitiatorOptions {
     fn default() -> Self {
         Self {
-            hostnqn: "nqn.2014-08.org.nvmexpress:uuid:00000000-0000-0000-0000-000000000001".into(),
+            hostnqn: super::identity::FALLBACK_HOSTNQN.into(),
             hostid: [1; 16],
             header_digest: false,
             data_digest: false,

@@ -223,7 +223,12 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
             .tls
             .is_some_and(|p| p.identity.hostnqn == hostnqn && p.identity.subnqn == subnqn);
         if !same {
-            return refusal(target, ConnectRefusal::TlsIdentityMismatch);
+            return refusal(
+                target,
+                ConnectRefusal::TlsIdentityMismatch,
+                &subnqn,
+                &hostnqn,
+            );
         }
     }
     let result = if cmd.qid == 0 {
@@ -244,7 +249,7 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
     };
     let ctrl = match result {
         Ok(c) => c,
-        Err(r) => return refusal(target, r),
+        Err(r) => return refusal(target, r, &subnqn, &hostnqn),
     };
     let cntlid = ctrl.cntlid;
     if ctx.target.log_connections {
@@ -301,9 +306,49 @@ fn connect(ctx: &mut Ctx<'_>) -> Outcome {
     }
 }
 
-/// The status and IATTR/IPO result for a refused Connect.
-fn refusal(target: &super::subsystem::Target, r: ConnectRefusal) -> Outcome {
+/// The status and IATTR/IPO result for a refused Connect. A refusal for
+/// the host's identity or an unknown subsystem prints a line (rate-limited)
+/// naming the NQNs, so the operator sees which host to allow.
+fn refusal(
+    target: &super::subsystem::Target,
+    r: ConnectRefusal,
+    subnqn: &str,
+    hostnqn: &str,
+) -> Outcome {
     use ConnectRefusal as C;
+    let named = |event: &str, text: std::fmt::Arguments<'_>| {
+        limit_line(target, || {
+            log::emit(
+                Stream::Err,
+                Level::Warn,
+                event,
+                text,
+                &[("subnqn", subnqn.into()), ("host", hostnqn.into())],
+            )
+        })
+    };
+    match r {
+        C::HostNotAllowed => named(
+            "host_not_allowed",
+            format_args!(
+                "Connect refused: host {hostnqn} is not allowed on {subnqn}; allow it with \
+                 --allow-host {hostnqn} (allowed_hosts in the config), or connect as an allowed host"
+            ),
+        ),
+        C::UnknownSubsystem | C::NotOnPort => named(
+            "unknown_subsystem",
+            format_args!(
+                "Connect refused: host {hostnqn} asked for subsystem {subnqn}, which is not served on this port"
+            ),
+        ),
+        C::TlsIdentityMismatch => named(
+            "tls_identity_mismatch",
+            format_args!(
+                "Connect refused: host {hostnqn} asked for {subnqn}, which its TLS PSK identity does not name"
+            ),
+        ),
+        _ => {}
+    }
     let (why, status, result) = match r {
         C::UnknownSubsystem | C::NotOnPort => (
             Refused::UnknownSubsystem,

@@ -158,7 +158,7 @@ impl ServerSession {
             // NVMe/TCP ICReq opens with PDU type 0.
             if cipher[0] != 0x16 {
                 return Err(if cipher[0] == 0 {
-                    "the host sent plain-text NVMe/TCP (an ICReq) where TLS is required: connect with TLS (nvme connect --tls, numio bench --tcp-tls-key FILE)".into()
+                    "the host sent plain-text NVMe/TCP (an ICReq) where TLS is required: connect with TLS (nvme connect --tls, numio bench --tls-key-file FILE)".into()
                 } else {
                     format!(
                         "the host sent no TLS handshake (first byte {:#04x})",

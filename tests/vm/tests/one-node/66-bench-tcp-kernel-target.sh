@@ -79,7 +79,7 @@ bench_json verify-4k "$URL" --backend tcp --rw randread --bs 4k --iodepth 16 --v
 expect_eq "verify-4k: every 4 KiB block read back once" "$blocks_4k" "$OPS"
 bench_json verify-128k "$URL" --backend tcp --rw read --bs 128k --iodepth 4 --verify --no-time-based --runtime 120
 expect_eq "verify-128k: I/Os" $((IMG_BYTES / 131072)) "$OPS"
-bench_json verify-digests "$URL" --backend tcp --rw randread --bs 16k --iodepth 8 --verify --tcp-hdgst --tcp-ddgst \
+bench_json verify-digests "$URL" --backend tcp --rw randread --bs 16k --iodepth 8 --verify --hdr-digest --data-digest \
   --number-ios 500 --runtime 120
 expect_eq "verify-digests: I/Os" 500 "$OPS"
 expect_eq "verify-digests: header and data digests negotiated" yes \

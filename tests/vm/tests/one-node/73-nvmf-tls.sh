@@ -15,7 +15,7 @@
 # (`nvme gen-tls-key`) and the kernel's side of each key derived by
 # tls-psk.py (Python, not numio): the Linux host connects to
 # `numio serve --tls` (every queue over TLS, fio verify, a plain connect
-# refused with a line that says so), and `numio bench --tcp-tls-key` writes
+# refused with a line that says so), and `numio bench --tls-key-file` writes
 # and verifies through the kernel's TLS target.
 # Debian's 6.1 is built without CONFIG_NVME_TCP_TLS and without the
 # handshake netlink family: there the check proves only that its fabrics
@@ -281,13 +281,13 @@ tls_numio_bench() {
   tls_key_for "$NVMF_HOST" "$TLS_NQN" >/dev/null || return
   url=nvme-tcp://127.0.0.1:$TLS_PORT/$TLS_NQN/1
   state=$CHECK_OUT/verify-state.json
-  if "$NUMIO" bench --backend tcp --tcp-hostnqn "$NVMF_HOST" --tcp-tls-key "$TLS_KEY" \
+  if "$NUMIO" bench --backend tcp --hostnqn "$NVMF_HOST" --tls-key-file "$TLS_KEY" \
     --rw write --bs 64k --size 4m --force-write --verify --verify-state "$state" --no-progress "$url" \
     >"$CHECK_OUT/bench-tls.out" 2>&1; then
     ok "numio bench writes through the kernel's TLS target (verify blocks, 4 MiB)"
     expect_eq "numio bench ran over TLS 1.3" yes \
       "$(grep -q 'TLS 1.3 TLS_AES_128_GCM_SHA256' "$CHECK_OUT/bench-tls.out" && echo yes || echo no)"
-    "$NUMIO" bench --backend tcp --tcp-hostnqn "$NVMF_HOST" --tcp-tls-key "$TLS_KEY" \
+    "$NUMIO" bench --backend tcp --hostnqn "$NVMF_HOST" --tls-key-file "$TLS_KEY" \
       --rw read --bs 64k --size 4m --verify-only --verify-state "$state" --no-progress "$url" \
       >"$CHECK_OUT/bench-tls-verify.out" 2>&1
     expect_eq "numio bench --verify-only over TLS: exit status" 0 "$?"

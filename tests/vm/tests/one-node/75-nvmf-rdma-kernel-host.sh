@@ -52,7 +52,7 @@ expect_eq "the kernel's controller of $NVMF_NQN is RDMA" rdma "$(ctrl_transport)
 
 # 3. A second host over TCP reads while fio runs over RDMA.
 URL_TCP=nvme-tcp://$RDMA_TGT:4420/$NVMF_NQN/2
-"$NUMIO" bench "$URL_TCP" --tcp-hostnqn "$NVMF_OTHER_HOST" --rw randread --bs 4k --iodepth 4 --runtime 4 \
+"$NUMIO" bench "$URL_TCP" --hostnqn "$NVMF_OTHER_HOST" --rw randread --bs 4k --iodepth 4 --runtime 4 \
   --json --no-progress >"$CHECK_OUT/tcp-reader.json" 2>"$CHECK_OUT/tcp-reader.err" &
 reader=$!
 wait_line "$NVMF_LOG" "qid 1 .*host $NVMF_OTHER_HOST" "$reader" || note "no TCP I/O queue line yet: $(tail -n 2 "$NVMF_LOG")"
@@ -74,7 +74,7 @@ URL=nvme-rdma://$RDMA_TGT:4420/$NVMF_NQN/1
 bench() {
   local name=$1
   shift
-  bench_json "$name" "$@" --tcp-hostnqn "$NVMF_HOST"
+  bench_json "$name" "$@" --hostnqn "$NVMF_HOST"
 }
 bench rdma-write "$URL" --rw write --bs 64k --iodepth 4 --size 8M --verify --force-write --no-time-based --runtime 120
 expect_eq "rdma-write: I/Os (8 MiB once)" 128 "$OPS"
@@ -104,7 +104,7 @@ fi
 # 6. The transport axis: the same target over TCP and RDMA, one and two
 #    initiator cores, interleaved; a point per pair in the JSON.
 run_numio sweep transport=tcp,rdma initiator-cores=1,2 "nvme-tcp://$RDMA_TGT:4420/$NVMF_NQN/1" \
-  --tcp-hostnqn "$NVMF_HOST" --rw randread --bs 4k --iodepth 4 --runtime 1 --json --progress never
+  --hostnqn "$NVMF_HOST" --rw randread --bs 4k --iodepth 4 --runtime 1 --json --progress never
 printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/sweep.json"
 printf '%s\n' "$NUMIO_ERR" >"$CHECK_OUT/sweep.stderr"
 expect_eq "sweep transport=tcp,rdma initiator-cores=1,2: exit status" 0 "$NUMIO_RC"

@@ -68,7 +68,7 @@ expect_eq "the target gave that queue up after 10 s of an undeliverable response
 note "$(grep 'RNR' "$NVMF_LOG" | head -n 1)"
 
 # 3. A host killed mid-I/O.
-"$NUMIO" bench "$URL" --tcp-hostnqn "$NVMF_HOST" --rw randread --bs 4k --iodepth 8 --runtime 60 --no-progress \
+"$NUMIO" bench "$URL" --hostnqn "$NVMF_HOST" --rw randread --bs 4k --iodepth 8 --runtime 60 --no-progress \
   >"$CHECK_OUT/victim.out" 2>&1 &
 victim=$!
 wait_line "$NVMF_LOG" "connected $NVMF_NQN qid 1 " "$victim" || note "no I/O queue line: $(tail -n 2 "$NVMF_LOG")"
@@ -76,7 +76,7 @@ kill -KILL "$victim"
 wait "$victim" 2>/dev/null
 wait_line "$NVMF_LOG" "NVMe/RDMA queue 1 from .* closed" "$NVMF_PID"
 expect_eq "the killed host's I/O queue closed" 0 "$?"
-run_numio bench "$URL" --tcp-hostnqn "$NVMF_HOST" --rw randread --bs 4k --iodepth 8 --number-ios 2000 --runtime 60 --json --no-progress
+run_numio bench "$URL" --hostnqn "$NVMF_HOST" --rw randread --bs 4k --iodepth 8 --number-ios 2000 --runtime 60 --json --no-progress
 expect_eq "the next host: exit status" 0 "$NUMIO_RC"
 expect_eq "the next host: I/Os" 2000 "$(jq '.total.ops' <<<"$NUMIO_OUT" 2>/dev/null)"
 expect_eq "numio serve still runs" yes "$(kill -0 "$NVMF_PID" 2>/dev/null && echo yes || echo no)"

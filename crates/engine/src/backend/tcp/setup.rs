@@ -23,12 +23,14 @@ pub(super) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The admin queue's largest transfer (Identify data).
 const ADMIN_MAX_DATA_BYTES: u32 = 64 << 10;
 
-/// Connection options of the `tcp` backend (`--tcp-hostnqn`, `--tcp-hdgst`,
-/// `--tcp-ddgst`).
+/// Connection options of the `tcp` and `rdma` backends (`--hostnqn`,
+/// `--hostid`, `--hdr-digest`, `--data-digest`, …).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct TcpOptions {
     /// Host NQN (`None`: the initiator's default).
     pub hostnqn: Option<String>,
+    /// Host ID (`None`: the initiator's default).
+    pub hostid: Option<[u8; 16]>,
     /// Ask for header digests (CRC32C on every PDU header).
     pub header_digest: bool,
     /// Ask for data digests (CRC32C on every PDU's data).
@@ -36,10 +38,10 @@ pub struct TcpOptions {
     /// How a multipath target's I/Os choose a path (`--iopolicy`).
     pub iopolicy: IoPolicy,
     /// DH-HMAC-CHAP secrets, for targets that ask this host to
-    /// authenticate (`--tcp-dhchap-secret`, `--tcp-dhchap-ctrl-secret`).
+    /// authenticate (`--dhchap-secret-file`, `--dhchap-ctrl-secret-file`).
     pub dhchap: Option<std::sync::Arc<nvmf::HostSecrets>>,
     /// The configured TLS PSK: every queue runs over TLS 1.3
-    /// (`--tcp-tls-key`).
+    /// (`--tls-key-file`).
     pub tls: Option<std::sync::Arc<nvmf::tls::ConfiguredPsk>>,
     /// Busy-poll each worker's socket instead of sleeping until it is
     /// readable (`--poll`; single-path targets): lower latency at the cost
@@ -48,7 +50,8 @@ pub struct TcpOptions {
 }
 
 impl TcpOptions {
-    pub(super) fn initiator(&self) -> InitiatorOptions {
+    /// The in-process initiator's options for these.
+    pub fn initiator(&self) -> InitiatorOptions {
         let mut o = InitiatorOptions {
             header_digest: self.header_digest,
             data_digest: self.data_digest,
@@ -61,6 +64,9 @@ impl TcpOptions {
         };
         if let Some(h) = &self.hostnqn {
             o.hostnqn = h.clone();
+        }
+        if let Some(id) = self.hostid {
+            o.hostid = id;
         }
         o
     }
@@ -187,6 +193,18 @@ impl TcpUrl {
 /// A connect or command failure during set-up, with what was asked and the
 /// likely fix.
 pub(super) fn setup_error(url: &TcpUrl, addr: SocketAddr, step: &str, e: InitiatorError) -> String {
+    setup_error_as(url, addr, step, e, None)
+}
+
+/// [`setup_error`] for a Connect sent as `hostnqn`: a refusal names it.
+pub(super) fn setup_error_as(
+    url: &TcpUrl,
+    addr: SocketAddr,
+    step: &str,
+    e: InitiatorError,
+    hostnqn: Option<&str>,
+) -> String {
+    let host = hostnqn.map_or_else(String::new, |h| format!(" {h}"));
     let hint = match &e {
         InitiatorError::Io(io) if io.kind() == io::ErrorKind::ConnectionRefused => format!(
             "nothing listens on {addr}; start a target there (numio serve --listen {addr} ..., or an nvmet-tcp port) or fix HOST:PORT"
@@ -198,15 +216,19 @@ pub(super) fn setup_error(url: &TcpUrl, addr: SocketAddr, step: &str, e: Initiat
         }
         // The library's own text names the package to install.
         InitiatorError::Library(_) => return format!("{step} with {addr} failed: {e}"),
-        InitiatorError::Tls(_) => "the TLS handshake failed: the target must hold this host's PSK (--tcp-tls-key, \
-             for --tcp-hostnqn and this subsystem); a target that does not require TLS closes the connection"
+        InitiatorError::Tls(_) => "the TLS handshake failed: the target must hold this host's PSK (--tls-key-file, \
+             for --hostnqn and this subsystem); a target that does not require TLS closes the connection"
             .to_string(),
-        InitiatorError::Auth(_) => "the target asks this host (--tcp-hostnqn) to authenticate: \
-             --tcp-dhchap-secret (and --tcp-dhchap-ctrl-secret) must hold the secrets the target lists for it"
+        InitiatorError::Auth(_) => "the target asks this host (--hostnqn) to authenticate: \
+             --dhchap-secret-file (and --dhchap-ctrl-secret-file) must hold the secrets the target lists for it"
             .to_string(),
         InitiatorError::Command { status, .. } if step == "connect" => {
+            let not_allowed;
             let why = if status.sc() == 0x84 {
-                "this host NQN is not allowed"
+                not_allowed = format!(
+                    "this host NQN{host} is not allowed; allow it on the target (numio serve --allow-host NQN) or connect as an allowed one (--hostnqn)"
+                );
+                not_allowed.as_str()
             } else if *status == nvme_spec::Status::CONNECT_CTRL_BUSY {
                 "controller limit reached: the target holds as many controllers as it allows \
                  (numio serve: max_controllers in [limits]); retry when hosts disconnect"
@@ -214,13 +236,13 @@ pub(super) fn setup_error(url: &TcpUrl, addr: SocketAddr, step: &str, e: Initiat
                 "no such subsystem NQN, or a parameter it cannot take"
             };
             format!(
-                "the target refused subsystem {:?} ({why}): check the NQN (`nvme discover -t tcp -a {} -s {}`) and that the host may connect (--tcp-hostnqn)",
+                "the target refused subsystem {:?} ({why}): check the NQN (`nvme discover -t tcp -a {} -s {}`) and that the host{host} may connect (--hostnqn)",
                 url.subnqn, url.host, url.port
             )
         }
         InitiatorError::Io(io) if io.kind() == io::ErrorKind::UnexpectedEof => {
             "the target closed the connection: check that it speaks NVMe/TCP on this port, \
-             and whether it requires TLS (then --tcp-tls-key FILE)"
+             and whether it requires TLS (then --tls-key-file FILE)"
                 .into()
         }
         _ => "check that the target speaks NVMe/TCP on this port".into(),
@@ -241,7 +263,7 @@ pub(super) fn admin_queue(
         ..o.clone()
     };
     let mut a = Initiator::connect_admin(addr, &url.subnqn, &o)
-        .map_err(|e| setup_error(url, addr, "connect", e))?;
+        .map_err(|e| setup_error_as(url, addr, "connect", e, Some(&o.hostnqn)))?;
     a.enable()
         .map_err(|e| setup_error(url, addr, "enabling the controller", e))?;
     let nq = a
