@@ -58,12 +58,6 @@ fn trial_notes(notes: &[String]) -> Vec<&String> {
     notes.iter().filter(|n| n.contains("trial")).collect()
 }
 
-/// The IOPS figure after `label` in a trial note ("DEFER_TASKRUN 123 IOPS").
-fn iops_after(note: &str, label: &str) -> f64 {
-    let rest = &note[note.find(&format!("{label} ")).expect(label) + label.len() + 1..];
-    rest.split(' ').next().unwrap().parse().unwrap()
-}
-
 #[test]
 fn auto_runs_a_trial_per_job_and_keeps_the_faster_mode() {
     let Some(f) = scratch("trial", 8 << 20) else {
@@ -71,48 +65,27 @@ fn auto_runs_a_trial_per_job_and_keeps_the_faster_mode() {
     };
     let r = run(&f, timed(300), 2, UringSetup::Auto);
     let env = &r.environment;
-    let notes = trial_notes(&env.notes);
+    // A set-up choice, not a note on every run (issue 39): the result
+    // carries it per worker, and `numio bench -v` prints it.
+    assert!(trial_notes(&env.notes).is_empty(), "{:?}", env.notes);
     if env
         .uring_features
         .iter()
         .all(|f| f != "DEFER_TASKRUN" && f != "COOP_TASKRUN")
     {
         // A kernel without both modes has nothing to choose between.
-        assert!(notes.is_empty(), "{notes:?}");
+        assert!(r.targets[0]
+            .workers
+            .iter()
+            .all(|w| w.taskrun_trial.is_none()));
         return;
     }
-    assert_eq!(notes.len(), 2, "one trial note per job: {:?}", env.notes);
-    for (job, note) in notes.iter().enumerate() {
-        assert!(note.starts_with(&format!("job {job} of ")), "{note}");
-        assert!(note.contains("400 ms trial"), "{note}");
-        let (defer, coop) = (
-            iops_after(note, "DEFER_TASKRUN"),
-            iops_after(note, "COOP_TASKRUN"),
-        );
-        assert!(defer > 0.0 && coop > 0.0, "both modes moved data: {note}");
-        let chosen = if coop > defer {
-            "COOP_TASKRUN"
-        } else {
-            "DEFER_TASKRUN"
-        };
-        assert!(
-            note.contains(&format!("task-run mode {chosen},")),
-            "the faster mode is kept: {note}"
-        );
-        assert!(
-            env.uring_features.iter().any(|f| f == chosen),
-            "the measured run uses the chosen mode: {:?} / {note}",
-            env.uring_features
-        );
-    }
-    // The same, structured, per worker in the JSON result.
-    for (job, w) in r.targets[0].workers.iter().enumerate() {
+    for w in &r.targets[0].workers {
         let t = w.taskrun_trial.as_ref().expect("a trial per job");
         let flag = t.chosen.taskrun_flag().expect("DEFER or COOP");
         assert!(
-            notes[job].contains(&format!("task-run mode {flag},")),
-            "{t:?} / {}",
-            notes[job]
+            t.defer_taskrun_iops > 0.0 && t.coop_taskrun_iops > 0.0,
+            "both modes moved data: {t:?}"
         );
         let faster = if t.coop_taskrun_iops > t.defer_taskrun_iops {
             UringSetup::CoopTaskrun
@@ -121,6 +94,11 @@ fn auto_runs_a_trial_per_job_and_keeps_the_faster_mode() {
         };
         assert_eq!(t.chosen, faster);
         assert_eq!(t.trial_ns, 400_000_000);
+        assert!(
+            env.uring_features.iter().any(|f| f == flag),
+            "the measured run uses the chosen mode: {:?} / {t:?}",
+            env.uring_features
+        );
     }
     // The trial is not part of the measurement: the measured run still
     // lasts its runtime, and its I/O is all there is in the result.

@@ -294,3 +294,146 @@ fn every_run_counts_the_machine_cpu_and_context_switches() {
     assert!(text.contains("CPU headroom"), "{text}");
     assert!(text.contains("per I/O interrupts"), "{text}");
 }
+
+/// Issue 39: `numio bench --plan p.json --iodepth 4 --runtime 300ms` ran at
+/// the plan's iodepth 64 for its runtime, and `numio bench two.fio
+/// --iodepth 4` at the file's 16, exit 0. The command line now wins (fio's
+/// rule), the report says which values came from where, and `--numjobs`,
+/// which would need CPUs the plan did not choose, is refused.
+#[test]
+fn workload_flags_apply_over_a_plan_and_a_job_file() {
+    let f = Temp::new("over", 4 << 20);
+    let (code, plan, err) = numio(&[
+        "plan",
+        f.path(),
+        "--format",
+        "numio",
+        "--runtime",
+        "5s",
+        "--iodepth",
+        "16",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let plan_file = Temp::new("over-plan.json", 0);
+    std::fs::write(&plan_file.0, plan).unwrap();
+    // A job file is known by its extension.
+    let job = Temp(std::env::temp_dir().join(format!("numio-over-{}.fio", std::process::id())));
+    std::fs::write(
+        &job.0,
+        format!(
+            "[global]\nioengine=psync\nrw=randread\niodepth=16\nruntime=5\ntime_based\n\n[a]\nfilename={}\n",
+            f.path()
+        ),
+    )
+    .unwrap();
+    for input in [
+        vec!["--plan", plan_file.path()],
+        vec![job.path(), "--backend", "sync"],
+    ] {
+        let mut args = vec!["bench"];
+        args.extend(&input);
+        args.extend(["--iodepth", "4", "--runtime", "200ms", "--json"]);
+        let (code, out, err) = numio(&args);
+        assert_eq!(code, 0, "{input:?}: {err}");
+        let j: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
+        let w = &j["targets"][0]["workload"];
+        assert_eq!(w["iodepth"], 4, "{input:?}: {w}");
+        assert_eq!(w["runtime_ns"], 200_000_000u64, "{input:?}: {w}");
+        assert!(
+            j["runtime_ns"].as_u64().unwrap() < 3_000_000_000,
+            "{input:?}"
+        );
+
+        let mut args = vec!["bench"];
+        args.extend(&input);
+        args.extend(["--iodepth", "4", "--runtime", "200ms"]);
+        let (code, out, err) = numio(&args);
+        assert_eq!(code, 0, "{input:?}: {err}");
+        assert!(
+            out.contains("note: from the command line over the")
+                && out.contains("iodepth=4 (was 16), runtime=0.2s (was 5s)"),
+            "{input:?}: {out}"
+        );
+
+        let mut args = vec!["bench"];
+        args.extend(&input);
+        args.extend(["--numjobs", "2"]);
+        let (code, _, err) = numio(&args);
+        assert_eq!(code, 2, "{input:?}");
+        assert!(
+            err.contains("--numjobs=2 with the") && err.contains("placed already"),
+            "{err}"
+        );
+    }
+}
+
+/// Issue 39: a target is classified once (planner::TargetAddr), so `numio
+/// plan` takes what bench takes: `nvme-rdma://` and `pci:` targets were
+/// refused as "does not exist", and a device name that is not on this
+/// machine planned anyway, exit 0.
+#[test]
+fn plan_takes_every_target_form_bench_takes_and_refuses_missing_devices() {
+    let (code, out, err) = numio(&["plan", "nvme-rdma://127.0.0.1/nqn.2026-11.io.numio:x/1"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("nvme-rdma://127.0.0.1"), "{out}");
+    assert!(
+        out.contains("remote NVMe/RDMA namespace reached as 127.0.0.1:4420"),
+        "{out}"
+    );
+
+    // Any PCI function this machine has (a host bridge at least).
+    let function = std::fs::read_dir("/sys/bus/pci/devices")
+        .ok()
+        .and_then(|mut d| d.next())
+        .and_then(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned());
+    if let Some(f) = function {
+        let t = format!("pci:{f}/1");
+        let (code, out, err) = numio(&["plan", &t]);
+        assert_eq!(code, 0, "{t}: {err}");
+        assert!(out.contains(&t), "{out}");
+    }
+    let (code, _, err) = numio(&["plan", "pci:00ff:ff:1f.7/1"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("no PCI function 00ff:ff:1f.7 on this machine"),
+        "{err}"
+    );
+
+    for typo in ["/dev/nvme99n1", "nvme99n1"] {
+        let (code, _, err) = numio(&["plan", typo]);
+        assert_eq!(code, 2, "{typo}: {err}");
+        assert!(
+            err.contains("nvme99n1") && err.contains("numio topo"),
+            "{err}"
+        );
+    }
+}
+
+/// Issue 39: a plain run on a file printed the NUMA-unknown fact three
+/// times on a one-node machine (a warning naming the path twice, then two
+/// notes) and the io_uring task-run trial as a note on every run. Now the
+/// fact is one note (a warning only where a node must be chosen) and the
+/// trial is a `-v` line (and the JSON's `taskrun_trial`).
+#[test]
+fn a_plain_run_states_each_fact_once() {
+    let f = Temp::filled("once", 8 << 20, 0);
+    let one_node = !std::path::Path::new("/sys/devices/system/node/node1").exists();
+    let (code, out, err) = numio(&["bench", f.path(), "--runtime", "200ms"]);
+    assert_eq!(code, 0, "{err}");
+    let all = format!("{out}{err}");
+    assert!(!all.contains("task-run"), "{all}");
+    if one_node {
+        assert_eq!(all.matches("NUMA node").count(), 1, "{all}");
+        assert!(!all.contains("warning"), "{all}");
+    }
+    let (code, out, err) = numio(&["bench", f.path(), "--runtime", "200ms", "-v"]);
+    assert_eq!(code, 0, "{err}");
+    let lines = out.lines().filter(|l| l.contains("task-run mode")).count();
+    let (code, json, err) = numio(&["bench", f.path(), "--runtime", "200ms", "--json"]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&json).unwrap();
+    // A kernel without both task-run modes runs no trial.
+    let trials = usize::from(!j["targets"][0]["workers"][0]["taskrun_trial"].is_null());
+    assert_eq!(lines, trials, "-v prints the trial the JSON holds: {out}");
+}

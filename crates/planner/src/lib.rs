@@ -32,6 +32,7 @@ pub(crate) mod plan;
 pub mod planfile;
 mod request;
 pub mod resolve;
+pub mod target_addr;
 pub mod workload;
 
 pub use error::{PlacementMismatch, PlanError, PlanFileError};
@@ -42,4 +43,5 @@ pub use resolve::{
     resolve_backing, resolve_network, resolve_pci, resolve_target, DeviceBacking, NetworkRoute,
     Resolution, TargetDevice,
 };
+pub use target_addr::{Fabric, TargetAddr};
 pub use workload::{Distribution, RwMode, Workload};

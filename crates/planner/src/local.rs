@@ -117,7 +117,8 @@ fn home_pieces(
     for i in unknown {
         let home = match fallback_node(topo, &load) {
             Some(node) => {
-                fallback_notes(&mut targets[i], node, warnings);
+                let one_node = topo.nodes.len() == 1;
+                fallback_notes(&mut targets[i], node, one_node, warnings);
                 *load.entry(node).or_default() += i64::from(targets[i].workload.numjobs);
                 Home {
                     cpu_node: Some(node),
@@ -211,7 +212,19 @@ fn fallback_node(topo: &Topology, load: &BTreeMap<NodeId, i64>) -> Option<NodeId
         .max_by_key(|&n| (free(n), std::cmp::Reverse(n)))
 }
 
-fn fallback_notes(t: &mut TargetPlacement, node: NodeId, warnings: &mut Vec<String>) {
+/// Says that target `t` of unknown node was placed on `node`: a warning
+/// (naming the target once) when the machine has several nodes, so the
+/// choice matters; on a one-node machine it does not, and the target's
+/// note says why its node is unknown, nothing more.
+fn fallback_notes(
+    t: &mut TargetPlacement,
+    node: NodeId,
+    one_node: bool,
+    warnings: &mut Vec<String>,
+) {
+    if one_node && t.node.is_none() {
+        return;
+    }
     let why = match t.node {
         Some(n) => format!("{} is not an online node", node_label(n)),
         None => t
@@ -220,9 +233,13 @@ fn fallback_notes(t: &mut TargetPlacement, node: NodeId, warnings: &mut Vec<Stri
             .cloned()
             .unwrap_or_else(|| "NUMA node unknown".into()),
     };
+    let named = if why.starts_with(t.path.as_str()) {
+        why
+    } else {
+        format!("{}: {why}", t.path)
+    };
     warnings.push(format!(
-        "{}: {why}; planned on {} (the node with the most free cores) as a fallback (pass --cpus-for {}=LIST to choose)",
-        t.path,
+        "{named}; planned on {} (the node with the most free cores) as a fallback (pass --cpus-for {}=LIST to choose)",
         node_label(node),
         t.path
     ));

@@ -89,15 +89,16 @@ impl Resolution {
 
 /// Resolves `path` to its NVMe device and NUMA node in `topo`.
 pub fn resolve_target(topo: &Topology, path: &str) -> Resolution {
-    if path.starts_with("nvme-tcp://") || path.starts_with("nvme-rdma://") {
-        let transport = if path.starts_with("nvme-tcp://") {
-            "TCP"
-        } else {
-            "RDMA"
-        };
+    if let Some(f) = crate::TargetAddr::parse(path).fabric() {
         return Resolution::unknown(format!(
-            "{path} is a remote NVMe/{transport} namespace: its NUMA node is that of the \
-             network interface, which numio does not look up"
+            "{path} is a remote {} namespace: its NUMA node is that of the \
+             network interface, which numio does not look up",
+            f.prose()
+        ));
+    }
+    if let crate::TargetAddr::Pci(addr) = crate::TargetAddr::parse(path) {
+        return Resolution::unknown(format!(
+            "{path} names the PCI function {addr}, which this topology does not hold"
         ));
     }
     let name = match path.strip_prefix("/dev/") {
@@ -166,9 +167,12 @@ pub fn resolve_network(topo: &Topology, path: &str, routes: &[NetworkRoute]) -> 
         (None, _) => format!("{} (no route found)", r.portal),
     };
     let all: Vec<String> = routes.iter().map(via).collect();
+    let proto = crate::TargetAddr::parse(path)
+        .fabric()
+        .map_or("NVMe-oF", |f| f.prose());
     let Some(&first) = nodes.first() else {
         return Resolution::unknown(format!(
-            "{path} is a remote NVMe/TCP namespace reached as {}: no interface with a NUMA node \
+            "{path} is a remote {proto} namespace reached as {}: no interface with a NUMA node \
              (loopback and virtual interfaces have none)",
             all.join(", ")
         ));
@@ -177,7 +181,7 @@ pub fn resolve_network(topo: &Topology, path: &str, routes: &[NetworkRoute]) -> 
         device: None,
         node: Some(first),
         notes: vec![format!(
-            "{path} is a remote NVMe/TCP namespace reached as {}",
+            "{path} is a remote {proto} namespace reached as {}",
             all.join(", ")
         )],
         local_nodes: nodes,

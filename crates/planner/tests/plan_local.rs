@@ -300,7 +300,7 @@ fn a_file_plans_on_the_node_of_the_nvme_beneath_it() {
     assert!(
         p.warnings
             .iter()
-            .any(|w| w.starts_with("/span/data.bin: ") && w.contains("fallback")),
+            .any(|w| w.starts_with("/span/data.bin is ") && w.contains("fallback")),
         "{:?}",
         p.warnings
     );
@@ -512,5 +512,27 @@ fn hundreds_of_jobs_are_warned_of_their_memory() {
     assert_eq!(
         w,
         ["4096 jobs: their latency histograms and counters take about 6.6 GB (1.6 MB a job) and long to tear down; above 256 jobs, fewer --jobs with a deeper --iodepth give the same load"],
+    );
+}
+
+/// Issue 39: on a one-node machine a file's unknown node does not matter
+/// (the only node is the right one), so it is the target's note and not a
+/// warning; with several nodes the warning names the target once.
+#[test]
+fn an_unknown_node_warns_only_where_there_is_a_choice() {
+    let req = request(&["/tmp/data.bin"], 1, Policy::Local);
+    let p = plan(&common::flat(2), &req).unwrap();
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    assert_eq!(
+        p.targets[0].notes,
+        vec!["/tmp/data.bin is a regular file (or not under /dev): its NUMA node is not known"]
+    );
+    let p = plan(&common::mixed(), &req).unwrap();
+    assert_eq!(p.warnings.len(), 1, "{:?}", p.warnings);
+    assert_eq!(
+        p.warnings[0].matches("/tmp/data.bin").count(),
+        2,
+        "{}",
+        p.warnings[0]
     );
 }

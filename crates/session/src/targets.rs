@@ -36,7 +36,7 @@ pub fn target_device(root: &Path, target: &str) -> Option<TargetDevice> {
     if root != Path::new("/") {
         return None;
     }
-    if engine::backend::tcp::is_tcp_target(target) {
+    if planner::TargetAddr::parse(target).fabric().is_some() {
         return network_routes(root, target, local_ip_towards).map(TargetDevice::Network);
     }
     if let Some(Ok((address, _))) = engine::backend::vfio::target::parse(target) {
@@ -94,7 +94,7 @@ fn link_name(path: &Path) -> Option<String> {
         .map(|rest| rest.to_string_lossy().into_owned())
 }
 
-/// The route to each portal of NVMe/TCP target `target`: the local
+/// The route to each portal of NVMe/TCP or NVMe/RDMA target `target`: the local
 /// interface its packets leave through (the local address `local_ip`
 /// finds for the portal, and the interface holding it) and that
 /// interface's NUMA node. `None` when the target does not parse (the
@@ -104,7 +104,10 @@ pub fn network_routes(
     target: &str,
     local_ip: impl Fn(SocketAddr) -> Option<IpAddr>,
 ) -> Option<Vec<NetworkRoute>> {
-    let portals = engine::backend::tcp::parse_portals(target).ok()?;
+    let portals = match planner::TargetAddr::parse(target).fabric()? {
+        planner::Fabric::Tcp => engine::backend::tcp::parse_portals(target).ok()?,
+        planner::Fabric::Rdma => vec![engine::backend::rdma::parse_rdma_url(target).ok()?],
+    };
     Some(
         portals
             .iter()

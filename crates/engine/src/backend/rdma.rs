@@ -27,13 +27,13 @@ use super::{Backend, Completion, IoRequest};
 use crate::stats::Dir;
 
 /// The scheme of an NVMe/RDMA target.
-pub const SCHEME: &str = "nvme-rdma://";
+pub const SCHEME: &str = planner::Fabric::Rdma.scheme();
 /// How long a reply may take before the run fails.
 const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Whether `path` names an NVMe/RDMA target.
 pub fn is_rdma_target(path: &str) -> bool {
-    path.starts_with(SCHEME)
+    planner::TargetAddr::parse(path).fabric() == Some(planner::Fabric::Rdma)
 }
 
 /// Parses `nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]`.

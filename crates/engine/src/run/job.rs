@@ -77,7 +77,7 @@ fn setup_and_run(
         ctl,
         progress,
     };
-    let (ran, trial) = build_and_run(&res, &mut gate, &mut notes)?;
+    let (ran, trial) = build_and_run(&res, &mut gate)?;
     let multipath = ran.multipath;
     // The backend (and its ring) is gone; now the file and buffers may go.
     drop(file);
@@ -113,11 +113,10 @@ fn worker_node(spec: &super::spec::JobSpec) -> Option<u32> {
 
 /// Builds the job's backend by its own constructor and runs the measured
 /// loop on it; a uring job may first settle its task-run mode by a trial
-/// (its note goes to `notes`).
+/// (returned beside the run).
 fn build_and_run(
     res: &Resources<'_>,
     gate: &mut StartGate<'_>,
-    notes: &mut Vec<String>,
 ) -> Result<(Ran, Option<results::TaskrunTrial>), EngineError> {
     let s = res.setup();
     let mut trial = None;
@@ -126,10 +125,7 @@ fn build_and_run(
         BackendSpec::Sync => res.run(build::sync(&s), gate)?,
         BackendSpec::Uring(uring) => {
             let (uring, settled) = trial::settle(uring, res)?;
-            if let Some((t, note)) = settled {
-                notes.push(note);
-                trial = Some(t);
-            }
+            trial = settled;
             res.run(build::uring(&s, &uring, false)?, gate)?
         }
         BackendSpec::Nop(uring) => res.run(build::uring(&s, uring, true)?, gate)?,

@@ -25,11 +25,12 @@ const TRIAL_SLICE_NS: u64 = 100_000_000;
 
 /// The set-up a uring job runs with: `uring` as asked, or where a trial
 /// applies ([`applies`]) and the kernel grants both modes, the faster one,
-/// with the trial and a note saying so.
+/// with the trial (the result's `taskrun_trial`; a set-up choice, not a
+/// note on every run).
 pub(super) fn settle(
     uring: &UringOptions,
     r: &Resources<'_>,
-) -> Result<(UringOptions, Option<(TaskrunTrial, String)>), EngineError> {
+) -> Result<(UringOptions, Option<TaskrunTrial>), EngineError> {
     let mut uring = uring.clone();
     if !applies(r.spec, &uring) {
         return Ok((uring, None));
@@ -38,8 +39,7 @@ pub(super) fn settle(
         return Ok((uring, None));
     };
     uring.setup = t.chosen;
-    let note = note(r.spec, &t);
-    Ok((uring, Some((t, note))))
+    Ok((uring, Some(t)))
 }
 
 /// Whether an `auto` io_uring set-up is settled by a trial: I/O on a ring
@@ -138,19 +138,4 @@ fn run_slice(
         return Err(r.backend_error("I/O loop (task-run trial)", e));
     }
     Ok(Some((out.stats.ops[0] + out.stats.ops[1], out.runtime_ns)))
-}
-
-/// The note a trial leaves: what it chose, from what, and how to fix it.
-fn note(spec: &JobSpec, t: &TaskrunTrial) -> String {
-    format!(
-        "job {} of {}: io_uring task-run mode {}, chosen by a {} ms trial \
-         (DEFER_TASKRUN {:.0} IOPS, COOP_TASKRUN {:.0} IOPS); \
-         --uring-setup defer or coop fixes it",
-        spec.job,
-        spec.path,
-        t.chosen.taskrun_flag().unwrap_or("?"),
-        t.trial_ns / 1_000_000,
-        t.defer_taskrun_iops,
-        t.coop_taskrun_iops
-    )
 }

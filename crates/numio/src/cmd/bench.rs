@@ -89,6 +89,10 @@ pub struct Args {
     /// Print the result as JSON (schema in the README) instead of a report.
     #[arg(long)]
     pub json: bool,
+    /// Also print how set-up choices were made (the io_uring task-run
+    /// trial of each job).
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Output format: normal, json (numio's, as --json) or fio-json (fio's
     /// --output-format=json layout, for fio-plot and fio parsers).
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
@@ -152,6 +156,7 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         &opts,
         Display::new(progress, Runs::Single),
         args.json || fio_json,
+        args.verbose,
     )?;
     let stale = bench_verify::finish(verify_run, &results);
     bound.give_back()?;
@@ -214,7 +219,34 @@ fn bench_placement(args: &Args, opts: &mut engine::RunOptions) -> anyhow::Result
     if args.engine.iopoll.is_none() {
         opts.iopoll = engine::IoPoll::Off;
     }
-    bench_jobs::load(&src, topo, &jf)
+    let mut placement = bench_jobs::load(&src, topo, &jf)?;
+    let from = match &src {
+        bench_jobs::JobSource::Plan(p) => format!("the plan {}", p.display()),
+        bench_jobs::JobSource::FioFile(p) => format!("the job file {}", p.display()),
+        _ => "the fio options after `--`".to_string(),
+    };
+    apply_workload_flags(&args.workload, &mut placement, &from)?;
+    Ok(placement)
+}
+
+/// Applies the workload flags given on the command line over every job of
+/// a plan or job file (fio's rule: the command line wins), with a note on
+/// each target saying which values came from where.
+fn apply_workload_flags(
+    flags: &WorkloadArgs,
+    placement: &mut Placement,
+    from: &str,
+) -> anyhow::Result<()> {
+    for t in &mut placement.targets {
+        let changed = flags.apply_over(&mut t.workload, from)?;
+        if !changed.is_empty() {
+            t.notes.push(format!(
+                "from the command line over {from}: {}",
+                changed.join(", ")
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Runs the stonewall groups one after another, each reported as it ends
@@ -225,6 +257,7 @@ fn run_groups(
     opts: &engine::RunOptions,
     mut display: Display,
     json: bool,
+    verbose: bool,
 ) -> anyhow::Result<Vec<engine::RunResult>> {
     let mut results = Vec::with_capacity(groups.len());
     for (i, group) in groups.iter().enumerate() {
@@ -240,7 +273,7 @@ fn run_groups(
             display.event(e)
         })?;
         if !json {
-            print!("{}", bench_report::render(&result, group));
+            print!("{}", bench_report::render(&result, group, verbose));
         }
         let interrupted = result.interrupted;
         results.push(result);

@@ -64,7 +64,13 @@ fn io_block(out: &mut String, name: &str, s: &IoStats) {
     lat_line(out, "lat", &s.latency.lat);
 }
 
-fn target_block(out: &mut String, r: &RunResult, t: &TargetResult, placement: &Placement) {
+fn target_block(
+    out: &mut String,
+    r: &RunResult,
+    t: &TargetResult,
+    placement: &Placement,
+    verbose: bool,
+) {
     let _ = writeln!(out, "\ntarget {}", t.path);
     if let Some(l) = &t.label {
         let _ = writeln!(out, "  ({l})");
@@ -85,6 +91,13 @@ fn target_block(out: &mut String, r: &RunResult, t: &TargetResult, placement: &P
     if let Some(pt) = placement.targets.iter().find(|p| p.path == t.path) {
         for n in &pt.notes {
             let _ = writeln!(out, "  note: {n}");
+        }
+    }
+    if verbose {
+        for w in &t.workers {
+            if let Some(tr) = &w.taskrun_trial {
+                let _ = writeln!(out, "  {}", trial_line(w.job, tr));
+            }
         }
     }
     io_block(out, "read", &t.read);
@@ -322,8 +335,21 @@ fn interrupted_line(r: &RunResult) -> String {
     )
 }
 
-/// The final report.
-pub fn render(r: &RunResult, placement: &Placement) -> String {
+/// How a task-run trial settled a job's io_uring set-up (`-v`; the JSON
+/// result's `taskrun_trial` holds the same).
+pub fn trial_line(job: u32, t: &results::TaskrunTrial) -> String {
+    format!(
+        "job {job}: io_uring task-run mode {}, chosen by a {} ms trial \
+         (DEFER_TASKRUN {:.0} IOPS, COOP_TASKRUN {:.0} IOPS); --uring-setup defer or coop fixes it",
+        t.chosen.taskrun_flag().unwrap_or("?"),
+        t.trial_ns / 1_000_000,
+        t.defer_taskrun_iops,
+        t.coop_taskrun_iops
+    )
+}
+
+/// The final report; `verbose` adds how set-up choices were made.
+pub fn render(r: &RunResult, placement: &Placement, verbose: bool) -> String {
     let env = &r.environment;
     let mut out = String::new();
     let _ = writeln!(
@@ -351,7 +377,7 @@ pub fn render(r: &RunResult, placement: &Placement) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     for t in &r.targets {
-        target_block(&mut out, r, t, placement);
+        target_block(&mut out, r, t, placement, verbose);
     }
     let p = &r.process_cpu_usage;
     let _ = writeln!(

@@ -473,7 +473,10 @@ fn print_study(s: &Study) {
         "target {} ({}); initiators: {}",
         s.target,
         s.url,
-        match (s.stack, s.url.starts_with("nvme-rdma://")) {
+        match (
+            s.stack,
+            planner::TargetAddr::parse(&s.url).fabric() == Some(planner::Fabric::Rdma),
+        ) {
             (Stack::Numio, false) => "numio's tcp backend",
             (Stack::Numio, true) => "numio's rdma backend",
             (Stack::Kernel, false) => "the Linux kernel's nvme-tcp (block device)",

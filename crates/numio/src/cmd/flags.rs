@@ -242,66 +242,45 @@ pub fn parse_percentiles(text: &str) -> anyhow::Result<Vec<f64>> {
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Workload (fio's names and units)")]
 pub struct WorkloadArgs {
-    /// Access pattern.
-    #[arg(long, value_enum, value_name = "MODE", default_value = "randread")]
-    pub rw: RwArg,
-    /// Percentage of reads in rw/randrw.
-    #[arg(long, value_name = "PCT", default_value_t = 50)]
-    pub rwmixread: u8,
-    /// Block size, or a range (4k, 1.5k, 4k-64k).
-    #[arg(
-        long,
-        value_name = "SIZE|MIN-MAX",
-        default_value = "4k",
-        allow_hyphen_values = true
-    )]
-    pub bs: String,
-    /// I/Os in flight per job.
-    #[arg(
-        long,
-        value_name = "N",
-        default_value_t = 64,
-        allow_negative_numbers = true
-    )]
-    pub iodepth: i64,
-    /// Jobs (worker threads) per target.
+    /// Access pattern [default: randread].
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub rw: Option<RwArg>,
+    /// Percentage of reads in rw/randrw [default: 50].
+    #[arg(long, value_name = "PCT")]
+    pub rwmixread: Option<u8>,
+    /// Block size, or a range (4k, 1.5k, 4k-64k) [default: 4k].
+    #[arg(long, value_name = "SIZE|MIN-MAX", allow_hyphen_values = true)]
+    pub bs: Option<String>,
+    /// I/Os in flight per job [default: 64].
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub iodepth: Option<i64>,
+    /// Jobs (worker threads) per target [default: 1].
     #[arg(
         long,
         value_name = "N",
         visible_alias = "jobs",
-        default_value_t = 1,
         allow_negative_numbers = true
     )]
-    pub numjobs: i64,
-    /// Measured time per run (10s, 500ms, 1h; bare numbers are seconds).
-    #[arg(
-        long,
-        value_name = "TIME",
-        default_value = "10s",
-        allow_hyphen_values = true
-    )]
-    pub runtime: String,
-    /// Warm-up before measuring, not measured.
+    pub numjobs: Option<i64>,
+    /// Measured time per run (10s, 500ms, 1h; bare numbers are seconds)
+    /// [default: 10s].
+    #[arg(long, value_name = "TIME", allow_hyphen_values = true)]
+    pub runtime: Option<String>,
+    /// Warm-up before measuring, not measured [default: 0].
     #[arg(
         long,
         value_name = "TIME",
         visible_alias = "ramp",
         alias = "ramp_time",
-        default_value = "0",
         allow_hyphen_values = true
     )]
-    pub ramp_time: String,
+    pub ramp_time: Option<String>,
     /// Bytes of each target each job covers (default: all of it from --offset).
     #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
     pub size: Option<String>,
-    /// Start offset in each target.
-    #[arg(
-        long,
-        value_name = "SIZE",
-        default_value = "0",
-        allow_hyphen_values = true
-    )]
-    pub offset: String,
+    /// Start offset in each target [default: 0].
+    #[arg(long, value_name = "SIZE", allow_hyphen_values = true)]
+    pub offset: Option<String>,
     /// Stop when --size is covered instead of running for --runtime (fio time_based=0).
     #[arg(long)]
     pub no_time_based: bool,
@@ -312,14 +291,9 @@ pub struct WorkloadArgs {
     #[arg(long, value_name = "N", alias = "rate_iops")]
     pub rate_iops: Option<u64>,
     /// Offsets: random (uniform), zipf (θ 1.1) or zipf:θ (pareto, normal and
-    /// zoned are not implemented).
-    #[arg(
-        long,
-        value_name = "DIST",
-        alias = "random_distribution",
-        default_value = "random"
-    )]
-    pub random_distribution: String,
+    /// zoned are not implemented) [default: random].
+    #[arg(long, value_name = "DIST", alias = "random_distribution")]
+    pub random_distribution: Option<String>,
     /// Zipf θ of random offsets: --random-distribution zipf:θ (older spelling).
     #[arg(
         long,
@@ -350,30 +324,29 @@ impl WorkloadArgs {
                     .map_err(|why| anyhow::anyhow!("--zipf={theta}: {why}"))?;
                 Ok((d, text))
             }
-            None => Ok((
-                parse_distribution(&self.random_distribution)?,
-                self.random_distribution.clone(),
-            )),
+            None => {
+                let text = self.random_distribution.as_deref().unwrap_or("random");
+                Ok((parse_distribution(text)?, text.to_string()))
+            }
         }
     }
 
-    /// The workload these flags describe.
+    /// The workload these flags describe (defaults for those not given).
     pub fn workload(&self) -> anyhow::Result<Workload> {
-        let (bs_min_bytes, bs_max_bytes) = parse_bs(&self.bs)?;
-        if self.iodepth < 1 || self.iodepth > i64::from(IODEPTH_MAX) {
+        let (bs_min_bytes, bs_max_bytes) = parse_bs(self.bs.as_deref().unwrap_or("4k"))?;
+        let iodepth = self.iodepth.unwrap_or(64);
+        if iodepth < 1 || iodepth > i64::from(IODEPTH_MAX) {
+            bail!("--iodepth={iodepth}: must be at least 1 and at most {IODEPTH_MAX}");
+        }
+        let numjobs = self.numjobs.unwrap_or(1);
+        if numjobs < 1 || numjobs > i64::from(JOBS_PER_TARGET_MAX) {
             bail!(
-                "--iodepth={}: must be at least 1 and at most {IODEPTH_MAX}",
-                self.iodepth
+                "--numjobs={numjobs}: must be at least 1 and at most {JOBS_PER_TARGET_MAX} jobs per target (fio's limit too)"
             );
         }
-        if self.numjobs < 1 || self.numjobs > i64::from(JOBS_PER_TARGET_MAX) {
-            bail!(
-                "--numjobs={}: must be at least 1 and at most {JOBS_PER_TARGET_MAX} jobs per target (fio's limit too)",
-                self.numjobs
-            );
-        }
-        if self.rwmixread > 100 {
-            bail!("--rwmixread={}: must be 0..=100", self.rwmixread);
+        let rwmixread = self.rwmixread.unwrap_or(50);
+        if rwmixread > 100 {
+            bail!("--rwmixread={rwmixread}: must be 0..=100");
         }
         let (random_distribution, dist_text) = self.distribution()?;
         if self.randommap && !random_distribution.uses_random_map() {
@@ -381,26 +354,27 @@ impl WorkloadArgs {
                 "--randommap with --random-distribution={dist_text}: a random map only steers uniform offsets (fio also turns it off for non-uniform distributions); drop --randommap"
             );
         }
-        let runtime_ns = parse_duration_ns("runtime", &self.runtime)?;
+        let runtime = self.runtime.as_deref().unwrap_or("10s");
+        let runtime_ns = parse_duration_ns("runtime", runtime)?;
         if runtime_ns == 0 && !self.no_time_based {
-            bail!("--runtime={}: must be positive", self.runtime);
+            bail!("--runtime={runtime}: must be positive");
         }
         let d = Workload::default();
         Ok(Workload {
-            rw: self.rw.into(),
-            rwmixread: self.rwmixread,
+            rw: self.rw.unwrap_or(RwArg::Randread).into(),
+            rwmixread,
             bs_min_bytes,
             bs_max_bytes,
-            iodepth: u32::try_from(self.iodepth).context("--iodepth: too large")?,
-            numjobs: u32::try_from(self.numjobs).context("--numjobs: too large")?,
+            iodepth: u32::try_from(iodepth).context("--iodepth: too large")?,
+            numjobs: u32::try_from(numjobs).context("--numjobs: too large")?,
             size_bytes: self
                 .size
                 .as_deref()
                 .map(|s| parse_size("size", s))
                 .transpose()?,
-            offset_bytes: parse_size("offset", &self.offset)?,
+            offset_bytes: parse_size("offset", self.offset.as_deref().unwrap_or("0"))?,
             runtime_ns: (runtime_ns > 0).then_some(runtime_ns),
-            ramp_time_ns: parse_duration_ns("ramp-time", &self.ramp_time)?,
+            ramp_time_ns: parse_duration_ns("ramp-time", self.ramp_time.as_deref().unwrap_or("0"))?,
             time_based: !self.no_time_based,
             number_ios: self.number_ios,
             rate_iops: self.rate_iops,
@@ -409,6 +383,107 @@ impl WorkloadArgs {
             norandommap: !self.randommap,
             direct: !self.buffered,
         })
+    }
+
+    /// The workload flags given on the command line, by their flag names.
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut g = Vec::new();
+        let mut on = |name, yes: bool| {
+            if yes {
+                g.push(name);
+            }
+        };
+        on("rw", self.rw.is_some());
+        on("rwmixread", self.rwmixread.is_some());
+        on("bs", self.bs.is_some());
+        on("iodepth", self.iodepth.is_some());
+        on("numjobs", self.numjobs.is_some());
+        on("runtime", self.runtime.is_some());
+        on("ramp-time", self.ramp_time.is_some());
+        on("size", self.size.is_some());
+        on("offset", self.offset.is_some());
+        on("no-time-based", self.no_time_based);
+        on("number-ios", self.number_ios.is_some());
+        on("rate-iops", self.rate_iops.is_some());
+        on(
+            "random-distribution",
+            self.random_distribution.is_some() || self.zipf.is_some(),
+        );
+        on("randseed", self.randseed.is_some());
+        on("randommap", self.randommap);
+        on("buffered", self.buffered);
+        g
+    }
+
+    /// Applies the workload flags given on the command line over a
+    /// workload from a plan or a job file (fio's rule: the command line
+    /// wins); returns `name=new (was old)` for each value that changed.
+    /// `--numjobs` is refused: it would need new CPUs for the new jobs,
+    /// which the plan or job file chose.
+    pub fn apply_over(&self, w: &mut Workload, from: &str) -> anyhow::Result<Vec<String>> {
+        if let Some(n) = self.numjobs {
+            bail!(
+                "--numjobs={n} with {from}: its jobs and their CPUs are placed already; \
+                 set numjobs there, or plan anew (numio plan TARGET --numjobs {n} --format numio)"
+            );
+        }
+        let given = self.given();
+        if given.is_empty() {
+            return Ok(Vec::new());
+        }
+        let new = self.workload()?;
+        let mut changed = Vec::new();
+        for name in given {
+            let before = field_text(w, name);
+            match name {
+                "rw" => w.rw = new.rw,
+                "rwmixread" => w.rwmixread = new.rwmixread,
+                "bs" => (w.bs_min_bytes, w.bs_max_bytes) = (new.bs_min_bytes, new.bs_max_bytes),
+                "iodepth" => w.iodepth = new.iodepth,
+                "runtime" => w.runtime_ns = new.runtime_ns,
+                "ramp-time" => w.ramp_time_ns = new.ramp_time_ns,
+                "size" => w.size_bytes = new.size_bytes,
+                "offset" => w.offset_bytes = new.offset_bytes,
+                "no-time-based" => w.time_based = false,
+                "number-ios" => w.number_ios = new.number_ios,
+                "rate-iops" => w.rate_iops = new.rate_iops,
+                "random-distribution" => w.random_distribution = new.random_distribution,
+                "randseed" => w.randseed = new.randseed,
+                "randommap" => w.norandommap = false,
+                "buffered" => w.direct = false,
+                _ => {}
+            }
+            let after = field_text(w, name);
+            if after != before {
+                changed.push(format!("{name}={after} (was {before})"));
+            }
+        }
+        Ok(changed)
+    }
+}
+
+/// One workload value as the report shows it.
+fn field_text(w: &Workload, name: &str) -> String {
+    let secs = |ns: u64| format!("{}s", ns as f64 / 1e9);
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    match name {
+        "rw" => w.rw.fio_name().to_string(),
+        "rwmixread" => w.rwmixread.to_string(),
+        "bs" if w.bs_min_bytes == w.bs_max_bytes => w.bs_min_bytes.to_string(),
+        "bs" => format!("{}-{}", w.bs_min_bytes, w.bs_max_bytes),
+        "iodepth" => w.iodepth.to_string(),
+        "runtime" => w.runtime_ns.map_or("-".into(), secs),
+        "ramp-time" => secs(w.ramp_time_ns),
+        "size" => opt(w.size_bytes),
+        "offset" => w.offset_bytes.to_string(),
+        "no-time-based" => (!w.time_based).to_string(),
+        "number-ios" => opt(w.number_ios),
+        "rate-iops" => opt(w.rate_iops),
+        "random-distribution" => format!("{:?}", w.random_distribution),
+        "randseed" => w.randseed.to_string(),
+        "randommap" => (!w.norandommap).to_string(),
+        "buffered" => (!w.direct).to_string(),
+        _ => String::new(),
     }
 }
 

@@ -178,11 +178,32 @@ fn targets(args: &Args, topo: &Topology) -> anyhow::Result<Vec<String>> {
 }
 
 /// Refuses a target path (one with a `/`; bare names such as `nvme0n1` are
-/// topology's to find) that does not exist on this machine: the planner
-/// would take it for a file on an unknown node.
+/// topology's to find; NVMe-oF URLs and `pci:` addresses are resolved
+/// through routes and the PCI tree) that does not exist on this machine:
+/// the planner would take it for a file on an unknown node.
 fn check_paths_exist(targets: &[String]) -> anyhow::Result<()> {
     for t in targets {
-        if t.contains('/') && !t.starts_with("nvme-tcp://") && std::fs::metadata(t).is_err() {
+        match planner::TargetAddr::parse(t) {
+            planner::TargetAddr::Pci(rest) => {
+                let addr = rest.split('/').next().unwrap_or(rest);
+                let found = topology::pci::parse_address(addr).and_then(|a| {
+                    topology::pci::pci_function(Path::new("/"), &a)
+                        .ok()
+                        .flatten()
+                });
+                if found.is_none() {
+                    bail!("{t}: no PCI function {addr} on this machine; `numio vfio status` lists its NVMe controllers (pci:DDDD:BB:SS.F/NSID)");
+                }
+                continue;
+            }
+            planner::TargetAddr::Fabric(..) => continue,
+            planner::TargetAddr::Path(_) => {}
+        }
+        let (here, dev) = (Path::new(t), Path::new("/dev").join(t));
+        if !t.contains('/') && !t.is_empty() && !here.exists() && !dev.exists() {
+            bail!("{t} is not a device of this machine (no /dev/{t}); `numio topo` lists its NVMe namespaces, or plan for another machine with --root SNAPSHOT");
+        }
+        if t.contains('/') && std::fs::metadata(t).is_err() {
             bail!("{t} does not exist; name a block device, a file or an NVMe namespace (`numio topo` lists them), or plan for another machine with --root SNAPSHOT");
         }
     }

@@ -38,9 +38,8 @@ pub fn over_transport(targets: &[String], transport: &str) -> anyhow::Result<Vec
         .map(|t| {
             t.split(',')
                 .map(|portal| {
-                    let rest = portal
-                        .strip_prefix("nvme-tcp://")
-                        .or_else(|| portal.strip_prefix("nvme-rdma://"))
+                    let rest = planner::target_addr::strip_scheme(portal)
+                        .map(|(_, rest)| rest)
                         .with_context(|| {
                             format!(
                                 "transport={transport} with {t}: the axis reaches one NVMe-oF target over each transport; \
@@ -93,7 +92,7 @@ pub fn check_initiator_cores(axes: &[Axis], targets: &[String]) -> anyhow::Resul
     }
     if let Some(t) = targets
         .iter()
-        .find(|t| !t.starts_with("nvme-tcp://") && !t.starts_with("nvme-rdma://"))
+        .find(|t| planner::TargetAddr::parse(t).fabric().is_none())
     {
         bail!(
             "initiator-cores={list} with {t}: the axis sweeps an NVMe-oF initiator; \
@@ -163,20 +162,22 @@ pub fn apply(w: &mut WorkloadArgs, axis: &str, value: &str) -> anyhow::Result<()
             .with_context(|| format!("{axis}={v}: not a whole number"))
     };
     match axis {
-        "jobs" | "initiator-cores" => w.numjobs = num(value)?,
-        "iodepth" => w.iodepth = num(value)?,
-        "bs" => w.bs = value.to_string(),
+        "jobs" | "initiator-cores" => w.numjobs = Some(num(value)?),
+        "iodepth" => w.iodepth = Some(num(value)?),
+        "bs" => w.bs = Some(value.to_string()),
         "rwmixread" => {
-            w.rwmixread = value
-                .parse()
-                .ok()
-                .filter(|p| *p <= 100)
-                .with_context(|| format!("rwmixread={value}: give a percentage 0-100"))?
+            w.rwmixread = Some(
+                value
+                    .parse()
+                    .ok()
+                    .filter(|p: &u8| *p <= 100)
+                    .with_context(|| format!("rwmixread={value}: give a percentage 0-100"))?,
+            )
         }
         "rw" => {
-            w.rw = RwArg::from_str(value, true).map_err(|_| {
+            w.rw = Some(RwArg::from_str(value, true).map_err(|_| {
                 anyhow::anyhow!("rw={value}: give read, write, randread, randwrite, rw or randrw")
-            })?
+            })?)
         }
         _ => {}
     }

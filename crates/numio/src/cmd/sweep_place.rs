@@ -61,7 +61,7 @@ pub fn jobs_cap(
         return Ok(None);
     }
     let mut w = flags.clone();
-    w.numjobs = topo.cpus.len().max(1) as i64;
+    w.numjobs = Some(topo.cpus.len().max(1) as i64);
     let request = PlanRequest {
         targets: session::targets::target_specs(Path::new("/"), targets),
         workload: w.workload()?,

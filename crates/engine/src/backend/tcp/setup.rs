@@ -13,7 +13,7 @@ use nvmf::host::{ControllerLimits, IoPolicy};
 use nvmf::{Initiator, InitiatorError, InitiatorOptions};
 
 /// The scheme of an NVMe/TCP target.
-pub const SCHEME: &str = "nvme-tcp://";
+pub const SCHEME: &str = planner::Fabric::Tcp.scheme();
 /// The NVMe/TCP port IANA assigned.
 pub const DEFAULT_PORT: u16 = 4420;
 /// Most I/O queue entries a controller may grant (CAP.MQES is 16 bits).
@@ -115,7 +115,7 @@ pub struct Portal {
 
 /// Whether `path` names an NVMe/TCP target.
 pub fn is_tcp_target(path: &str) -> bool {
-    path.starts_with(SCHEME)
+    planner::TargetAddr::parse(path).fabric() == Some(planner::Fabric::Tcp)
 }
 
 /// Parses `nvme-tcp://HOST[:PORT]/SUBNQN[/NSID]`; the error names the part

@@ -44,7 +44,10 @@ impl Eq for PciNamespace {}
 /// The PCI address and namespace id a target names, when it names one:
 /// `pci:ADDR[/NSID]`, or a full `DDDD:BB:SS.F[/NSID]` that is not a path.
 pub fn parse(path: &str) -> Option<Result<(String, Option<u32>), String>> {
-    let explicit = path.starts_with("pci:");
+    let explicit = matches!(
+        planner::TargetAddr::parse(path),
+        planner::TargetAddr::Pci(_)
+    );
     let (a, ns) = match path.split_once('/') {
         Some((a, ns)) => (a, Some(ns)),
         None => (path, None),
