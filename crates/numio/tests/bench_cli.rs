@@ -437,3 +437,58 @@ fn a_plain_run_states_each_fact_once() {
     let trials = usize::from(!j["targets"][0]["workers"][0]["taskrun_trial"].is_null());
     assert_eq!(lines, trials, "-v prints the trial the JSON holds: {out}");
 }
+
+/// Issue 39: fio's first words (`--filename=`, `--ioengine=`, `--direct=`,
+/// `--time_based`, `--name=`) got clap's generic tip; a missing file with
+/// `--size` was not laid out as fio does; a sparse file was read with no
+/// word that its reads hit holes.
+#[test]
+fn fio_words_work_new_files_are_laid_out_and_holes_are_named() {
+    let f = Temp::new("fio-words", 4 << 20);
+    let file = format!("--filename={}", f.path());
+    let (code, out, err) = numio(&[
+        "bench",
+        &file,
+        "--ioengine=psync",
+        "--direct=1",
+        "--time_based",
+        "--name=a",
+        "--runtime=200ms",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(j["environment"]["backend"], "sync");
+    assert_eq!(j["targets"][0]["path"], f.path());
+    let (code, _, err) = numio(&["bench", &file, "--ioengine=libaio"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("--ioengine=libaio") && err.contains("--backend uring"),
+        "{err}"
+    );
+
+    // The sparse file is named as such.
+    let (code, out, err) = numio(&["bench", f.path(), "--runtime=200ms"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("is sparse (0 of 4194304 bytes allocated)"),
+        "{out}"
+    );
+
+    // A new file with --size is laid out, said so, and has no holes.
+    let new = Temp(std::env::temp_dir().join(format!("numio-new-{}.img", std::process::id())));
+    let (code, _, err) = numio(&["bench", new.path(), "--runtime=200ms"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("does not exist; give --size to create it"),
+        "{err}"
+    );
+    let (code, out, err) = numio(&["bench", new.path(), "--size", "2m", "--runtime=200ms"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("was laid out before the run: 2097152 bytes written"),
+        "{err}"
+    );
+    assert!(!out.contains("is sparse"), "{out}");
+    assert_eq!(std::fs::metadata(new.path()).unwrap().len(), 2 << 20);
+}

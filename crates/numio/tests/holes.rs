@@ -11,8 +11,12 @@ use common::{numio, Temp};
 fn errors_print_the_os_error_text_once() {
     let fio = std::env::temp_dir().join(format!("numio-holes-{}-none.fio", std::process::id()));
     let fio = fio.to_str().unwrap();
+    // A missing target is said once in numio's words (issue 39: with
+    // --size it would be laid out, as fio does).
+    let (code, _, err) = numio(&["bench", "/nonexistent/numio-target", "--runtime", "1s"]);
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(err.matches("does not exist").count(), 1, "{err}");
     for args in [
-        vec!["bench", "/nonexistent/numio-target", "--runtime", "1s"],
         vec!["bench", fio],
         vec!["plan", "--fio", fio],
         vec!["bench", "--plan", "/nonexistent/plan.json"],

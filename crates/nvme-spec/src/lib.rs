@@ -44,6 +44,7 @@ pub mod pci;
 pub mod rdma;
 pub mod status;
 pub mod tcp;
+pub mod units;
 
 pub use command::{Cqe, SglDescriptor, Sqe};
 pub use status::{Status, StatusCodeType};

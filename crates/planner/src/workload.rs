@@ -28,6 +28,10 @@ impl RwMode {
     pub fn writes(self) -> bool {
         !matches!(self, RwMode::Read | RwMode::RandRead)
     }
+    /// Whether the mode issues any read.
+    pub fn reads(self) -> bool {
+        !matches!(self, RwMode::Write | RwMode::RandWrite)
+    }
     /// Whether offsets are random.
     pub fn random(self) -> bool {
         matches!(self, RwMode::RandRead | RwMode::RandWrite | RwMode::RandRw)

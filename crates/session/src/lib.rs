@@ -37,6 +37,7 @@ pub mod arms;
 pub mod error;
 pub mod event;
 pub mod interrupt;
+pub mod layout;
 pub mod once;
 pub mod schedule;
 pub mod settle;

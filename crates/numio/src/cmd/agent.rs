@@ -350,6 +350,7 @@ fn prepare(argv: &[String], targets: Vec<String>) -> anyhow::Result<Prepared> {
         .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
     let mut args = bench::Args::from_arg_matches(&m).map_err(|e| anyhow::anyhow!("{e}"))?;
     args.targets = targets;
+    bench::fold_fio_names(&mut args)?;
     let (placement, mut opts) = bench::plan(&args)?;
     // --verify and --verify-only with this host's own state file (the
     // default one, or --verify-state's path on this host).

@@ -93,6 +93,17 @@ pub struct Args {
     /// trial of each job).
     #[arg(short, long)]
     pub verbose: bool,
+    /// fio's `--filename=F[:G]`: the targets (numio takes them as
+    /// arguments).
+    #[arg(long, value_name = "FILE", hide = true, value_delimiter = ':')]
+    pub filename: Vec<String>,
+    /// fio's `--ioengine`: io_uring, psync/sync/pvsync, io_uring_cmd, null
+    /// (numio's --backend uring, sync, passthru, null).
+    #[arg(long, value_name = "ENGINE", hide = true, conflicts_with = "backend")]
+    pub ioengine: Option<String>,
+    /// fio's `--name`: the job name of every target.
+    #[arg(long, value_name = "NAME", hide = true)]
+    pub name: Option<String>,
     /// Output format: normal, json (numio's, as --json) or fio-json (fio's
     /// --output-format=json layout, for fio-plot and fio parsers).
     #[arg(long, value_enum, value_name = "FORMAT", conflicts_with = "json")]
@@ -113,9 +124,35 @@ pub struct Args {
     pub engine: EngineArgs,
 }
 
+/// fio's engine names as numio's backends; the error names the numio
+/// spelling.
+fn backend_of_ioengine(engine: &str) -> anyhow::Result<BackendArg> {
+    Ok(match engine {
+        "io_uring" => BackendArg::Uring,
+        "psync" | "sync" | "pvsync" | "pvsync2" => BackendArg::Sync,
+        "io_uring_cmd" => BackendArg::Passthru,
+        "null" => BackendArg::Null,
+        other => bail!(
+            "--ioengine={other}: numio's engines are --backend uring (fio's io_uring), sync \
+             (psync), passthru (io_uring_cmd), null, nop, tcp, rdma and vfio; libaio and the \
+             others are not implemented, and uring is the asynchronous one"
+        ),
+    })
+}
+
+/// Folds fio's spellings (`--filename`, `--ioengine`) into numio's.
+pub(crate) fn fold_fio_names(args: &mut Args) -> anyhow::Result<()> {
+    args.targets.append(&mut args.filename);
+    if let Some(e) = &args.ioengine {
+        args.engine.backend = Some(backend_of_ioengine(e)?);
+    }
+    Ok(())
+}
+
 /// Runs `numio bench`.
 pub fn run(mut args: Args) -> anyhow::Result<i32> {
     interrupt::install(super::display::on_signal)?;
+    fold_fio_names(&mut args)?;
     let fio_json = args.output_format == Some(OutputFormat::FioJson);
     if args.group_reporting && !fio_json {
         bail!("--group-reporting shapes fio's JSON: add --output-format fio-json");
@@ -140,6 +177,10 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         _ => bench_vfio::ForRun::none(),
     };
     let (placement, mut opts) = plan(&args)?;
+    // Warnings once, on stderr, before the run they are about.
+    for w in &placement.warnings {
+        eprintln!("numio: warning: {w}");
+    }
     let (placement, verify_run) = bench_verify::prepare(&args.engine, placement, &mut opts)?;
     let groups = bench_jobs::groups(&placement);
     let progress = args.engine.progress_mode(args.json || fio_json);
@@ -198,7 +239,20 @@ fn bench_placement(args: &Args, opts: &mut engine::RunOptions) -> anyhow::Result
         let workload = args.workload.workload()?;
         let (targets, labels) = choose_targets(&args.targets, topo.as_ref().ok(), &workload)?;
         opts.labels = labels;
-        return place(topo.as_ref(), &targets, &workload, args);
+        let made = lay_out_missing(&targets, &workload)?;
+        let mut placement = place(topo.as_ref(), &targets, &workload, args)?;
+        for t in &mut placement.targets {
+            if args.name.is_some() {
+                t.name.clone_from(&args.name);
+            }
+            if let Some(note) = made.iter().find(|(p, _)| *p == t.path).map(|(_, n)| n) {
+                t.notes.push(note.clone());
+            } else if planner::TargetAddr::parse(&t.path).is_path() && workload.rw.reads() {
+                t.notes
+                    .extend(session::layout::sparse_note(Path::new(&t.path)));
+            }
+        }
+        return Ok(placement);
     }
     let topo = topo
         .as_ref()
@@ -247,6 +301,34 @@ fn apply_workload_flags(
         }
     }
     Ok(())
+}
+
+/// Lays out each target that does not exist, as fio does, when `--size`
+/// says how large: a file of that many bytes of data (never under /dev, nor
+/// a bare name /dev has). Says so on stderr with the bytes written (set-up
+/// I/O, not in the figures) and returns each target's note.
+fn lay_out_missing(targets: &[String], w: &Workload) -> anyhow::Result<Vec<(String, String)>> {
+    let mut made = Vec::new();
+    for t in targets {
+        let path = Path::new(t);
+        if !planner::TargetAddr::parse(t).is_path()
+            || path.exists()
+            || (!t.contains('/') && Path::new("/dev").join(t).exists())
+        {
+            continue;
+        }
+        let Some(size) = w.size_bytes else {
+            bail!("{t} does not exist; give --size to create it (numio lays out a new file as fio does), or name an existing file or device");
+        };
+        let len = size + w.offset_bytes;
+        session::layout::lay_out(path, len)?;
+        let note = format!(
+            "{t} was laid out before the run: {len} bytes written (set-up I/O, not in these figures)"
+        );
+        eprintln!("numio: {note}");
+        made.push((t.clone(), note));
+    }
+    Ok(made)
 }
 
 /// Runs the stonewall groups one after another, each reported as it ends

@@ -370,9 +370,6 @@ pub fn render(r: &RunResult, placement: &Placement, verbose: bool) -> String {
         };
         let _ = writeln!(out, "{label}: {}", env.uring_features.join(", "));
     }
-    for w in &placement.warnings {
-        let _ = writeln!(out, "warning: {w}");
-    }
     for n in &env.notes {
         let _ = writeln!(out, "note: {n}");
     }

@@ -4,18 +4,15 @@
 //! file this user owns, and a new one is written to a `.part` file created
 //! new (`O_EXCL|O_NOFOLLOW`, 0600) then renamed into place (issue #16).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
-use sysapi::file::{create_new_private, inspect, Existing};
+use sysapi::file::{inspect, Existing};
 
 /// Size of the embedded default target.
 pub const DEFAULT_TARGET_BYTES: u64 = 1 << 30;
 /// File name of the embedded default target under `$TMPDIR`.
 pub const DEFAULT_TARGET_NAME: &str = "numio-default-target-1GiB.bin";
-/// `.part` names tried before giving up (another file at each).
-const PART_TRIES_MAX: usize = 64;
 
 /// `$TMPDIR/numio-default-target-1GiB.bin`, created the first time.
 pub fn default_target() -> anyhow::Result<PathBuf> {
@@ -51,57 +48,13 @@ pub fn ensure(dir: &Path, len_bytes: u64) -> anyhow::Result<PathBuf> {
         "numio: creating the default target {} (1 GiB, once)",
         path.display()
     );
-    fill_new(dir, &path, len_bytes).with_context(|| {
+    session::layout::lay_out(&path, len_bytes).with_context(|| {
         format!(
             "cannot create the default target in {} (set TMPDIR to a writable directory with 1 GiB free)",
             dir.display()
         )
     })?;
     Ok(path)
-}
-
-/// Writes `len_bytes` of incompressible data to a new `.part` file and
-/// renames it to `path` (rename replaces a name, never follows it).
-fn fill_new(dir: &Path, path: &Path, len_bytes: u64) -> std::io::Result<()> {
-    // One name per call: two threads of one process may fill at once (the
-    // unit tests do), and each renames its own complete file into place.
-    static FILLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let (tmp, mut file) = (0..PART_TRIES_MAX)
-        .find_map(|_| {
-            let fill_no = FILLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let tmp = dir.join(format!(
-                "{DEFAULT_TARGET_NAME}.{}.{fill_no}.part",
-                std::process::id()
-            ));
-            match create_new_private(&tmp) {
-                Ok(f) => Some(Ok((tmp, f))),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => None,
-                Err(e) => Some(Err(e)),
-            }
-        })
-        .unwrap_or_else(|| {
-            Err(std::io::Error::other(format!(
-                "{PART_TRIES_MAX} .part names were all taken"
-            )))
-        })?;
-    let mut write = || -> std::io::Result<()> {
-        let mut rng = engine::gen::Rng::new(0x006e_756d_696f);
-        let mut chunk = vec![0u8; 1 << 20];
-        let mut left = len_bytes;
-        while left > 0 {
-            for w in chunk.chunks_exact_mut(8) {
-                w.copy_from_slice(&rng.next_u64().to_le_bytes());
-            }
-            let n = left.min(chunk.len() as u64) as usize;
-            file.write_all(&chunk[..n])?;
-            left -= n as u64;
-        }
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 #[cfg(test)]
@@ -124,8 +77,8 @@ mod tests {
         let victim = d.join("victim");
         std::fs::write(&victim, "root's 0600 file").unwrap();
         let pid = std::process::id();
-        for n in 0..PART_TRIES_MAX / 2 {
-            let part = d.join(format!("{DEFAULT_TARGET_NAME}.{pid}.{n}.part"));
+        for n in 0..32 {
+            let part = d.join(format!(".{DEFAULT_TARGET_NAME}.{pid}.{n}.part"));
             std::os::unix::fs::symlink(&victim, part).unwrap();
         }
         let path = ensure(&d, 1 << 20).expect("a fresh .part name is found");

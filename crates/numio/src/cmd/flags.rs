@@ -312,6 +312,17 @@ pub struct WorkloadArgs {
     /// Use the page cache instead of O_DIRECT.
     #[arg(long)]
     pub buffered: bool,
+    /// fio's `--direct=0|1` (`--direct=0` is numio's --buffered).
+    #[arg(long, value_name = "0|1", hide = true, value_parser = ["0", "1"], conflicts_with = "buffered")]
+    pub direct: Option<String>,
+    /// fio's `--time_based`: numio's runs are time-based already.
+    #[arg(
+        long = "time_based",
+        alias = "time-based",
+        hide = true,
+        conflicts_with = "no_time_based"
+    )]
+    pub time_based: bool,
 }
 
 impl WorkloadArgs {
@@ -348,6 +359,7 @@ impl WorkloadArgs {
         if rwmixread > 100 {
             bail!("--rwmixread={rwmixread}: must be 0..=100");
         }
+        let buffered = self.buffered || self.direct.as_deref() == Some("0");
         let (random_distribution, dist_text) = self.distribution()?;
         if self.randommap && !random_distribution.uses_random_map() {
             bail!(
@@ -381,7 +393,7 @@ impl WorkloadArgs {
             random_distribution,
             randseed: self.randseed.unwrap_or(d.randseed),
             norandommap: !self.randommap,
-            direct: !self.buffered,
+            direct: !buffered,
         })
     }
 
@@ -411,7 +423,10 @@ impl WorkloadArgs {
         );
         on("randseed", self.randseed.is_some());
         on("randommap", self.randommap);
-        on("buffered", self.buffered);
+        on(
+            "buffered",
+            self.buffered || self.direct.as_deref() == Some("0"),
+        );
         g
     }
 

@@ -109,8 +109,9 @@ pub struct Args {
     /// Model number reported by Identify (40 ASCII characters at most).
     #[arg(long, default_value = "numio NVMe/TCP target")]
     pub model: String,
-    /// Listener address; repeat for more [default: 127.0.0.1:4420].
-    #[arg(long, value_name = "ADDR:PORT")]
+    /// Listener address, ADDR[:PORT] (port 4420, NVMe-oF's, when left
+    /// out; IPv6 as [ADDR]:PORT); repeat for more [default: 127.0.0.1:4420].
+    #[arg(long, value_name = "ADDR[:PORT]", value_parser = parse_listen)]
     pub listen: Vec<SocketAddr>,
     /// Transport of the --listen addresses: tcp, rdma (NVMe/RDMA through the
     /// system's rdma-core: an RDMA NIC, or soft-RoCE's rdma_rxe) or tcp,rdma (both
@@ -632,6 +633,20 @@ fn uuid(b: &[u8; 16]) -> String {
     )
 }
 
+/// `--listen ADDR[:PORT]`: nvme-cli's default port (4420) when none is given.
+fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(a) = text.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    let bare = text.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(ip) => Ok(SocketAddr::new(ip, engine::backend::tcp::DEFAULT_PORT)),
+        Err(_) => Err(format!(
+            "{text:?} is not ADDR[:PORT] (e.g. 0.0.0.0, 10.0.0.5:4420, [::1]:4420); give an IP address, not a host name"
+        )),
+    }
+}
+
 /// Runs `numio serve`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(addr) = args.stats {
@@ -750,6 +765,29 @@ mod tests {
     fn parse(argv: &[&str]) -> Args {
         use clap::Parser;
         Cli::parse_from(std::iter::once("serve").chain(argv.iter().copied())).args
+    }
+
+    /// Issue 39: `--listen 127.0.0.1` was refused where nvme-cli defaults
+    /// the port to 4420; `mem:1.5G` was refused where `--size 1.5G` works.
+    #[test]
+    fn listen_defaults_the_port_and_namespaces_take_fio_sizes() {
+        let a = parse(&[
+            "--listen",
+            "127.0.0.1",
+            "--listen",
+            "[::1]",
+            "--listen",
+            "10.0.0.5:4421",
+        ]);
+        let want: Vec<SocketAddr> = ["127.0.0.1:4420", "[::1]:4420", "10.0.0.5:4421"]
+            .iter()
+            .map(|t| t.parse().unwrap())
+            .collect();
+        assert_eq!(a.listen, want);
+        let e = parse_listen("target.example").unwrap_err();
+        assert!(e.contains("not ADDR[:PORT]"), "{e}");
+        let (cfg, _) = build_config(&parse(&["--ns", "mem:1.5G"])).unwrap();
+        assert_eq!(cfg.subsystems[0].namespaces[0].backing, "mem:1.5G");
     }
 
     #[test]

@@ -105,7 +105,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     cap_jobs_axis(&mut axes, &targets, &args.workload, &topo, &policy)?;
     let mut arms = Vec::new();
     let mut cores = Vec::new();
-    for (label, values) in &points(&axes) {
+    // Each warning once, naming its points unless it holds at every one.
+    let mut warned: Vec<(String, Vec<String>)> = Vec::new();
+    let all_points = points(&axes);
+    for (label, values) in &all_points {
         let mut o = opts.clone();
         o.labels = labels.clone();
         if serve.is_some() {
@@ -117,7 +120,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let placement = point_placement(&args.workload, &axes, values, &targets, &topo, &policy)
             .with_context(|| format!("point {label}"))?;
         for warn in &placement.warnings {
-            eprintln!("numio: {label}: warning: {warn}");
+            match warned.iter_mut().find(|(w, _)| w == warn) {
+                Some((_, at)) => at.push(label.clone()),
+                None => warned.push((warn.clone(), vec![label.clone()])),
+            }
         }
         cores.push(placement.targets.iter().map(|t| t.jobs.len()).sum());
         arms.push(LiveArm {
@@ -127,6 +133,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             opts: o,
             settle_group: 0,
         });
+    }
+    for (warn, at) in &warned {
+        if at.len() == all_points.len() {
+            eprintln!("numio: warning: {warn}");
+        } else {
+            eprintln!("numio: warning ({}): {warn}", at.join(", "));
+        }
     }
     let mut schedule = Schedule {
         arms,

@@ -223,11 +223,11 @@ impl Backing {
     /// Parses `mem:SIZE` (SIZE like 1G, 512M, 4096, 1GiB) or a path.
     pub fn parse(s: &str) -> Result<Self, ConfigError> {
         if let Some(size) = s.strip_prefix("mem:") {
-            let size_bytes = parse_size(size).ok_or_else(|| ConfigError::Namespace {
-                spec: s.to_string(),
-                reason: "SIZE is not a number with an optional K, M, G or T suffix (e.g. mem:1G)"
-                    .into(),
-            })?;
+            let size_bytes =
+                nvme_spec::units::parse_size_bytes(size).map_err(|e| ConfigError::Namespace {
+                    spec: s.to_string(),
+                    reason: format!("SIZE {e} (e.g. mem:1G, mem:1.5G, mem:512M)"),
+                })?;
             if size_bytes < 1 << 20 || size_bytes % 4096 != 0 {
                 return Err(ConfigError::Namespace {
                     spec: s.to_string(),
@@ -244,22 +244,6 @@ impl Backing {
         }
         Ok(Backing::Path(PathBuf::from(s)))
     }
-}
-
-/// Parses 4096, 4K, 4KiB, 1M, 2G, 1T (binary multiples).
-pub fn parse_size(s: &str) -> Option<u64> {
-    let s = s.trim();
-    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let n: u64 = s[..digits].parse().ok()?;
-    let shift = match s[digits..].to_ascii_uppercase().as_str() {
-        "" | "B" => 0,
-        "K" | "KB" | "KIB" => 10,
-        "M" | "MB" | "MIB" => 20,
-        "G" | "GB" | "GIB" => 30,
-        "T" | "TB" | "TIB" => 40,
-        _ => return None,
-    };
-    n.checked_mul(1u64 << shift)
 }
 
 /// One namespace in a subsystem.
@@ -305,7 +289,9 @@ impl NamespaceConfig {
             match opt.trim().split_once('=') {
                 None if opt.trim() == "buffered" => ns.buffered = true,
                 Some(("block", v)) => {
-                    let n = parse_size(v).filter(|&n| n <= u32::MAX as u64);
+                    let n = nvme_spec::units::parse_size_bytes(v)
+                        .ok()
+                        .filter(|&n| n <= u32::MAX as u64);
                     let n = n.ok_or_else(|| bad(format!("block={v} is not a size in bytes")))?;
                     ns.block_size = Some(n as u32);
                 }
@@ -765,12 +751,12 @@ mod tests {
 
     #[test]
     fn sizes() {
-        assert_eq!(parse_size("1G"), Some(1 << 30));
-        assert_eq!(parse_size("512MiB"), Some(512 << 20));
-        assert_eq!(parse_size("4096"), Some(4096));
-        assert_eq!(parse_size("1X"), None);
-        assert_eq!(parse_size(""), None);
-        assert_eq!(parse_size("99999999999T"), None);
+        // Issue 39: one size parser, so `mem:1.5G` works as `--size 1.5G`.
+        assert!(
+            matches!(Backing::parse("mem:1.5G"), Ok(Backing::Memory { size_bytes }) if size_bytes == 3 << 29)
+        );
+        let e = Backing::parse("mem:1X").unwrap_err().to_string();
+        assert!(e.contains("unknown size suffix"), "{e}");
         assert!(
             matches!(Backing::parse("mem:1G"), Ok(Backing::Memory { size_bytes }) if size_bytes == 1 << 30)
         );
