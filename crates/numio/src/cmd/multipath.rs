@@ -211,12 +211,21 @@ fn cell(r: &NodeRoute, i: usize, numa: bool) -> String {
         None if !numa => "?".to_string(),
         None => format!("? (kernel {})", r.kernel_distances[i]),
     };
-    if r.taken.contains(&i) {
+    if r.taken.contains(&i) && decided(r) {
         s += " <- taken";
-    } else if r.ties.contains(&i) {
+    } else if r.taken.contains(&i) || r.ties.contains(&i) {
         s += " tie";
     }
     s
+}
+
+/// Whether the path a node's I/O takes is known: the kernel reports it
+/// (`numa_nodes`), or numio's model of the kernel has no tie to break. In
+/// a tie the kernel takes the first of its list, an order sysfs does not
+/// show, so numio names no path as taken (issue 39: the published
+/// powerpc case, where the kernel took the other one).
+fn decided(r: &NodeRoute) -> bool {
+    r.source == RouteSource::Kernel || r.ties.is_empty()
 }
 
 fn route_line(h: &HeadAudit, r: &NodeRoute) -> String {
@@ -245,6 +254,20 @@ fn route_line(h: &HeadAudit, r: &NodeRoute) -> String {
     let nearest = r
         .nearest_distance
         .map_or(String::new(), |d| format!(" (nearest known distance {d})"));
+    if !decided(r) {
+        let all: Vec<&str> = names.iter().chain(&ties).copied().collect();
+        let far = match r.verdict {
+            Verdict::MayNotBeNearest | Verdict::UnknownNode => {
+                "; it may not be the nearest path"
+            }
+            _ => "",
+        };
+        return format!(
+            "node {}: tie between {}, decided by the kernel's list order, which sysfs does not show (`numio multipath --probe` shows which){far}{nearest}",
+            r.node,
+            all.join(" and ")
+        );
+    }
     format!(
         "node {}: {} -> {what}{nearest}",
         r.node,
@@ -299,12 +322,15 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("numio's model"), "{text}");
-        assert!(text.contains("nvme0c0n1  nvme0       -1    optimized  ? (kernel 10) <- taken  ? (kernel 10) <- taken"), "{text}");
+        // Node 0 ranks both paths equal: the kernel's list order decides,
+        // and on the published machine it took nvme0c1n1, so numio must not
+        // name nvme0c0n1 as taken (issue 39).
+        assert!(text.contains("nvme0c0n1  nvme0       -1    optimized  ? (kernel 10) tie  ? (kernel 10) <- taken"), "{text}");
         assert!(
             text.contains("nvme0c1n1  nvme1       0     optimized  10 tie"),
             "{text}"
         );
-        assert!(text.contains("node 0: nvme0c0n1 -> a path of unknown node (-1, which the kernel counts as local); it ties with nvme0c1n1"), "{text}");
+        assert!(text.contains("node 0: tie between nvme0c0n1 and nvme0c1n1, decided by the kernel's list order, which sysfs does not show (`numio multipath --probe` shows which); it may not be the nearest path"), "{text}");
         assert!(text.contains("node 1: nvme0c0n1 -> a path of unknown node (-1, which the kernel counts as local) (nearest known distance 21)"), "{text}");
     }
 
