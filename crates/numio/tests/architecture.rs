@@ -22,7 +22,8 @@ fn members() -> Vec<String> {
 
 /// The workspace crates `name`'s `[dependencies]` names.
 fn dependencies(name: &str, all: &[String]) -> BTreeSet<String> {
-    let text = std::fs::read_to_string(root().join("crates").join(name).join("Cargo.toml")).unwrap();
+    let text =
+        std::fs::read_to_string(root().join("crates").join(name).join("Cargo.toml")).unwrap();
     let deps = text
         .split("\n[")
         .find(|s| s.starts_with("dependencies]"))
@@ -49,7 +50,12 @@ fn every_workspace_crate_is_in_the_map_with_its_dependencies() {
             .last()
             .unwrap()
             .split(',')
-            .map(|d| d.trim().trim_end_matches(" |").trim_matches('`').to_string())
+            .map(|d| {
+                d.trim()
+                    .trim_end_matches(" |")
+                    .trim_matches('`')
+                    .to_string()
+            })
             .filter(|d| all.contains(d))
             .collect();
         assert_eq!(

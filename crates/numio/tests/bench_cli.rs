@@ -492,3 +492,65 @@ fn fio_words_work_new_files_are_laid_out_and_holes_are_named() {
     assert!(!out.contains("is sparse"), "{out}");
     assert_eq!(std::fs::metadata(new.path()).unwrap().len(), 2 << 20);
 }
+
+/// Issue 39: `--force` meant three things (export a used device, take a
+/// used controller, run a huge sweep grid). Each has its own name now;
+/// the old spelling still parses.
+#[test]
+fn each_force_has_its_own_name() {
+    for (cmd, flag) in [
+        (vec!["serve", "--help"], "--force-export"),
+        (vec!["vfio", "bind", "--help"], "--force-unbind"),
+        (vec!["sweep", "--help"], "--allow-large-grid"),
+        (vec!["bench", "--help"], "--force-write"),
+    ] {
+        let (code, out, _) = numio(&cmd);
+        assert_eq!(code, 0, "{cmd:?}");
+        assert!(out.contains(flag), "{cmd:?}: {out}");
+        assert!(
+            !out.lines().any(|l| l.trim_start().starts_with("--force ")),
+            "{cmd:?} still shows a bare --force: {out}"
+        );
+    }
+    let (code, _, err) = numio(&["serve", "--force", "--ns", "mem:1X"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("mem:1X"), "the old --force parses: {err}");
+}
+
+/// Issue 39: placement had four spellings (`bench --numa`, `plan --policy`
+/// and `--numa auto|off`, `compare --a policy=` and `--fio-numa-auto`), so
+/// `numio plan X --numa local` and `compare --a numa=local` were refused.
+/// `--numa` is the one name now; the old ones still work.
+#[test]
+fn placement_has_one_name_everywhere() {
+    let f = Temp::filled("numa-name", 1 << 20, 7);
+    for args in [
+        vec!["plan", f.path(), "--numa", "local"],
+        vec!["plan", f.path(), "--numa", "spread"],
+        vec!["plan", f.path(), "--policy", "none"],
+    ] {
+        let (code, out, err) = numio(&args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(out.starts_with("policy "), "{args:?}: {out}");
+    }
+    let (code, out, err) = numio(&[
+        "compare",
+        "--a",
+        "numa=local",
+        "--b",
+        "policy=none",
+        f.path(),
+        "--repeat",
+        "2",
+        "--runtime",
+        "100ms",
+        "--backend",
+        "sync",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("\"local\"") && out.contains("\"none\""),
+        "{out}"
+    );
+}

@@ -80,7 +80,7 @@ fn bad_sweeps_are_named_with_exit_status_2() {
 }
 
 #[test]
-fn a_grid_over_1000_points_needs_force() {
+fn a_grid_over_1000_points_needs_allow_large_grid() {
     let depths: Vec<String> = (1..=40).map(|d| d.to_string()).collect();
     let sizes: Vec<String> = (1..=30).map(|k| format!("{}k", 4 * k)).collect();
     let (a, b) = (
@@ -90,7 +90,7 @@ fn a_grid_over_1000_points_needs_force() {
     let (code, _, err) = numio(&["sweep", &a, &b, "--backend", "null"]);
     assert_eq!(code, 2, "{err}");
     assert!(
-        err.contains("1200 points: more than 1000; narrow the axes or add --force"),
+        err.contains("1200 points: more than 1000; narrow the axes or add --allow-large-grid"),
         "{err}"
     );
 }

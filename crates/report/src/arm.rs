@@ -82,11 +82,18 @@ impl ArmSpec {
                 }
             }
         }
+        // `numa=` is the placement flag's own name (bench, plan and sweep
+        // take --numa); `policy=` is the older one.
+        let kind = if kind == "numa" { "policy" } else { kind };
         let (source, derived) = match kind {
             "policy" if POLICIES.contains(&value) => {
                 (ArmSource::Policy(value.to_string()), value.to_string())
             }
-            "policy" => return Err(bad("the policy must be local, spread or none")),
+            "policy" => {
+                return Err(bad(
+                    "the placement must be local, spread or none (numa=local|spread|none)",
+                ))
+            }
             "backend" if BACKENDS.contains(&value) => {
                 (ArmSource::Backend(value.to_string()), value.to_string())
             }

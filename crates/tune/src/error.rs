@@ -152,7 +152,7 @@ pub enum TuneError {
     },
     /// A controller whose namespaces are in use (mounted, held, swap, open,
     /// a signature) was not taken.
-    #[error("{device} is in use: {found}; numio does not take a drive in use away from the kernel: stop using it, or pass --force to take it anyway (whatever uses it loses its device)")]
+    #[error("{device} is in use: {found}; numio does not take a drive in use away from the kernel: stop using it, or pass --force-unbind to take it anyway (whatever uses it loses its device)")]
     InUse {
         /// The PCI address.
         device: String,

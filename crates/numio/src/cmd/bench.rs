@@ -25,21 +25,7 @@ pub mod bench_vfio;
 
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
-use super::flags::{BackendArg, WorkloadArgs};
-
-/// Placement policies of `numio bench` (`--numa`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum NumaArg {
-    /// CPUs of each target's NUMA node (the default).
-    Local,
-    /// Every CPU round-robin, ignoring locality.
-    Spread,
-    /// No pinning.
-    None,
-    /// fio job files: numio's local placement for jobs without
-    /// cpus_allowed / numa_cpu_nodes (with targets: local).
-    Auto,
-}
+use super::flags::{BackendArg, NumaArg, WorkloadArgs};
 
 /// `numio bench --output-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

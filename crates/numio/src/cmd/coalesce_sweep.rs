@@ -18,13 +18,13 @@ use anyhow::{bail, Context};
 use session::{interrupt, LiveArm, Schedule};
 use topology::Topology;
 
-use super::bench::NumaArg;
 use super::coalesce_sweep_ctl as ctl;
 use super::coalesce_sweep_output::{self as output, Outputs};
 use super::coalesce_sweep_points::{self as points, Point, Shape};
 use super::coalesce_sweep_runner::CoalesceRunner;
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
+use super::flags::NumaArg;
 use super::flags::{BackendArg, WorkloadArgs};
 use super::sweep_axes::Axis;
 use super::sweep_place::{point_placement, policy};

@@ -23,7 +23,7 @@ use super::report::{command_line, now_unix_s};
 /// Flags of `numio compare`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Arm A: policy=local|spread|none, backend=uring|passthru|vfio|sync
+    /// Arm A: numa=local|spread|none (or policy=), backend=uring|passthru|vfio|sync
     /// (one drive, pci:ADDR or /dev/nvmeXnY, through each backend's own
     /// path), plan=FILE (numio plan --save),
     /// fio=FILE (job file), result=FILE[,arm=LABEL] or hosts=H1,H2 (a fleet
@@ -45,8 +45,13 @@ pub struct Args {
     /// Targets of policy= arms. None: every NVMe namespace, or else the default
     /// 1 GiB file under $TMPDIR (as `numio bench`).
     pub targets: Vec<String>,
-    /// fio=FILE arms: place jobs without cpus_allowed/numa_cpu_nodes by the local policy.
-    #[arg(long)]
+    /// fio=FILE arms: `--numa auto` places jobs without
+    /// cpus_allowed/numa_cpu_nodes by the local policy (as bench and plan
+    /// take it; `--fio-numa-auto` is the older spelling).
+    #[arg(long = "numa", value_name = "auto", value_parser = ["auto"], hide_possible_values = true)]
+    pub numa: Option<String>,
+    /// The older spelling of `--numa auto`.
+    #[arg(long, hide = true)]
     pub fio_numa_auto: bool,
     /// `--save` (every run of both arms), `--csv`, `--chart`.
     #[command(flatten)]
@@ -213,7 +218,7 @@ fn prepare_arms(
         workload: &workload,
         targets: &session::targets::target_specs(Path::new("/"), &targets),
         topology: topology.as_ref(),
-        fio_numa_auto: args.fio_numa_auto,
+        fio_numa_auto: args.fio_numa_auto || args.numa.is_some(),
     };
     let mut loaded = loaded.into_iter();
     let mut prepared = Vec::with_capacity(specs.len());

@@ -502,6 +502,21 @@ fn field_text(w: &Workload, name: &str) -> String {
     }
 }
 
+/// Placement (`--numa`) of bench, plan, sweep and compare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NumaArg {
+    /// CPUs of each target's NUMA node (the default).
+    Local,
+    /// Every CPU round-robin, ignoring locality.
+    Spread,
+    /// No pinning (`off` too).
+    #[value(alias = "off")]
+    None,
+    /// fio job files: numio's local placement for jobs without
+    /// cpus_allowed / numa_cpu_nodes (with targets: local).
+    Auto,
+}
+
 #[cfg(test)]
 #[path = "flags_tests.rs"]
 mod tests;

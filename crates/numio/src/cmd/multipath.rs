@@ -257,9 +257,7 @@ fn route_line(h: &HeadAudit, r: &NodeRoute) -> String {
     if !decided(r) {
         let all: Vec<&str> = names.iter().chain(&ties).copied().collect();
         let far = match r.verdict {
-            Verdict::MayNotBeNearest | Verdict::UnknownNode => {
-                "; it may not be the nearest path"
-            }
+            Verdict::MayNotBeNearest | Verdict::UnknownNode => "; it may not be the nearest path",
             _ => "",
         };
         return format!(
@@ -325,7 +323,12 @@ mod tests {
         // Node 0 ranks both paths equal: the kernel's list order decides,
         // and on the published machine it took nvme0c1n1, so numio must not
         // name nvme0c0n1 as taken (issue 39).
-        assert!(text.contains("nvme0c0n1  nvme0       -1    optimized  ? (kernel 10) tie  ? (kernel 10) <- taken"), "{text}");
+        assert!(
+            text.contains(
+                "nvme0c0n1  nvme0       -1    optimized  ? (kernel 10) tie  ? (kernel 10) <- taken"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains("nvme0c1n1  nvme1       0     optimized  10 tie"),
             "{text}"

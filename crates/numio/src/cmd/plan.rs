@@ -25,27 +25,6 @@ pub enum Format {
     Json,
 }
 
-/// Placement policies.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PolicyArg {
-    /// CPUs of each target's NUMA node, cores shared evenly, SMT siblings last.
-    Local,
-    /// All CPUs round-robin, ignoring locality.
-    Spread,
-    /// No pinning.
-    None,
-}
-
-/// `numio plan --numa` (with --fio).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PlanNuma {
-    /// Jobs without cpus_allowed / numa_cpu_nodes get the local policy.
-    Auto,
-    /// Jobs run where the job file says (unpinned where it says nothing).
-    #[value(alias = "none")]
-    Off,
-}
-
 /// Flags of `numio plan`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -55,18 +34,18 @@ pub struct Args {
     /// Plan a fio job file instead of TARGETs (its filename, cpus_allowed, … are kept).
     #[arg(long, value_name = "JOB.fio", conflicts_with = "targets")]
     pub fio: Option<PathBuf>,
-    /// With --fio: `auto` places jobs that have no CPUs with the local policy.
-    #[arg(long, value_enum, value_name = "MODE", default_value = "off")]
-    pub numa: PlanNuma,
+    /// Placement, as bench and sweep take it: local (CPUs of each target's
+    /// node, the default), spread, none; with --fio, auto (or local)
+    /// places the jobs that name no CPUs, none leaves them where the file
+    /// says. `--policy` is the older name.
+    #[arg(long, value_enum, value_name = "POLICY", alias = "policy")]
+    pub numa: Option<super::flags::NumaArg>,
     /// With --fio: skip unsupported fio options with a warning.
     #[arg(long)]
     pub ignore_unknown: bool,
     /// With --fio: use only this section (repeatable).
     #[arg(long, value_name = "NAME")]
     pub section: Vec<String>,
-    /// Placement policy.
-    #[arg(long, value_enum, default_value = "local")]
-    pub policy: PolicyArg,
     /// Explicit CPUs of a target, e.g. `nvme0n1=0-3,112-115` (repeatable; implies explicit placement).
     #[arg(long, value_name = "TARGET=LIST")]
     pub cpus_for: Vec<String>,
@@ -150,7 +129,12 @@ pub fn read_topology(root: &Path) -> anyhow::Result<Topology> {
 }
 
 fn from_fio(args: &Args, path: &Path, topo: &Topology) -> anyhow::Result<Placement> {
-    let numa_auto = args.numa == PlanNuma::Auto;
+    use super::flags::NumaArg;
+    let numa_auto = match args.numa {
+        None | Some(NumaArg::None) => false,
+        Some(NumaArg::Auto | NumaArg::Local) => true,
+        Some(NumaArg::Spread) => anyhow::bail!("--numa spread with --fio: use auto or none"),
+    };
     let opts = ParseOptions {
         ignore_unknown: args.ignore_unknown,
         sections: args.section.clone(),
@@ -230,14 +214,15 @@ fn request(args: &Args, topo: &Topology) -> anyhow::Result<PlanRequest> {
         check_paths_exist(&targets)?;
     }
     let policy = if args.cpus_for.is_empty() {
-        match args.policy {
-            PolicyArg::Local => Policy::Local,
-            PolicyArg::Spread => Policy::Spread,
-            PolicyArg::None => Policy::None,
+        use super::flags::NumaArg;
+        match args.numa {
+            None | Some(NumaArg::Local | NumaArg::Auto) => Policy::Local,
+            Some(NumaArg::Spread) => Policy::Spread,
+            Some(NumaArg::None) => Policy::None,
         }
     } else {
-        if args.policy != PolicyArg::Local {
-            bail!("--cpus-for places targets explicitly; drop --policy");
+        if args.numa.is_some() {
+            bail!("--cpus-for places targets explicitly; drop --numa");
         }
         Policy::Explicit(parse_cpus_for(&args.cpus_for)?)
     };
@@ -403,7 +388,7 @@ mod tests {
             "spread",
         ])
         .unwrap_err();
-        assert!(err.to_string().contains("drop --policy"), "{err}");
+        assert!(err.to_string().contains("drop --numa"), "{err}");
         let job = repo("tests/fixtures/fio/vendor-16.fio");
         let fio = plan_text(&["--root", &root, "--fio", &job, "--format", "fio"]).unwrap();
         assert!(

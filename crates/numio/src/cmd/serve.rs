@@ -163,7 +163,7 @@ pub struct Args {
     /// Export block devices that hold a partition table, filesystem, other
     /// signature, mount or holder (hosts may write to them), and RAM
     /// namespaces larger together than the memory available.
-    #[arg(long)]
+    #[arg(long = "force-export", alias = "force")]
     pub force: bool,
     /// Print a line for every queue a host connects (controller, qid, digests).
     #[arg(long)]

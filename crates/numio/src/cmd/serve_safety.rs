@@ -57,10 +57,10 @@ pub fn check_memory(
     );
     if !force {
         return Err(format!(
-            "refusing to serve {what}: hosts' writes would run it out of memory (the OOM killer); give smaller mem: sizes, or pass --force to serve them anyway"
+            "refusing to serve {what}: hosts' writes would run it out of memory (the OOM killer); give smaller mem: sizes, or pass --force-export to serve them anyway"
         ));
     }
-    Ok(Some(format!("serving {what} (--force)")))
+    Ok(Some(format!("serving {what} (--force-export)")))
 }
 
 /// The check of one namespace a reload adds: `Err(why)` (with the fix)
@@ -93,11 +93,11 @@ fn check(ns: &NamespaceConfig, force: bool) -> Result<Option<String>, String> {
     };
     if !force {
         return Err(format!(
-            "refusing to export {text}: it holds {what}, and every host that connects may write to it; export a device that holds nothing, or pass --force to export it anyway"
+            "refusing to export {text}: it holds {what}, and every host that connects may write to it; export a device that holds nothing, or pass --force-export to export it anyway"
         ));
     }
     Ok(Some(format!(
-        "exporting {text} although it holds {what} (--force)"
+        "exporting {text} although it holds {what} (--force-export)"
     )))
 }
 
@@ -127,7 +127,7 @@ mod tests {
         assert!(check_memory(&two, Some(23 * gib), false).is_err());
         assert_eq!(check_memory(&two[..2], Some(23 * gib), false), Ok(None));
         let w = check_memory(&two, Some(23 * gib), true).unwrap().unwrap();
-        assert!(w.ends_with("(--force)"), "{w}");
+        assert!(w.ends_with("(--force-export)"), "{w}");
         assert_eq!(
             check_memory(&["mem:1T"], None, false),
             Ok(None),

@@ -15,16 +15,16 @@ use anyhow::{bail, Context};
 use session::{interrupt, LiveArm, LocalRunner, Runner, Schedule};
 use topology::Topology;
 
-use super::bench::NumaArg;
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
+use super::flags::NumaArg;
 use super::flags::WorkloadArgs;
 use super::sweep_axes::{check_initiator_cores, is_cores_axis, parse_words, points, Axis};
 use super::sweep_output::Outputs;
 use super::sweep_place::{cap_jobs, jobs_cap, point_placement, policy};
 use super::sweep_serve;
 
-/// Points above which a grid needs `--force`.
+/// Points above which a grid needs `--allow-large-grid`.
 pub const MAX_POINTS: usize = 1000;
 
 /// Flags of `numio sweep`.
@@ -68,7 +68,7 @@ pub struct Args {
     #[arg(long, value_name = "FILE.svg|FILE.png")]
     pub chart: Option<PathBuf>,
     /// Run a grid of more than 1,000 points.
-    #[arg(long)]
+    #[arg(long = "allow-large-grid", alias = "force")]
     pub force: bool,
     /// Pin every point's jobs to these CPUs (not with the jobs axis).
     #[arg(long, value_name = "LIST")]
@@ -90,7 +90,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (mut axes, given) = parse_words(&args.words)?;
     let grid_points = axes.iter().map(|a| a.values.len()).product::<usize>();
     if grid_points > MAX_POINTS && !args.force {
-        bail!("{grid_points} points: more than {MAX_POINTS}; narrow the axes or add --force");
+        bail!("{grid_points} points: more than {MAX_POINTS}; narrow the axes or add --allow-large-grid");
     }
     let opts = args.engine.run_options()?;
     let topo = Topology::discover(Path::new("/")).map_err(|e| anyhow::anyhow!("{e}"))?;

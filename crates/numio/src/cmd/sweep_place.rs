@@ -9,7 +9,7 @@ use anyhow::{bail, Context};
 use planner::{PlanRequest, Policy};
 use topology::Topology;
 
-use super::bench::NumaArg;
+use super::flags::NumaArg;
 use super::flags::WorkloadArgs;
 use super::sweep_axes::{apply, is_cores_axis, over_transport, Axis};
 

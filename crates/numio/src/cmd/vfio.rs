@@ -48,8 +48,9 @@ pub struct BindArgs {
     pub devices: Vec<String>,
     /// Take a controller even when its namespaces are mounted, held,
     /// swapped on, backing a loop device, exported (nvmet, LIO), open or
-    /// carry a filesystem, partition or RAID signature.
-    #[arg(long)]
+    /// carry a filesystem, partition or RAID signature (as bench's
+    /// --force-unbind).
+    #[arg(long = "force-unbind", alias = "force")]
     pub force: bool,
     /// Without an IOMMU, use VFIO's no-IOMMU mode: the device can DMA
     /// anywhere in memory (needs CONFIG_VFIO_NOIOMMU and

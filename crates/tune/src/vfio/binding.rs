@@ -32,7 +32,7 @@ pub const HUGEPAGE_KIB: u64 = 2048;
 /// How [`Binding::take`] may take a controller.
 #[derive(Debug, Clone, Default)]
 pub struct TakeOptions {
-    /// Take it even when its namespaces are in use (`--force`).
+    /// Take it even when its namespaces are in use (`--force-unbind`).
     pub force: bool,
     /// Without an IOMMU, use VFIO's no-IOMMU mode (`--allow-noiommu`).
     pub allow_noiommu: bool,

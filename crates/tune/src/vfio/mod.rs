@@ -4,7 +4,7 @@
 //! [`Binding::take`] checks that the PCI function is an NVMe controller,
 //! that its IOMMU group can go to VFIO (or that no-IOMMU mode is allowed
 //! and possible), and that nothing uses its namespaces (a mount, a holder,
-//! swap, an open device, a signature; `--force` overrides); records the
+//! swap, an open device, a signature; `--force-unbind` overrides); records the
 //! original driver, `driver_override` and hugepage pools in `vfio.json`
 //! ([`VfioJournal`], beside `coalesce.json`, under an exclusive lock)
 //! BEFORE it changes anything; then moves the device (`driver_override`,
