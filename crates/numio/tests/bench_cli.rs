@@ -554,3 +554,39 @@ fn placement_has_one_name_everywhere() {
         "{out}"
     );
 }
+
+/// Issue 39: `compare` printed its "method:" line once per metric (seven
+/// times) and called a comparison of saved results "interleaved".
+#[test]
+fn compare_states_its_method_once_and_what_was_interleaved() {
+    let f = Temp::filled("cmp-once", 1 << 20, 7);
+    let saved = Temp(std::env::temp_dir().join(format!("numio-cmp-{}.json", std::process::id())));
+    let (code, out, err) = numio(&[
+        "compare",
+        "--a",
+        "numa=local",
+        "--b",
+        "numa=none",
+        f.path(),
+        "--repeat",
+        "2",
+        "--runtime",
+        "100ms",
+        "--backend",
+        "sync",
+        "--save",
+        saved.path(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("runs interleaved A B A B"), "{out}");
+    assert_eq!(out.matches("method:").count(), 1, "{out}");
+    let a = format!("result={},arm=local", saved.path());
+    let b = format!("result={},arm=none", saved.path());
+    let (code, out, err) = numio(&["compare", "--a", &a, "--b", &b]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("comparison with saved results (runs not interleaved)"),
+        "{out}"
+    );
+    assert!(!out.contains("runs interleaved"), "{out}");
+}

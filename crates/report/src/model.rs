@@ -320,6 +320,11 @@ pub struct ResultSet {
     /// sweep`: a sweep over `threshold` × `devices`); `None` for others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coalesce: Option<CoalesceSpec>,
+    /// Whether the arms' runs were interleaved (A B A B …): `Some(false)`
+    /// for a comparison with an arm read from saved results; `None` in
+    /// files written before numio said (their live comparisons were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interleaved: Option<bool>,
 }
 
 impl ResultSet {
@@ -339,6 +344,7 @@ impl ResultSet {
             arms,
             sweep: None,
             coalesce: None,
+            interleaved: None,
         }
     }
 

@@ -152,7 +152,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             return Ok(code);
         }
     }
-    let set = ResultSet::new(SetKind::Compare, command_line(), now_unix_s(), arms);
+    let mut set = ResultSet::new(SetKind::Compare, command_line(), now_unix_s(), arms);
+    // Arms read from saved results ran whenever they ran.
+    set.interleaved = Some(specs.iter().all(|s| s.is_live()));
     args.export.finish(&set, args.json)?;
     Ok(interrupt::exit_code().unwrap_or(0))
 }

@@ -70,6 +70,9 @@ fn header(set: &ResultSet) -> String {
     let what = match set.kind {
         SetKind::Single => "single run",
         SetKind::Repeat => "repeat set",
+        SetKind::Compare if set.interleaved == Some(false) => {
+            "comparison with saved results (runs not interleaved)"
+        }
         SetKind::Compare if set.arms.len() > 2 => "comparison, runs interleaved A B C A B C …",
         SetKind::Compare => "comparison, runs interleaved A B A B …",
         SetKind::Sweep => "sweep, one arm per point",
@@ -103,7 +106,23 @@ fn verdicts(c: &Comparison, named: bool) -> String {
     );
     let mut last_scope = "";
     let one_target = c.a.targets.len() <= 1;
-    for m in c.metrics.iter().filter(|m| m.scope == TOTAL || !one_target) {
+    let shown: Vec<_> = c
+        .metrics
+        .iter()
+        .filter(|m| m.scope == TOTAL || !one_target)
+        .collect();
+    // The method once when every verdict shares it, else beside each.
+    let methods: Vec<String> = shown
+        .iter()
+        .map(|m| m.inference.method.describe())
+        .collect();
+    let one_method = methods.windows(2).all(|w| w[0] == w[1]);
+    if one_method {
+        if let Some(m) = methods.first() {
+            let _ = writeln!(out, "  method: {m}");
+        }
+    }
+    for m in shown {
         if m.scope != last_scope {
             let scope = if m.scope == TOTAL {
                 "in total".to_string()
@@ -114,7 +133,9 @@ fn verdicts(c: &Comparison, named: bool) -> String {
             last_scope = &m.scope;
         }
         let _ = writeln!(out, "    {}", m.verdict);
-        let _ = writeln!(out, "      method: {}", m.inference.method.describe());
+        if !one_method {
+            let _ = writeln!(out, "      method: {}", m.inference.method.describe());
+        }
     }
     out
 }
