@@ -76,10 +76,11 @@ fn main() {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::Sweep(args) => cmd::sweep::run(args),
-        // A fabric study file reprints as fabric prints it.
-        Command::Report(args) => {
-            cmd::fabric::reprint(&args).unwrap_or_else(|| cmd::report::run(args))
-        }
+        // A fabric study file reprints as fabric prints it, a bench --json
+        // file as bench printed it.
+        Command::Report(args) => cmd::fabric::reprint(&args)
+            .or_else(|| cmd::bench::reprint(&args))
+            .unwrap_or_else(|| cmd::report::run(args)),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Agent(args) => cmd::agent::run(args),
         Command::Fabric(args) => cmd::fabric::run(args),

@@ -590,3 +590,56 @@ fn compare_states_its_method_once_and_what_was_interleaved() {
     );
     assert!(!out.contains("runs interleaved"), "{out}");
 }
+
+/// Issue 39: `numio report` of a `bench --json` file printed a one-run
+/// "repeat statistics" table in other units than bench; of a fio-json file
+/// numio wrote, "use the numio version that wrote it". Now the first
+/// reprints with bench's renderer and the second says what the file is.
+#[test]
+fn report_reprints_a_bench_json_as_bench_did_and_names_fio_json() {
+    let f = Temp::filled("reprint", 1 << 20, 3);
+    let json =
+        Temp(std::env::temp_dir().join(format!("numio-reprint-{}.json", std::process::id())));
+    let fio =
+        Temp(std::env::temp_dir().join(format!("numio-reprint-fio-{}.json", std::process::id())));
+    let (code, out, err) = numio(&[
+        "bench",
+        f.path(),
+        "--runtime",
+        "200ms",
+        "--backend",
+        "sync",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(&json.0, &out).unwrap();
+    let j: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let ops = j["targets"][0]["read"]["ops"].as_u64().unwrap();
+    let (code, text, err) = numio(&["report", json.path()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.starts_with("numio bench: sync backend"), "{text}");
+    assert!(
+        text.contains(&format!("({ops} I/Os,")),
+        "the run's own numbers: {text}"
+    );
+    assert!(!text.contains("Repeat statistics"), "{text}");
+
+    let (code, out, err) = numio(&[
+        "bench",
+        f.path(),
+        "--runtime",
+        "200ms",
+        "--backend",
+        "sync",
+        "--output-format",
+        "fio-json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(&fio.0, out).unwrap();
+    let (code, _, err) = numio(&["report", fio.path()]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("this is fio's JSON output") && err.contains("--save FILE"),
+        "{err}"
+    );
+}

@@ -13,12 +13,36 @@ pub fn load(path: &Path) -> Result<ResultSet, ReportError> {
         path: path.to_path_buf(),
         source,
     })?;
+    refuse_fio_json(&text, path)?;
     if let Some(arm) = engine_run_arm(&text, path)? {
         let created = arm.runs[0].started_unix_s;
         let command = format!("numio bench --json (read from {})", path.display());
         return Ok(ResultSet::new(SetKind::Single, command, created, vec![arm]));
     }
     from_json(&text, path)
+}
+
+/// fio's JSON (`numio bench --output-format fio-json`, or fio's own) is for
+/// fio's tools; say so plainly instead of calling it an old numio file.
+fn refuse_fio_json(text: &str, path: &Path) -> Result<(), ReportError> {
+    let fio = serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| {
+            v.get("fio version")
+                .and_then(|f| f.as_str())
+                .map(str::to_string)
+        });
+    match fio {
+        Some(version) => Err(ReportError::Invalid {
+            what: path.display().to_string(),
+            reason: format!(
+                "this is fio's JSON output ({version} layout, as `numio bench --output-format fio-json` \
+                 or fio writes it), for fio's tools such as fio-plot; numio report reads numio's \
+                 results: `numio bench --json` or `--save FILE`"
+            ),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The one-run arm of an engine result (`numio bench --json`), if `text`
