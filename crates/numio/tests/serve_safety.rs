@@ -136,7 +136,7 @@ fn a_device_with_a_filesystem_is_refused_unless_forced() {
     assert!(
         lines
             .iter()
-            .any(|x| x.contains("warning: exporting") && x.contains("(--force)")),
+            .any(|x| x.contains("warning: exporting") && x.contains("(--force-export)")),
         "{lines:?}"
     );
     assert!(lines.iter().any(|x| x.contains("ready")), "{lines:?}");
