@@ -331,8 +331,10 @@ fn lay_out_missing(targets: &[String], w: &Workload) -> anyhow::Result<Vec<(Stri
     let mut made = Vec::new();
     for t in targets {
         let path = Path::new(t);
+        // Devices are never made: a missing one is the engine's to name.
         if !planner::TargetAddr::parse(t).is_path()
             || path.exists()
+            || path.starts_with("/dev")
             || (!t.contains('/') && Path::new("/dev").join(t).exists())
         {
             continue;
