@@ -8,7 +8,6 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use report::coalesce::{CoalesceSpec, LatencyBudget, DEVICES_AXIS, THRESHOLD_AXIS};
 use report::{
@@ -38,16 +37,7 @@ impl Drop for Dir {
 
 /// numio with its state directory at `state` (so a test sees any record).
 fn numio_in(state: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
-        .args(args)
-        .env("NUMIO_STATE_DIR", state)
-        .output()
-        .expect("numio runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    common::numio_env(&[("NUMIO_STATE_DIR", &state.display().to_string())], args)
 }
 
 #[test]

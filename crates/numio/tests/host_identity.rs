@@ -7,8 +7,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::keys::KeyDir;
 use common::serve::Serve;
 
@@ -16,17 +14,9 @@ const NQN: &str = "nqn.2026-11.io.numio:identity";
 const HOST: &str = "nqn.2014-08.org.nvmexpress:uuid:7d2f4a10-3c5e-4b8a-9f61-0e2d3c4b5a69";
 
 fn bench(etc: &str, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_numio"))
-        .env("NUMIO_SYSCONFDIR", etc)
-        .arg("bench")
-        .args(args)
-        .output()
-        .expect("numio runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut argv = vec!["bench"];
+    argv.extend_from_slice(args);
+    common::numio_env(&[("NUMIO_SYSCONFDIR", etc)], &argv)
 }
 
 #[test]

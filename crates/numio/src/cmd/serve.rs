@@ -592,7 +592,7 @@ fn print_namespace(nqn: &str, ns: &nvmf::namespace::Namespace) {
             ns.blocks(),
             ns.lba_bytes(),
             hex(&ns.nguid),
-            uuid(&ns.uuid),
+            nvmf::host::identity::uuid_text(&ns.uuid),
             ns.describe_access()
         ),
         &[
@@ -619,18 +619,6 @@ fn print_namespace(nqn: &str, ns: &nvmf::namespace::Namespace) {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn uuid(b: &[u8; 16]) -> String {
-    let h = hex(b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
 }
 
 /// `--listen ADDR[:PORT]`: nvme-cli's default port (4420) when none is given.

@@ -12,7 +12,13 @@ pub mod sshlab;
 
 /// Runs the numio binary with `args`; returns exit code, stdout, stderr.
 pub fn numio(args: &[&str]) -> (i32, String, String) {
+    numio_env(&[], args)
+}
+
+/// [`numio`] with these environment variables set.
+pub fn numio_env(env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .envs(env.iter().copied())
         .args(args)
         .output()
         .expect("numio runs");

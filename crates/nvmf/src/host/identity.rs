@@ -161,7 +161,8 @@ pub fn parse_uuid(text: &str) -> Option<[u8; 16]> {
     Some(out)
 }
 
-fn uuid_text(b: &[u8; 16]) -> String {
+/// 16 bytes as UUID text (`5a4c6a35-0d2b-4c7e-9b1e-2f0a3c1d9e88`).
+pub fn uuid_text(b: &[u8; 16]) -> String {
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
     format!(
         "{}-{}-{}-{}-{}",
