@@ -14,7 +14,7 @@ use nvme_spec::fabrics::{prop, CC_ENABLE};
 use nvme_spec::Sqe;
 use nvmf::auth::{self as crypto, DhGroup, HashFn, KeyPair, Secret, Transaction};
 use nvmf::host::command;
-use nvmf::target::subsystem::Target;
+use nvmf::tgt::subsystem::Target;
 
 use crate::auth_ops::{Op, ReplyOp};
 use crate::harness::{private_dir, Driven};

@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use nvme_spec::tcp::Framing;
-use nvmf::target::queue::{Connection, Phase};
-use nvmf::target::subsystem::Target;
+use nvmf::tgt::queue::{Connection, Phase};
+use nvmf::tgt::subsystem::Target;
 
 use crate::wire::{self, Connect, FromController, HostStream, IcParams, HOSTID, HOSTNQN, SUBNQN};
 
@@ -35,7 +35,7 @@ fn quiet() {
 /// without a reactor, and waiting for a pool worker (`run_auth_blocking`
 /// yields until the result is in) cost more than the work.
 pub fn dh_inline(mut t: Arc<Target>) -> Arc<Target> {
-    Arc::get_mut(&mut t).expect("a fresh target").dh = nvmf::target::dh_pool::DhPool::inline();
+    Arc::get_mut(&mut t).expect("a fresh target").dh = nvmf::tgt::dh_pool::DhPool::inline();
     t
 }
 

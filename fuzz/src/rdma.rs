@@ -23,9 +23,9 @@ use std::sync::{Arc, OnceLock};
 use nvme_spec::fabrics::{ConnectCmd, ConnectData, CNTLID_DYNAMIC};
 use nvme_spec::rdma::KeyedSgl;
 use nvme_spec::{Cqe, Sqe};
-use nvmf::target::queue::Connection;
-use nvmf::target::rdma_queue::{Post, RdmaQueue};
-use nvmf::target::subsystem::Target;
+use nvmf::tgt::queue::Connection;
+use nvmf::tgt::rdma_queue::{Post, RdmaQueue};
+use nvmf::tgt::subsystem::Target;
 
 use crate::wire::{HOSTID, HOSTNQN, SUBNQN};
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::backend::BackendKind;
-use crate::target::SYS_ROOT;
+use crate::targets::SYS_ROOT;
 use results::Environment;
 
 /// The machine's side of the environment; targets and CPUs are filled in

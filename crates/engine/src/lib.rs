@@ -12,7 +12,7 @@
 //! `report` both).
 //!
 //! A run ([`run()`], [`mod@run`]) checks every target first ([`target`]: what a path is, as
-//! a [`target::TargetKind`], and whether a workload and backend fit it),
+//! a [`targets::TargetKind`], and whether a workload and backend fit it),
 //! decides each job's backend once per target, then starts the workers,
 //! each building its backend by that backend's own constructor.
 //!
@@ -40,7 +40,7 @@ pub mod run;
 pub mod safety;
 pub mod stats;
 pub mod sys;
-pub mod target;
+pub mod targets;
 pub mod worker;
 
 pub use backend::{Backend, BackendKind, UringOptions, UringSetup};

@@ -119,8 +119,8 @@ fn passthru_completes_exactly_number_ios() {
 #[test]
 fn passthru_and_uring_read_back_what_the_other_wrote() {
     let Some(ng) = passthru_device() else { return };
-    let info = engine::target::inspect(&ng).unwrap_or_else(|e| panic!("{e}"));
-    let engine::target::TargetKind::NvmeGeneric(g) = info.kind else {
+    let info = engine::targets::inspect(&ng).unwrap_or_else(|e| panic!("{e}"));
+    let engine::targets::TargetKind::NvmeGeneric(g) = info.kind else {
         panic!("NUMIO_TEST_NVME_GENERIC names an NVMe generic device");
     };
     let block = g.block_device;
@@ -746,8 +746,8 @@ fn vfio_completes_exactly_number_ios_and_reads_back_what_it_wrote() {
 fn vfio_reports_a_failed_command_with_its_status_and_the_error_log() {
     use engine::backend::{Backend, Completion, IoRequest, VfioBackend};
     let Some(pci) = vfio_target() else { return };
-    let info = engine::target::inspect(&pci).unwrap_or_else(|e| panic!("{e}"));
-    let engine::target::TargetKind::Pci(ns) = &info.kind else {
+    let info = engine::targets::inspect(&pci).unwrap_or_else(|e| panic!("{e}"));
+    let engine::targets::TargetKind::Pci(ns) = &info.kind else {
         panic!("{pci} is not a PCI namespace")
     };
     let (buf, _) = engine::sys::NodeBuffer::new(4096, None).unwrap();

@@ -243,7 +243,7 @@ fn reap_with_min_zero_never_waits_and_min_one_does() {
 
     let (_s, addr) = server();
     let o = TcpOptions::default();
-    let info = engine::target::inspect_tcp(&url(addr, 1), &o).unwrap_or_else(|e| panic!("{e}"));
+    let info = engine::targets::inspect_tcp(&url(addr, 1), &o).unwrap_or_else(|e| panic!("{e}"));
     let t = info.nvme_tcp().cloned().expect("an NVMe/TCP target");
     let mut b = TcpBackend::connect(&t, 512, 4, 4096, &o).unwrap_or_else(|e| panic!("{e}"));
     let mut out = [Completion::default(); 4];

@@ -55,7 +55,7 @@ fn no_allocation_in_steady_state_on_two_paths() {
         iopolicy: IoPolicy::RoundRobin,
         ..TcpOptions::default()
     };
-    let info = engine::target::inspect_tcp(&url, &o).unwrap_or_else(|e| panic!("{e}"));
+    let info = engine::targets::inspect_tcp(&url, &o).unwrap_or_else(|e| panic!("{e}"));
     let t = info.nvme_tcp().cloned().expect("an NVMe/TCP target");
     assert_eq!(t.portals.len(), 2);
     for (rw, bs) in [(RwMode::RandRead, 4096usize), (RwMode::RandWrite, 64 << 10)] {

@@ -44,7 +44,7 @@ fn no_allocation_in_steady_state_on_tcp() {
     let server = Server::start(&c).expect("target starts");
     let url = format!("nvme-tcp://{}/{NQN}/1", server.listen_addrs[0]);
     let o = TcpOptions::default();
-    let info = engine::target::inspect_tcp(&url, &o).unwrap_or_else(|e| panic!("{e}"));
+    let info = engine::targets::inspect_tcp(&url, &o).unwrap_or_else(|e| panic!("{e}"));
     let t = info.nvme_tcp().cloned().expect("an NVMe/TCP target");
     for (rw, bs, verify) in [
         (RwMode::RandRead, 4096usize, false),

@@ -33,8 +33,8 @@ fn no_allocation_in_steady_state_on_vfio() {
             return;
         }
     };
-    let info = engine::target::inspect(&target).unwrap_or_else(|e| panic!("{e}"));
-    let engine::target::TargetKind::Pci(ns) = &info.kind else {
+    let info = engine::targets::inspect(&target).unwrap_or_else(|e| panic!("{e}"));
+    let engine::targets::TargetKind::Pci(ns) = &info.kind else {
         panic!("{target} is not a PCI namespace")
     };
     use engine::backend::vfio::DataPointer;

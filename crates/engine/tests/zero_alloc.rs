@@ -123,7 +123,7 @@ fn no_allocation_in_steady_state_on_an_nvme_generic_device() {
         eprintln!("skipping: set NUMIO_TEST_NVME_GENERIC=/dev/ngXnY (a scratch namespace) to run passthru on a device");
         return;
     };
-    let info = engine::target::inspect(&ng).unwrap_or_else(|e| panic!("{e}"));
+    let info = engine::targets::inspect(&ng).unwrap_or_else(|e| panic!("{e}"));
     let ns = info
         .nvme_namespace()
         .expect("NUMIO_TEST_NVME_GENERIC names an NVMe generic device");

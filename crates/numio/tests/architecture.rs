@@ -65,3 +65,30 @@ fn every_workspace_crate_is_in_the_map_with_its_dependencies() {
         );
     }
 }
+
+/// No source folder is named `target`: tools that skip cargo's build
+/// directory (`target/`) would skip it too. nvmf's target side is
+/// `nvmf::tgt`; engine's description of a target is `engine::targets`.
+#[test]
+fn no_source_folder_is_named_target() {
+    fn walk(dir: &Path, found: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if e.file_name() == "target" {
+                    found.push(p.display().to_string());
+                }
+                walk(&p, found);
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for c in std::fs::read_dir(root().join("crates")).unwrap().flatten() {
+        let src = c.path().join("src");
+        if src.is_dir() {
+            walk(&src, &mut found);
+        }
+    }
+    walk(&root().join("fuzz").join("src"), &mut found);
+    assert!(found.is_empty(), "source folders named target: {found:?}");
+}

@@ -3,7 +3,7 @@
 //! - [`target`]: a thread-per-core NVMe/TCP target (`numio serve`):
 //!   reactors, connections as state machines, subsystems and namespaces;
 //!   NVMe/RDMA queues run the same connection state machine under the RDMA
-//!   binding (`target::rdma_queue`), one thread per queue (`target::rdma`).
+//!   binding (`tgt::rdma_queue`), one thread per queue (`tgt::rdma`).
 //! - [`host`]: the host protocol once, as a queue state machine without
 //!   I/O ([`host::HostQueue`]); the engine's `tcp` backend drives it from
 //!   its own non-blocking loop, and [`host::Initiator`] is a blocking socket
@@ -25,11 +25,11 @@ pub const SPLICE_MIN_BYTES: usize = 1024;
 pub mod auth;
 pub mod host;
 pub mod log;
-pub mod target;
+pub mod tgt;
 pub mod tls;
 
 pub use host::{HostSecrets, Initiator, InitiatorError, InitiatorOptions};
-pub use target::config::{Limits, TargetConfig};
-pub use target::error::{ConfigError, TargetError};
-pub use target::reactor::Server;
-pub use target::{config, namespace, reactor};
+pub use tgt::config::{Limits, TargetConfig};
+pub use tgt::error::{ConfigError, TargetError};
+pub use tgt::reactor::Server;
+pub use tgt::{config, namespace, reactor};

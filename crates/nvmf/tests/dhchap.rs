@@ -15,7 +15,7 @@ use nvme_spec::auth::{self as wire, Message, Negotiate, FCTYPE_AUTH_RECEIVE, FCT
 use nvme_spec::Status;
 use nvmf::auth::{DhGroup, HashFn, Secret};
 use nvmf::config::HostConfig;
-use nvmf::target::counters::Refused;
+use nvmf::tgt::counters::Refused;
 use nvmf::{HostSecrets, Initiator, InitiatorError, TargetConfig};
 
 struct Keys {
@@ -167,7 +167,7 @@ fn hosts_without_or_with_a_wrong_secret_are_refused() {
 // secrets filled the log.
 #[test]
 fn a_flood_of_failed_transactions_is_counted_and_its_lines_rate_limited() {
-    use nvmf::target::log_limit::LINES_PER_WINDOW;
+    use nvmf::tgt::log_limit::LINES_PER_WINDOW;
     let k = Keys::new("flood");
     let (srv, addr) = start(&auth_config(k.host_config(false, &[], &["null"])));
     let other = Secret::generate(32, Some(HashFn::Sha256));
@@ -311,8 +311,7 @@ fn a_secret_file_others_can_read_stops_the_target() {
         std::fs::Permissions::from_mode(0o644),
     )
     .unwrap();
-    let e = match nvmf::target::subsystem::Target::new(&auth_config(k.host_config(false, &[], &[])))
-    {
+    let e = match nvmf::tgt::subsystem::Target::new(&auth_config(k.host_config(false, &[], &[]))) {
         Err(e) => e.to_string(),
         Ok(_) => panic!("a world-readable secret was accepted"),
     };
@@ -389,8 +388,8 @@ fn unauthenticated_controllers_hold_no_slot_of_max_controllers() {
 /// p99 rose to 2.7-2.9x).
 #[test]
 fn a_source_refused_at_the_unauthenticated_limit_backs_off() {
-    use nvmf::target::backoff::SOURCE_BACKOFF;
-    use nvmf::target::ctrl_slots::UNAUTHENTICATED_PER_SOURCE;
+    use nvmf::tgt::backoff::SOURCE_BACKOFF;
+    use nvmf::tgt::ctrl_slots::UNAUTHENTICATED_PER_SOURCE;
     let k = Keys::new("backoff");
     let (srv, addr) = start(&auth_config(k.host_config(false, &["sha256"], &["null"])));
     let t = &srv.target;
@@ -438,7 +437,7 @@ fn a_source_refused_at_the_unauthenticated_limit_backs_off() {
 /// refused) and in all (the next tears down the oldest, whose queue closes).
 #[test]
 fn unauthenticated_controllers_are_capped_per_source_and_in_all() {
-    use nvmf::target::ctrl_slots::{UNAUTHENTICATED_MAX, UNAUTHENTICATED_PER_SOURCE};
+    use nvmf::tgt::ctrl_slots::{UNAUTHENTICATED_MAX, UNAUTHENTICATED_PER_SOURCE};
     let k = Keys::new("caps");
     let (srv, addr) = start(&auth_config(k.host_config(false, &["sha256"], &["null"])));
     let t = &srv.target;
@@ -454,7 +453,7 @@ fn unauthenticated_controllers_are_capped_per_source_and_in_all() {
         Err(e) => panic!("expected Controller Busy, got {e}"),
         Ok(_) => panic!("a source past UNAUTHENTICATED_PER_SOURCE"),
     }
-    let refused = |t: &nvmf::target::subsystem::Target| {
+    let refused = |t: &nvmf::tgt::subsystem::Target| {
         t.refusals.snapshot()[Refused::Unauthenticated as usize].1
     };
     assert_eq!(refused(t), 1);

@@ -23,9 +23,9 @@ use common::*;
 use nvme_spec::command::io;
 use nvme_spec::tcp::pdu_type;
 use nvmf::host::command::rw_sqe;
-use nvmf::target::counters::Refused;
-use nvmf::target::queue::{CONNECT_DEADLINE, ICREQ_DEADLINE};
-use nvmf::target::subsystem::Target;
+use nvmf::tgt::counters::Refused;
+use nvmf::tgt::queue::{CONNECT_DEADLINE, ICREQ_DEADLINE};
+use nvmf::tgt::subsystem::Target;
 use nvmf::Initiator;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 

@@ -11,7 +11,7 @@ use nvme_spec::identify::{cns, IdentifyController};
 use nvme_spec::{Cqe, Sqe};
 use nvmf::host::command::{self, ConnectParams, HostIdentity};
 use nvmf::host::{ControllerLimits, DataBuffers, HostQueue, QueueConfig, Transfer};
-use nvmf::target::queue::Connection;
+use nvmf::tgt::queue::Connection;
 
 const NQN: &str = "nqn.2026-01.io.numio:hq";
 const ENTRIES: u16 = 16;
@@ -40,7 +40,7 @@ struct Pair {
 }
 
 impl Pair {
-    fn new(target: &std::sync::Arc<nvmf::target::subsystem::Target>, cfg: QueueConfig) -> Self {
+    fn new(target: &std::sync::Arc<nvmf::tgt::subsystem::Target>, cfg: QueueConfig) -> Self {
         let mut p = Pair {
             host: HostQueue::new(cfg),
             conn: Connection::new(target.clone()),

@@ -15,9 +15,9 @@ use nvme_spec::identify::IdentifyController;
 use nvme_spec::rdma::{CmRequest, KeyedSgl, RejectStatus, SGLS_KEYED};
 use nvme_spec::{Cqe, Sqe};
 use nvmf::host::command::rw_sqe;
-use nvmf::target::port::Transport;
-use nvmf::target::queue::Connection;
-use nvmf::target::rdma_queue::{Post, RdmaQueue};
+use nvmf::tgt::port::Transport;
+use nvmf::tgt::queue::Connection;
+use nvmf::tgt::rdma_queue::{Post, RdmaQueue};
 use nvmf::TargetConfig;
 
 const NQN: &str = "nqn.2026-01.io.numio:rdma";
@@ -95,7 +95,7 @@ fn capsule(sqe: &Sqe, data: &[u8]) -> Vec<u8> {
     b
 }
 
-fn target(rdma: bool) -> std::sync::Arc<nvmf::target::subsystem::Target> {
+fn target(rdma: bool) -> std::sync::Arc<nvmf::tgt::subsystem::Target> {
     let mut cfg: TargetConfig = common::config(None);
     cfg.subsystems[0].nqn = NQN.into();
     cfg.subsystems[0].namespaces.truncate(1);
@@ -104,12 +104,12 @@ fn target(rdma: bool) -> std::sync::Arc<nvmf::target::subsystem::Target> {
         cfg.rdma_listen = cfg.listen.clone();
         cfg.listen.clear();
     }
-    nvmf::target::subsystem::Target::new(&cfg).unwrap()
+    nvmf::tgt::subsystem::Target::new(&cfg).unwrap()
 }
 
 fn connect(
     host: &mut FakeHost,
-    t: &std::sync::Arc<nvmf::target::subsystem::Target>,
+    t: &std::sync::Arc<nvmf::tgt::subsystem::Target>,
     qid: u16,
     cntlid: u16,
 ) -> (RdmaQueue, u16) {
@@ -250,14 +250,14 @@ fn connect_requests_are_checked_against_the_limits() {
         .encode()
     };
     let check = |b: &[u8]| {
-        nvmf::target::rdma::check_request(&t, b)
+        nvmf::tgt::rdma::check_request(&t, b)
             .map(|(_, d)| d)
             .map_err(|(s, what)| {
                 assert!(!what.is_empty());
                 s
             })
     };
-    let (_, what) = nvmf::target::rdma::check_request(&t, &req(1, 1024, 128)).unwrap_err();
+    let (_, what) = nvmf::tgt::rdma::check_request(&t, &req(1, 1024, 128)).unwrap_err();
     assert!(
         what.contains("1025-entry queue 1") && what.contains("2 to 128"),
         "{what}"

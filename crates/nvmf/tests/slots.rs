@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::sync::atomic::Ordering::Acquire;
 
 use common::*;
-use nvmf::target::counters::Refused;
+use nvmf::tgt::counters::Refused;
 
 const PER_SOURCE: u32 = 4;
 const SOURCES: u32 = 5;
@@ -25,7 +25,7 @@ fn connect_from(from: Ipv4Addr, to: SocketAddr) -> TcpStream {
     TcpStream::from(fd)
 }
 
-fn refused(t: &nvmf::target::subsystem::Target, why: Refused) -> u64 {
+fn refused(t: &nvmf::tgt::subsystem::Target, why: Refused) -> u64 {
     t.refusals.snapshot()[why as usize].1
 }
 
@@ -86,7 +86,7 @@ fn a_host_from_a_sixth_address_connects_while_five_hold_their_share_of_idle_sock
 #[test]
 fn controller_limit_lines_are_rate_limited() {
     use nvme_spec::Status;
-    use nvmf::target::log_limit::LINES_PER_WINDOW;
+    use nvmf::tgt::log_limit::LINES_PER_WINDOW;
     use nvmf::{Initiator, InitiatorError};
     let mut cfg = config(None);
     cfg.limits.max_controllers = 1;

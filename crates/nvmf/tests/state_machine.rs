@@ -9,10 +9,10 @@ use nvme_spec::fabrics::{ConnectCmd, ConnectData, CNTLID_DYNAMIC};
 use nvme_spec::tcp::{self, pdu_type, Direction, Framing, Pdu};
 use nvme_spec::{Cqe, Sqe};
 use nvmf::host::command::rw_sqe;
-use nvmf::target::queue::Connection;
-use nvmf::target::request::RequestState;
-use nvmf::target::storage::StorageKind;
-use nvmf::target::subsystem::Target;
+use nvmf::tgt::queue::Connection;
+use nvmf::tgt::request::RequestState;
+use nvmf::tgt::storage::StorageKind;
+use nvmf::tgt::subsystem::Target;
 
 const NQN: &str = "nqn.2026-01.io.numio:sm";
 const HOST: &str = "nqn.2026-01.io.numio:host";
@@ -385,8 +385,8 @@ fn ram_reads_are_spliced_into_the_output_and_taken_whole() {
 // slot for as long as their sockets stayed open.
 #[test]
 fn an_idle_admin_queue_without_keep_alive_gives_its_controller_back() {
-    use nvmf::target::counters::Refused;
-    use nvmf::target::queue::ADMIN_IDLE_DEADLINE;
+    use nvmf::tgt::counters::Refused;
+    use nvmf::tgt::queue::ADMIN_IDLE_DEADLINE;
     let target = common::one_subsystem(NQN, &["mem:1M"]);
     let (mut admin, cntlid) = connect(&target, 0, 0xFFFF);
     let now = std::time::Instant::now();

@@ -8,7 +8,7 @@ use nvme_spec::command::SglDescriptor;
 use nvme_spec::fabrics::{ConnectCmd, ConnectData, CNTLID_DYNAMIC};
 use nvme_spec::tcp::{self, pdu_type, Framing};
 use nvme_spec::Sqe;
-use nvmf::target::queue::{Connection, Phase};
+use nvmf::tgt::queue::{Connection, Phase};
 
 const NQN: &str = "nqn.2026-01.io.numio:mut";
 

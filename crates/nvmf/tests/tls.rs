@@ -17,7 +17,7 @@ use nvme_spec::log::{lid, TCP_SECTYPE_TLS13, TREQ_SECURE_CHANNEL_REQUIRED};
 use nvme_spec::Status;
 use nvmf::config::HostConfig;
 use nvmf::host::Stream;
-use nvmf::target::counters::Refused;
+use nvmf::tgt::counters::Refused;
 use nvmf::tls::ConfiguredPsk;
 use nvmf::{Initiator, InitiatorError, InitiatorOptions, TargetConfig};
 
@@ -188,7 +188,7 @@ fn configurations_that_cannot_work_are_refused_with_the_fix() {
 // ClientHellos was a flood of log lines.
 #[test]
 fn a_flood_of_failed_handshakes_is_counted_and_its_lines_rate_limited() {
-    use nvmf::target::log_limit::LINES_PER_WINDOW;
+    use nvmf::tgt::log_limit::LINES_PER_WINDOW;
     let k = Key::new("flood", 32);
     let (srv, addr) = start(&tls_config(&k));
     let other = ConfiguredPsk::generate(32);

@@ -1,6 +1,6 @@
 //! The pre-run checks: every target inspected, its workload validated, its
 //! backend matched to it, its data guarded, before any worker starts. The
-//! checks themselves are [`crate::target`]'s functions of plain values;
+//! checks themselves are [`crate::targets`]'s functions of plain values;
 //! this module applies them to a placement in order and stops at the
 //! first failure.
 
@@ -11,7 +11,7 @@ use super::options::RunOptions;
 use crate::backend::tcp::is_tcp_target;
 use crate::backend::BackendKind;
 use crate::error::EngineError;
-use crate::target::{self, Region, TargetInfo};
+use crate::targets::{self, Region, TargetInfo};
 
 /// One target that passed every check.
 #[derive(Debug, Clone)]
@@ -73,13 +73,13 @@ fn check_job_counts(placement: &Placement) -> Result<(), EngineError> {
 
 fn check_target(t: &TargetPlacement, opts: &RunOptions) -> Result<CheckedTarget, EngineError> {
     let info = if is_tcp_target(&t.path) {
-        target::inspect_tcp(&t.path, &opts.tcp)?
+        targets::inspect_tcp(&t.path, &opts.tcp)?
     } else if crate::backend::rdma::is_rdma_target(&t.path) {
-        target::inspect_rdma(&t.path, &opts.tcp)?
+        targets::inspect_rdma(&t.path, &opts.tcp)?
     } else {
-        target::inspect(&t.path)?
+        targets::inspect(&t.path)?
     };
-    let region = target::validate(&t.workload, &info)?;
+    let region = targets::validate(&t.workload, &info)?;
     let block = u64::from(results::VERIFY_BLOCK_BYTES);
     let w = &t.workload;
     if opts.verify
@@ -104,9 +104,9 @@ fn check_target(t: &TargetPlacement, opts: &RunOptions) -> Result<CheckedTarget,
         Some(name) => name.parse::<BackendKind>()?,
         None => opts.backend,
     };
-    target::check_backend(&info, kind)?;
+    targets::check_backend(&info, kind)?;
     if t.workload.rw.writes() && kind.touches_data() && !opts.force_write {
-        target::check_write_safety(&info)?;
+        targets::check_write_safety(&info)?;
     }
     Ok(CheckedTarget { info, region, kind })
 }

@@ -17,7 +17,7 @@ use topology::{CpuId, NodeId};
 
 use super::checks::CheckedTarget;
 use crate::sys;
-use crate::target::TargetKind;
+use crate::targets::TargetKind;
 
 /// The counters of one run: the root they are read under, the targets'
 /// controllers, and the first sample once taken.
@@ -187,7 +187,7 @@ fn node_split(delta: &Delta, nodes: &[(NodeId, Vec<CpuId>)]) -> Vec<NodeCpu> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::TargetInfo;
+    use crate::targets::TargetInfo;
 
     /// A null run on this machine: counters come back, with the machine's
     /// CPU time and this process among them.

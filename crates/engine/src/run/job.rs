@@ -13,7 +13,7 @@ use crate::error::EngineError;
 use crate::gen::Rng;
 use crate::progress::WorkerProgress;
 use crate::sys::NodeBuffer;
-use crate::target;
+use crate::targets;
 
 /// The body of worker thread `spec`: on failure it aborts the run, and it
 /// always marks its progress finished.
@@ -48,7 +48,7 @@ fn setup_and_run(
     let w = &spec.workload;
     // An NVMe/TCP target is a connection, not a file.
     let file = if spec.backend.opens_file() {
-        Some(target::open(&spec.path, w.rw.writes(), w.direct)?)
+        Some(targets::open(&spec.path, w.rw.writes(), w.direct)?)
     } else {
         None
     };
@@ -102,7 +102,7 @@ fn worker_node(spec: &super::spec::JobSpec) -> Option<u32> {
     spec.cpus
         .first()
         .and_then(|&c| {
-            let root = std::path::Path::new(target::SYS_ROOT);
+            let root = std::path::Path::new(targets::SYS_ROOT);
             topology::host::cpu_node(root, topology::CpuId(c))
                 .ok()
                 .flatten()

@@ -65,7 +65,7 @@ pub fn preflight(placement: &Placement, opts: &RunOptions) -> Result<(), EngineE
     let mut opened = std::collections::BTreeSet::new();
     for s in specs.iter().filter(|s| s.backend.opens_file()) {
         if opened.insert(s.target) {
-            drop(crate::target::open(
+            drop(crate::targets::open(
                 &s.path,
                 s.workload.rw.writes(),
                 s.workload.direct,
@@ -104,7 +104,7 @@ pub fn run_until(
         planned_ns: planned_ns(placement),
     };
     let process0 = sys::process_usage();
-    let mut counters = counters::CounterWatch::new(Path::new(crate::target::SYS_ROOT), &checked);
+    let mut counters = counters::CounterWatch::new(Path::new(crate::targets::SYS_ROOT), &checked);
     if clock.ramp_ns == 0 {
         counters.begin();
     }

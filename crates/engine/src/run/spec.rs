@@ -11,7 +11,7 @@ use crate::backend::tcp::NvmeTcp;
 use crate::backend::vfio::target::PciNamespace;
 use crate::backend::{BackendKind, NvmeNamespace, TcpOptions, UringOptions};
 use crate::error::EngineError;
-use crate::target::{self, Region, TargetInfo, TargetKind};
+use crate::targets::{self, Region, TargetInfo, TargetKind};
 use crate::worker::{LoopLimits, LoopOutput, VerifyKey};
 
 /// SQPOLL idle time when a job file asks for `sqthread_poll` without one.
@@ -296,7 +296,7 @@ fn target_uring(
         IoPoll::Auto => info.io_poll() == Some(true) && t.workload.direct,
         IoPoll::On => {
             if check_poll {
-                target::check_pollable(info, t.workload.direct)?;
+                targets::check_pollable(info, t.workload.direct)?;
             }
             true
         }
@@ -314,7 +314,7 @@ fn job_node(job: &planner::JobPlacement, t: &TargetPlacement) -> Option<u32> {
             .cpus
             .first()
             .and_then(|&c| {
-                let root = std::path::Path::new(target::SYS_ROOT);
+                let root = std::path::Path::new(targets::SYS_ROOT);
                 topology::host::cpu_node(root, c).ok().flatten()
             })
             .map(|n| n.0)
@@ -326,7 +326,7 @@ fn job_node(job: &planner::JobPlacement, t: &TargetPlacement) -> Option<u32> {
 mod tests {
     use super::*;
     use crate::fixtures::fixture_device;
-    use crate::target::NvmeGeneric;
+    use crate::targets::NvmeGeneric;
     use planner::Workload;
 
     fn placed(direct: bool) -> TargetPlacement {

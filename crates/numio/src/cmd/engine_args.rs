@@ -109,7 +109,7 @@ pub struct EngineArgs {
 
 /// `--batch-complete N`: at least one completion, at most the deepest queue.
 fn parse_batch_complete(text: &str) -> Result<usize, String> {
-    let most = engine::target::MAX_IODEPTH as usize;
+    let most = engine::targets::MAX_IODEPTH as usize;
     match text.trim().parse::<usize>() {
         Ok(n) if (1..=most).contains(&n) => Ok(n),
         _ => Err(format!(

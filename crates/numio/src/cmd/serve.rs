@@ -449,7 +449,7 @@ fn print_startup(
     }
     for (i, p) in t.ports.iter().enumerate() {
         let cpus = server.port_cpus.get(i).map_or(&[][..], Vec::as_slice);
-        let placement = if p.transport == nvmf::target::port::Transport::Rdma {
+        let placement = if p.transport == nvmf::tgt::port::Transport::Rdma {
             "rdma: one thread per queue, buffers on its node".to_string()
         } else {
             serve_ports::describe(cpus, placed.get(i))

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use nvmf::target::subsystem::Target;
+use nvmf::tgt::subsystem::Target;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
 
 /// Longest request head read.

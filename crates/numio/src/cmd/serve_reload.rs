@@ -11,8 +11,8 @@
 use std::io::Write;
 
 use nvmf::config::TargetConfig;
-use nvmf::target::reload::ReloadReport;
-use nvmf::target::subsystem::Target;
+use nvmf::tgt::reload::ReloadReport;
+use nvmf::tgt::subsystem::Target;
 
 use nvmf::log;
 

@@ -85,8 +85,8 @@ fn check(ns: &NamespaceConfig, force: bool) -> Result<Option<String>, String> {
         return Ok(None);
     }
     let text = path.to_string_lossy();
-    let info = engine::target::inspect(&text).map_err(|e| format!("namespace {text}: {e}"))?;
-    let what = match engine::target::check_write_safety(&info) {
+    let info = engine::targets::inspect(&text).map_err(|e| format!("namespace {text}: {e}"))?;
+    let what = match engine::targets::check_write_safety(&info) {
         Ok(()) => return Ok(None),
         Err(engine::EngineError::Unsafe { what, .. }) => what,
         Err(e) => return Err(format!("namespace {text}: {e}")),

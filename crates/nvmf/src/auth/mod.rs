@@ -1,7 +1,7 @@
 //! DH-HMAC-CHAP (NVMe base specification 2.0 §8.13.5, TP 8006): the
 //! secrets, hash functions, Diffie-Hellman groups and the values both
 //! sides compute. The messages are bytes in `nvme_spec::auth`; the target's
-//! per-queue state machine is `target::auth`, the host's steps are
+//! per-queue state machine is `tgt::auth`, the host's steps are
 //! `host::auth`. Hashes and HMAC are RustCrypto's (`sha2`, `hmac`), modular
 //! exponentiation is `crypto-bigint`'s constant-time Montgomery form, the
 //! groups are RFC 7919's: nothing here is cryptography of our own.

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use nvmf::config::{NamespaceConfig, SubsystemConfig};
-use nvmf::target::subsystem::Target;
+use nvmf::tgt::subsystem::Target;
 use nvmf::{Initiator, InitiatorError, InitiatorOptions, Server, TargetConfig};
 
 pub const NQN: &str = "nqn.2026-01.io.numio:test";
@@ -139,8 +139,8 @@ pub fn rss_bytes() -> u64 {
 /// Asserts that rate-limited `log` printed one window's lines
 /// (`LINES_PER_WINDOW`) and held back the other `held_back` (each still
 /// counted by the target).
-pub fn assert_one_window_printed(log: &nvmf::target::log_limit::SharedLogLimit, held_back: u64) {
-    use nvmf::target::log_limit::LINES_PER_WINDOW;
+pub fn assert_one_window_printed(log: &nvmf::tgt::log_limit::SharedLogLimit, held_back: u64) {
+    use nvmf::tgt::log_limit::LINES_PER_WINDOW;
     assert_eq!(
         log.printed(),
         u64::from(LINES_PER_WINDOW),

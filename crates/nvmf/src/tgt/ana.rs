@@ -152,7 +152,7 @@ impl Target {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::config::{NamespaceConfig, SubsystemConfig, TargetConfig};
+    use crate::tgt::config::{NamespaceConfig, SubsystemConfig, TargetConfig};
 
     fn target(ana: &[&str]) -> Arc<Target> {
         let cfg = TargetConfig {

@@ -125,7 +125,7 @@ impl<'a> IntoIterator for &'a NamespaceSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::config::NamespaceConfig;
+    use crate::tgt::config::NamespaceConfig;
 
     fn ns(nsid: u32) -> Arc<Namespace> {
         Arc::new(Namespace::open("nqn.t", nsid, &NamespaceConfig::new("mem:1M")).unwrap())

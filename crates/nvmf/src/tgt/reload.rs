@@ -202,7 +202,7 @@ fn match_namespaces<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::subsystem::AEC_NS_ATTRIBUTE;
+    use crate::tgt::subsystem::AEC_NS_ATTRIBUTE;
 
     const NQN: &str = "nqn.2026-01.io.numio:reload";
 

@@ -386,7 +386,7 @@ mod tests {
     use super::*;
     use crate::backend::NvmeNamespace;
     use crate::fixtures::fixture_device;
-    use crate::target::NvmeGeneric;
+    use crate::targets::NvmeGeneric;
 
     fn file_target(size: u64) -> TargetInfo {
         TargetInfo::file("/t", size)
