@@ -8,7 +8,7 @@
 //! device, a stack over several nodes or a controller whose node the kernel
 //! reports as -1 has no known node; the caller applies a stated fallback.
 
-use topology::multipath::{audit, NodeRoute};
+use topology::multipath::{audit, NodeRoute, RouteSource};
 use topology::{DeviceNode, Namespace, NodeId, Topology};
 
 /// The device under a target path, as the caller found it on the machine.
@@ -501,6 +501,23 @@ fn kernel_paths(topo: &Topology, name: &str, res: &mut Resolution) {
         .filter(|r| res.local_nodes.contains(&r.node))
     {
         let Some(p) = path_of(r) else { continue };
+        if r.source != RouteSource::Kernel && !r.ties.is_empty() {
+            // The kernel's list order decides a tie, and sysfs does not
+            // show it: name no path as taken (issue 39).
+            let mut tied: Vec<&str> = r
+                .taken
+                .iter()
+                .chain(&r.ties)
+                .map(|&i| a.paths[i].device.as_str())
+                .collect();
+            tied.dedup();
+            res.notes.push(format!(
+                "{name}: node {}'s I/O takes one of {}: a tie decided by the kernel's list order, which sysfs does not show (`numio multipath --probe /dev/{name}` shows which)",
+                r.node,
+                tied.join(" and "),
+            ));
+            continue;
+        }
         let local = p.node == DeviceNode::Known(r.node);
         res.notes.push(format!(
             "{name}: node {}'s I/O takes path {} (controller {}, node {}){}",
@@ -668,30 +685,34 @@ mod tests {
         assert_eq!(r.node, Some(NodeId(0)));
     }
 
-    // The published case (lab topology mp-memoryless): both nodes' I/O goes
-    // down the path of the controller of node -1; the jobs stay on node 0
-    // (the one known path's node) and the plan says the path is not known
-    // to be local.
+    // The published case (lab topology mp-memoryless): node 0's two paths
+    // tie, and the kernel's list order, which sysfs does not show, decides;
+    // the jobs stay on node 0 (the one known path's node) and the plan names
+    // both paths of the tie, never one as taken (issue 39).
     #[test]
-    fn the_published_case_says_the_path_is_not_known_local() {
+    fn the_published_case_names_the_tie_not_a_taken_path() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/sysfs/vm-mp-memoryless");
         let t = Topology::discover(&root).expect("fixture");
         let head = audit(&t).into_iter().find(|a| a.paths.len() > 1).unwrap();
-        let far = &head
-            .paths
-            .iter()
-            .find(|p| p.node == DeviceNode::Unknown)
-            .unwrap()
-            .device;
         let r = resolve_target(&t, &format!("/dev/{}", head.block_device));
         assert_eq!(r.local_nodes, vec![NodeId(0)]);
+        assert!(
+            !r.notes.iter().any(|n| n.contains("takes path")),
+            "{:?}",
+            r.notes
+        );
         let note = r
             .notes
             .iter()
-            .find(|n| n.contains("node 0's I/O takes path"))
-            .unwrap();
-        assert!(note.contains(&format!("path {far} ")), "{note}");
-        assert!(note.contains("not a path known to be local"), "{note}");
+            .find(|n| n.contains("node 0's I/O takes one of"))
+            .unwrap_or_else(|| panic!("{:?}", r.notes));
+        for p in &head.paths {
+            assert!(note.contains(&p.device), "{note}");
+        }
+        assert!(
+            note.contains("kernel's list order") && note.contains("--probe"),
+            "{note}"
+        );
     }
 }
