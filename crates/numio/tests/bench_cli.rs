@@ -367,6 +367,78 @@ fn workload_flags_apply_over_a_plan_and_a_job_file() {
     }
 }
 
+/// Issue 39: compare's `plan=` and `fio=` arms ran at the file's values
+/// whatever the command line said; they now take the workload flags as
+/// bench does, and a `result=` arm says the flags do not change it.
+#[test]
+fn compare_applies_workload_flags_over_plan_and_fio_arms() {
+    let f = Temp::filled("cmp-over", 1 << 20, 5);
+    let (code, plan, err) = numio(&["plan", f.path(), "--format", "numio", "--iodepth", "16"]);
+    assert_eq!(code, 0, "{err}");
+    let plan_file = Temp::new("cmp-over-plan.json", 0);
+    std::fs::write(&plan_file.0, plan).unwrap();
+    let job = Temp(std::env::temp_dir().join(format!("numio-cmp-over-{}.fio", std::process::id())));
+    std::fs::write(
+        &job.0,
+        format!(
+            "[global]\nioengine=psync\nrw=randread\niodepth=16\nruntime=5\ntime_based\n\n[a]\nfilename={}\n",
+            f.path()
+        ),
+    )
+    .unwrap();
+    let saved =
+        Temp(std::env::temp_dir().join(format!("numio-cmp-over-{}.json", std::process::id())));
+    let a = format!("plan={},label=A", plan_file.path());
+    let b = format!("fio={},label=B", job.path());
+    let (code, out, err) = numio(&[
+        "compare",
+        "--a",
+        &a,
+        "--b",
+        &b,
+        "--repeat",
+        "2",
+        "--iodepth",
+        "4",
+        "--runtime",
+        "100ms",
+        "--backend",
+        "sync",
+        "--save",
+        saved.path(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    for from in ["over the plan", "over the job file"] {
+        assert!(
+            err.contains(&format!("from the command line {from}"))
+                && err.contains("iodepth=4 (was 16), runtime=0.1s (was"),
+            "{from}: {err}"
+        );
+    }
+    let set: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved.0).unwrap()).unwrap();
+    let text = set.to_string();
+    assert!(text.contains("\"iodepth\":4"), "{text}");
+    assert!(!text.contains("\"iodepth\":16"), "{text}");
+    let _ = out;
+    let a = format!("result={},arm=A", saved.path());
+    let (code, _, err) = numio(&[
+        "compare",
+        "--a",
+        &a,
+        "--b",
+        &format!("result={},arm=B", saved.path()),
+        "--iodepth",
+        "8",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("its runs were measured already")
+            && err.contains("--iodepth does not change them"),
+        "{err}"
+    );
+}
+
 /// Issue 39: a target is classified once (planner::TargetAddr), so `numio
 /// plan` takes what bench takes: `nvme-rdma://` and `pci:` targets were
 /// refused as "does not exist", and a device name that is not on this

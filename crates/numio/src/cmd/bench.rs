@@ -272,7 +272,7 @@ fn bench_placement(args: &Args, opts: &mut engine::RunOptions) -> anyhow::Result
 /// Applies the workload flags given on the command line over every job of
 /// a plan or job file (fio's rule: the command line wins), with a note on
 /// each target saying which values came from where.
-fn apply_workload_flags(
+pub(crate) fn apply_workload_flags(
     flags: &WorkloadArgs,
     placement: &mut Placement,
     from: &str,

@@ -245,6 +245,8 @@ fn prepare_arms(
         } else {
             loaded.next().context("a loaded arm per result= arm")?
         };
+        let mut p = p;
+        over_arm(&args.workload, spec, &mut p)?;
         if let Prepared::Live { warnings, .. } = &p {
             for w in warnings {
                 eprintln!("numio: {w}");
@@ -253,6 +255,52 @@ fn prepare_arms(
         prepared.push(p);
     }
     Ok((prepared, opts))
+}
+
+/// Applies the workload flags over a `plan=` or `fio=` arm, as bench applies
+/// them over a plan or job file (fio's rule: the command line wins), with a
+/// line saying which values changed; a `result=` arm's runs are measured
+/// already, so flags given with one are named as not applying to it, never
+/// silently dropped. `policy=` and `backend=` arms are planned from the
+/// flags.
+fn over_arm(flags: &WorkloadArgs, spec: &ArmSpec, p: &mut Prepared) -> anyhow::Result<()> {
+    let from = match &spec.source {
+        ArmSource::Plan(path) => format!("the plan {}", path.display()),
+        ArmSource::Fio(path) => format!("the job file {}", path.display()),
+        ArmSource::Result { path, .. } => {
+            let given = flags.given();
+            if !given.is_empty() {
+                eprintln!(
+                    "numio: arm {}: its runs were measured already ({}); the command line's --{} does not change them",
+                    spec.label,
+                    path.display(),
+                    given.join(", --")
+                );
+            }
+            return Ok(());
+        }
+        _ => return Ok(()),
+    };
+    let Prepared::Live {
+        placement,
+        warnings,
+    } = p
+    else {
+        return Ok(());
+    };
+    super::bench::apply_workload_flags(flags, placement, &from)
+        .with_context(|| format!("arm {}", spec.text))?;
+    for t in &placement.targets {
+        if let Some(n) = t
+            .notes
+            .iter()
+            .rev()
+            .find(|n| n.starts_with("from the command line over"))
+        {
+            warnings.push(format!("arm {}: {}: {n}", spec.label, t.path));
+        }
+    }
+    Ok(())
 }
 
 /// The targets of `policy=` arms (as `numio bench` chooses them) and their
