@@ -25,6 +25,7 @@ pub const SPLICE_MIN_BYTES: usize = 1024;
 pub mod auth;
 pub mod host;
 pub mod log;
+pub mod metrics_http;
 pub mod tgt;
 pub mod tls;
 

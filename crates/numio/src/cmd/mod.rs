@@ -34,7 +34,6 @@ pub mod report;
 pub mod sd_notify;
 pub mod serve;
 pub mod serve_config;
-pub mod serve_metrics;
 pub mod serve_ports;
 pub mod serve_reload;
 pub mod serve_safety;

@@ -18,7 +18,7 @@ use topology::device::StackNode;
 use topology::{CpuList, NodeId};
 
 use super::sd_notify::Notifier;
-use super::{serve_config, serve_metrics, serve_ports, serve_reload, serve_safety, serve_stats};
+use super::{serve_config, serve_ports, serve_reload, serve_safety, serve_stats};
 
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):
@@ -674,7 +674,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let server = Server::start(&cfg)?;
     print_startup(&server, open_by_default, node, &placed);
     if let Some(addr) = args.metrics {
-        let bound = serve_metrics::start(addr, server.target.clone())?;
+        let bound = nvmf::metrics_http::start(addr, server.target.clone()).context("--metrics")?;
         log::info(
             "metrics",
             format_args!("metrics on http://{bound}/metrics (numio serve --stats {bound})"),

@@ -7,80 +7,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
-use super::serve_metrics;
-
-/// One sample of the text format: name, labels, value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Sample {
-    /// Metric name.
-    pub name: String,
-    /// Labels in order.
-    pub labels: Vec<(String, String)>,
-    /// Value.
-    pub value: f64,
-}
-
-impl Sample {
-    fn label(&self, key: &str) -> &str {
-        self.labels
-            .iter()
-            .find(|(k, _)| k == key)
-            .map_or("", |(_, v)| v.as_str())
-    }
-}
-
-/// Parses Prometheus' text format (comments skipped); `None` for a line
-/// that is not a sample.
-pub fn parse_line(line: &str) -> Option<Sample> {
-    let line = line.trim();
-    if line.is_empty() || line.starts_with('#') {
-        return None;
-    }
-    let (name, rest) = match line.find('{') {
-        Some(i) => (&line[..i], &line[i + 1..]),
-        None => {
-            let (n, v) = line.split_once(' ')?;
-            return Some(Sample {
-                name: n.into(),
-                labels: Vec::new(),
-                value: v.trim().parse().ok()?,
-            });
-        }
-    };
-    let mut labels = Vec::new();
-    let mut chars = rest.char_indices().peekable();
-    let end = loop {
-        let (start, c) = chars.next()?;
-        if c == '}' {
-            break start;
-        }
-        if c == ',' {
-            continue;
-        }
-        let eq = rest[start..].find("=\"")? + start;
-        let key = rest[start..eq].to_string();
-        while chars.peek().is_some_and(|&(i, _)| i <= eq + 1) {
-            chars.next();
-        }
-        let mut value = String::new();
-        loop {
-            match chars.next()?.1 {
-                '\\' => match chars.next()?.1 {
-                    'n' => value.push('\n'),
-                    other => value.push(other),
-                },
-                '"' => break,
-                other => value.push(other),
-            }
-        }
-        labels.push((key, value));
-    };
-    Some(Sample {
-        name: name.into(),
-        labels,
-        value: rest[end + 1..].trim().parse().ok()?,
-    })
-}
+use nvmf::tgt::metrics::{parse_line, Sample};
 
 /// Totals of one controller.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -239,7 +166,7 @@ fn bytes(b: u64) -> String {
 
 /// Runs `numio serve --stats ADDR`.
 pub fn run(addr: SocketAddr) -> anyhow::Result<i32> {
-    let (code, body) = serve_metrics::get(addr, "/metrics")?;
+    let (code, body) = nvmf::metrics_http::get(addr, "/metrics")?;
     anyhow::ensure!(code == 200, "{addr}/metrics answered HTTP {code}: {body}");
     print!("{}", render(&body));
     Ok(0)
@@ -250,16 +177,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn samples_with_escaped_labels() {
-        let s = parse_line(r#"numio_x{a="b\"c",d="e,f\\g"} 3"#).unwrap();
-        assert_eq!(s.name, "numio_x");
-        assert_eq!(
-            s.labels,
-            [("a".into(), "b\"c".into()), ("d".into(), "e,f\\g".into())]
-        );
-        assert_eq!(s.value, 3.0);
-        assert_eq!(parse_line("numio_connections 2").unwrap().value, 2.0);
-        assert!(parse_line("# HELP x y").is_none());
+    fn bytes_in_binary_units() {
         assert_eq!(
             (bytes(512), bytes(4096), bytes(3 << 29)),
             ("512 B".into(), "4.0 KiB".into(), "1.5 GiB".into())

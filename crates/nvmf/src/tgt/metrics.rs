@@ -150,6 +150,19 @@ const FAMILIES: [Family; 4] = [
     ),
 ];
 
+/// `numio serve --metrics ADDR` serves a target's counters until it shuts
+/// down.
+impl crate::metrics_http::MetricsSource for Target {
+    fn metrics_text(&self) -> String {
+        self.metrics().to_prometheus()
+    }
+
+    fn stopped(&self) -> bool {
+        self.shutting_down
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+}
+
 impl MetricsSnapshot {
     /// Prometheus text exposition format 0.0.4.
     pub fn to_prometheus(&self) -> String {
@@ -327,4 +340,130 @@ fn ctrl_labels(c: &ControllerMetrics) -> String {
         c.cntlid,
         c.port
     )
+}
+/// One sample of the text format: name, labels, value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// Metric name.
+    pub name: String,
+    /// Labels in order.
+    pub labels: Vec<(String, String)>,
+    /// Value.
+    pub value: f64,
+}
+
+impl Sample {
+    /// The value of label `key`; empty when absent.
+    pub fn label(&self, key: &str) -> &str {
+        self.labels
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or("", |(_, v)| v.as_str())
+    }
+}
+
+/// Parses one line of Prometheus' text format (what
+/// [`MetricsSnapshot::to_prometheus`] writes; comments skipped); `None` for
+/// a line that is not a sample.
+pub fn parse_line(line: &str) -> Option<Sample> {
+    let line = line.trim();
+    if line.is_empty() || line.starts_with('#') {
+        return None;
+    }
+    let (name, rest) = match line.find('{') {
+        Some(i) => (&line[..i], &line[i + 1..]),
+        None => {
+            let (n, v) = line.split_once(' ')?;
+            return Some(Sample {
+                name: n.into(),
+                labels: Vec::new(),
+                value: v.trim().parse().ok()?,
+            });
+        }
+    };
+    let mut labels = Vec::new();
+    let mut chars = rest.char_indices().peekable();
+    let end = loop {
+        let (start, c) = chars.next()?;
+        if c == '}' {
+            break start;
+        }
+        if c == ',' {
+            continue;
+        }
+        let eq = rest[start..].find("=\"")? + start;
+        let key = rest[start..eq].to_string();
+        while chars.peek().is_some_and(|&(i, _)| i <= eq + 1) {
+            chars.next();
+        }
+        let mut value = String::new();
+        loop {
+            match chars.next()?.1 {
+                '\\' => match chars.next()?.1 {
+                    'n' => value.push('\n'),
+                    other => value.push(other),
+                },
+                '"' => break,
+                other => value.push(other),
+            }
+        }
+        labels.push((key, value));
+    };
+    Some(Sample {
+        name: name.into(),
+        labels,
+        value: rest[end + 1..].trim().parse().ok()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{NamespaceConfig, SubsystemConfig, TargetConfig};
+
+    #[test]
+    fn samples_with_escaped_labels() {
+        let s = parse_line(r#"numio_x{a="b\"c",d="e,f\\g"} 3"#).unwrap();
+        assert_eq!(s.name, "numio_x");
+        assert_eq!(
+            s.labels,
+            [("a".into(), "b\"c".into()), ("d".into(), "e,f\\g".into())]
+        );
+        assert_eq!(s.label("d"), "e,f\\g");
+        assert_eq!(s.label("none"), "");
+        assert_eq!(s.value, 3.0);
+        assert_eq!(parse_line("numio_connections 2").unwrap().value, 2.0);
+        assert!(parse_line("# HELP x y").is_none());
+        assert!(parse_line("numio_x{a=\"b\"} not-a-number").is_none());
+    }
+
+    /// What the target writes, the parser reads back: every line that is
+    /// not a comment is a sample.
+    #[test]
+    fn the_target_s_text_parses_back() {
+        let cfg = TargetConfig {
+            subsystems: vec![SubsystemConfig {
+                nqn: "nqn.2026-01.io.numio:p".into(),
+                serial: "S".into(),
+                model: "M".into(),
+                allowed_hosts: Vec::new(),
+                allow_any_host: true,
+                hosts: Vec::new(),
+                namespaces: vec![NamespaceConfig::new("mem:1M")],
+            }],
+            ..Default::default()
+        };
+        let text = Target::new(&cfg).unwrap().metrics().to_prometheus();
+        let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert!(lines.len() > 3, "{text}");
+        for l in &lines {
+            assert!(parse_line(l).is_some(), "{l}");
+        }
+        let size = lines
+            .iter()
+            .filter_map(|l| parse_line(l))
+            .find(|s| s.name == "numio_namespace_size_bytes")
+            .unwrap();
+        assert_eq!((size.label("backing"), size.value), ("mem:1M", 1_048_576.0));
+    }
 }

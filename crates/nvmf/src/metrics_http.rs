@@ -1,7 +1,8 @@
-//! `numio serve --metrics ADDR`: the target's counters in Prometheus' text
-//! format over a minimal HTTP/1.1 responder on an address the operator
-//! opts into (e.g. 127.0.0.1:9464): `GET /metrics` (or `/`), one request
-//! per connection; anything else gets 404 or 405.
+//! A metrics endpoint: a minimal HTTP/1.1 responder serving a
+//! [`MetricsSource`]'s text (Prometheus' text format) on an address the
+//! operator opts into (e.g. `numio serve --metrics 127.0.0.1:9464`):
+//! `GET /metrics` (or `/`), one request per connection; anything else gets
+//! 404 or 405. [`get`] is the client `numio serve --stats` uses.
 //!
 //! One thread serves every client without blocking on any: it polls the
 //! listener and up to [`CLIENTS_MAX`] clients, reads each request as its
@@ -15,13 +16,92 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-use nvmf::tgt::subsystem::Target;
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
+
+/// What a metrics endpoint serves: the text of one scrape, and whether to
+/// stop serving.
+pub trait MetricsSource: Send + Sync + 'static {
+    /// The metrics in Prometheus' text format, as of now.
+    fn metrics_text(&self) -> String;
+    /// True once the endpoint's thread should end.
+    fn stopped(&self) -> bool;
+}
+
+/// What went wrong serving or reading a metrics endpoint.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The address could not be bound.
+    #[error("cannot listen on {addr} (is the port taken? pick another, e.g. 127.0.0.1:9465)")]
+    Listen {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The listener could not be set up or its thread started.
+    #[error("{step}")]
+    Setup {
+        /// The step that failed.
+        step: &'static str,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Nothing answered at the address.
+    #[error("connecting to {addr} (is numio serve running with --metrics {addr}?)")]
+    Connect {
+        /// The endpoint.
+        addr: SocketAddr,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The request could not be sent or the answer read.
+    #[error("reading the answer of {addr}")]
+    Read {
+        /// The endpoint.
+        addr: SocketAddr,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The answer was not HTTP.
+    #[error("{addr} did not answer in HTTP")]
+    NotHttp {
+        /// The endpoint.
+        addr: SocketAddr,
+    },
+    /// The answer's status line had no status code.
+    #[error("{addr}: no status code in {line:?}")]
+    NoStatus {
+        /// The endpoint.
+        addr: SocketAddr,
+        /// The status line as received.
+        line: String,
+    },
+}
+
+/// Binds `addr` and serves `source`'s metrics from a thread until
+/// [`MetricsSource::stopped`]; returns the bound address.
+pub fn start(addr: SocketAddr, source: Arc<dyn MetricsSource>) -> Result<SocketAddr, HttpError> {
+    let listener = TcpListener::bind(addr).map_err(|source| HttpError::Listen { addr, source })?;
+    let setup = |step| move |source| HttpError::Setup { step, source };
+    listener
+        .set_nonblocking(true)
+        .map_err(setup("a non-blocking listener"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(setup("the listener's address"))?;
+    std::thread::Builder::new()
+        .name("numio-metrics".into())
+        .spawn(move || serve(listener, &*source))
+        .map_err(setup("spawning the metrics thread"))?;
+    Ok(bound)
+}
 
 /// Longest request head read.
 const REQUEST_MAX_BYTES: usize = 8192;
@@ -36,23 +116,6 @@ const CLIENTS_MAX: usize = 64;
 const POLL_MAX: Duration = Duration::from_millis(200);
 /// How long a client may take to read an answer in [`get`].
 const CLIENT_DEADLINE: Duration = Duration::from_secs(5);
-
-/// Binds `addr` and serves `target`'s metrics from a thread; returns the
-/// bound address.
-pub fn start(addr: SocketAddr, target: Arc<Target>) -> anyhow::Result<SocketAddr> {
-    let listener = TcpListener::bind(addr).with_context(|| {
-        format!("--metrics {addr}: cannot listen (is the port taken? pick another, e.g. 127.0.0.1:9465)")
-    })?;
-    listener
-        .set_nonblocking(true)
-        .context("--metrics: a non-blocking listener")?;
-    let bound = listener.local_addr()?;
-    std::thread::Builder::new()
-        .name("numio-metrics".into())
-        .spawn(move || serve(listener, &target))
-        .context("spawning the metrics thread")?;
-    Ok(bound)
-}
 
 /// One client: its request as read so far, then its answer as sent so far.
 struct Client {
@@ -80,7 +143,7 @@ impl Client {
 
     /// Takes in what arrived or sends what it can; false when done (the
     /// answer sent, or the client closed or failed).
-    fn progress(&mut self, target: &Target) -> bool {
+    fn progress(&mut self, source: &dyn MetricsSource) -> bool {
         if self.answer.is_empty() {
             let mut buf = [0u8; 1024];
             match self.conn.read(&mut buf) {
@@ -97,7 +160,7 @@ impl Client {
                     true,
                 );
             } else if self.head.windows(4).any(|w| w == b"\r\n\r\n") {
-                self.answer = answer(&self.head, target);
+                self.answer = answer(&self.head, source);
             } else {
                 return true;
             }
@@ -114,9 +177,9 @@ impl Client {
     }
 }
 
-fn serve(listener: TcpListener, target: &Target) {
+fn serve(listener: TcpListener, source: &dyn MetricsSource) {
     let mut clients: Vec<Client> = Vec::new();
-    while !target.shutting_down.load(Ordering::Acquire) {
+    while !source.stopped() {
         let now = Instant::now();
         let wait = clients
             .iter()
@@ -148,7 +211,7 @@ fn serve(listener: TcpListener, target: &Target) {
         while i > 0 {
             i -= 1;
             let keep = match ready[i + 1] {
-                true => clients[i].progress(target),
+                true => clients[i].progress(source),
                 false => true,
             };
             if !keep || clients[i].expired(Instant::now()) {
@@ -183,19 +246,19 @@ fn accept_all(listener: &TcpListener, clients: &mut Vec<Client>) {
 }
 
 /// The whole answer (head and body) to a request head.
-fn answer(head: &[u8], target: &Target) -> Vec<u8> {
+fn answer(head: &[u8], source: &dyn MetricsSource) -> Vec<u8> {
     let line = String::from_utf8_lossy(head);
     let mut words = line.lines().next().unwrap_or("").split(' ');
     let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     let path = path.split('?').next().unwrap_or("");
     match (method, path) {
         ("GET" | "HEAD", "/metrics" | "/") => {
-            let body = target.metrics().to_prometheus();
+            let body = source.metrics_text();
             let ctype = "text/plain; version=0.0.4; charset=utf-8";
             respond("200 OK", ctype, body.as_bytes(), method == "GET")
         }
         ("GET" | "HEAD", _) => {
-            let body = b"numio serve: metrics are at /metrics\n";
+            let body = b"numio: metrics are at /metrics\n";
             respond("404 Not Found", "text/plain", body, method == "GET")
         }
         _ => respond("405 Method Not Allowed", "text/plain", b"use GET\n", true),
@@ -215,35 +278,40 @@ fn respond(status: &str, content_type: &str, body: &[u8], with_body: bool) -> Ve
 }
 
 /// GET `path` from `addr` (HTTP/1.1, one request); the status code and body.
-pub fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
-    let mut conn = TcpStream::connect_timeout(&addr, CLIENT_DEADLINE).with_context(|| {
-        format!("connecting to {addr} (is numio serve running with --metrics {addr}?)")
-    })?;
-    conn.set_read_timeout(Some(CLIENT_DEADLINE))?;
+pub fn get(addr: SocketAddr, path: &str) -> Result<(u16, String), HttpError> {
+    let mut conn = TcpStream::connect_timeout(&addr, CLIENT_DEADLINE)
+        .map_err(|source| HttpError::Connect { addr, source })?;
+    let read = |source| HttpError::Read { addr, source };
+    conn.set_read_timeout(Some(CLIENT_DEADLINE)).map_err(read)?;
     write!(
         conn,
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )?;
+    )
+    .map_err(read)?;
     let mut text = String::new();
-    conn.read_to_string(&mut text)
-        .with_context(|| format!("reading the answer of {addr}"))?;
+    conn.read_to_string(&mut text).map_err(read)?;
     let (head, body) = text
         .split_once("\r\n\r\n")
-        .with_context(|| format!("{addr} did not answer in HTTP"))?;
-    let code = head
+        .ok_or(HttpError::NotHttp { addr })?;
+    let line = head.lines().next().unwrap_or("");
+    let code = line
         .split(' ')
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .with_context(|| format!("{addr}: no status code in {:?}", head.lines().next()))?;
+        .ok_or_else(|| HttpError::NoStatus {
+            addr,
+            line: line.to_string(),
+        })?;
     Ok((code, body.to_string()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nvmf::config::{NamespaceConfig, SubsystemConfig, TargetConfig};
+    use crate::config::{NamespaceConfig, SubsystemConfig, TargetConfig};
+    use crate::tgt::subsystem::Target;
 
-    fn target() -> Arc<Target> {
+    fn target() -> Arc<dyn MetricsSource> {
         let cfg = TargetConfig {
             subsystems: vec![SubsystemConfig {
                 nqn: "nqn.2026-01.io.numio:m".into(),
