@@ -70,7 +70,7 @@ expect_eq "every controller's Feature 0x08 is back (nvme get-feature -f 8)" "$be
 run_numio coalesce show --json
 expect_eq "no restore record left" 0 "$(jq -r '.pending_restore | length' <<<"$NUMIO_OUT" 2>/dev/null)"
 
-# The report, as a person reads it (kept for the README).
+# The report, as a person reads it (kept for the README and docs/readme/coalesce.md).
 run_numio report "$CHECK_OUT/sweep.json"
 printf '%s\n' "$NUMIO_OUT" | tee "$CHECK_OUT/sweep.txt" | sed 's/^/  # /'
 expect_eq "numio report of the saved sweep: exit status" 0 "$NUMIO_RC"

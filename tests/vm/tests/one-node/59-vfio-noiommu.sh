@@ -104,7 +104,7 @@ expect_eq "no-IOMMU randread: errors" "[]" "$(jq -c '.errors' "$CHECK_OUT/noiomm
 expect_eq "no-IOMMU randread: the set-up says no-IOMMU mode" yes \
   "$(jq -r '.environment.uring_features[]' "$CHECK_OUT/noiommu-read.json" | grep -q '^VFIO no-IOMMU mode' && echo yes || echo no)"
 
-# The report a user sees (kept for the README).
+# The report a user sees (kept for docs/readme/vfio.md).
 "$NUMIO" bench "pci:$a" --allow-noiommu --rw randread --bs 4k --iodepth 16 --runtime 1s --no-progress \
   >"$CHECK_OUT/noiommu-read.txt" 2>&1 || not_ok "no-IOMMU randread (text report): $(tail -n 3 "$CHECK_OUT/noiommu-read.txt")"
 

@@ -39,7 +39,7 @@ expect_eq "per-target rows with IOPS above 0" 7 \
 expect_eq "the 4-device point reads the 4 namespaces" "${devs[*]}" \
   "$(j '[.sweeps[0].points[2].targets[].target] | join(" ")')"
 
-# The table, as a person reads it (kept for the README).
+# The table, as a person reads it (kept for docs/readme/sweep.md).
 run_numio report "$CHECK_OUT/sweep.json"
 printf '%s\n' "$NUMIO_OUT" | tee "$CHECK_OUT/sweep.txt" | sed 's/^/  # /'
 expect_eq "numio report of the saved sweep: exit status" 0 "$NUMIO_RC"
