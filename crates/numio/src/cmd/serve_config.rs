@@ -7,6 +7,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -18,16 +19,31 @@ pub const READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a wait looks whether it should stop.
 const POLL: Duration = Duration::from_millis(20);
 
-/// Set while a read's thread runs: one that never returns (a hung mount)
-/// is not joined by another at each SIGHUP.
-static READING: AtomicBool = AtomicBool::new(false);
+/// Set while a read that was given up on (a hung mount) has not returned:
+/// its thread is not joined by another at each SIGHUP. Reads that are
+/// merely running at once (a reload beside a test's read) are fine.
+static HUNG: AtomicBool = AtomicBool::new(false);
 
-/// Clears [`READING`] when the read's thread ends (or never starts).
-struct Reading;
+/// Where one read's thread stands, shared with the reader that waits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReadState {
+    Running,
+    Done,
+    GivenUp,
+}
 
-impl Drop for Reading {
+/// Marks a read done when its work ends, or is dropped without running (a
+/// thread that could not start), and clears [`HUNG`] if it had been given
+/// up on.
+struct Finish(Arc<Mutex<ReadState>>);
+
+impl Drop for Finish {
     fn drop(&mut self) {
-        READING.store(false, Ordering::SeqCst);
+        let mut st = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if *st == ReadState::GivenUp {
+            HUNG.store(false, Ordering::SeqCst);
+        }
+        *st = ReadState::Done;
     }
 }
 
@@ -35,26 +51,34 @@ impl Drop for Reading {
 /// as soon as `stop()` says so (SIGTERM during a reload).
 pub fn read(path: &Path, timeout: Duration, stop: impl Fn() -> bool) -> anyhow::Result<String> {
     anyhow::ensure!(
-        !READING.swap(true, Ordering::SeqCst),
+        !HUNG.load(Ordering::SeqCst),
         "reading --config {}: the previous read has not returned yet (a hung mount?); give a regular file on a local filesystem",
         path.display()
     );
-    let guard = Reading;
+    let state = Arc::new(Mutex::new(ReadState::Running));
+    let finish = Finish(Arc::clone(&state));
     let owned = path.to_path_buf();
     let work = move || {
-        let _guard = guard;
+        let _finish = finish;
         read_capped(&owned)
     };
-    let text = off_thread(work, timeout, stop).map_err(|w| match w {
-        Waited::TimedOut => anyhow::anyhow!(
-            "reading --config {}: no answer within {} s (a hung mount or a device?); give a regular file on a local filesystem",
-            path.display(),
-            timeout.as_secs()
-        ),
-        Waited::Stopped => anyhow::anyhow!(
-            "reading --config {}: abandoned, stopping",
-            path.display()
-        ),
+    let text = off_thread(work, timeout, stop).map_err(|w| {
+        let mut st = state.lock().unwrap_or_else(|e| e.into_inner());
+        if *st == ReadState::Running {
+            *st = ReadState::GivenUp;
+            HUNG.store(true, Ordering::SeqCst);
+        }
+        match w {
+            Waited::TimedOut => anyhow::anyhow!(
+                "reading --config {}: no answer within {} s (a hung mount or a device?); give a regular file on a local filesystem",
+                path.display(),
+                timeout.as_secs()
+            ),
+            Waited::Stopped => anyhow::anyhow!(
+                "reading --config {}: abandoned, stopping",
+                path.display()
+            ),
+        }
     })?;
     text.with_context(|| format!("reading --config {}", path.display()))
 }
@@ -127,8 +151,29 @@ mod tests {
         std::env::temp_dir().join(format!("numio-config-{tag}-{}", std::process::id()))
     }
 
-    /// [`read`] allows one read at a time in the process: the tests take turns.
+    /// The tests take turns (one reads /dev/zero).
     static ONE_READ: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    /// Regression: reads running at once (serve.rs's tests read their
+    /// configuration beside these) were refused as "the previous read has
+    /// not returned yet", which only a read given up on should be.
+    #[test]
+    fn reads_at_once_are_all_answered() {
+        let p = temp("many");
+        std::fs::write(&p, "listen = []\n").unwrap();
+        let readers: Vec<_> = (0..4)
+            .map(|_| {
+                let p = p.clone();
+                std::thread::spawn(move || {
+                    read(&p, READ_TIMEOUT, || false).map_err(|e| format!("{e:#}"))
+                })
+            })
+            .collect();
+        for r in readers {
+            assert_eq!(r.join().unwrap().unwrap(), "listen = []\n");
+        }
+        std::fs::remove_file(&p).unwrap();
+    }
 
     #[test]
     fn a_regular_file_is_read() {
