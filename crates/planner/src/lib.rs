@@ -30,6 +30,7 @@ pub mod numactl;
 pub mod placement;
 pub(crate) mod plan;
 pub mod planfile;
+pub mod reactors;
 mod request;
 pub mod resolve;
 pub mod target_addr;

@@ -1,6 +1,5 @@
 //! `numio serve`: serve RAM, file or block device namespaces over NVMe/TCP.
 
-use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -14,7 +13,6 @@ use nvmf::config::{
 use nvmf::log;
 use nvmf::reactor::DEFAULT_REACTORS;
 use nvmf::Server;
-use topology::device::StackNode;
 use topology::{CpuList, NodeId};
 
 use super::sd_notify::Notifier;
@@ -218,78 +216,24 @@ fn parse_cpus(s: &str) -> anyhow::Result<Vec<usize>> {
 }
 
 /// Refuses reactor CPUs (`named_by` says where they were given) this
-/// process may not run on, as `numio bench` refuses them: a reactor would
-/// otherwise run unpinned.
+/// process may not run on.
 fn check_cpus(cpus: &[usize], allowed: &[u32], named_by: &str) -> anyhow::Result<()> {
-    for &c in cpus {
-        if !allowed.iter().any(|&a| a as usize == c) {
-            anyhow::bail!(
-                "{named_by}: CPU {c} is not one this process may run on (allowed: {}); pick CPUs from `numio topo`",
-                CpuList::from_ids(allowed.iter().copied())
-            );
-        }
-    }
-    Ok(())
+    planner::reactors::check_allowed(cpus, allowed).with_context(|| named_by.to_string())
 }
 
-/// Reactor CPUs for a configuration that names none, asked of topology on
-/// this machine: the CPUs of the backing devices' shared NUMA node that
-/// this process may use (at most [`DEFAULT_REACTORS`]), else any it may use
-/// (at most as many); and that node. RAM namespaces have no node.
+/// Reactor CPUs for a configuration that names none
+/// ([`planner::reactors::for_backings`] on this machine): the backing
+/// devices' shared node, at most [`DEFAULT_REACTORS`]; RAM has no node.
 fn local_cpus(cfg: &TargetConfig) -> (Vec<usize>, Option<NodeId>) {
-    let root = Path::new("/");
-    let nodes: Vec<StackNode> = cfg
+    let backings: Vec<&Path> = cfg
         .subsystems
         .iter()
         .flat_map(|s| &s.namespaces)
         .filter(|n| !n.backing.starts_with("mem:"))
-        .filter_map(|n| topology::device::node_of_path(root, Path::new(&n.backing)).ok())
-        .map(|(_, node)| node)
+        .map(|n| Path::new(&n.backing))
         .collect();
     let allowed = sysapi::affinity::allowed_cpus().unwrap_or_else(|_| vec![0]);
-    pick_cpus(
-        &nodes,
-        |n| topology::host::node_cpus(root, n).ok(),
-        &allowed,
-    )
-}
-
-/// [`local_cpus`] over values: the backings' nodes (those without one are
-/// left out; one spanning several nodes counts all of them), a node's CPUs,
-/// and the CPUs allowed.
-fn pick_cpus(
-    backings: &[StackNode],
-    node_cpus: impl Fn(NodeId) -> Option<CpuList>,
-    allowed: &[u32],
-) -> (Vec<usize>, Option<NodeId>) {
-    let nodes: BTreeSet<NodeId> = backings
-        .iter()
-        .flat_map(|b| match b {
-            StackNode::Node(n) => vec![*n],
-            StackNode::Several(ns) => ns.clone(),
-            StackNode::Unknown { .. } | StackNode::NotNvme { .. } => Vec::new(),
-        })
-        .collect();
-    let any = || {
-        let cpus = allowed.iter().take(DEFAULT_REACTORS);
-        (cpus.map(|&c| c as usize).collect(), None)
-    };
-    let [node] = nodes.into_iter().collect::<Vec<_>>()[..] else {
-        return any();
-    };
-    let Some(list) = node_cpus(node) else {
-        return any();
-    };
-    let cpus: Vec<usize> = allowed
-        .iter()
-        .filter(|&&c| list.contains(c))
-        .take(DEFAULT_REACTORS)
-        .map(|&c| c as usize)
-        .collect();
-    if cpus.is_empty() {
-        return any();
-    }
-    (cpus, Some(node))
+    planner::reactors::for_backings(Path::new("/"), &backings, &allowed, DEFAULT_REACTORS)
 }
 
 fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
@@ -419,7 +363,7 @@ fn print_startup(
     server: &Server,
     open_by_default: bool,
     node: Option<NodeId>,
-    placed: &[serve_ports::PortNode],
+    placed: &[planner::reactors::PortNode],
 ) {
     let t = &server.target;
     let tls = if t.tls.is_some() {
@@ -655,7 +599,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let mut placed = Vec::new();
     if cfg.cpus.is_empty() && cfg.port_cpus.is_empty() {
         (cfg.port_cpus, placed) =
-            serve_ports::by_interface(Path::new("/"), &cfg.listen, &allowed, |ip| {
+            planner::reactors::by_interface(Path::new("/"), &cfg.listen, &allowed, |ip| {
                 sysapi::net::interface_of(ip).ok().flatten()
             });
     }
@@ -826,49 +770,6 @@ mod tests {
     }
 
     #[test]
-    fn reactors_go_to_the_backings_shared_node() {
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../tests/fixtures/sysfs/2node-blockstack");
-        let node_of = |major, minor| {
-            let dev = topology::device::DevNum::new(major, minor);
-            topology::device::block_stack(&fixture, dev)
-                .expect("fixture device")
-                .node()
-        };
-        // dm-0 over nvme1n1 and md0 over nvme1n2 + nvme2n2: node 1 (CPUs 4-7).
-        let (dm0, md0, dm1, loop0) = (
-            node_of(253, 0),
-            node_of(9, 0),
-            node_of(253, 1),
-            node_of(7, 0),
-        );
-        let cpus_of = |n: NodeId| topology::host::node_cpus(&fixture, n).ok();
-        let allowed: Vec<u32> = (0..8).collect();
-        let pick = |b: &[StackNode], allowed: &[u32]| pick_cpus(b, cpus_of, allowed);
-        assert_eq!(
-            pick(&[dm0.clone(), md0, loop0.clone()], &allowed),
-            (vec![4, 5, 6, 7], Some(NodeId(1))),
-            "a backing without a node is left out"
-        );
-        assert_eq!(
-            pick(std::slice::from_ref(&dm0), &[0, 1, 5]),
-            (vec![5], Some(NodeId(1)))
-        );
-        assert_eq!(
-            pick(std::slice::from_ref(&dm0), &[0, 1]),
-            (vec![0, 1], None),
-            "no allowed CPU on the node: any allowed"
-        );
-        assert_eq!(
-            pick(&[dm1], &allowed),
-            (vec![0, 1, 2, 3], None),
-            "dm-1 spans nodes 0 and 1"
-        );
-        assert_eq!(pick(&[loop0], &allowed), (vec![0, 1, 2, 3], None));
-        assert_eq!(pick(&[], &allowed), (vec![0, 1, 2, 3], None), "RAM only");
-    }
-
-    #[test]
     fn the_packaged_sample_config_serves() {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
@@ -886,9 +787,10 @@ mod tests {
         assert_eq!(parse_cpus("0-2,5").unwrap(), vec![0, 1, 2, 5]);
         assert!(check_cpus(&[0, 2], &[0, 1, 2, 3], "--cpus").is_ok());
         assert_eq!(
-            check_cpus(&[1, 9], &[0, 1, 2, 3], "cpus in --config")
-                .unwrap_err()
-                .to_string(),
+            format!(
+                "{:#}",
+                check_cpus(&[1, 9], &[0, 1, 2, 3], "cpus in --config").unwrap_err()
+            ),
             "cpus in --config: CPU 9 is not one this process may run on (allowed: 0-3); pick CPUs from `numio topo`"
         );
         let err = |s: &str| parse_cpus(s).unwrap_err().to_string();
