@@ -26,6 +26,7 @@ pub mod auth;
 pub mod host;
 pub mod log;
 pub mod metrics_http;
+pub mod serve_child;
 pub mod tgt;
 pub mod tls;
 

@@ -60,8 +60,21 @@ impl Level {
         }
     }
 
+    /// The level named `name` in logfmt and JSON.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            Self::Error,
+            Self::Warn,
+            Self::Notice,
+            Self::Info,
+            Self::Debug,
+        ]
+        .into_iter()
+        .find(|l| l.name() == name)
+    }
+
     /// What text lines of this level start with after `numio serve: `.
-    fn text_prefix(self) -> &'static str {
+    pub fn text_prefix(self) -> &'static str {
         match self {
             Self::Error => "error: ",
             Self::Warn => "warning: ",

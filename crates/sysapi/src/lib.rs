@@ -7,6 +7,8 @@
 //! through a controller's character device ([`nvme_admin`]), the kernel's
 //! NVMe over Fabrics host connect and controller delete ([`fabrics`]), the interface
 //! holding an address ([`net`]), NUMA binding of a mapping ([`memory`]),
+//! child processes tied to their parent and stopped with SIGTERM
+//! ([`process`]),
 //! a PCI function through VFIO for the user-space NVMe driver ([`vfio`]:
 //! container, group, BAR0, IOMMU-mapped DMA memory), RDMA verbs and the
 //! RDMA CM through the system's rdma-core ([`rdma`], on bindings generated
@@ -37,6 +39,7 @@ pub mod file;
 pub mod memory;
 pub mod net;
 pub mod nvme_admin;
+pub mod process;
 pub mod rdma;
 pub mod uring;
 pub mod vfio;

@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args as _, FromArgMatches};
 use fleet::{FromAgent, ToAgent, PROTOCOL};
+use nvmf::serve_child::{Progress, Readiness, ServeChild, ServeOutput};
 use session::interrupt;
 
 use super::bench;
@@ -28,10 +29,8 @@ enum Input {
     Message(ToAgent),
     /// stdin closed, or a line that is not the protocol.
     Gone(String),
-    /// A line of `numio serve`'s log.
-    ServeLine(String),
-    /// `numio serve`'s log closed: it exited.
-    ServeEnded,
+    /// A line of `numio serve`'s log, or its end (it exited).
+    Serve(ServeOutput),
 }
 
 /// Runs the agent until its run is reported or its stdin closes.
@@ -90,7 +89,7 @@ pub fn run(_args: Args) -> anyhow::Result<i32> {
                 eprintln!("numio agent: {why}: exiting");
                 return Ok(1);
             }
-            Ok(Input::ServeLine(_) | Input::ServeEnded) => continue,
+            Ok(Input::Serve(_)) => continue,
             Err(_) => return Ok(1),
         };
         match m {
@@ -157,7 +156,7 @@ impl Connection {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped());
         // It disconnects when the agent dies, even a killed one.
-        super::child::unblocked_and_tied_to_parent(&mut cmd);
+        sysapi::process::tie_to_parent(&mut cmd);
         let mut child = cmd.spawn().context("starting numio connect")?;
         let out = child.stdout.take().expect("piped");
         let err = child.stderr.take().expect("piped");
@@ -197,88 +196,59 @@ impl Drop for Connection {
 }
 
 /// Runs `numio serve argv` until told to stop or stdin closes, answering
-/// CPU samples; SIGTERM stops it (it drains and closes as on Ctrl-C).
+/// CPU samples; SIGTERM stops it (it drains and closes as on Ctrl-C). Its
+/// structured log (`nvmf::serve_child`) says when it is ready; its lines go
+/// to the agent's stderr as the text serve prints, and its start-up lines to
+/// the controller.
 fn serve(
     argv: &[String],
     rx: &mpsc::Receiver<Input>,
     tx: mpsc::Sender<Input>,
 ) -> anyhow::Result<i32> {
     let exe = std::env::current_exe().context("finding this numio to run numio serve")?;
-    let mut cmd = std::process::Command::new(exe);
-    cmd.arg("serve")
-        .args(argv)
-        .stdin(std::process::Stdio::null())
-        // Its log (stdout) and errors (stderr) are read here: the agent's
-        // stdout is the protocol's.
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
     // The target dies with the agent, even a killed one.
-    super::child::unblocked_and_tied_to_parent(&mut cmd);
-    let mut child = cmd.spawn().context("starting numio serve")?;
-    let out = child.stdout.take().expect("piped");
-    let err = child.stderr.take().expect("piped");
-    forward_lines(err, tx.clone(), None);
-    forward_lines(out, tx, Some(Input::ServeEnded));
-    let pid = child.id();
-    let stop = |child: &mut std::process::Child| {
-        // SAFETY: kill(2) on the pid of a child not yet waited for.
-        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
-        let _ = child.wait();
-    };
-    // Its start-up lines until it is ready, and its last lines for an
-    // exit's message (at start-up or later).
-    let mut lines = Vec::new();
-    let mut last = std::collections::VecDeque::new();
+    let mut child = ServeChild::spawn(&exe, argv, move |out| {
+        let _ = tx.send(Input::Serve(out));
+    })?;
+    let mut readiness = Readiness::default();
     let mut ready = false;
+    // Its last lines, for an exit's message (at start-up or later).
+    let mut last = std::collections::VecDeque::new();
     loop {
         let input = rx.recv().unwrap_or(Input::Gone("stdin closed".into()));
         match input {
-            Input::ServeLine(l) => {
-                eprintln!("{l}");
+            Input::Serve(ServeOutput::Line(l)) => {
+                eprintln!("{}", l.text);
                 if last.len() == 5 {
                     last.pop_front();
                 }
-                last.push_back(l.clone());
+                last.push_back(l.text.clone());
                 if !ready {
-                    ready = l.contains("numio serve: ready");
-                    lines.push(l);
-                    if ready {
-                        say(&FromAgent::Serving {
-                            lines: std::mem::take(&mut lines),
-                        })?;
+                    match readiness.feed(&ServeOutput::Line(l)) {
+                        Ok(Progress::Ready(r)) => {
+                            ready = true;
+                            say(&FromAgent::Serving { lines: r.lines })?;
+                        }
+                        Ok(_) => {}
+                        Err(e) => return refuse(&e.to_string()),
                     }
                 }
             }
-            Input::ServeEnded => {
-                let status = child.wait().context("waiting for numio serve")?;
+            Input::Serve(ServeOutput::Ended) => {
+                let status = child.exit_status();
                 let last: Vec<&str> = last.iter().map(String::as_str).collect();
                 return refuse(&format!("exited ({status}): {}", last.join(" | ")));
             }
-            Input::Message(ToAgent::CpuSample) => say(&cpu_sample(pid))?,
+            Input::Message(ToAgent::CpuSample) => say(&cpu_sample(child.pid()))?,
             Input::Message(ToAgent::Stop) | Input::Gone(_) => {
-                stop(&mut child);
+                if let Err(e) = child.stop() {
+                    eprintln!("numio agent: {e}");
+                }
                 return Ok(0);
             }
             Input::Message(_) => {}
         }
     }
-}
-
-/// Sends each line of `r` as a [`Input::ServeLine`], then `end` (if any)
-/// when `r` closes.
-fn forward_lines(
-    r: impl std::io::Read + Send + 'static,
-    tx: mpsc::Sender<Input>,
-    end: Option<Input>,
-) {
-    std::thread::spawn(move || {
-        if !for_each_line(r, |l| tx.send(Input::ServeLine(l)).is_ok()) {
-            return;
-        }
-        if let Some(end) = end {
-            let _ = tx.send(end);
-        }
-    });
 }
 
 /// Longest line of a child's log (serve's, connect's) kept; the rest of
@@ -336,7 +306,7 @@ fn wait_until(at_unix_ns: u64, rx: &mpsc::Receiver<Input>) -> bool {
                 return false;
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => return false,
-            Ok(Input::Message(_) | Input::ServeLine(_) | Input::ServeEnded) => {}
+            Ok(Input::Message(_) | Input::Serve(_)) => {}
         }
     }
 }

@@ -5,7 +5,6 @@
 
 pub mod agent;
 pub mod bench;
-pub mod child;
 pub mod coalesce;
 pub mod coalesce_show;
 pub mod coalesce_sweep;

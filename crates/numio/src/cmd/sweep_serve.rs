@@ -1,22 +1,21 @@
 //! The `reactors` axis of `numio sweep`: target core scaling. Each run
 //! starts its own `numio serve` (this binary) with that many reactors on a
-//! RAM namespace on loopback, waits for its listen and ready lines, runs
+//! RAM namespace on loopback, waits for its listening and ready events, runs
 //! the point against it over NVMe/TCP and stops it (SIGTERM). The serve
 //! process's CPU is sampled from `/proc/PID` over the measured time and
 //! kept apart from the initiator's (`RunCounters::target_process`).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::AtomicBool;
-use std::thread::JoinHandle;
+use std::sync::mpsc;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
 use engine::result::{ProcessCounters, RunResult};
 use engine::RunOptions;
+use nvmf::serve_child::{Progress, Readiness, ServeChild, ServeOutput};
 use session::schedule::BoxError;
 use session::{Event, LiveArm, RunInfo, Runner};
 use topology::counters::{self, ticks_ns, ProcessSample};
@@ -53,108 +52,63 @@ pub fn reactor_cpus(topo: &Topology, value: &str) -> anyhow::Result<Vec<u32>> {
     Ok(online[online.len() - n..].to_vec())
 }
 
-/// A running `numio serve`, stopped (SIGTERM) by [`Served::stop`] or on drop.
+/// A running `numio serve` (read through its structured log,
+/// `nvmf::serve_child`), stopped (SIGTERM) by [`Served::stop`] or on drop.
 struct Served {
-    child: Child,
+    child: ServeChild,
     addr: SocketAddr,
-    stdout: Option<JoinHandle<()>>,
-    stderr: Option<JoinHandle<String>>,
 }
 
 impl Served {
     /// Starts `numio serve` with reactors on `cpus`, returning once it
-    /// printed its listen line and its ready line.
+    /// reported its listener and that it is ready.
     fn start(cpus: &[u32]) -> anyhow::Result<Served> {
         let exe = std::env::current_exe().context("finding the numio binary to serve with")?;
         let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
-        let mut command = Command::new(&exe);
-        command
-            .args(["serve", "--ns", NAMESPACE, "--nqn", NQN, "--allow-any-host"])
-            .args(["--listen", "127.0.0.1:0", "--discovery-port", "0"])
-            .args(["--cpus", &list.join(",")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        super::child::unblocked_and_tied_to_parent(&mut command);
-        let mut child = command
-            .spawn()
-            .with_context(|| format!("starting {} serve", exe.display()))?;
-        let mut err = child.stderr.take().expect("stderr is piped");
-        let stderr = Some(std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = err.read_to_string(&mut s);
-            s
-        }));
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout is piped"));
-        let mut served = Served {
-            child,
-            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            stdout: None,
-            stderr,
-        };
-        let addr = served.wait_ready(&mut lines)?;
-        served.addr = addr;
-        served.stdout = Some(std::thread::spawn(move || {
-            let _ = std::io::copy(&mut lines, &mut std::io::sink());
-        }));
-        Ok(served)
-    }
-
-    /// Reads stdout up to the ready line; the listen line gives the address.
-    fn wait_ready(&mut self, lines: &mut impl BufRead) -> anyhow::Result<SocketAddr> {
-        let mut addr = None;
-        let mut line = String::new();
+        let args: Vec<String> = [
+            "--ns",
+            NAMESPACE,
+            "--nqn",
+            NQN,
+            "--allow-any-host",
+            "--listen",
+            "127.0.0.1:0",
+            "--discovery-port",
+            "0",
+            "--cpus",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .chain([list.join(",")])
+        .collect();
+        let (tx, rx) = mpsc::channel();
+        let mut child = ServeChild::spawn(&exe, &args, move |out| {
+            let _ = tx.send(out);
+        })?;
+        let mut readiness = Readiness::default();
         loop {
-            line.clear();
-            if lines.read_line(&mut line)? == 0 {
-                let status = self.child.wait()?;
-                let said = self.stderr.take().and_then(|h| h.join().ok());
-                bail!(
-                    "numio serve ended before it was ready ({status}): {}",
-                    said.unwrap_or_default().trim()
-                );
-            }
-            let l = line.trim_end();
-            if let Some(a) = l.strip_prefix("numio serve: NVMe/TCP listening on ") {
-                addr = Some(
-                    a.parse()
-                        .with_context(|| format!("numio serve said `{l}`"))?,
-                );
-            }
-            if l.starts_with("numio serve: ready") {
-                return addr.context("numio serve was ready without a listen line");
+            let out = rx.recv().unwrap_or(ServeOutput::Ended);
+            match readiness.feed(&out)? {
+                Progress::Starting => {}
+                Progress::Ended { said } => return Err(child.ended_before_ready(said).into()),
+                Progress::Ready(ready) => {
+                    let addr = ready.listening[0].addr;
+                    // The rest of its log is not needed: the receiver goes,
+                    // and the reader threads' sends fail quietly.
+                    return Ok(Served { child, addr });
+                }
             }
         }
     }
 
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.pid()
     }
 
     /// SIGTERM, then the exit status: an error unless it stopped cleanly.
-    fn stop(mut self) -> anyhow::Result<()> {
-        // SAFETY: kill(2) on our own child's pid, which we have not reaped.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        let status = self.child.wait()?;
-        if let Some(h) = self.stdout.take() {
-            let _ = h.join();
-        }
-        let said = self.stderr.take().and_then(|h| h.join().ok());
-        anyhow::ensure!(
-            status.success(),
-            "numio serve stopped with {status}: {}",
-            said.unwrap_or_default().trim()
-        );
+    fn stop(self) -> anyhow::Result<()> {
+        self.child.stop()?;
         Ok(())
-    }
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
     }
 }
 
