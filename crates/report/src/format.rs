@@ -91,6 +91,61 @@ pub fn named_value(metric: Metric, value: f64) -> String {
     }
 }
 
+// The units people read in bench's and serve's reports and the live
+// progress line: SI counts, binary (IEC) bytes and bandwidths, latencies
+// with their unit.
+
+/// `1.23M`, `512.3k`, `999`.
+pub fn si(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{:.2}G", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// `2.00 GiB/s`, `512.0 MiB/s`.
+pub fn bandwidth(bytes_per_s: f64) -> String {
+    let g = 1024.0 * 1024.0 * 1024.0;
+    if bytes_per_s >= g {
+        format!("{:.2} GiB/s", bytes_per_s / g)
+    } else {
+        format!("{:.1} MiB/s", bytes_per_s / (1024.0 * 1024.0))
+    }
+}
+
+/// `850ns`, `12.3µs`, `4.56ms`, `1.20s`.
+pub fn latency(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2}s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2}ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1}µs", ns / 1e3)
+    } else {
+        format!("{ns:.0}ns")
+    }
+}
+
+/// `b` bytes in binary units: "512 B", "4.0 KiB", "1.5 GiB".
+pub fn bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if b < 1024 {
+        return format!("{b} B");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +165,19 @@ mod tests {
         assert_eq!(
             named_value(Metric::LatMean, 82_900.0),
             "mean latency 82.9 µs"
+        );
+    }
+
+    #[test]
+    fn units_people_read() {
+        assert_eq!(si(512_300.0), "512.3k");
+        assert_eq!(si(1_234_567.0), "1.23M");
+        assert_eq!(bandwidth(2.0 * 1024.0 * 1024.0 * 1024.0), "2.00 GiB/s");
+        assert_eq!(latency(850.0), "850ns");
+        assert_eq!(latency(12_345.0), "12.3µs");
+        assert_eq!(
+            (bytes(512), bytes(4096), bytes(3 << 29)),
+            ("512 B".into(), "4.0 KiB".into(), "1.5 GiB".into())
         );
     }
 }

@@ -24,6 +24,8 @@
 //! * [`coalesce`]: a coalescing sweep (threshold × drives busy at once):
 //!   a table per device count, the recommended threshold with its
 //!   evidence, its chart;
+//! * [`bench`]: the human view of one bench run (what `numio bench` prints
+//!   and `numio report` reprints);
 //! * [`export`]: one [`Exporter`] trait, four formats; [`chart`] draws the
 //!   SVG (and rasterizes it to PNG); both write numbers through [`mod@format`];
 //! * [`topo`]: the machine drawn for storage (`numio topo --svg`/`--png`),
@@ -33,6 +35,7 @@
 
 pub mod analysis;
 pub mod arm;
+pub mod bench;
 pub mod chart;
 pub mod coalesce;
 pub mod compare;

@@ -56,3 +56,33 @@ fn csv_golden() {
 fn svg_golden() {
     check(&SvgExporter, "svg");
 }
+
+/// The human view of one bench run (`report::bench::render`, what `numio
+/// bench` prints and `numio report` reprints) on a real `numio bench
+/// --json` file: two files, randrw, sync backend.
+#[test]
+fn bench_run_text_golden() {
+    let path = fixtures().join("bench_two_targets.json");
+    let run: results::RunResult =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let placement = planner::Placement {
+        policy: run.policy.clone(),
+        ..planner::Placement::default()
+    };
+    let got = report::bench::render(&run, &placement, false);
+    let golden = fixtures().join("bench_two_targets.golden.txt");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
+            golden.display()
+        )
+    });
+    assert_eq!(
+        got, want,
+        "rerun with UPDATE_GOLDEN=1 if the change is deliberate"
+    );
+}

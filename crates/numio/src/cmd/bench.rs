@@ -16,8 +16,6 @@ pub mod bench_fleet;
 pub mod bench_jobs;
 #[path = "bench_repeat.rs"]
 pub mod bench_repeat;
-#[path = "bench_report.rs"]
-pub mod bench_report;
 #[path = "bench_verify.rs"]
 pub mod bench_verify;
 #[path = "bench_vfio.rs"]
@@ -318,7 +316,7 @@ pub fn reprint(args: &super::report::Args) -> Option<anyhow::Result<i32>> {
             policy: r.policy.clone(),
             ..Placement::default()
         };
-        print!("{}", bench_report::render(r, &placement, false));
+        print!("{}", report::bench::render(r, &placement, false));
     }
     Some(Ok(0))
 }
@@ -377,7 +375,7 @@ fn run_groups(
             display.event(e)
         })?;
         if !json {
-            print!("{}", bench_report::render(&result, group, verbose));
+            print!("{}", report::bench::render(&result, group, verbose));
         }
         let interrupted = result.interrupted;
         results.push(result);

@@ -14,7 +14,6 @@ use fleet::{FleetEvent, FleetOptions, Host, HostOutcome, HostRun};
 use serde::Serialize;
 use session::interrupt;
 
-use super::super::human;
 use super::super::report::{one_arm_set, RepeatArgs};
 
 /// Fleet flags of `numio bench`.
@@ -308,14 +307,14 @@ pub(crate) fn print_hosts(r: &FleetReport) {
         println!(
             "{:<24} {:>10} {:>11} {:>10} {:>10} {:>12} {:>11}",
             h.host,
-            human::si(res.total.iops),
-            human::bandwidth(res.total.bandwidth_bytes_per_s),
-            human::latency(lat.mean_ns),
-            human::latency(lat.at(99.0).unwrap_or(0) as f64),
+            report::format::si(res.total.iops),
+            report::format::bandwidth(res.total.bandwidth_bytes_per_s),
+            report::format::latency(lat.mean_ns),
+            report::format::latency(lat.at(99.0).unwrap_or(0) as f64),
             format!(
                 "{}±{}",
                 signed_latency(h.clock_offset_ns.unwrap_or(0)),
-                human::latency(h.clock_rtt_ns.unwrap_or(0) as f64 / 2.0)
+                report::format::latency(h.clock_rtt_ns.unwrap_or(0) as f64 / 2.0)
             ),
             h.start_skew_ns.map_or("-".into(), signed_latency),
         );
@@ -323,14 +322,14 @@ pub(crate) fn print_hosts(r: &FleetReport) {
             println!(
                 "  {:<22} {:>10} {:>11} {:>10} {:>10}",
                 t.path,
-                human::si(t.total.iops),
-                human::bandwidth(t.total.bandwidth_bytes_per_s),
-                human::latency(t.total.latency.clat.mean_ns),
-                human::latency(t.total.latency.clat.at(99.0).unwrap_or(0) as f64),
+                report::format::si(t.total.iops),
+                report::format::bandwidth(t.total.bandwidth_bytes_per_s),
+                report::format::latency(t.total.latency.clat.mean_ns),
+                report::format::latency(t.total.latency.clat.at(99.0).unwrap_or(0) as f64),
             );
             if let Some(v) = &t.verify {
                 let mut lines = String::new();
-                super::bench_report::verify_lines(&mut lines, v);
+                report::bench::verify_lines(&mut lines, v);
                 for l in lines.lines() {
                     println!("  {l}");
                 }
@@ -342,14 +341,14 @@ pub(crate) fn print_hosts(r: &FleetReport) {
 fn print_total(m: &results::RunResult, r: &FleetReport) {
     let ok = r.hosts.iter().filter(|h| h.ok).count();
     let lat = &m.total.latency.clat;
-    let pct = |p: f64| human::latency(lat.at(p).unwrap_or(0) as f64);
+    let pct = |p: f64| report::format::latency(lat.at(p).unwrap_or(0) as f64);
     println!(
         "fleet ({ok} of {} hosts{}): {} IOPS, {}, clat mean {} p50 {} p99 {} p99.9 {} (percentiles of the merged histograms, {} I/Os)",
         r.hosts.len(),
         if r.partial { ", PARTIAL" } else { "" },
-        human::si(m.total.iops),
-        human::bandwidth(m.total.bandwidth_bytes_per_s),
-        human::latency(lat.mean_ns),
+        report::format::si(m.total.iops),
+        report::format::bandwidth(m.total.bandwidth_bytes_per_s),
+        report::format::latency(lat.mean_ns),
         pct(50.0),
         pct(99.0),
         pct(99.9),
@@ -358,7 +357,7 @@ fn print_total(m: &results::RunResult, r: &FleetReport) {
 }
 
 pub(crate) fn signed_latency(ns: i64) -> String {
-    let s = human::latency(ns.unsigned_abs() as f64);
+    let s = report::format::latency(ns.unsigned_abs() as f64);
     if ns < 0 {
         format!("-{s}")
     } else {
@@ -391,7 +390,7 @@ impl Progress {
             } => eprintln!(
                 "numio: {host}: {hostname}, clock {} ± {}",
                 signed_latency(offset.offset_ns),
-                human::latency(offset.rtt_ns as f64 / 2.0)
+                report::format::latency(offset.rtt_ns as f64 / 2.0)
             ),
             FleetEvent::Ready {
                 host,
@@ -417,12 +416,12 @@ impl Progress {
                         .labels
                         .iter()
                         .zip(&self.iops)
-                        .map(|(l, x)| format!("{l} {}", human::si(*x)))
+                        .map(|(l, x)| format!("{l} {}", report::format::si(*x)))
                         .collect();
                     eprintln!(
                         "numio: {elapsed_s:>5.1}s  {}  total {} IOPS",
                         parts.join("  "),
-                        human::si(self.iops.iter().sum())
+                        report::format::si(self.iops.iter().sum())
                     );
                 }
             }

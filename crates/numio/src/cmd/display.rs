@@ -9,7 +9,7 @@ use planner::fio::units::format_time;
 use session::interrupt::Notice;
 use session::{Event, RunInfo};
 
-use super::human::{bandwidth, latency, si};
+use report::format::{bandwidth, latency, si};
 
 /// How live progress shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,7 +17,6 @@ use serde::{Deserialize, Serialize};
 use session::interrupt;
 
 use super::bench::bench_fleet::{failures, print_hosts, run_fleet, FleetReport, SshArgs};
-use super::human;
 
 /// Flags of `numio fabric`.
 #[derive(Debug, clap::Args)]
@@ -528,10 +527,10 @@ fn print_study(s: &Study) {
         line.push_str(&format!(
             "{:>10} {:>10} {:>11} {:>10} {:>10} {:>15.2} {:>13} {:>15} {:>14} {:>10} {:>15}",
             p.initiators,
-            human::si(m.total.iops),
-            human::bandwidth(m.total.bandwidth_bytes_per_s),
-            human::latency(lat.at(50.0).unwrap_or(0) as f64),
-            human::latency(lat.at(99.0).unwrap_or(0) as f64),
+            report::format::si(m.total.iops),
+            report::format::bandwidth(m.total.bandwidth_bytes_per_s),
+            report::format::latency(lat.at(50.0).unwrap_or(0) as f64),
+            report::format::latency(lat.at(99.0).unwrap_or(0) as f64),
             workers,
             opt(p.initiator_cpu.machine_cpu_ns_per_io.map(|n| n / 1e3), 2),
             opt(p.initiator_cpu.min_headroom_pct, 1),

@@ -24,7 +24,6 @@ pub mod engine_args;
 pub mod fabric;
 pub mod flags;
 pub mod host_args;
-pub mod human;
 pub mod man;
 pub mod multipath;
 pub mod multipath_probe;

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use nvmf::tgt::metrics::{parse_line, Sample};
+use report::format::bytes;
 
 /// Totals of one controller.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -149,38 +150,10 @@ fn refusals(samples: &[Sample]) -> String {
     format!("refused: {} (auth failures {auth})\n", counted.join(", "))
 }
 
-/// `b` bytes in binary units: "512 B", "4.0 KiB", "1.5 GiB".
-fn bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if b < 1024 {
-        return format!("{b} B");
-    }
-    let mut v = b as f64 / 1024.0;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
-}
-
 /// Runs `numio serve --stats ADDR`.
 pub fn run(addr: SocketAddr) -> anyhow::Result<i32> {
     let (code, body) = nvmf::metrics_http::get(addr, "/metrics")?;
     anyhow::ensure!(code == 200, "{addr}/metrics answered HTTP {code}: {body}");
     print!("{}", render(&body));
     Ok(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_in_binary_units() {
-        assert_eq!(
-            (bytes(512), bytes(4096), bytes(3 << 29)),
-            ("512 B".into(), "4.0 KiB".into(), "1.5 GiB".into())
-        );
-    }
 }

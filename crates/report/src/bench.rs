@@ -1,13 +1,14 @@
-//! The human side of `numio bench`: the final report per target and in
-//! total.
+//! The human view of one bench run (`numio bench`, and `numio report` of
+//! a `numio bench --json` file): the report per target and in total. The
+//! JSON carries everything it shows; `tests/golden.rs` holds it to a
+//! golden file.
 
 use std::fmt::Write;
 
-use engine::result::{IoStats, LatencySummary, TargetResult};
-use engine::RunResult;
 use planner::Placement;
+use results::{IoStats, LatencySummary, RunResult, TargetResult};
 
-use super::super::human::{bandwidth, latency, si};
+use crate::format::{bandwidth, latency, si};
 
 fn workload_line(t: &TargetResult) -> String {
     let w = &t.workload;
@@ -125,7 +126,7 @@ fn target_block(
 }
 
 /// A multipath target's paths: what each carried and what happened to it.
-fn path_lines(out: &mut String, m: &engine::result::MultipathResult) {
+fn path_lines(out: &mut String, m: &results::MultipathResult) {
     let _ = writeln!(out, "  multipath  iopolicy {}", m.policy);
     for p in &m.paths {
         let _ = writeln!(
@@ -148,10 +149,9 @@ const RANGES_SHOWN: usize = 10;
 
 /// What verify found: blocks checked, mismatches by kind, and where (the
 /// first [`RANGES_SHOWN`] ranges).
-pub(crate) fn verify_lines(out: &mut String, v: &engine::result::VerifyResult) {
-    let gen = |s: Option<engine::result::VerifyStamp>| {
-        s.map_or("any".to_string(), |s| s.generation.to_string())
-    };
+pub fn verify_lines(out: &mut String, v: &results::VerifyResult) {
+    let gen =
+        |s: Option<results::VerifyStamp>| s.map_or("any".to_string(), |s| s.generation.to_string());
     let _ = write!(out, "  verify {} blocks of 512 B checked", v.checked_blocks);
     if let Some(w) = v.written {
         let _ = write!(out, ", wrote generation {}", w.generation);
@@ -307,7 +307,7 @@ fn per_cpu_s(ops: u64, cpu_ns: u64) -> f64 {
     }
 }
 
-fn errors_line(out: &mut String, errors: &[engine::result::ErrnoCount]) {
+fn errors_line(out: &mut String, errors: &[results::ErrnoCount]) {
     if errors.is_empty() {
         let _ = writeln!(out, "  errors none");
     } else {
