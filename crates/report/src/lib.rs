@@ -45,6 +45,7 @@ pub mod file;
 pub mod format;
 pub mod from_engine;
 pub mod model;
+pub mod multipath;
 pub mod repeat;
 pub mod stats;
 pub mod sweep;

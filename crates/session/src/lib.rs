@@ -38,6 +38,7 @@ pub mod error;
 pub mod event;
 pub mod interrupt;
 pub mod layout;
+pub mod multipath_probe;
 pub mod once;
 pub mod schedule;
 pub mod settle;

@@ -26,7 +26,6 @@ pub mod flags;
 pub mod host_args;
 pub mod man;
 pub mod multipath;
-pub mod multipath_probe;
 pub mod plan;
 pub mod report;
 pub mod sd_notify;

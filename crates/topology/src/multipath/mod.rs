@@ -28,6 +28,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::{DeviceNode, Namespace, NodeId, Topology};
 
+pub mod probe;
+
 #[cfg(test)]
 mod tests;
 
