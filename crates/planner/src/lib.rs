@@ -27,6 +27,7 @@ mod error;
 pub mod fio;
 mod local;
 pub mod numactl;
+pub mod overrides;
 pub mod placement;
 pub(crate) mod plan;
 pub mod planfile;

@@ -8,6 +8,7 @@
 use anyhow::{bail, Context};
 use clap::ValueEnum;
 use planner::fio::units::{parse_size_bytes, parse_size_range, parse_time_ns};
+use planner::overrides::WorkloadField;
 use planner::workload::{IODEPTH_MAX, JOBS_PER_TARGET_MAX};
 use planner::{Distribution, RwMode, Workload};
 
@@ -399,35 +400,39 @@ impl WorkloadArgs {
 
     /// The workload flags given on the command line, by their flag names.
     pub fn given(&self) -> Vec<&'static str> {
-        let mut g = Vec::new();
-        let mut on = |name, yes: bool| {
-            if yes {
-                g.push(name);
-            }
-        };
-        on("rw", self.rw.is_some());
-        on("rwmixread", self.rwmixread.is_some());
-        on("bs", self.bs.is_some());
-        on("iodepth", self.iodepth.is_some());
-        on("numjobs", self.numjobs.is_some());
-        on("runtime", self.runtime.is_some());
-        on("ramp-time", self.ramp_time.is_some());
-        on("size", self.size.is_some());
-        on("offset", self.offset.is_some());
-        on("no-time-based", self.no_time_based);
-        on("number-ios", self.number_ios.is_some());
-        on("rate-iops", self.rate_iops.is_some());
-        on(
-            "random-distribution",
-            self.random_distribution.is_some() || self.zipf.is_some(),
-        );
-        on("randseed", self.randseed.is_some());
-        on("randommap", self.randommap);
-        on(
-            "buffered",
-            self.buffered || self.direct.as_deref() == Some("0"),
-        );
-        g
+        self.given_fields().iter().map(|f| f.name()).collect()
+    }
+
+    /// The workload fields the flags given set.
+    fn given_fields(&self) -> Vec<WorkloadField> {
+        use WorkloadField as F;
+        [
+            (F::Rw, self.rw.is_some()),
+            (F::Rwmixread, self.rwmixread.is_some()),
+            (F::Bs, self.bs.is_some()),
+            (F::Iodepth, self.iodepth.is_some()),
+            (F::Numjobs, self.numjobs.is_some()),
+            (F::Runtime, self.runtime.is_some()),
+            (F::RampTime, self.ramp_time.is_some()),
+            (F::Size, self.size.is_some()),
+            (F::Offset, self.offset.is_some()),
+            (F::NoTimeBased, self.no_time_based),
+            (F::NumberIos, self.number_ios.is_some()),
+            (F::RateIops, self.rate_iops.is_some()),
+            (
+                F::RandomDistribution,
+                self.random_distribution.is_some() || self.zipf.is_some(),
+            ),
+            (F::Randseed, self.randseed.is_some()),
+            (F::Randommap, self.randommap),
+            (
+                F::Buffered,
+                self.buffered || self.direct.as_deref() == Some("0"),
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(f, given)| given.then_some(f))
+        .collect()
     }
 
     /// Applies the workload flags given on the command line over a
@@ -442,63 +447,11 @@ impl WorkloadArgs {
                  set numjobs there, or plan anew (numio plan TARGET --numjobs {n} --format numio)"
             );
         }
-        let given = self.given();
+        let given = self.given_fields();
         if given.is_empty() {
             return Ok(Vec::new());
         }
-        let new = self.workload()?;
-        let mut changed = Vec::new();
-        for name in given {
-            let before = field_text(w, name);
-            match name {
-                "rw" => w.rw = new.rw,
-                "rwmixread" => w.rwmixread = new.rwmixread,
-                "bs" => (w.bs_min_bytes, w.bs_max_bytes) = (new.bs_min_bytes, new.bs_max_bytes),
-                "iodepth" => w.iodepth = new.iodepth,
-                "runtime" => w.runtime_ns = new.runtime_ns,
-                "ramp-time" => w.ramp_time_ns = new.ramp_time_ns,
-                "size" => w.size_bytes = new.size_bytes,
-                "offset" => w.offset_bytes = new.offset_bytes,
-                "no-time-based" => w.time_based = false,
-                "number-ios" => w.number_ios = new.number_ios,
-                "rate-iops" => w.rate_iops = new.rate_iops,
-                "random-distribution" => w.random_distribution = new.random_distribution,
-                "randseed" => w.randseed = new.randseed,
-                "randommap" => w.norandommap = false,
-                "buffered" => w.direct = false,
-                _ => {}
-            }
-            let after = field_text(w, name);
-            if after != before {
-                changed.push(format!("{name}={after} (was {before})"));
-            }
-        }
-        Ok(changed)
-    }
-}
-
-/// One workload value as the report shows it.
-fn field_text(w: &Workload, name: &str) -> String {
-    let secs = |ns: u64| format!("{}s", ns as f64 / 1e9);
-    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
-    match name {
-        "rw" => w.rw.fio_name().to_string(),
-        "rwmixread" => w.rwmixread.to_string(),
-        "bs" if w.bs_min_bytes == w.bs_max_bytes => w.bs_min_bytes.to_string(),
-        "bs" => format!("{}-{}", w.bs_min_bytes, w.bs_max_bytes),
-        "iodepth" => w.iodepth.to_string(),
-        "runtime" => w.runtime_ns.map_or("-".into(), secs),
-        "ramp-time" => secs(w.ramp_time_ns),
-        "size" => opt(w.size_bytes),
-        "offset" => w.offset_bytes.to_string(),
-        "no-time-based" => (!w.time_based).to_string(),
-        "number-ios" => opt(w.number_ios),
-        "rate-iops" => opt(w.rate_iops),
-        "random-distribution" => format!("{:?}", w.random_distribution),
-        "randseed" => w.randseed.to_string(),
-        "randommap" => (!w.norandommap).to_string(),
-        "buffered" => (!w.direct).to_string(),
-        _ => String::new(),
+        Ok(w.take(&self.workload()?, &given))
     }
 }
 

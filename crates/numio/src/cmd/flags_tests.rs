@@ -196,3 +196,76 @@ fn plan_bench_and_compare_show_one_workload_section() {
     assert_eq!(workload_section("plan"), bench);
     assert_eq!(workload_section("compare"), bench);
 }
+
+/// The fields `--LONG` given alone sets.
+fn cli_fields(long: &str) -> Vec<WorkloadField> {
+    let cmd = Workload::command();
+    let a = cmd
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long))
+        .unwrap();
+    let value = match a.get_action().takes_values() {
+        false => None,
+        true => Some(match long {
+            "rw" => "randwrite",
+            "bs" => "8k",
+            "runtime" | "ramp-time" => "1s",
+            "size" | "offset" => "4k",
+            "random-distribution" => "zipf",
+            "direct" => "0",
+            "zipf" => "1.2",
+            _ => "2",
+        }),
+    };
+    let flag = format!("--{long}");
+    let mut argv = vec!["numio", flag.as_str()];
+    argv.extend(value);
+    Workload::try_parse_from(argv)
+        .unwrap_or_else(|e| panic!("{flag}: {e}"))
+        .w
+        .given_fields()
+}
+
+/// Every workload flag sets a field that applies over a plan or a job file
+/// (`given_fields`, `planner::overrides`), or is named here as another
+/// spelling of one that does: a new flag cannot be silently ignored over a
+/// plan (issue 39).
+#[test]
+fn every_workload_flag_applies_over_a_plan() {
+    let spellings = [
+        ("zipf", "random-distribution"),
+        ("direct", "buffered"),
+        ("time_based", ""),
+    ];
+    let cmd = Workload::command();
+    for a in cmd.get_arguments() {
+        let Some(long) = a.get_long() else { continue };
+        if long == "help" {
+            continue;
+        }
+        let name = spellings
+            .iter()
+            .find(|(s, _)| *s == long)
+            .map_or(long, |(_, n)| n);
+        assert!(
+            name.is_empty() || cli_fields(long).iter().any(|f| f.name() == name),
+            "--{long} sets no WorkloadField in given_fields(): it would be ignored over a plan"
+        );
+    }
+    let cli =
+        Workload::try_parse_from(["numio", "--iodepth", "4", "--zipf", "1.2", "--direct", "0"])
+            .unwrap();
+    assert_eq!(
+        cli.w.given(),
+        ["iodepth", "random-distribution", "buffered"]
+    );
+    let mut w = planner::Workload::default();
+    let cli = Workload::try_parse_from(["numio", "--iodepth", "4", "--bs", "8k-16k"]).unwrap();
+    let changed = cli.w.apply_over(&mut w, "the plan p.json").unwrap();
+    assert_eq!(w.iodepth, 4);
+    assert_eq!((w.bs_min_bytes, w.bs_max_bytes), (8192, 16384));
+    assert!(
+        changed.iter().any(|c| c.starts_with("bs=8192-16384 (was ")),
+        "{changed:?}"
+    );
+}
