@@ -48,6 +48,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod connections;
 pub mod controller;
 pub mod error;
 pub mod guard;

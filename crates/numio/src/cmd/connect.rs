@@ -6,34 +6,19 @@
 //! with), and a user can script one: `numio connect URL | (read _ dev; fio
 //! --filename=$dev ...)`.
 //!
-//! Nothing is left connected after a crash: a record of each connection
-//! (controller, cntlid, subsystem, address, the owning process and its
-//! start time) is written to the state directory as soon as the kernel
-//! names the controller, and removed after the disconnect. Every `numio
-//! connect` first disconnects what a dead numio left (the controller
-//! checked to be the recorded one), and `numio connect --cleanup` does
-//! only that.
-//!
-//! A record is trusted only so far (issue 38): the directory and each
-//! record must be this user's (root's) and private, the controller name
-//! `nvmeN`, and the controller the very one numio made: its sysfs
-//! directory's inode, which the kernel numbers once per boot, recorded at
-//! the connect. A connection nvme-cli made after a target restart repeats
-//! the name, cntlid, subsystem and address, but not that.
+//! Nothing is left connected after a crash: each connection is recorded
+//! in `tune::connections`' journal as soon as the kernel names the
+//! controller, and every `numio connect` (`--cleanup` alone too) first
+//! disconnects what a dead numio left.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use serde::{Deserialize, Serialize};
 use session::interrupt;
 use sysapi::fabrics;
-
-/// The state directory's default (root's, cleared at boot like the
-/// connections it records).
-pub const STATE_DIR: &str = "/run/numio/fabric";
-const SCHEMA_VERSION: u32 = 2;
+use tune::connections::{self, ConnectionJournal, ConnectionRecord, STATE_DIR};
 
 /// Flags of `numio connect`.
 #[derive(Debug, clap::Args)]
@@ -61,27 +46,6 @@ pub struct Args {
     pub host: super::host_args::HostArgs,
 }
 
-/// One connection numio made and has not undone yet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Record {
-    schema_version: u32,
-    /// `nvme3`.
-    controller: String,
-    cntlid: u32,
-    subnqn: String,
-    traddr: String,
-    trsvcid: u16,
-    /// The controller's sysfs directory's inode when numio made it
-    /// (`topology::device::ControllerIdentity::instance_id`): only this
-    /// connection has it.
-    instance_id: u64,
-    /// The numio that connected, and its start time (clock ticks after
-    /// boot, /proc/PID/stat field 22): with the pid, who it is.
-    pid: u32,
-    pid_start: u64,
-    since_unix_s: u64,
-}
-
 /// Runs `numio connect`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     interrupt::install(|_| {})?;
@@ -90,7 +54,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // handed to, so several SIGTERMs in a row are normal here.
     interrupt::second_signal_waits();
     let root = Path::new("/");
-    for line in cleanup(&args.state_dir, root)? {
+    let journal = ConnectionJournal::at(&args.state_dir);
+    for line in journal.cleanup(root)? {
         eprintln!("numio connect: {line}");
     }
     let Some(url_text) = &args.url else {
@@ -159,7 +124,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             fabrics::FABRICS_DEV
         );
     }
-    private_dir(&args.state_dir, true)?;
+    journal.open(true)?;
     let c = fabrics::connect(fabrics_dev, &options).map_err(|e| {
         let hint = if e.raw_os_error() == Some(libc::EALREADY) {
             "this host is already connected to that subsystem there (`numio topo` or `nvme list-subsys` shows it): bench its device, or disconnect it first"
@@ -172,29 +137,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         )
     })?;
     let controller = format!("nvme{}", c.instance);
-    let instance_id = topology::device::controller_identity(root, &controller)
-        .ok()
-        .flatten()
-        .and_then(|id| id.instance_id)
-        .unwrap_or(0);
-    let record = Record {
-        schema_version: SCHEMA_VERSION,
-        controller: controller.clone(),
-        cntlid: c.cntlid,
-        subnqn: url.subnqn.clone(),
-        traddr: addr.ip().to_string(),
-        trsvcid: addr.port(),
-        instance_id,
-        pid: std::process::id(),
-        pid_start: topology::counters::process_start_ticks(root, std::process::id()).unwrap_or(0),
-        since_unix_s: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-    };
-    let record_path = args.state_dir.join(format!("{controller}.json"));
-    let held = write_record(&record_path, &record)
-        .with_context(|| format!("recording the connection in {}", record_path.display()))
-        .and_then(|()| {
+    let record = ConnectionRecord::new(
+        root,
+        &controller,
+        c.cntlid,
+        &url.subnqn,
+        &addr.ip().to_string(),
+        addr.port(),
+    );
+    let mut record_path = None;
+    let held = journal
+        .record(&record)
+        .map_err(anyhow::Error::from)
+        .and_then(|p| {
+            record_path = Some(p);
             eprintln!(
                 "numio connect: {controller} (cntlid {}) connected to {addr} {}",
                 c.cntlid, url.subnqn
@@ -207,8 +163,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             hold();
             Ok(())
         });
-    let undone = disconnect(root, &record);
-    let _ = std::fs::remove_file(&record_path);
+    let undone = connections::disconnect(root, &record);
+    if let Some(p) = &record_path {
+        let _ = std::fs::remove_file(p);
+    }
     // Whoever read stderr may be gone (a killed agent): no panic on EPIPE.
     let _ = match undone {
         Ok(true) => writeln!(
@@ -219,7 +177,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             std::io::stderr(),
             "numio connect: {controller} was gone already"
         ),
-        Err(e) => writeln!(std::io::stderr(), "numio connect: {controller}: {e:#}"),
+        Err(e) => writeln!(
+            std::io::stderr(),
+            "numio connect: {controller}: {:#}",
+            anyhow::Error::from(e)
+        ),
     };
     held?;
     Ok(interrupt::exit_code().unwrap_or(0))
@@ -271,370 +233,5 @@ fn wait_namespace(controller: &str, nsid: u32, wait: Duration) -> anyhow::Result
         // The kernel scans namespaces after the connect returns; its
         // block device appears as a sysfs entry, looked for every 100 ms.
         std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// Deletes `r`'s controller under `root` if it is still the one recorded
-/// (its name can have been reused by another connection since): the
-/// controller's own `cntlid`, `subsysnqn` and `address` must match.
-fn disconnect(root: &Path, r: &Record) -> anyhow::Result<bool> {
-    if !is_controller_name(&r.controller) {
-        bail!(
-            "controller name {:?} is not nvmeN: not a record numio wrote; remove it by hand",
-            r.controller
-        );
-    }
-    let Some(id) = topology::device::controller_identity(root, &r.controller)? else {
-        return Ok(false); // Gone already.
-    };
-    let same = id.cntlid == Some(r.cntlid)
-        && id.subsysnqn == r.subnqn
-        && address_matches(&id.address, &r.traddr, r.trsvcid)
-        && r.instance_id != 0
-        && id.instance_id == Some(r.instance_id);
-    if !same {
-        return Ok(false);
-    }
-    fabrics::delete_controller(&root.join("sys/class/nvme"), &r.controller)
-        .with_context(|| format!("deleting {} (nvme disconnect -d {0})", r.controller))?;
-    Ok(true)
-}
-
-/// `nvme` and digits: a controller's name, and nothing that leads
-/// elsewhere under `/sys` (`../../../x`).
-fn is_controller_name(name: &str) -> bool {
-    name.strip_prefix("nvme")
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
-
-/// This process's effective user.
-fn euid() -> u32 {
-    // SAFETY: geteuid(2) has no arguments and cannot fail.
-    unsafe { libc::geteuid() }
-}
-
-/// Why `m` (of a record or the state directory) is not this user's
-/// alone; `None` when it is.
-fn not_private(m: &std::fs::Metadata, dir: bool) -> Option<String> {
-    use std::os::unix::fs::MetadataExt;
-    let kind_ok = if dir {
-        m.is_dir()
-    } else {
-        m.file_type().is_file()
-    };
-    if !kind_ok {
-        return Some(format!(
-            "it is not a {} (a symlink?)",
-            if dir { "directory" } else { "regular file" }
-        ));
-    }
-    if m.uid() != euid() {
-        return Some(format!("it is owned by uid {}, not {}", m.uid(), euid()));
-    }
-    let open = if dir { 0o077 } else { 0o022 };
-    if m.mode() & open != 0 {
-        return Some(format!("its mode is {:o}", m.mode() & 0o7777));
-    }
-    None
-}
-
-/// The state directory, made 0700 when `create`; an error when it is
-/// not this user's and private (anyone who can write there could have
-/// numio disconnect what it names).
-fn private_dir(dir: &Path, create: bool) -> anyhow::Result<bool> {
-    use std::os::unix::fs::DirBuilderExt;
-    if create {
-        if let Some(parent) = dir.parent() {
-            std::fs::create_dir_all(parent).with_context(|| {
-                format!("creating {} (numio connect runs as root)", parent.display())
-            })?;
-        }
-        match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "creating the state directory {} (numio connect runs as root)",
-                        dir.display()
-                    )
-                })
-            }
-        }
-    }
-    let m = match std::fs::symlink_metadata(dir) {
-        Ok(m) => m,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !create => return Ok(false),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
-    };
-    if let Some(why) = not_private(&m, true) {
-        bail!(
-            "the connection records' directory {} is not private to uid {} ({why}): its records are not trusted; remove it (or `chown root: && chmod 700` it) and retry",
-            dir.display(),
-            euid()
-        );
-    }
-    Ok(true)
-}
-
-/// Whether a fabrics controller's `address` (`traddr=10.0.0.5,trsvcid=4420,src_addr=...`)
-/// is `traddr`:`trsvcid`.
-fn address_matches(address: &str, traddr: &str, trsvcid: u16) -> bool {
-    let mut a = None;
-    let mut p = None;
-    for kv in address.split(',') {
-        match kv.trim().split_once('=') {
-            Some(("traddr", v)) => a = Some(v),
-            Some(("trsvcid", v)) => p = v.parse::<u16>().ok(),
-            _ => {}
-        }
-    }
-    a == Some(traddr) && p == Some(trsvcid)
-}
-
-/// Disconnects what numio processes that no longer run (under `root`)
-/// left connected, removing their records; one line per thing done.
-fn cleanup(dir: &Path, root: &Path) -> anyhow::Result<Vec<String>> {
-    let mut done = Vec::new();
-    if !private_dir(dir, false)? {
-        return Ok(done);
-    }
-    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
-    for e in entries.flatten() {
-        let path = e.path();
-        if path.extension().is_none_or(|x| x != "json") {
-            continue;
-        }
-        if let Some(why) = std::fs::symlink_metadata(&path)
-            .ok()
-            .and_then(|m| not_private(&m, false))
-        {
-            done.push(format!(
-                "{}: not trusted ({why}); numio writes its records 0600 as uid {}: remove it by hand",
-                path.display(),
-                euid()
-            ));
-            continue;
-        }
-        let Ok(text) = std::fs::read_to_string(&path) else {
-            continue;
-        };
-        let Ok(r) = serde_json::from_str::<Record>(&text)
-            .map_err(|_| ())
-            .and_then(|r| {
-                if is_controller_name(&r.controller) {
-                    Ok(r)
-                } else {
-                    Err(())
-                }
-            })
-        else {
-            done.push(format!(
-                "{}: not a connection record; remove it by hand",
-                path.display()
-            ));
-            continue;
-        };
-        if topology::counters::process_start_ticks(root, r.pid) == Some(r.pid_start) {
-            continue; // Its numio still holds it.
-        }
-        let deleted = disconnect(root, &r)?;
-        std::fs::remove_file(&path).with_context(|| format!("removing {}", path.display()))?;
-        done.push(if deleted {
-            format!(
-                "disconnected {} ({} at {}:{}), left connected by numio pid {} which no longer runs",
-                r.controller, r.subnqn, r.traddr, r.trsvcid, r.pid
-            )
-        } else {
-            format!(
-                "dropped the record of {} left by numio pid {}: that connection is gone",
-                r.controller, r.pid
-            )
-        });
-    }
-    Ok(done)
-}
-
-/// Writes `r` whole or not at all (a temporary file, 0600, made anew
-/// and never through a symlink, then renamed).
-fn write_record(path: &Path, r: &Record) -> anyhow::Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
-    let _ = std::fs::remove_file(&tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(&tmp)?;
-    f.write_all(&serde_json::to_vec_pretty(r)?)?;
-    drop(f);
-    std::fs::rename(&tmp, path)?;
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fabrics_address() {
-        assert!(address_matches(
-            "traddr=10.0.0.5,trsvcid=4420,src_addr=10.0.0.1",
-            "10.0.0.5",
-            4420
-        ));
-        assert!(!address_matches(
-            "traddr=10.0.0.5,trsvcid=4421",
-            "10.0.0.5",
-            4420
-        ));
-        assert!(!address_matches("0000:01:00.0", "10.0.0.5", 4420));
-    }
-
-    fn ino(p: &Path) -> u64 {
-        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(p).unwrap())
-    }
-
-    #[test]
-    fn cleanup_keeps_live_owners_and_undoes_dead_ones() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("numio-connect-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let root = dir.join("root");
-        let sys = root.join("sys/class/nvme");
-        // A live numio, pid 4242, started at tick 777.
-        std::fs::create_dir_all(root.join("proc/4242")).unwrap();
-        std::fs::write(
-            root.join("proc/4242/stat"),
-            format!("4242 (numio connect) S {}777 0 0\n", "0 ".repeat(18)),
-        )
-        .unwrap();
-        // The kernel's attributes of a controller (delete_controller
-        // records what is written to it).
-        let controller = |name: &str, cntlid: u32, nqn: &str| {
-            let d = sys.join(name);
-            std::fs::create_dir_all(&d).unwrap();
-            std::fs::write(d.join("cntlid"), format!("{cntlid}\n")).unwrap();
-            std::fs::write(d.join("subsysnqn"), format!("{nqn}\n")).unwrap();
-            std::fs::write(
-                d.join("address"),
-                "traddr=10.0.0.5,trsvcid=4420,src_addr=10.0.0.1\n",
-            )
-            .unwrap();
-            std::fs::write(d.join("delete_controller"), "").unwrap();
-        };
-        let deleted = |name: &str| {
-            std::fs::read_to_string(sys.join(name).join("delete_controller")).unwrap() == "1"
-        };
-        controller("nvme5", 1, "nqn.x");
-        controller("nvme6", 2, "nqn.x");
-        // nvme7's name was reused by another connection after the crash.
-        controller("nvme7", 9, "nqn.other");
-        // nvme9 was made again (nvme-cli after a target restart): the same
-        // name, cntlid, subsystem and address, another instance.
-        controller("nvme9", 5, "nqn.x");
-        // What `../../../x` leads to from sys/class/nvme: root/x, made to
-        // look like the recorded controller.
-        controller("../../../x", 4, "nqn.x");
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-        let live = Record {
-            schema_version: SCHEMA_VERSION,
-            controller: "nvme5".into(),
-            cntlid: 1,
-            subnqn: "nqn.x".into(),
-            traddr: "10.0.0.5".into(),
-            trsvcid: 4420,
-            instance_id: ino(&sys.join("nvme5")),
-            pid: 4242,
-            pid_start: 777,
-            since_unix_s: 0,
-        };
-        let dead = |c: &str, cntlid: u32| Record {
-            controller: c.into(),
-            cntlid,
-            instance_id: std::fs::metadata(sys.join(c))
-                .map_or(1, |m| std::os::unix::fs::MetadataExt::ino(&m)),
-            pid_start: live.pid_start + 1,
-            ..live.clone()
-        };
-        // Issue 38: a stale record matched nvme9 and disconnected it; a
-        // name `../../../x` had numio write "1" outside sysfs.
-        let stale = Record {
-            instance_id: ino(&sys.join("nvme9")) + 1,
-            ..dead("nvme9", 5)
-        };
-        let escape = dead("../../../x", 4);
-        write_record(&dir.join("nvme5.json"), &live).unwrap();
-        write_record(&dir.join("nvme6.json"), &dead("nvme6", 2)).unwrap();
-        write_record(&dir.join("nvme7.json"), &dead("nvme7", 3)).unwrap();
-        write_record(&dir.join("nvme8.json"), &dead("nvme8", 4)).unwrap();
-        write_record(&dir.join("nvme9.json"), &stale).unwrap();
-        write_record(&dir.join("x.json"), &escape).unwrap();
-        std::fs::write(dir.join("junk.json"), "{").unwrap();
-        let lines = cleanup(&dir, &root).unwrap();
-        assert!(
-            dir.join("nvme5.json").exists(),
-            "a live owner's record stays"
-        );
-        assert!(!deleted("nvme5"), "a live owner's controller stays");
-        assert!(deleted("nvme6"), "a dead owner's controller is deleted");
-        assert!(!deleted("nvme7"), "a reused name is not ours: left alone");
-        assert!(!deleted("nvme9"), "a controller made again is not ours");
-        assert!(
-            !deleted("../../../x"),
-            "nothing written outside sys/class/nvme"
-        );
-        for n in ["nvme6", "nvme7", "nvme8"] {
-            assert!(!dir.join(format!("{n}.json")).exists(), "{n}'s record goes");
-        }
-        assert!(
-            lines.iter().any(|l| l.contains("disconnected nvme6")),
-            "{lines:?}"
-        );
-        assert!(
-            lines.iter().any(|l| l.contains("not a connection record")),
-            "{lines:?}"
-        );
-        assert!(
-            lines
-                .iter()
-                .any(|l| l.contains("x.json: not a connection record")),
-            "{lines:?}"
-        );
-        std::fs::remove_dir_all(dir).unwrap();
-    }
-
-    // Issue 38: records anyone could write were trusted.
-    #[test]
-    fn records_in_a_directory_others_can_write_are_not_trusted() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("numio-connect-open-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-        let e = cleanup(&dir, Path::new("/nonexistent")).expect_err("refused");
-        let e = format!("{e:#}");
-        assert!(
-            e.contains("is not private") && e.contains("mode is 777"),
-            "{e}"
-        );
-        assert!(e.contains("chmod 700"), "{e}");
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-        std::fs::write(dir.join("nvme1.json"), "{}").unwrap();
-        std::fs::set_permissions(
-            dir.join("nvme1.json"),
-            std::fs::Permissions::from_mode(0o666),
-        )
-        .unwrap();
-        let lines = cleanup(&dir, Path::new("/nonexistent")).unwrap();
-        assert!(
-            lines[0].contains("nvme1.json: not trusted (its mode is 666)"),
-            "{lines:?}"
-        );
-        assert!(private_dir(&dir.join("made"), true).unwrap());
-        let m = std::fs::metadata(dir.join("made")).unwrap();
-        assert_eq!(m.permissions().mode() & 0o777, 0o700);
-        std::fs::remove_dir_all(dir).unwrap();
     }
 }
