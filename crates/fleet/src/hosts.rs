@@ -26,40 +26,108 @@ impl fmt::Display for Host {
     }
 }
 
+/// What is wrong with one `[user@]host[:port]` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EntryProblem {
+    /// Nothing but blanks.
+    #[error("empty")]
+    Empty,
+    /// `@host`.
+    #[error("empty user name")]
+    EmptyUser,
+    /// `[fd00::2`.
+    #[error("no closing ] after the IPv6 address")]
+    UnclosedBracket,
+    /// `[fd00::2]x`.
+    #[error("junk after ]")]
+    JunkAfterBracket,
+    /// `fd00::2`.
+    #[error("an IPv6 address needs brackets")]
+    UnbracketedIpv6,
+    /// Empty, starting with `-` (an ssh option) or holding blanks.
+    #[error("not a host name or address")]
+    NotAHost,
+    /// A port that is not 1..=65535.
+    #[error("the port is not a number from 1 to 65535")]
+    BadPort,
+}
+
+/// Why a host list or hosts file was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostsError {
+    /// One entry does not parse.
+    #[error("host {entry:?}: {problem}; write [user@]host[:port], an IPv6 address as [addr]:port")]
+    BadEntry {
+        /// The entry as written.
+        entry: String,
+        /// What is wrong with it.
+        problem: EntryProblem,
+    },
+    /// A line of a hosts file is wrong.
+    #[error("{path}:{line}: {source}")]
+    InFile {
+        /// The hosts file.
+        path: String,
+        /// The 1-based line.
+        line: usize,
+        /// What is wrong on it.
+        #[source]
+        source: Box<HostsError>,
+    },
+    /// A hosts file without a host.
+    #[error("{path}: no hosts (one [user@]host[:port] per line)")]
+    NoHosts {
+        /// The hosts file.
+        path: String,
+    },
+    /// A host given twice.
+    #[error("{list}: host {host} is named twice")]
+    NamedTwice {
+        /// Where (`--hosts`, or the hosts file).
+        list: String,
+        /// The host's label.
+        host: String,
+    },
+}
+
 /// Parses one `[user@]host[:port]` entry.
-pub fn parse_host(entry: &str) -> Result<Host, String> {
-    let bad = |why: &str| {
-        format!("host {entry:?}: {why}; write [user@]host[:port], an IPv6 address as [addr]:port")
+pub fn parse_host(entry: &str) -> Result<Host, HostsError> {
+    let bad = |problem| HostsError::BadEntry {
+        entry: entry.to_string(),
+        problem,
     };
     let e = entry.trim();
     if e.is_empty() {
-        return Err(bad("empty"));
+        return Err(bad(EntryProblem::Empty));
     }
     let (user, rest) = match e.rsplit_once('@') {
         Some((u, r)) if !u.is_empty() => (Some(u.to_string()), r),
-        Some(_) => return Err(bad("empty user name")),
+        Some(_) => return Err(bad(EntryProblem::EmptyUser)),
         None => (None, e),
     };
     let (addr, port) = if let Some(v6) = rest.strip_prefix('[') {
         let (a, tail) = v6
             .split_once(']')
-            .ok_or_else(|| bad("no closing ] after the IPv6 address"))?;
+            .ok_or_else(|| bad(EntryProblem::UnclosedBracket))?;
         match tail {
             "" => (a, None),
             t => (
                 a,
-                Some(t.strip_prefix(':').ok_or_else(|| bad("junk after ]"))?),
+                Some(
+                    t.strip_prefix(':')
+                        .ok_or_else(|| bad(EntryProblem::JunkAfterBracket))?,
+                ),
             ),
         }
     } else {
         match rest.split_once(':') {
             Some((a, p)) if !p.contains(':') => (a, Some(p)),
-            Some(_) => return Err(bad("an IPv6 address needs brackets")),
+            Some(_) => return Err(bad(EntryProblem::UnbracketedIpv6)),
             None => (rest, None),
         }
     };
     if addr.is_empty() || addr.starts_with('-') || addr.chars().any(char::is_whitespace) {
-        return Err(bad("not a host name or address"));
+        return Err(bad(EntryProblem::NotAHost));
     }
     let port = match port {
         None => None,
@@ -67,7 +135,7 @@ pub fn parse_host(entry: &str) -> Result<Host, String> {
             p.parse::<u16>()
                 .ok()
                 .filter(|&p| p > 0)
-                .ok_or_else(|| bad("the port is not a number from 1 to 65535"))?,
+                .ok_or_else(|| bad(EntryProblem::BadPort))?,
         ),
     };
     Ok(Host {
@@ -80,7 +148,7 @@ pub fn parse_host(entry: &str) -> Result<Host, String> {
 }
 
 /// Parses `--hosts A,B,...`.
-pub fn parse_host_list(list: &str) -> Result<Vec<Host>, String> {
+pub fn parse_host_list(list: &str) -> Result<Vec<Host>, HostsError> {
     let hosts = list
         .split(',')
         .filter(|s| !s.trim().is_empty())
@@ -92,7 +160,7 @@ pub fn parse_host_list(list: &str) -> Result<Vec<Host>, String> {
 /// Parses a hosts file: one host per line, `[user@]host[:port]` then ssh
 /// arguments for that host (`-i KEY`, `-o Option=value`); `#` starts a
 /// comment.
-pub fn parse_hosts_file(text: &str, path: &str) -> Result<Vec<Host>, String> {
+pub fn parse_hosts_file(text: &str, path: &str) -> Result<Vec<Host>, HostsError> {
     let mut hosts = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("");
@@ -100,22 +168,29 @@ pub fn parse_hosts_file(text: &str, path: &str) -> Result<Vec<Host>, String> {
         let Some(entry) = words.next() else {
             continue;
         };
-        let mut h = parse_host(entry).map_err(|e| format!("{path}:{}: {e}", n + 1))?;
+        let mut h = parse_host(entry).map_err(|e| HostsError::InFile {
+            path: path.to_string(),
+            line: n + 1,
+            source: Box::new(e),
+        })?;
         h.ssh_args = words.map(str::to_string).collect();
         hosts.push(h);
     }
     if hosts.is_empty() {
-        return Err(format!(
-            "{path}: no hosts (one [user@]host[:port] per line)"
-        ));
+        return Err(HostsError::NoHosts {
+            path: path.to_string(),
+        });
     }
     check_distinct(hosts, path)
 }
 
-fn check_distinct(hosts: Vec<Host>, what: &str) -> Result<Vec<Host>, String> {
+fn check_distinct(hosts: Vec<Host>, what: &str) -> Result<Vec<Host>, HostsError> {
     for (i, h) in hosts.iter().enumerate() {
         if hosts[..i].iter().any(|o| o.label == h.label) {
-            return Err(format!("{what}: host {} is named twice", h.label));
+            return Err(HostsError::NamedTwice {
+                list: what.to_string(),
+                host: h.label.clone(),
+            });
         }
     }
     Ok(hosts)
@@ -171,9 +246,16 @@ mod tests {
             "-oProxyCommand=x",
             "[::1",
         ] {
-            let e = parse_host(bad).unwrap_err();
+            let e = parse_host(bad).unwrap_err().to_string();
             assert!(e.contains("[user@]host[:port]"), "{bad}: {e}");
         }
+        assert_eq!(
+            parse_host("x:99999"),
+            Err(HostsError::BadEntry {
+                entry: "x:99999".into(),
+                problem: EntryProblem::BadPort
+            })
+        );
     }
 
     #[test]
@@ -184,13 +266,33 @@ mod tests {
         assert_eq!(hs[0].ssh_args, ["-i", "/k/id", "-o", "Port=2200"]);
         assert_eq!(hs[1].port, Some(23));
         let e = parse_hosts_file("a\nb:x\n", "hosts.txt").unwrap_err();
-        assert!(e.starts_with("hosts.txt:2:"), "{e}");
+        let HostsError::InFile { path, line, source } = &e else {
+            panic!("{e:?}");
+        };
+        assert_eq!((path.as_str(), *line), ("hosts.txt", 2));
+        assert!(
+            matches!(**source, HostsError::BadEntry { ref entry, problem: EntryProblem::BadPort } if entry == "b:x")
+        );
+        assert!(
+            e.to_string()
+                .starts_with("hosts.txt:2: host \"b:x\": the port"),
+            "{e}"
+        );
         assert!(parse_hosts_file("# none\n", "h")
             .unwrap_err()
+            .to_string()
             .contains("no hosts"));
-        assert!(parse_host_list("a,b,a")
-            .unwrap_err()
-            .contains("named twice"));
+        assert_eq!(
+            parse_host_list("a,b,a"),
+            Err(HostsError::NamedTwice {
+                list: "--hosts".into(),
+                host: "a".into()
+            })
+        );
+        assert_eq!(
+            parse_host_list("a,b,a").unwrap_err().to_string(),
+            "--hosts: host a is named twice"
+        );
     }
 
     #[test]

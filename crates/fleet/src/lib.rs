@@ -23,6 +23,11 @@ pub mod run;
 pub mod ssh;
 pub mod target;
 
-pub use hosts::{parse_host, parse_host_list, parse_hosts_file, targets_per_host, Host};
-pub use proto::{FromAgent, ToAgent, PROTOCOL};
-pub use run::{FleetEvent, FleetOptions, HostOutcome, HostRun};
+pub use hosts::{
+    parse_host, parse_host_list, parse_hosts_file, targets_per_host, EntryProblem, Host, HostsError,
+};
+pub use merge::MergeError;
+pub use proto::{FromAgent, HelloMismatch, ToAgent, PROTOCOL};
+pub use run::{FleetEvent, FleetOptions, HostOutcome, HostRun, LoginFailure};
+pub use ssh::PushError;
+pub use target::TargetError;

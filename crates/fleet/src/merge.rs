@@ -15,6 +15,28 @@ use results::{
     RESULT_SCHEMA_VERSION,
 };
 
+/// Why the hosts' results could not be merged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MergeError {
+    /// A histogram of a host's target does not decode, or does not add to
+    /// the others (another precision).
+    #[error("{host}: the {}{histogram} histogram of {target} cannot be read", direction.map(|d| format!("{d} ")).unwrap_or_default())]
+    Histogram {
+        /// The host's label.
+        host: String,
+        /// `read` or `write`; `None` for the target's totals.
+        direction: Option<&'static str>,
+        /// Which (`clat`, `lat`, `slat`).
+        histogram: &'static str,
+        /// The target's path on that host.
+        target: String,
+    },
+    /// The fleet's read and write submission histograms do not add up
+    /// (another precision).
+    #[error("the submission histograms do not add up")]
+    SubmissionTotals,
+}
+
 /// One direction's histograms being merged; `None` once a target that did
 /// I/O in that direction brought none (an older result).
 struct DirMerge(Option<[Histogram<u64>; 3]>);
@@ -28,8 +50,8 @@ impl DirMerge {
         &mut self,
         ops: u64,
         hex: Option<&DirHistogramsHex>,
-        bad: &dyn Fn(&str) -> String,
-    ) -> Result<(), String> {
+        bad: &dyn Fn(&'static str) -> MergeError,
+    ) -> Result<(), MergeError> {
         if ops == 0 {
             return Ok(());
         }
@@ -63,7 +85,7 @@ impl DirMerge {
 /// The fleet's result from `(host label, its result)` pairs, in host
 /// order, with latency `percentiles` (0 < p ≤ 100). An error names a host
 /// whose histograms cannot be read.
-pub fn merge(parts: &[(&str, &RunResult)], percentiles: &[f64]) -> Result<RunResult, String> {
+pub fn merge(parts: &[(&str, &RunResult)], percentiles: &[f64]) -> Result<RunResult, MergeError> {
     let mut targets = Vec::new();
     let mut env = Environment {
         hostname: format!(
@@ -109,19 +131,24 @@ pub fn merge(parts: &[(&str, &RunResult)], percentiles: &[f64]) -> Result<RunRes
         env.notes
             .extend(r.environment.notes.iter().map(|n| format!("{host}: {n}")));
         for t in &r.targets {
-            let bad =
-                |what: &str| format!("{host}: the {what} histogram of {} cannot be read", t.path);
+            let bad = |direction, histogram| MergeError::Histogram {
+                host: host.to_string(),
+                direction,
+                histogram,
+                target: t.path.clone(),
+            };
             if t.total.ops > 0 {
-                clat.add(decode_histogram(&t.histograms.clat_hex).ok_or_else(|| bad("clat"))?)
-                    .map_err(|_| bad("clat"))?;
-                lat.add(decode_histogram(&t.histograms.lat_hex).ok_or_else(|| bad("lat"))?)
-                    .map_err(|_| bad("lat"))?;
+                let total = |h| bad(None, h);
+                clat.add(decode_histogram(&t.histograms.clat_hex).ok_or_else(|| total("clat"))?)
+                    .map_err(|_| total("clat"))?;
+                lat.add(decode_histogram(&t.histograms.lat_hex).ok_or_else(|| total("lat"))?)
+                    .map_err(|_| total("lat"))?;
             }
-            read.add(t.read.ops, t.histograms.read.as_ref(), &|w| {
-                bad(&format!("read {w}"))
+            read.add(t.read.ops, t.histograms.read.as_ref(), &|h| {
+                bad(Some("read"), h)
             })?;
-            write.add(t.write.ops, t.histograms.write.as_ref(), &|w| {
-                bad(&format!("write {w}"))
+            write.add(t.write.ops, t.histograms.write.as_ref(), &|h| {
+                bad(Some("write"), h)
             })?;
             let mut t = t.clone();
             t.path = format!("{host}:{}", t.path);
@@ -153,8 +180,7 @@ pub fn merge(parts: &[(&str, &RunResult)], percentiles: &[f64]) -> Result<RunRes
         // Submission latency of both directions (the combined histograms
         // hold only completion and total).
         let mut slat = r[0].clone();
-        slat.add(&w[0])
-            .map_err(|_| "the submission histograms do not add up".to_string())?;
+        slat.add(&w[0]).map_err(|_| MergeError::SubmissionTotals)?;
         out.total.latency.slat = summarize(&slat, percentiles);
     }
     out.read.latency = r.unwrap_or_default();
@@ -304,9 +330,28 @@ mod tests {
         let mut a = host_result(&[5, 6]);
         a.targets[0].histograms.clat_hex = "zz".into();
         let e = merge(&[("db7", &a)], &[99.0]).unwrap_err();
+        assert_eq!(
+            e,
+            MergeError::Histogram {
+                host: "db7".into(),
+                direction: None,
+                histogram: "clat",
+                target: "/dev/nvme0n1".into()
+            }
+        );
         assert!(
-            e.starts_with("db7: the clat histogram of /dev/nvme0n1"),
+            e.to_string()
+                .starts_with("db7: the clat histogram of /dev/nvme0n1"),
             "{e}"
+        );
+        let mut b = host_result(&[5, 6]);
+        if let Some(r) = b.targets[0].histograms.read.as_mut() {
+            r.lat_hex = "zz".into();
+        }
+        let e = merge(&[("db8", &b)], &[99.0]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "db8: the read lat histogram of /dev/nvme0n1 cannot be read"
         );
     }
 }

@@ -133,13 +133,27 @@ pub enum FromAgent {
     },
 }
 
+/// An agent that runs another numio, or speaks another protocol.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("it runs numio {version} (agent protocol {protocol}), this is numio {want} (protocol {PROTOCOL}): install numio {want} there, or pass --push to copy this one over")]
+pub struct HelloMismatch {
+    /// The agent's numio version.
+    pub version: String,
+    /// The agent's protocol.
+    pub protocol: u32,
+    /// This numio's version.
+    pub want: String,
+}
+
 /// The first answer of an agent: an error unless it runs numio `want`
 /// with this protocol.
-pub fn check_hello(version: &str, protocol: u32, want: &str) -> Result<(), String> {
+pub fn check_hello(version: &str, protocol: u32, want: &str) -> Result<(), HelloMismatch> {
     if version != want || protocol != PROTOCOL {
-        return Err(format!(
-            "it runs numio {version} (agent protocol {protocol}), this is numio {want} (protocol {PROTOCOL}): install numio {want} there, or pass --push to copy this one over"
-        ));
+        return Err(HelloMismatch {
+            version: version.to_string(),
+            protocol,
+            want: want.to_string(),
+        });
     }
     Ok(())
 }

@@ -16,7 +16,7 @@ use results::RunResult;
 use crate::clock::{self, Offset, Sample};
 use crate::hosts::Host;
 use crate::proto::{FromAgent, ToAgent};
-use crate::ssh::{ssh_args, Incoming, Remote};
+use crate::ssh::{ssh_args, Incoming, PushError, Remote};
 
 /// How a fleet run reaches its hosts.
 #[derive(Debug, Clone)]
@@ -214,7 +214,7 @@ pub fn run(
             let remote = match &pushed[i] {
                 Some(Ok(path)) => path.clone(),
                 None => o.remote_numio.clone(),
-                Some(Err(e)) => return Slot::failed(e.clone()),
+                Some(Err(e)) => return Slot::failed(e.to_string()),
             };
             let args = ssh_args(&h.host, &o.ssh_args, &[remote, "agent".into()]);
             match Remote::spawn(&o.ssh, &args, i, tx.clone()) {
@@ -345,9 +345,9 @@ pub fn run(
 
 /// `--push`: copies numio to every host at once; `None` per host without
 /// it.
-fn push_all(hosts: &[HostRun], o: &FleetOptions) -> Vec<Option<Result<String, String>>> {
+fn push_all(hosts: &[HostRun], o: &FleetOptions) -> Vec<Option<Result<String, PushError>>> {
     let Some(exe) = &o.push else {
-        return vec![None; hosts.len()];
+        return hosts.iter().map(|_| None).collect();
     };
     std::thread::scope(|s| {
         let jobs: Vec<_> = hosts
@@ -357,7 +357,7 @@ fn push_all(hosts: &[HostRun], o: &FleetOptions) -> Vec<Option<Result<String, St
             })
             .collect();
         jobs.into_iter()
-            .map(|j| Some(j.join().unwrap_or_else(|_| Err("the copy panicked".into()))))
+            .map(|j| Some(j.join().unwrap_or(Err(PushError::Panicked))))
             .collect()
     })
 }
@@ -374,18 +374,46 @@ fn fail(s: &mut Slot, host: &Host, reason: String, observer: &mut dyn FnMut(Flee
     s.phase = Phase::Over(HostOutcome::Failed { reason });
 }
 
+/// Why a host's agent never answered, by ssh's exit status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoginFailure {
+    /// ssh itself failed (exit status 255).
+    #[error(
+        "ssh could not reach or log in to it{}; check the address, your keys and `ssh HOST true`",
+        said(tail)
+    )]
+    Unreachable {
+        /// The last lines ssh wrote to stderr.
+        tail: String,
+    },
+    /// The remote shell found no numio to run (126, 127).
+    #[error("{remote_numio} is not there or not executable{}; install numio {version} on it, pass --remote-numio PATH, or --push", said(tail))]
+    NoNumio {
+        /// numio on the host, as run.
+        remote_numio: String,
+        /// This numio's version.
+        version: String,
+        /// The last lines the remote shell wrote to stderr.
+        tail: String,
+    },
+}
+
 /// What ssh's exit status `code` says when the agent never answered: ssh
 /// itself failed (255), or the remote shell found no numio to run
-/// (126, 127). `said` is what they wrote, ready to append.
-pub(crate) fn login_failure(code: Option<i32>, said: &str, o: &FleetOptions) -> Option<String> {
+/// (126, 127). `tail` is the last lines they wrote.
+pub(crate) fn login_failure(
+    code: Option<i32>,
+    tail: &str,
+    o: &FleetOptions,
+) -> Option<LoginFailure> {
+    let tail = tail.to_string();
     match code {
-        Some(255) => Some(format!(
-            "ssh could not reach or log in to it{said}; check the address, your keys and `ssh HOST true`"
-        )),
-        Some(126 | 127) => Some(format!(
-            "{} is not there or not executable{said}; install numio {} on it, pass --remote-numio PATH, or --push",
-            o.remote_numio, o.version
-        )),
+        Some(255) => Some(LoginFailure::Unreachable { tail }),
+        Some(126 | 127) => Some(LoginFailure::NoNumio {
+            remote_numio: o.remote_numio.clone(),
+            version: o.version.clone(),
+            tail,
+        }),
         _ => None,
     }
 }
@@ -407,11 +435,11 @@ fn closed_reason(
     tail: &str,
     o: &FleetOptions,
 ) -> String {
-    let said = said(tail);
     let code = status.and_then(|s| s.code());
-    if let (Phase::Hello, Some(why)) = (phase, login_failure(code, &said, o)) {
-        return why;
+    if let (Phase::Hello, Some(why)) = (phase, login_failure(code, tail, o)) {
+        return why.to_string();
     }
+    let said = said(tail);
     match (phase, code) {
         (Phase::Hello, _) => format!(
             "{} agent ended before saying hello (exit status {}){said}; is it numio {}?",
@@ -451,7 +479,7 @@ fn on_message(
             },
         ) => {
             if let Err(reason) = crate::proto::check_hello(&version, protocol, &o.version) {
-                return fail(s, h, reason, observer);
+                return fail(s, h, reason.to_string(), observer);
             }
             s.phase = Phase::Ping(Vec::with_capacity(o.pings));
             s.hostname = hostname;

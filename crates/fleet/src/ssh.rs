@@ -54,6 +54,40 @@ pub fn pushed_path(version: &str) -> String {
     format!(".cache/numio/numio-{v}")
 }
 
+/// Why `--push` could not copy numio to a host.
+#[derive(Debug, thiserror::Error)]
+pub enum PushError {
+    /// This numio's executable could not be opened.
+    #[error("reading {exe}: {source}")]
+    ReadExe {
+        /// The executable.
+        exe: std::path::PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// ssh could not be started.
+    #[error("cannot run {ssh}: {source}")]
+    Spawn {
+        /// The ssh program.
+        ssh: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The remote copy failed.
+    #[error("copying numio over (--push) failed ({status}): {stderr}")]
+    Failed {
+        /// ssh's exit status.
+        status: ExitStatus,
+        /// What ssh and the remote shell wrote, trimmed.
+        stderr: String,
+    },
+    /// The thread that copied panicked.
+    #[error("the copy panicked")]
+    Panicked,
+}
+
 /// Copies `exe` (this numio) to `host` over ssh, as [`pushed_path`];
 /// returns that path, or why it failed.
 pub fn push(
@@ -62,7 +96,7 @@ pub fn push(
     global: &[String],
     exe: &std::path::Path,
     version: &str,
-) -> Result<String, String> {
+) -> Result<String, PushError> {
     let path = pushed_path(version);
     let mut a = ssh_prefix(host, global);
     // One remote shell command: written under a temporary name, then
@@ -70,20 +104,25 @@ pub fn push(
     a.push(format!(
         "mkdir -p .cache/numio && cat > {path}.$$ && chmod 755 {path}.$$ && mv -f {path}.$$ {path}"
     ));
-    let file = std::fs::File::open(exe).map_err(|e| format!("reading {}: {e}", exe.display()))?;
+    let file = std::fs::File::open(exe).map_err(|source| PushError::ReadExe {
+        exe: exe.to_path_buf(),
+        source,
+    })?;
     let out = Command::new(ssh)
         .args(&a)
         .stdin(file)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .output()
-        .map_err(|e| format!("cannot run {ssh}: {e}"))?;
+        .map_err(|source| PushError::Spawn {
+            ssh: ssh.to_string(),
+            source,
+        })?;
     if !out.status.success() {
-        return Err(format!(
-            "copying numio over (--push) failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(PushError::Failed {
+            status: out.status,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(path)
 }

@@ -5,30 +5,50 @@
 
 use std::collections::BTreeMap;
 
-use topology::{CpuId, CpuList, NodeId, Topology};
+use topology::{CpuId, CpuList, CpuListError, NodeId, Topology};
+
+/// Why a CPU or node list the user wrote was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CpuSetError {
+    /// The list does not parse (the error names the bad part).
+    #[error(transparent)]
+    List(#[from] CpuListError),
+    /// A CPU list that names no CPU.
+    #[error("empty CPU list `{text}`; name at least one CPU, e.g. 0-3")]
+    NoCpus {
+        /// The list as written.
+        text: String,
+    },
+    /// A node list that names no node.
+    #[error("empty node list `{text}`; name at least one node, e.g. 0")]
+    NoNodes {
+        /// The list as written.
+        text: String,
+    },
+}
 
 /// A CPU list the user wrote (`--cpus`, `--cpus-for`, fio's
 /// `cpus_allowed`): the kernel's format ([`CpuList::parse`]: `0-3,112-115`,
 /// ascending and deduplicated; `0-7:2` is not accepted), naming at least one
 /// CPU. The error says which part is wrong.
-pub fn parse_cpu_list(text: &str) -> Result<Vec<CpuId>, String> {
-    let list = CpuList::parse(text).map_err(|e| e.to_string())?;
+pub fn parse_cpu_list(text: &str) -> Result<Vec<CpuId>, CpuSetError> {
+    let list = CpuList::parse(text)?;
     if list.is_empty() {
-        return Err(format!(
-            "empty CPU list `{text}`; name at least one CPU, e.g. 0-3"
-        ));
+        return Err(CpuSetError::NoCpus {
+            text: text.to_string(),
+        });
     }
     Ok(list.cpus())
 }
 
 /// A node list the user wrote (fio's `numa_cpu_nodes`, `numa_mem_policy=bind:`),
 /// naming at least one node.
-pub fn parse_node_list(text: &str) -> Result<Vec<NodeId>, String> {
-    let list = CpuList::parse_nodes(text).map_err(|e| e.to_string())?;
+pub fn parse_node_list(text: &str) -> Result<Vec<NodeId>, CpuSetError> {
+    let list = CpuList::parse_nodes(text)?;
     if list.is_empty() {
-        return Err(format!(
-            "empty node list `{text}`; name at least one node, e.g. 0"
-        ));
+        return Err(CpuSetError::NoNodes {
+            text: text.to_string(),
+        });
     }
     Ok(list.nodes())
 }
@@ -201,15 +221,24 @@ mod tests {
     fn parses_ranges() {
         assert_eq!(parse_cpu_list("0-3,112-115").unwrap().len(), 8);
         assert_eq!(parse_cpu_list(" 7 , 2-3").unwrap(), ids(&[2, 3, 7]));
-        assert!(parse_cpu_list("3-1").unwrap_err().contains("backwards"));
-        assert!(parse_cpu_list("a")
-            .unwrap_err()
-            .contains("not a CPU number"));
-        assert!(parse_cpu_list("1,,2").unwrap_err().contains("empty entry"));
-        assert!(parse_cpu_list("").unwrap_err().contains("empty CPU list"));
+        let err = |t: &str| parse_cpu_list(t).unwrap_err().to_string();
+        assert!(err("3-1").contains("backwards"));
+        assert!(err("a").contains("not a CPU number"));
+        assert!(err("1,,2").contains("empty entry"));
+        assert!(matches!(
+            parse_cpu_list("3-1"),
+            Err(CpuSetError::List(CpuListError::Backwards { .. }))
+        ));
+        let e = parse_cpu_list(" ").unwrap_err();
+        assert_eq!(e, CpuSetError::NoCpus { text: " ".into() });
+        assert_eq!(
+            e.to_string(),
+            "empty CPU list ` `; name at least one CPU, e.g. 0-3"
+        );
         assert_eq!(parse_node_list("0-1").unwrap(), vec![NodeId(0), NodeId(1)]);
         assert!(parse_node_list("x")
             .unwrap_err()
+            .to_string()
             .contains("not a node number"));
     }
 }

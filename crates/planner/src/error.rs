@@ -92,6 +92,15 @@ pub enum PlanFileError {
         /// What is wrong, with the line where known.
         message: String,
     },
+    /// The file parses, but its plan does not hold together.
+    #[error("{path}: {source}")]
+    Structure {
+        /// The file.
+        path: PathBuf,
+        /// What does not agree.
+        #[source]
+        source: StructureError,
+    },
     /// The plan was written by a newer numio.
     #[error("{path}: plan format version {found} is newer than this numio understands ({supported}); upgrade numio or re-run `numio plan`")]
     Version {
@@ -101,5 +110,52 @@ pub enum PlanFileError {
         found: u32,
         /// Newest version this build reads.
         supported: u32,
+    },
+}
+
+/// What a hand-edited plan got wrong, found without a machine
+/// ([`crate::Placement::check_structure`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StructureError {
+    /// No target at all.
+    #[error("the plan has no targets")]
+    NoTargets,
+    /// `numjobs` and the jobs listed disagree (or no job is listed).
+    #[error("target {target}: workload.numjobs is {numjobs} but {listed} jobs are listed; make them agree")]
+    JobCount {
+        /// The target.
+        target: String,
+        /// Its `workload.numjobs`.
+        numjobs: u32,
+        /// The jobs it lists.
+        listed: usize,
+    },
+    /// A block size range that is empty or starts at 0.
+    #[error("target {target}: bs_min_bytes must be at least 1 and at most bs_max_bytes")]
+    BlockSizes {
+        /// The target.
+        target: String,
+        /// Its `bs_min_bytes`.
+        bs_min_bytes: u64,
+        /// Its `bs_max_bytes`.
+        bs_max_bytes: u64,
+    },
+    /// A queue depth of 0 or a read share over 100.
+    #[error("target {target}: iodepth must be at least 1 and rwmixread at most 100")]
+    DepthOrMix {
+        /// The target.
+        target: String,
+        /// Its `iodepth`.
+        iodepth: u32,
+        /// Its `rwmixread`.
+        rwmixread: u8,
+    },
+    /// A job pinned to a CPU its target does not list.
+    #[error("target {target}: job CPU {cpu} is not in the target's cpus; add it there or drop it")]
+    StrayCpu {
+        /// The target.
+        target: String,
+        /// The CPU.
+        cpu: CpuId,
     },
 }

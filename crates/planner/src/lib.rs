@@ -37,7 +37,7 @@ pub mod resolve;
 pub mod target_addr;
 pub mod workload;
 
-pub use error::{PlacementMismatch, PlanError, PlanFileError};
+pub use error::{PlacementMismatch, PlanError, PlanFileError, StructureError};
 pub use placement::{JobOptions, JobPlacement, MemPolicy, Placement, TargetPlacement};
 pub use plan::plan;
 pub use request::{PlanRequest, Policy, TargetSpec};
@@ -46,4 +46,4 @@ pub use resolve::{
     Resolution, TargetDevice,
 };
 pub use target_addr::{Fabric, TargetAddr};
-pub use workload::{Distribution, RwMode, Workload};
+pub use workload::{Distribution, DistributionError, RwMode, Workload};

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::PlanFileError;
+use crate::error::{PlanFileError, StructureError};
 use crate::placement::Placement;
 
 /// The `format` field of a plan file.
@@ -58,9 +58,9 @@ impl Placement {
                 })?;
             placement
                 .check_structure()
-                .map_err(|message| PlanFileError::Parse {
+                .map_err(|source| PlanFileError::Structure {
                     path: origin.to_path_buf(),
-                    message,
+                    source,
                 })?;
             return Ok(placement);
         };
@@ -88,9 +88,9 @@ impl Placement {
         let doc: PlanFile = serde_json::from_str(text).map_err(parse)?;
         doc.placement
             .check_structure()
-            .map_err(|message| PlanFileError::Parse {
+            .map_err(|source| PlanFileError::Structure {
                 path: origin.to_path_buf(),
-                message,
+                source,
             })?;
         Ok(doc.placement)
     }
@@ -99,25 +99,33 @@ impl Placement {
     /// target has jobs, `numjobs` equals the number of jobs, the block size
     /// range and the queue depth make sense, and job CPUs lie in the target's
     /// `cpus` when it lists any.
-    pub fn check_structure(&self) -> Result<(), String> {
+    pub fn check_structure(&self) -> Result<(), StructureError> {
         if self.targets.is_empty() {
-            return Err("the plan has no targets".into());
+            return Err(StructureError::NoTargets);
         }
         for t in &self.targets {
             let w = &t.workload;
-            let fail = |m: String| Err(format!("target {}: {m}", t.path));
+            let target = t.path.clone();
             if t.jobs.is_empty() || t.jobs.len() != w.numjobs as usize {
-                return fail(format!(
-                    "workload.numjobs is {} but {} jobs are listed; make them agree",
-                    w.numjobs,
-                    t.jobs.len()
-                ));
+                return Err(StructureError::JobCount {
+                    target,
+                    numjobs: w.numjobs,
+                    listed: t.jobs.len(),
+                });
             }
             if w.bs_min_bytes == 0 || w.bs_min_bytes > w.bs_max_bytes {
-                return fail("bs_min_bytes must be at least 1 and at most bs_max_bytes".into());
+                return Err(StructureError::BlockSizes {
+                    target,
+                    bs_min_bytes: w.bs_min_bytes,
+                    bs_max_bytes: w.bs_max_bytes,
+                });
             }
             if w.iodepth == 0 || w.rwmixread > 100 {
-                return fail("iodepth must be at least 1 and rwmixread at most 100".into());
+                return Err(StructureError::DepthOrMix {
+                    target,
+                    iodepth: w.iodepth,
+                    rwmixread: w.rwmixread,
+                });
             }
             if !t.cpus.is_empty() {
                 let stray = t
@@ -125,10 +133,8 @@ impl Placement {
                     .iter()
                     .flat_map(|j| &j.cpus)
                     .find(|c| !t.cpus.contains(c));
-                if let Some(c) = stray {
-                    return fail(format!(
-                        "job CPU {c} is not in the target's cpus; add it there or drop it"
-                    ));
+                if let Some(&cpu) = stray {
+                    return Err(StructureError::StrayCpu { target, cpu });
                 }
             }
         }

@@ -81,7 +81,7 @@ impl Resolution {
         Resolution {
             device: None,
             node: None,
-            notes: vec![why],
+            notes: vec![why.to_string()],
             local_nodes: Vec::new(),
         }
     }
@@ -309,15 +309,36 @@ fn namespaces(topo: &Topology) -> impl Iterator<Item = &Namespace> {
     topo.subsystems.iter().flat_map(|s| s.namespaces.iter())
 }
 
-fn controller_node(topo: &Topology, ctrl: &str) -> Result<NodeId, String> {
+/// Why a controller's node is not known (a note of the resolution).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum NoNode {
+    /// Its `numa_node` is -1.
+    #[error(
+        "controller {ctrl} reports numa_node -1 (the firmware does not say which node it sits on)"
+    )]
+    Unknown {
+        /// The controller.
+        ctrl: String,
+    },
+    /// No controller of that name was discovered.
+    #[error("controller {ctrl} is not in the topology")]
+    NotInTopology {
+        /// The controller.
+        ctrl: String,
+    },
+}
+
+fn controller_node(topo: &Topology, ctrl: &str) -> Result<NodeId, NoNode> {
     match topo.controllers.iter().find(|c| c.name == ctrl) {
         Some(c) => match c.numa_node {
             DeviceNode::Known(n) => Ok(n),
-            DeviceNode::Unknown => Err(format!(
-                "controller {ctrl} reports numa_node -1 (the firmware does not say which node it sits on)"
-            )),
+            DeviceNode::Unknown => Err(NoNode::Unknown {
+                ctrl: ctrl.to_string(),
+            }),
         },
-        None => Err(format!("controller {ctrl} is not in the topology")),
+        None => Err(NoNode::NotInTopology {
+            ctrl: ctrl.to_string(),
+        }),
     }
 }
 
@@ -332,7 +353,7 @@ fn with_controller(device: &str, ctrl: &str, topo: &Topology) -> Resolution {
         Err(why) => Resolution {
             device: Some(device.to_string()),
             node: None,
-            notes: vec![why],
+            notes: vec![why.to_string()],
             local_nodes: Vec::new(),
         },
     }
@@ -420,7 +441,7 @@ fn resolve_multipath(topo: &Topology, ns: &Namespace) -> Resolution {
     } else {
         optimized
     };
-    let found: Vec<Result<NodeId, String>> = paths
+    let found: Vec<Result<NodeId, NoNode>> = paths
         .iter()
         .map(|p| controller_node(topo, &p.controller))
         .collect();
@@ -448,6 +469,7 @@ fn resolve_multipath(topo: &Topology, ns: &Namespace) -> Resolution {
             let why = found
                 .iter()
                 .find_map(|r| r.clone().err())
+                .map(|e| e.to_string())
                 .unwrap_or_default();
             res.notes.push(format!("{name}: {why}"));
         }

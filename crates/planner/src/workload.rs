@@ -24,6 +24,16 @@ pub enum RwMode {
 }
 
 impl RwMode {
+    /// Every mode, in the order messages list them.
+    pub const ALL: [RwMode; 6] = [
+        RwMode::Read,
+        RwMode::Write,
+        RwMode::RandRead,
+        RwMode::RandWrite,
+        RwMode::ReadWrite,
+        RwMode::RandRw,
+    ];
+
     /// Whether the mode issues any write.
     pub fn writes(self) -> bool {
         !matches!(self, RwMode::Read | RwMode::RandRead)
@@ -72,6 +82,47 @@ pub enum Distribution {
     Zipf(f64),
 }
 
+/// Why a `random_distribution` value was refused; none repeats the value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DistributionError {
+    /// `random:x`.
+    #[error("uniform offsets take no parameter")]
+    UniformParameter {
+        /// The parameter given.
+        param: String,
+    },
+    /// `zipf:θ:center`.
+    #[error("numio does not implement fio's hot-spot centre (`:{centre}`); use zipf:θ")]
+    HotSpotCentre {
+        /// The centre given.
+        centre: String,
+    },
+    /// `zipf:abc`.
+    #[error("θ `{theta}` is not a number (e.g. zipf:1.2)")]
+    ThetaNotANumber {
+        /// θ as written.
+        theta: String,
+    },
+    /// `zipf:1`, `zipf:-2`.
+    #[error("θ {theta}: zipf needs θ > 0 and θ ≠ 1")]
+    ThetaOutOfRange {
+        /// θ.
+        theta: f64,
+    },
+    /// `pareto`, `normal`, `zoned`, `zoned_abs`.
+    #[error("fio's {name} distribution is not implemented by numio (use random or zipf:θ)")]
+    NotImplemented {
+        /// fio's name of it.
+        name: String,
+    },
+    /// Anything else.
+    #[error("unknown distribution (use random or zipf:θ)")]
+    Unknown {
+        /// The value given.
+        text: String,
+    },
+}
+
 /// fio's θ when `random_distribution=zipf` gives none (`FIO_DEF_ZIPF`).
 pub const FIO_DEFAULT_ZIPF_THETA: f64 = 1.1;
 
@@ -81,33 +132,39 @@ impl Distribution {
     /// θ ≠ 1. fio's other forms (`pareto`, `normal`, `zoned`, `zoned_abs`)
     /// and a hot-spot centre (`zipf:θ:center`) are not implemented and are
     /// refused with the reason; the message does not repeat the value.
-    pub fn from_fio(text: &str) -> Result<Distribution, String> {
+    pub fn from_fio(text: &str) -> Result<Distribution, DistributionError> {
         let (name, param) = match text.split_once(':') {
             Some((n, p)) => (n, Some(p)),
             None => (text, None),
         };
         match (name, param) {
             ("random" | "uniform", None) => Ok(Distribution::Uniform),
-            ("random" | "uniform", Some(_)) => Err("uniform offsets take no parameter".into()),
+            ("random" | "uniform", Some(p)) => Err(DistributionError::UniformParameter {
+                param: p.to_string(),
+            }),
             ("zipf", None) => Ok(Distribution::Zipf(FIO_DEFAULT_ZIPF_THETA)),
             ("zipf", Some(p)) => {
-                if let Some((_, center)) = p.split_once(':') {
-                    return Err(format!(
-                        "numio does not implement fio's hot-spot centre (`:{center}`); use zipf:θ"
-                    ));
+                if let Some((_, centre)) = p.split_once(':') {
+                    return Err(DistributionError::HotSpotCentre {
+                        centre: centre.to_string(),
+                    });
                 }
-                let theta: f64 = p
-                    .parse()
-                    .map_err(|_| format!("θ `{p}` is not a number (e.g. zipf:1.2)"))?;
+                let theta: f64 = p.parse().map_err(|_| DistributionError::ThetaNotANumber {
+                    theta: p.to_string(),
+                })?;
                 if !(theta > 0.0 && theta.is_finite()) || theta == 1.0 {
-                    return Err(format!("θ {theta}: zipf needs θ > 0 and θ ≠ 1"));
+                    return Err(DistributionError::ThetaOutOfRange { theta });
                 }
                 Ok(Distribution::Zipf(theta))
             }
-            ("pareto" | "normal" | "zoned" | "zoned_abs", _) => Err(format!(
-                "fio's {name} distribution is not implemented by numio (use random or zipf:θ)"
-            )),
-            _ => Err("unknown distribution (use random or zipf:θ)".into()),
+            ("pareto" | "normal" | "zoned" | "zoned_abs", _) => {
+                Err(DistributionError::NotImplemented {
+                    name: name.to_string(),
+                })
+            }
+            _ => Err(DistributionError::Unknown {
+                text: text.to_string(),
+            }),
         }
     }
 
@@ -240,7 +297,7 @@ mod tests {
     fn fio_distribution_forms() {
         use super::Distribution;
         let ok = |t: &str| Distribution::from_fio(t).unwrap();
-        let err = |t: &str| Distribution::from_fio(t).unwrap_err();
+        let err = |t: &str| Distribution::from_fio(t).unwrap_err().to_string();
         assert_eq!(ok("random"), Distribution::Uniform);
         assert_eq!(ok("uniform"), Distribution::Uniform);
         assert_eq!(ok("zipf"), Distribution::Zipf(1.1));
@@ -262,6 +319,16 @@ mod tests {
         }
         assert!(err("gauss").contains("unknown"));
         assert!(err("random:1").contains("no parameter"));
+        assert_eq!(
+            Distribution::from_fio("zipf:1.2:0.3"),
+            Err(super::DistributionError::HotSpotCentre {
+                centre: "0.3".into()
+            })
+        );
+        assert_eq!(
+            Distribution::from_fio("zipf:-2"),
+            Err(super::DistributionError::ThetaOutOfRange { theta: -2.0 })
+        );
         assert!(Distribution::Uniform.uses_random_map());
         assert!(!Distribution::Zipf(1.2).uses_random_map());
     }

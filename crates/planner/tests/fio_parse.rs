@@ -6,7 +6,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use planner::fio::{
-    load_job_file, parse_command_line, parse_job_text, to_job_file, FioError, ParseOptions,
+    load_job_file, parse_command_line, parse_job_text, to_job_file, FioError, OptionError,
+    ParseOptions,
 };
 use planner::{Distribution, MemPolicy, RwMode};
 use rand_xoshiro::rand_core::{RngCore, SeedableRng};
@@ -316,6 +317,63 @@ fn bad_files_name_file_and_line() {
         e.contains("cpu-missing.fio:3: cpus_allowed=0-3,900") && e.contains("CPU 900"),
         "{e}"
     );
+}
+
+/// A refused value: the error carries the option, the value and why, as
+/// fields; the lists of what would work come from the option tables.
+#[test]
+fn bad_values_carry_the_option_and_the_value() {
+    let parse = |text: &str| {
+        parse_job_text(text, Path::new("v.fio"), &ParseOptions::default()).unwrap_err()
+    };
+    let e = parse("[j]\nfilename=/dev/x\nrwmixread=150\n");
+    let FioError::BadValue {
+        at,
+        key,
+        value,
+        reason,
+    } = &e
+    else {
+        panic!("{e:?}");
+    };
+    assert_eq!(
+        (at.line, key.as_str(), value.as_str()),
+        (3, "rwmixread", "150")
+    );
+    assert_eq!(
+        **reason,
+        OptionError::OutOfRange {
+            value: 150,
+            min: 0,
+            max: 100
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "v.fio:3: rwmixread=150: must be between 0 and 100"
+    );
+    let text = |body: &str| parse(&format!("[j]\nfilename=/dev/x\n{body}\n")).to_string();
+    assert_eq!(
+        text("ioengine=spdk"),
+        "v.fio:3: ioengine=spdk: numio backends map from io_uring, io_uring_cmd, libaio, posixaio, psync, sync, pvsync, pvsync2, vsync and null"
+    );
+    assert_eq!(
+        text("rw=readrandom"),
+        "v.fio:3: rw=readrandom: use read, write, randread, randwrite, rw or randrw"
+    );
+    assert_eq!(
+        text("cpus_allowed_policy=spread"),
+        "v.fio:3: cpus_allowed_policy=spread: use shared or split"
+    );
+    assert_eq!(
+        text("numa_mem_policy=preferred"),
+        "v.fio:3: numa_mem_policy=preferred: use default, local or bind:NODES"
+    );
+    assert!(matches!(
+        parse("[j]\nfilename=/dev/x\nrandom_distribution=zipf:1\n"),
+        FioError::BadValue { reason, .. }
+            if *reason == OptionError::Distribution(planner::DistributionError::ThetaOutOfRange { theta: 1.0 })
+    ));
 }
 
 #[test]

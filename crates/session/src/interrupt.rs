@@ -15,7 +15,7 @@
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use crate::SessionError;
+use crate::{SessionError, SignalError};
 
 /// Set by the first SIGINT / SIGTERM; the engine polls it.
 static INTERRUPT: AtomicBool = AtomicBool::new(false);
@@ -24,7 +24,7 @@ static SIGNAL: AtomicI32 = AtomicI32::new(0);
 /// Whether a second signal exits (see [`second_signal_waits`]).
 static SECOND_EXITS: AtomicBool = AtomicBool::new(true);
 /// Whether [`install`] succeeded (once per process).
-static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+static INSTALLED: OnceLock<Result<(), SignalError>> = OnceLock::new();
 
 /// Work a second signal runs before the process exits.
 type ExitWork = Arc<dyn Fn() + Send + Sync>;
@@ -144,16 +144,17 @@ pub fn install(notify: fn(Notice)) -> Result<(), SessionError> {
             // pointer is allowed.
             let rc = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
             if rc != 0 {
-                return Err(format!(
-                    "cannot block SIGINT/SIGTERM: {}",
-                    std::io::Error::from_raw_os_error(rc)
-                ));
+                return Err(SignalError::Block {
+                    source: Arc::new(std::io::Error::from_raw_os_error(rc)),
+                });
             }
             std::thread::Builder::new()
                 .name("numio-signals".into())
                 .spawn(move || wait_for_signals(set, notify))
                 .map(|_| ())
-                .map_err(|e| format!("cannot start the signal thread: {e}"))
+                .map_err(|e| SignalError::Thread {
+                    source: Arc::new(e),
+                })
         })
         .clone()
         .map_err(SessionError::Signals)

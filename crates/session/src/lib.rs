@@ -46,7 +46,7 @@ pub mod targets;
 pub mod verify_state;
 pub mod verify_state_file;
 
-pub use error::SessionError;
+pub use error::{SessionError, SignalError, VerifyStateError};
 pub use event::{Event, RunInfo};
 pub use once::run_once;
 pub use schedule::{Interruption, LiveArm, LocalRunner, Outcome, Partial, Runner, Schedule};

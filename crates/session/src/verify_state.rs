@@ -28,36 +28,35 @@ use engine::result::{RunResult, VerifyStamp};
 use engine::TargetVerify;
 use planner::{Placement, RwMode};
 
+use crate::error::VerifyStateError as E;
 use crate::verify_state_file as file;
 
 /// The state file when none is named: `$XDG_STATE_HOME/numio/verify-state.json`,
 /// else `$HOME/.local/state/numio/verify-state.json` (the directory made
 /// 0700 and checked); with neither set, an error naming `--verify-state`
 /// (see [`crate::verify_state_file`]).
-pub fn default_path() -> Result<PathBuf, String> {
+pub fn default_path() -> Result<PathBuf, E> {
     file::default_path_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"))
 }
 
 /// The state in `path`; empty when there is no file yet.
-pub fn load(path: &Path) -> Result<VerifyState, String> {
+pub fn load(path: &Path) -> Result<VerifyState, E> {
     let Some(text) = file::read(path)? else {
         return Ok(VerifyState {
             schema_version: VERIFY_STATE_SCHEMA_VERSION,
             ..VerifyState::default()
         });
     };
-    let state: VerifyState = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{} is not a numio verify state ({e}); name another with --verify-state or remove it",
-            path.display()
-        )
+    let state: VerifyState = serde_json::from_str(&text).map_err(|source| E::NotAState {
+        path: path.to_path_buf(),
+        source,
     })?;
     if state.schema_version != VERIFY_STATE_SCHEMA_VERSION {
-        return Err(format!(
-            "{} has verify state version {}; this numio reads version {VERIFY_STATE_SCHEMA_VERSION}",
-            path.display(),
-            state.schema_version
-        ));
+        return Err(E::Version {
+            path: path.to_path_buf(),
+            found: state.schema_version,
+            expected: VERIFY_STATE_SCHEMA_VERSION,
+        });
     }
     Ok(state)
 }
@@ -66,8 +65,11 @@ pub fn load(path: &Path) -> Result<VerifyState, String> {
 /// exclusive lock on `PATH.lock`, the file as it is now (another run may
 /// have saved since this one loaded it) gets these targets' records and
 /// is written back. False when nothing was written with `--verify`.
-pub fn record_and_save(path: &Path, results: &[RunResult]) -> Result<bool, String> {
-    make_parent(path).map_err(|e| e.to_string())?;
+pub fn record_and_save(path: &Path, results: &[RunResult]) -> Result<bool, E> {
+    make_parent(path).map_err(|source| E::MakeParent {
+        dir: path.parent().unwrap_or(Path::new("")).to_path_buf(),
+        source,
+    })?;
     let lock_path = path.with_extension("lock");
     let lock = file::open_lock(&lock_path)?;
     // SAFETY: flock(2) on a descriptor this function owns; the lock goes
@@ -80,7 +82,10 @@ pub fn record_and_save(path: &Path, results: &[RunResult]) -> Result<bool, Strin
             e.raw_os_error(),
             Some(libc::ENOLCK | libc::EOPNOTSUPP | libc::EINVAL)
         ) {
-            return Err(format!("{}: cannot lock: {e}", lock_path.display()));
+            return Err(E::Lock {
+                path: lock_path,
+                source: e,
+            });
         }
     }
     let mut state = load(path)?;
@@ -91,7 +96,10 @@ pub fn record_and_save(path: &Path, results: &[RunResult]) -> Result<bool, Strin
     if state == before {
         return Ok(false);
     }
-    save(path, &state).map_err(|e| e.to_string())?;
+    save(path, &state).map_err(|source| E::Save {
+        path: path.to_path_buf(),
+        source,
+    })?;
     drop(lock);
     Ok(true)
 }
@@ -227,39 +235,32 @@ const REPLAY_RUNTIME_MIN_NS: u64 = 86_400 * 1_000_000_000;
 /// run of each target wrote, in the order it wrote it (its workload with
 /// reads for writes, each job stopping after as many I/Os as the fewest
 /// any of its jobs completed), expecting its generation.
-pub fn replay(
-    placement: &Placement,
-    state: &VerifyState,
-    file: &Path,
-) -> Result<Placement, String> {
+pub fn replay(placement: &Placement, state: &VerifyState, file: &Path) -> Result<Placement, E> {
     let mut p = placement.clone();
     for t in &mut p.targets {
         let Some(saved) = saved(state, &t.path) else {
-            return Err(format!(
-                "--verify-only: {} has no saved verify state in {}; write it with --verify first (or name the state with --verify-state)",
-                t.path,
-                file.display()
-            ));
+            return Err(E::NotSaved {
+                target: t.path.clone(),
+                file: file.to_path_buf(),
+            });
         };
         let mut w = saved.workload.clone();
         w.rw = match w.rw {
             RwMode::Write => RwMode::Read,
             RwMode::RandWrite => RwMode::RandRead,
-            other => {
-                return Err(format!(
-                    "--verify-only: the saved run on {} was --rw={}, which mixes reads in; only a write run is replayed",
-                    t.path,
-                    other.fio_name()
-                ))
+            rw => {
+                return Err(E::NotAWriteRun {
+                    target: t.path.clone(),
+                    rw,
+                })
             }
         };
         if t.jobs.len() != saved.writes_per_job.len() {
-            return Err(format!(
-                "--verify-only: the saved run on {} had {} jobs; run with --jobs {}",
-                t.path,
-                saved.writes_per_job.len(),
-                saved.writes_per_job.len()
-            ));
+            return Err(E::JobCount {
+                target: t.path.clone(),
+                saved_jobs: saved.writes_per_job.len(),
+                jobs: t.jobs.len(),
+            });
         }
         w.number_ios = Some(
             saved
@@ -337,6 +338,55 @@ mod tests {
             "nothing written: no save"
         );
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    /// A replay that cannot run says which target, and the error carries
+    /// the target, the state file and what does not match.
+    #[test]
+    fn a_replay_that_cannot_run_names_the_target() {
+        use crate::testutil::{counted, placement};
+        let file = Path::new("/s/state.json");
+        let mut state = VerifyState::default();
+        let p = |path: &str, jobs| placement(&[path.to_string()], &counted(1), jobs);
+        match replay(&p("/x/none", 1), &state, file) {
+            Err(E::NotSaved { target, file: f }) => {
+                assert_eq!((target.as_str(), f.as_path()), ("/x/none", file));
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut w = wrote("/x/a", 1);
+        w.targets[0].workload.rw = RwMode::RandWrite;
+        record(&mut state, &w, 1);
+        let saved_jobs = w.targets[0].workers.len();
+        let e = replay(&p("/x/a", saved_jobs + 1), &state, file).unwrap_err();
+        assert!(
+            matches!(&e, E::JobCount { target, saved_jobs: s, jobs }
+                if target == "/x/a" && *s == saved_jobs && *jobs == saved_jobs + 1),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            format!("--verify-only: the saved run on /x/a had {saved_jobs} jobs; run with --jobs {saved_jobs}")
+        );
+        assert!(replay(&p("/x/a", saved_jobs), &state, file).is_ok());
+        w.targets[0].workload.rw = RwMode::RandRw;
+        record(&mut state, &w, 1);
+        let e = replay(&p("/x/a", saved_jobs), &state, file).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                E::NotAWriteRun {
+                    rw: RwMode::RandRw,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .contains("was --rw=randrw, which mixes reads in"),
+            "{e}"
+        );
     }
 
     /// A state saved before keys had the host is read, and its record is

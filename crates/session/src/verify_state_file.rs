@@ -17,73 +17,70 @@ use std::fs::File;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use crate::error::VerifyStateError as E;
+
 /// The largest verify state read (a record per target is a few KiB).
 pub const MAX_STATE_BYTES: u64 = 16 << 20;
 
 /// The default state file, given `$XDG_STATE_HOME` and `$HOME` (empty or
 /// relative values count as unset, as the XDG spec says); its directory
 /// made 0700 and checked ([`private_dir`]).
-pub fn default_path_from(xdg: Option<OsString>, home: Option<OsString>) -> Result<PathBuf, String> {
+pub fn default_path_from(xdg: Option<OsString>, home: Option<OsString>) -> Result<PathBuf, E> {
     let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
     let base = absolute(xdg)
         .or_else(|| absolute(home).map(|h| h.join(".local/state")))
-        .ok_or_else(|| {
-            "no place for the verify state: neither XDG_STATE_HOME nor HOME is set (numio keeps it in no shared temporary directory); name a file with --verify-state FILE".to_string()
-        })?;
+        .ok_or(E::NoStateDir)?;
     let dir = base.join("numio");
     private_dir(&dir)?;
     Ok(dir.join("verify-state.json"))
 }
 
-/// What to do when the verify state's directory cannot be made (a
-/// read-only home, say).
-const CANNOT_MAKE_FIX: &str =
-    "set XDG_STATE_HOME to a directory of yours that is writable, or name a file with --verify-state FILE";
-
 /// Makes `dir` (mode 0700; missing parents too) unless it exists, then
 /// refuses it unless it is a directory, not a symbolic link, owned by this
 /// user and writable by no group or other user.
-pub fn private_dir(dir: &Path) -> Result<(), String> {
+pub fn private_dir(dir: &Path) -> Result<(), E> {
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(parent)
-            .map_err(|e| format!("cannot make {}: {e}; {CANNOT_MAKE_FIX}", parent.display()))?;
+            .map_err(|source| E::MakeDir {
+                dir: parent.to_path_buf(),
+                source,
+            })?;
     }
     match std::fs::DirBuilder::new().mode(0o700).create(dir) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => {
-            return Err(format!(
-                "cannot make {}: {e}; {CANNOT_MAKE_FIX}",
-                dir.display()
-            ))
+        Err(source) => {
+            return Err(E::MakeDir {
+                dir: dir.to_path_buf(),
+                source,
+            })
         }
     }
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let fix =
-        "remove it (numio makes it again, 0700) or name a file elsewhere with --verify-state FILE";
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| E::StatDir {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
     if !meta.file_type().is_dir() {
-        return Err(format!(
-            "the verify state directory {} is not a directory (a link?); {fix}",
-            dir.display()
-        ));
+        return Err(E::DirNotADirectory {
+            dir: dir.to_path_buf(),
+        });
     }
     let me = euid();
     if meta.uid() != me {
-        return Err(format!(
-            "the verify state directory {} is owned by uid {}, not by this user (uid {me}); {fix}",
-            dir.display(),
-            meta.uid()
-        ));
+        return Err(E::DirNotOwned {
+            dir: dir.to_path_buf(),
+            owner: meta.uid(),
+            euid: me,
+        });
     }
     if meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "the verify state directory {} is writable by others (mode {:o}); chmod 700 it, or {fix}",
-            dir.display(),
-            meta.mode() & 0o7777
-        ));
+        return Err(E::DirWritableByOthers {
+            dir: dir.to_path_buf(),
+            mode: meta.mode() & 0o7777,
+        });
     }
     Ok(())
 }
@@ -95,44 +92,41 @@ fn euid() -> u32 {
 
 /// The text of the state file `path`, `None` when there is none: a regular
 /// file of at most [`MAX_STATE_BYTES`].
-pub fn read(path: &Path) -> Result<Option<String>, String> {
-    use sysapi::file::CappedReadError as E;
-    let fix = "name a numio verify state file with --verify-state FILE";
+pub fn read(path: &Path) -> Result<Option<String>, E> {
+    use sysapi::file::CappedReadError as C;
+    let path_buf = || path.to_path_buf();
     let bytes = match sysapi::file::read_regular_capped(path, MAX_STATE_BYTES) {
         Ok(b) => b,
-        Err(E::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(E::Io(e)) => {
-            return Err(format!(
-                "cannot read the verify state {}: {e}",
-                path.display()
-            ))
+        Err(C::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(C::Io(source)) => {
+            return Err(E::Read {
+                path: path_buf(),
+                source,
+            })
         }
-        Err(E::NotRegular(kind)) => {
-            return Err(format!(
-                "the verify state {} is not a regular file ({kind}); {fix}",
-                path.display()
-            ))
+        Err(C::NotRegular(kind)) => {
+            return Err(E::NotRegular {
+                path: path_buf(),
+                kind,
+            })
         }
-        Err(E::TooBig { len_bytes, .. }) => {
-            return Err(format!(
-                "the verify state {} has {len_bytes} bytes or more, more than the {} MiB numio reads; {fix}",
-                path.display(),
-                MAX_STATE_BYTES >> 20
-            ))
+        Err(C::TooBig { len_bytes, .. }) => {
+            return Err(E::TooBig {
+                path: path_buf(),
+                len_bytes,
+                max_bytes: MAX_STATE_BYTES,
+            })
         }
     };
-    String::from_utf8(bytes).map(Some).map_err(|_| {
-        format!(
-            "the verify state {} is not UTF-8 text; {fix}",
-            path.display()
-        )
-    })
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| E::NotUtf8 { path: path_buf() })
 }
 
 /// Opens (making it when missing) the lock file `path`: created with
 /// `O_EXCL | O_NOFOLLOW`; one that exists is opened with `O_NOFOLLOW` and
 /// must be a regular file of this user's.
-pub fn open_lock(path: &Path) -> Result<File, String> {
+pub fn open_lock(path: &Path) -> Result<File, E> {
     let create = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -142,27 +136,30 @@ pub fn open_lock(path: &Path) -> Result<File, String> {
     match create {
         Ok(f) => return Ok(f),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(format!("{}: {e}", path.display())),
+        Err(source) => {
+            return Err(E::CreateLock {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
     }
     let f = std::fs::OpenOptions::new()
         .write(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
-        .map_err(|e| {
-            format!(
-                "{}: {e} (a symbolic link is never followed); remove it",
-                path.display()
-            )
+        .map_err(|source| E::OpenLock {
+            path: path.to_path_buf(),
+            source,
         })?;
-    let meta = f
-        .metadata()
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let meta = f.metadata().map_err(|source| E::StatLock {
+        path: path.to_path_buf(),
+        source,
+    })?;
     if !meta.file_type().is_file() || meta.uid() != euid() {
-        return Err(format!(
-            "the verify state lock {} is not a regular file of this user's (uid {}); remove it",
-            path.display(),
-            meta.uid()
-        ));
+        return Err(E::LockNotOwned {
+            path: path.to_path_buf(),
+            owner: meta.uid(),
+        });
     }
     Ok(f)
 }
@@ -226,7 +223,9 @@ mod tests {
     // The VM lab's guest has a read-only home: the error says how out.
     #[test]
     fn a_home_where_nothing_can_be_made_names_the_way_out() {
-        let e = default_path_from(None, Some("/proc/numio-no-home".into())).unwrap_err();
+        let e = default_path_from(None, Some("/proc/numio-no-home".into()))
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("cannot make /proc/numio-no-home/.local/state"),
             "{e}"
@@ -241,9 +240,12 @@ mod tests {
     // went to $TMPDIR/numio/, where another user could plant links.
     #[test]
     fn without_home_or_xdg_the_default_is_refused_naming_the_flag() {
-        let e = default_path_from(None, None).unwrap_err();
+        assert!(matches!(default_path_from(None, None), Err(E::NoStateDir)));
+        let e = default_path_from(None, None).unwrap_err().to_string();
         assert!(e.contains("--verify-state FILE"), "{e}");
-        let e = default_path_from(Some("rel".into()), Some("".into())).unwrap_err();
+        let e = default_path_from(Some("rel".into()), Some("".into()))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("neither XDG_STATE_HOME nor HOME"), "{e}");
     }
 
@@ -259,12 +261,22 @@ mod tests {
         assert_eq!(p, d.join(".local/state/numio/verify-state.json"));
 
         std::fs::set_permissions(d.join("numio"), std::fs::Permissions::from_mode(0o777)).unwrap();
-        let e = default_path_from(Some(d.clone().into()), None).unwrap_err();
+        match default_path_from(Some(d.clone().into()), None) {
+            Err(E::DirWritableByOthers { dir, mode }) => {
+                assert_eq!((dir, mode), (d.join("numio"), 0o777));
+            }
+            other => panic!("{other:?}"),
+        }
+        let e = default_path_from(Some(d.clone().into()), None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("writable by others (mode 777)"), "{e}");
 
         std::fs::remove_dir(d.join("numio")).unwrap();
         std::os::unix::fs::symlink(temp_dir("elsewhere"), d.join("numio")).unwrap();
-        let e = default_path_from(Some(d.clone().into()), None).unwrap_err();
+        let e = default_path_from(Some(d.clone().into()), None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is not a directory (a link?)"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
         std::fs::remove_dir_all(temp_dir("elsewhere")).unwrap();
@@ -282,7 +294,9 @@ mod tests {
             .create(d.join("numio"))
             .unwrap();
         std::os::unix::fs::chown(d.join("numio"), Some(65534), None).unwrap();
-        let e = default_path_from(Some(d.clone().into()), None).unwrap_err();
+        let e = default_path_from(Some(d.clone().into()), None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("is owned by uid 65534"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
     }
@@ -293,19 +307,30 @@ mod tests {
         assert_eq!(read(&d.join("none.json")).unwrap(), None);
         std::fs::write(d.join("ok.json"), "{}").unwrap();
         assert_eq!(read(&d.join("ok.json")).unwrap().as_deref(), Some("{}"));
-        let e = read(Path::new("/dev/zero")).unwrap_err();
+        let e = read(Path::new("/dev/zero")).unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");
         let fifo = d.join("fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: mkfifo on a NUL-terminated path this test owns.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let e = read(&fifo).unwrap_err();
+        let e = read(&fifo).unwrap_err().to_string();
         assert!(e.contains("not a regular file"), "{e}");
         File::create(d.join("big.json"))
             .unwrap()
             .set_len(MAX_STATE_BYTES + 1)
             .unwrap();
-        let e = read(&d.join("big.json")).unwrap_err();
+        match read(&d.join("big.json")) {
+            Err(E::TooBig {
+                path,
+                len_bytes,
+                max_bytes,
+            }) => assert_eq!(
+                (path, len_bytes, max_bytes),
+                (d.join("big.json"), MAX_STATE_BYTES + 1, MAX_STATE_BYTES)
+            ),
+            other => panic!("{other:?}"),
+        }
+        let e = read(&d.join("big.json")).unwrap_err().to_string();
         assert!(e.contains("more than the 16 MiB"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
     }
@@ -319,7 +344,7 @@ mod tests {
         std::fs::write(&victim, "precious").unwrap();
         let state = d.join("state.json");
         std::os::unix::fs::symlink(&victim, d.join("state.lock")).unwrap();
-        let e = open_lock(&d.join("state.lock")).unwrap_err();
+        let e = open_lock(&d.join("state.lock")).unwrap_err().to_string();
         assert!(e.contains("state.lock"), "{e}");
         // A link where the state is: replaced, not written through.
         std::os::unix::fs::symlink(&victim, &state).unwrap();

@@ -19,6 +19,28 @@ pub struct Connected {
     pub cntlid: u32,
 }
 
+/// Why a connect's options line cannot be written: the kernel splits the
+/// line at commas, so no value may hold one (nor a newline), and none may
+/// be empty.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionsError {
+    /// A plain value (`nqn`, `traddr`, `hostnqn`, ...) the kernel cannot take.
+    #[error("{key} {value:?} is empty or holds ',' or a newline: the kernel cannot take it")]
+    BadValue {
+        /// The option.
+        key: &'static str,
+        /// Its value.
+        value: String,
+    },
+    /// A DH-HMAC-CHAP secret the kernel cannot take (the secret itself is
+    /// kept out of the error).
+    #[error("the {key} is empty or holds ',' or a newline: give a DHHC-1 secret as `nvme gen-dhchap-key` prints it")]
+    BadSecret {
+        /// The option (`dhchap_secret`, `dhchap_ctrl_secret`).
+        key: &'static str,
+    },
+}
+
 /// One NVMe/TCP (or NVMe/RDMA) connect's options, as `/dev/nvme-fabrics`
 /// takes them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +74,7 @@ impl TcpConnect {
     /// The options line (`nqn=...,transport=tcp,traddr=...,trsvcid=...`);
     /// an error names a value the kernel's comma-separated parser would
     /// split.
-    pub fn options(&self) -> Result<String, String> {
+    pub fn options(&self) -> Result<String, OptionsError> {
         let mut fields = vec![
             ("nqn", self.subnqn.clone()),
             ("transport", self.transport.to_string()),
@@ -68,21 +90,20 @@ impl TcpConnect {
             ("dhchap_secret", &self.dhchap_secret),
             ("dhchap_ctrl_secret", &self.dhchap_ctrl_secret),
         ];
-        for (k, v) in &fields {
+        for (key, v) in &fields {
             // The kernel splits the line at commas (a value may hold '=').
             if v.is_empty() || v.contains([',', '\n']) {
-                return Err(format!(
-                    "{k} {v:?} is empty or holds ',' or a newline: the kernel cannot take it"
-                ));
+                return Err(OptionsError::BadValue {
+                    key,
+                    value: v.clone(),
+                });
             }
         }
         for (k, v) in secrets {
             if let Some(v) = v {
                 if v.is_empty() || v.contains([',', '\n']) {
                     // Never the secret itself in a message.
-                    return Err(format!(
-                        "the {k} is empty or holds ',' or a newline: give a DHHC-1 secret as `nvme gen-dhchap-key` prints it"
-                    ));
+                    return Err(OptionsError::BadSecret { key: k });
                 }
                 fields.push((k, v.clone()));
             }
@@ -188,7 +209,14 @@ mod tests {
             ..c.clone()
         };
         let e = bad.options().unwrap_err();
-        assert!(e.contains("nqn \"nqn.a,b\""), "{e}");
+        assert_eq!(
+            e,
+            OptionsError::BadValue {
+                key: "nqn",
+                value: "nqn.a,b".into()
+            }
+        );
+        assert!(e.to_string().contains("nqn \"nqn.a,b\""), "{e}");
         let auth = TcpConnect {
             transport: "tcp",
             dhchap_secret: Some("DHHC-1:01:c2VjcmV0PQ==:".into()),
@@ -204,6 +232,14 @@ mod tests {
             ..h
         };
         let e = leaky.options().unwrap_err();
+        assert_eq!(
+            e,
+            OptionsError::BadSecret {
+                key: "dhchap_secret"
+            }
+        );
+        assert!(!format!("{e:?}").contains("abc"), "nor out of Debug");
+        let e = e.to_string();
         assert!(e.starts_with("the dhchap_secret is empty"), "{e}");
         assert!(!e.contains("abc"), "the secret stays out of messages: {e}");
         let digests = TcpConnect {

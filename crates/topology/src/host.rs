@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpulist::{CpuList, ListOf};
 use crate::device::{reader, DevNum};
-use crate::error::TopologyError;
+use crate::error::{ParseError, TopologyError};
 use crate::model::{CpuId, NodeId};
 use crate::parse::parse_num;
 
@@ -117,33 +117,33 @@ pub fn mounts(root: &Path) -> Result<Vec<Mount>, TopologyError> {
             },
         });
     };
-    parse_mountinfo(&text).map_err(|reason| TopologyError::BadRequired {
+    parse_mountinfo(&text).map_err(|source| TopologyError::Unparsable {
         path: r.abs(PATH),
-        reason,
+        source,
     })
 }
 
 /// Parses a mountinfo text (`ID PARENT MAJ:MIN ROOT MOUNT_POINT OPTIONS
 /// [OPTIONAL...] - FSTYPE SOURCE SUPER_OPTIONS`), decoding the kernel's
 /// octal escapes (`\040` for a space).
-pub fn parse_mountinfo(text: &str) -> Result<Vec<Mount>, String> {
+pub fn parse_mountinfo(text: &str) -> Result<Vec<Mount>, ParseError> {
     let mut out = Vec::new();
     for (i, line) in text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let bad = |why: &str| format!("line {}: {why}: `{line}`", i + 1);
+        let bad = |why: ParseError| ParseError::at_line(i + 1, line, why);
         let fields: Vec<&str> = line.split_whitespace().collect();
         let sep = fields
             .iter()
             .position(|f| *f == "-")
-            .ok_or_else(|| bad("no ` - ` separator"))?;
+            .ok_or_else(|| bad(ParseError::NoSeparator))?;
         if sep < 6 || fields.len() < sep + 3 {
-            return Err(bad("too few fields"));
+            return Err(bad(ParseError::TooFewFields));
         }
         out.push(Mount {
-            dev: DevNum::parse(fields[2]).map_err(|e| bad(&e))?,
+            dev: DevNum::parse(fields[2]).map_err(bad)?,
             root: unescape(fields[3]),
             mount_point: unescape(fields[4]),
             fs_type: unescape(fields[sep + 1]),
@@ -207,17 +207,17 @@ pub fn node_cpus(root: &Path, node: NodeId) -> Result<CpuList, TopologyError> {
     if r.read(&rel).is_none() {
         if let Some(text) = r.read(&mask) {
             return CpuList::parse_mask(&text, ListOf::Cpus).map_err(|e| {
-                TopologyError::BadRequired {
+                TopologyError::Unparsable {
                     path: r.abs(&mask),
-                    reason: e.to_string(),
+                    source: e.into(),
                 }
             });
         }
     }
     match r.read(&rel) {
-        Some(text) => CpuList::parse(&text).map_err(|e| TopologyError::BadRequired {
+        Some(text) => CpuList::parse(&text).map_err(|e| TopologyError::Unparsable {
             path: r.abs(&rel),
-            reason: e.to_string(),
+            source: e.into(),
         }),
         None => Err(TopologyError::MissingRequired {
             path: r.abs(&rel),
@@ -289,10 +289,21 @@ mod tests {
         assert_eq!(mount_of(&m, DevNum::new(7, 1)), None);
         assert!(parse_mountinfo("1 2 3:4 / /x rw ext4")
             .unwrap_err()
+            .to_string()
             .contains("line 1: no ` - ` separator"));
-        assert!(parse_mountinfo("1 2 x / /x rw - ext4 /dev/x rw")
-            .unwrap_err()
-            .contains("MAJOR:MINOR"));
+        let e = parse_mountinfo("\n1 2 x / /x rw - ext4 /dev/x rw").unwrap_err();
+        let ParseError::Line { line, text, reason } = &e else {
+            panic!("{e:?}");
+        };
+        assert_eq!(
+            (*line, text.as_str()),
+            (2, "1 2 x / /x rw - ext4 /dev/x rw")
+        );
+        assert_eq!(**reason, ParseError::NotADevNum { text: "x".into() });
+        assert_eq!(
+            e.to_string(),
+            "line 2: expected MAJOR:MINOR, found `x`: `1 2 x / /x rw - ext4 /dev/x rw`"
+        );
     }
 
     #[test]

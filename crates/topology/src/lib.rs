@@ -33,7 +33,8 @@
 //! subsystems and namespaces), `device/` and `host` (the queries), `reader`
 //! (the recording reader) over `source` (a directory or an in-memory
 //! snapshot) and `relpath`, `recording` (what a discovery read, below both
-//! `discover` and `snapshot`), `parse` (sysfs text formats).
+//! `discover` and `snapshot`), `parse` (sysfs text formats), `error`
+//! (discovery's errors and the parsers' [`ParseError`]).
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
@@ -57,6 +58,6 @@ pub mod snapshot;
 pub mod source;
 
 pub use cpulist::{CpuList, CpuListError};
-pub use error::TopologyError;
+pub use error::{ParseError, TopologyError};
 pub use model::*;
 pub use snapshot::{Manifest, Recording, Root};

@@ -1,40 +1,37 @@
 //! Parsers for the text formats of sysfs and procfs files.
 //!
-//! Each returns `Err(reason)` with a message naming what was expected, so the
-//! caller can record the file as unreadable. Each reads the text as any
+//! Each returns a [`ParseError`] naming what was expected and what was
+//! found, so the caller can record the file as unreadable. Each reads the text as any
 //! kernel writes it: surrounding whitespace and a trailing `\0` (some
 //! kernels end attributes with `\n\0`) are not part of the value.
 
 use crate::cpulist::{trim_attr, CpuList, ListOf};
+use crate::error::ParseError;
 
 /// A CPU list file as numbers ([`CpuList::parse`]), for `Reader::parse`.
-pub fn parse_list(text: &str) -> Result<Vec<u32>, String> {
+pub fn parse_list(text: &str) -> Result<Vec<u32>, ParseError> {
     parse_list_of(text, ListOf::Cpus)
 }
 
 /// A node list file as numbers ([`CpuList::parse_nodes`]).
-pub fn parse_node_list(text: &str) -> Result<Vec<u32>, String> {
+pub fn parse_node_list(text: &str) -> Result<Vec<u32>, ParseError> {
     parse_list_of(text, ListOf::Nodes)
 }
 
-fn parse_list_of(text: &str, of: ListOf) -> Result<Vec<u32>, String> {
-    CpuList::parse_of(text, of)
-        .map(|l| l.ids().to_vec())
-        .map_err(|e| e.to_string())
+fn parse_list_of(text: &str, of: ListOf) -> Result<Vec<u32>, ParseError> {
+    Ok(CpuList::parse_of(text, of)?.ids().to_vec())
 }
 
 /// A CPU mask file (`cpumap`, `local_cpus`, `thread_siblings`,
 /// `smp_affinity`) as numbers ([`CpuList::parse_mask`]).
-pub fn parse_mask(text: &str) -> Result<Vec<u32>, String> {
-    CpuList::parse_mask(text, ListOf::Cpus)
-        .map(|l| l.ids().to_vec())
-        .map_err(|e| e.to_string())
+pub fn parse_mask(text: &str) -> Result<Vec<u32>, ParseError> {
+    Ok(CpuList::parse_mask(text, ListOf::Cpus)?.ids().to_vec())
 }
 
 /// An id the kernel writes as `-1` when it does not know it
 /// (`physical_package_id` on s390 and some virtual machines, `core_id`):
 /// `None` for any negative value or an empty file.
-pub fn parse_id(text: &str) -> Result<Option<u32>, String> {
+pub fn parse_id(text: &str) -> Result<Option<u32>, ParseError> {
     if trim_attr(text).is_empty() {
         return Ok(None);
     }
@@ -44,21 +41,21 @@ pub fn parse_id(text: &str) -> Result<Option<u32>, String> {
     }
     u32::try_from(v)
         .map(Some)
-        .map_err(|_| format!("expected an id below 2^32, found `{v}`"))
+        .map_err(|_| ParseError::IdTooLarge { value: v })
 }
 
 /// `MemTotal` of a `nodeN/meminfo` (`Node 0 MemTotal:  5073112 kB`), in bytes.
-pub fn parse_meminfo_total_bytes(text: &str) -> Result<u64, String> {
+pub fn parse_meminfo_total_bytes(text: &str) -> Result<u64, ParseError> {
     parse_meminfo_bytes(text, "MemTotal")
 }
 
 /// `MemAvailable` of `/proc/meminfo` (`MemAvailable:  5073112 kB`), in bytes.
-pub fn parse_meminfo_available_bytes(text: &str) -> Result<u64, String> {
+pub fn parse_meminfo_available_bytes(text: &str) -> Result<u64, ParseError> {
     parse_meminfo_bytes(text, "MemAvailable")
 }
 
 /// The line of a meminfo text whose key ends with `field`, in bytes.
-fn parse_meminfo_bytes(text: &str, field: &str) -> Result<u64, String> {
+fn parse_meminfo_bytes(text: &str, field: &'static str) -> Result<u64, ParseError> {
     for line in trim_attr(text).lines() {
         let Some((key, value)) = line.split_once(':') else {
             continue;
@@ -67,22 +64,31 @@ fn parse_meminfo_bytes(text: &str, field: &str) -> Result<u64, String> {
             continue;
         }
         let mut words = value.split_whitespace();
-        let kib: u64 = words
-            .next()
-            .and_then(|w| w.parse().ok())
-            .ok_or_else(|| format!("bad {field} line `{line}`"))?;
+        let kib: u64 = words.next().and_then(|w| w.parse().ok()).ok_or_else(|| {
+            ParseError::BadMeminfoLine {
+                field,
+                line: line.to_string(),
+            }
+        })?;
         return match words.next() {
-            Some("kB") | None => kib
-                .checked_mul(1024)
-                .ok_or_else(|| format!("{field} out of range in `{line}`")),
-            Some(unit) => Err(format!("unknown unit `{unit}` in `{line}`")),
+            Some("kB") | None => {
+                kib.checked_mul(1024)
+                    .ok_or_else(|| ParseError::MeminfoOutOfRange {
+                        field,
+                        line: line.to_string(),
+                    })
+            }
+            Some(unit) => Err(ParseError::UnknownMeminfoUnit {
+                unit: unit.to_string(),
+                line: line.to_string(),
+            }),
         };
     }
-    Err(format!("no {field} line"))
+    Err(ParseError::NoMeminfoField { field })
 }
 
 /// A whitespace-separated row of numbers (`nodeN/distance`).
-pub fn parse_u32_row(text: &str) -> Result<Vec<u32>, String> {
+pub fn parse_u32_row(text: &str) -> Result<Vec<u32>, ParseError> {
     trim_attr(text)
         .split_whitespace()
         .map(parse_num::<u32>)
@@ -91,36 +97,41 @@ pub fn parse_u32_row(text: &str) -> Result<Vec<u32>, String> {
 
 /// The active scheduler of `queue/scheduler`: the bracketed entry, or the
 /// only entry (`none` on bio-based devices).
-pub fn parse_scheduler(text: &str) -> Result<String, String> {
+pub fn parse_scheduler(text: &str) -> Result<String, ParseError> {
     let text = trim_attr(text);
     if let Some(start) = text.find('[') {
         let rest = &text[start + 1..];
-        let end = rest
-            .find(']')
-            .ok_or_else(|| format!("unclosed `[` in `{text}`"))?;
+        let end = rest.find(']').ok_or_else(|| ParseError::UnclosedBracket {
+            text: text.to_string(),
+        })?;
         return Ok(rest[..end].to_string());
     }
     let mut words = text.split_whitespace();
     match (words.next(), words.next()) {
         (Some(only), None) => Ok(only.to_string()),
-        _ => Err(format!("no bracketed scheduler in `{text}`")),
+        _ => Err(ParseError::NoActiveScheduler {
+            text: text.to_string(),
+        }),
     }
 }
 
 /// A kernel boolean: `0`/`1`, `Y`/`N`.
-pub fn parse_bool(text: &str) -> Result<bool, String> {
+pub fn parse_bool(text: &str) -> Result<bool, ParseError> {
     match trim_attr(text) {
         "1" | "Y" | "y" => Ok(true),
         "0" | "N" | "n" => Ok(false),
-        other => Err(format!("expected 0/1 or Y/N, found `{other}`")),
+        other => Err(ParseError::NotABool {
+            text: other.to_string(),
+        }),
     }
 }
 
 /// A decimal number.
-pub fn parse_num<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+pub fn parse_num<T: std::str::FromStr>(text: &str) -> Result<T, ParseError> {
     let text = trim_attr(text);
-    text.parse()
-        .map_err(|_| format!("expected a number, found `{text}`"))
+    text.parse().map_err(|_| ParseError::NotANumber {
+        text: text.to_string(),
+    })
 }
 
 /// A file's text without surrounding whitespace and NULs, for attributes
@@ -145,17 +156,19 @@ pub struct IrqLine {
 pub fn parse_interrupts(
     text: &str,
     keep: impl Fn(&str) -> bool,
-) -> Result<(Vec<u32>, Vec<IrqLine>), String> {
+) -> Result<(Vec<u32>, Vec<IrqLine>), ParseError> {
     let mut lines = text.lines();
-    let header = lines.next().ok_or("empty file")?;
+    let header = lines.next().ok_or(ParseError::Empty)?;
     let cpus = header
         .split_whitespace()
         .map(|w| {
             w.strip_prefix("CPU")
                 .and_then(|n| n.parse().ok())
-                .ok_or_else(|| format!("bad header word `{w}`"))
+                .ok_or_else(|| ParseError::BadInterruptsHeader {
+                    word: w.to_string(),
+                })
         })
-        .collect::<Result<Vec<u32>, String>>()?;
+        .collect::<Result<Vec<u32>, ParseError>>()?;
     let mut out = Vec::new();
     for line in lines {
         let Some((irq, rest)) = line.split_once(':') else {
@@ -181,13 +194,13 @@ pub fn parse_interrupts(
             .take(cpus.len())
             .map(|w| w.parse::<u64>())
             .collect::<Result<Vec<u64>, _>>()
-            .map_err(|_| format!("bad counts on IRQ {irq} line"))?;
+            .map_err(|_| ParseError::BadIrqCounts { irq })?;
         if counts.len() != cpus.len() {
-            return Err(format!(
-                "IRQ {irq} line has {} counts, expected {}",
-                counts.len(),
-                cpus.len()
-            ));
+            return Err(ParseError::IrqCountsShort {
+                irq,
+                found: counts.len(),
+                expected: cpus.len(),
+            });
         }
         out.push(IrqLine {
             irq,
@@ -257,6 +270,38 @@ mod tests {
         assert_eq!(
             parse_meminfo_total_bytes("Node 0 MemTotal: 4 kB\n\0").unwrap(),
             4096
+        );
+    }
+
+    #[test]
+    fn errors_carry_what_was_found() {
+        assert_eq!(
+            parse_num::<u32>(" x\n"),
+            Err(ParseError::NotANumber { text: "x".into() })
+        );
+        let e = parse_meminfo_total_bytes("Node 0 MemTotal: 4 MB\n").unwrap_err();
+        assert_eq!(
+            e,
+            ParseError::UnknownMeminfoUnit {
+                unit: "MB".into(),
+                line: "Node 0 MemTotal: 4 MB".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "unknown unit `MB` in `Node 0 MemTotal: 4 MB`"
+        );
+        assert_eq!(
+            parse_id("4294967296"),
+            Err(ParseError::IdTooLarge { value: 1 << 32 })
+        );
+        assert_eq!(
+            parse_interrupts("CPU0 CPU1\n 5: 1 2 nvme0q1\n 6: 1\n", |_| true),
+            Err(ParseError::IrqCountsShort {
+                irq: 6,
+                found: 1,
+                expected: 2
+            })
         );
     }
 

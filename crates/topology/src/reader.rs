@@ -10,6 +10,7 @@ use std::io::ErrorKind;
 use std::path::PathBuf;
 
 use crate::cpulist::trim_attr;
+use crate::error::ParseError;
 use crate::model::{DiscoveryNote, Unreadable};
 use crate::parse::parse_mask;
 use crate::relpath::{join_normalized, parent};
@@ -99,17 +100,18 @@ impl Reader {
     }
 
     /// A file parsed by `parse`; a parse failure is recorded as unreadable
-    /// with the parser's reason.
+    /// with the parser's reason (its text: the record is plain data, saved
+    /// in snapshots).
     pub fn parse<T>(
         &mut self,
         rel: &str,
-        parse: impl FnOnce(&str) -> Result<T, String>,
+        parse: impl FnOnce(&str) -> Result<T, ParseError>,
     ) -> Option<T> {
         let text = self.read(rel)?;
         match parse(&text) {
             Ok(v) => Some(v),
             Err(reason) => {
-                self.note_unreadable(rel, reason);
+                self.note_unreadable(rel, reason.to_string());
                 None
             }
         }
@@ -128,7 +130,7 @@ impl Reader {
         &mut self,
         list: &str,
         mask: &str,
-        parse_list: fn(&str) -> Result<Vec<u32>, String>,
+        parse_list: fn(&str) -> Result<Vec<u32>, ParseError>,
     ) -> Option<Vec<u32>> {
         if let Some(ids) = self.parse(list, parse_list) {
             return Some(ids);

@@ -141,12 +141,13 @@ fn append_file<W: Write>(
     tar.append_data(&mut h, path, data)
 }
 
-/// The unreadable files (path → reason) listed by the manifest of a
-/// snapshot, refusing another schema version. A directory without a
-/// manifest (a live root, a hand-made fixture) gives an empty map.
-pub(crate) fn manifest_unreadable(
-    source: &Source,
-) -> Result<BTreeMap<String, String>, TopologyError> {
+/// Files that could not be read, each with the reason (path → reason).
+pub(crate) type UnreadableReasons = BTreeMap<String, String>;
+
+/// The unreadable files listed by the manifest of a snapshot, refusing
+/// another schema version. A directory without a manifest (a live root, a
+/// hand-made fixture) gives an empty map.
+pub(crate) fn manifest_unreadable(source: &Source) -> Result<UnreadableReasons, TopologyError> {
     let path = source.abs(MANIFEST_NAME);
     let text = match source {
         Source::Dir(root) => match crate::source::in_root(root, MANIFEST_NAME, true)

@@ -9,7 +9,7 @@ use crate::error::TuneError;
 use crate::guard::CoalesceGuard;
 use crate::journal::Journal;
 use crate::memory::{controller, MemoryAccess, MemoryController};
-use crate::restore::restore_recorded;
+use crate::restore::{restore_recorded, RestoreError};
 use crate::setting::{setting, OFF};
 use crate::target::Controller;
 
@@ -285,11 +285,22 @@ fn after_a_crash_restore_finds_each_controller_by_address_and_serial() {
     let report = restore_recorded(&j, &topo, &access).unwrap();
     assert_eq!(report.restored.len(), 1);
     assert_eq!(report.failed.len(), 1);
+    let why = &report.failed[0].1;
     assert!(
-        report.failed[0].1.contains("vanished"),
-        "{}",
-        report.failed[0].1
+        matches!(why, RestoreError::Admin(TuneError::Gone { name, .. }) if *name == ctrls[1].name),
+        "{why:?}"
     );
+    assert!(why.to_string().contains("vanished"), "{why}");
+    // Not in the topology at all: the record names what was looked for.
+    let mut without = topo.clone();
+    without.controllers.retain(|c| c.name != ctrls[1].name);
+    let report = restore_recorded(&j, &without, &access).unwrap();
+    match &report.failed[..] {
+        [(_, RestoreError::NoController { address, serial })] => {
+            assert_eq!((address, serial), (&ctrls[1].address, &ctrls[1].serial));
+        }
+        other => panic!("{other:?}"),
+    }
     assert_eq!(devs[0].coalescing(), 0);
     assert_eq!(
         j.records().unwrap().len(),

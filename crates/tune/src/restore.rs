@@ -22,12 +22,46 @@ pub struct Restored {
 }
 
 /// What [`restore_recorded`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default)]
 pub struct RestoreReport {
     /// Records put back and removed.
     pub restored: Vec<Restored>,
     /// Records that stay, with why.
-    pub failed: Vec<(Record, String)>,
+    pub failed: Vec<(Record, RestoreError)>,
+}
+
+/// Why one record could not be put back (it stays in the state file).
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    /// A feature this numio does not restore (a newer numio wrote it).
+    #[error("feature {feature:#04x} is not one this numio restores; restore it with the numio that wrote it")]
+    UnknownFeature {
+        /// The feature id.
+        feature: u8,
+    },
+    /// No controller with the record's address and serial now.
+    #[error("no controller at {address} with serial {serial} now (removed?); the record stays until it is back")]
+    NoController {
+        /// The PCI address recorded.
+        address: String,
+        /// The serial recorded.
+        serial: String,
+    },
+    /// Opening the controller, or the Set or Get Features, failed.
+    #[error(transparent)]
+    Admin(#[from] TuneError),
+    /// The controller took the value but reads back another.
+    #[error(
+        "{name} reads {now:#06x} after Set Features 0x08 (interrupt coalescing) = {original:#06x}"
+    )]
+    ReadsBack {
+        /// The controller's name now.
+        name: String,
+        /// What it reads.
+        now: u32,
+        /// The original that was set.
+        original: u32,
+    },
 }
 
 /// Puts back each record of `journal` on the controller of `topo` with the
@@ -56,23 +90,20 @@ pub fn restore_recorded(
 
 /// Sets `record`'s original on its controller and reads it back; the
 /// controller's name now, or why not.
-fn put_back(record: &Record, topo: &Topology, access: &dyn Access) -> Result<String, String> {
+fn put_back(record: &Record, topo: &Topology, access: &dyn Access) -> Result<String, RestoreError> {
     if record.feature != fid::IRQ_COALESCE {
-        return Err(format!(
-            "feature {:#04x} is not one this numio restores; restore it with the numio that wrote it",
-            record.feature
-        ));
+        return Err(RestoreError::UnknownFeature {
+            feature: record.feature,
+        });
     }
     let ctrl = topo
         .controllers
         .iter()
         .find(|c| c.address == record.address && c.serial == record.serial)
         .map(Controller::from_topology)
-        .ok_or_else(|| {
-            format!(
-                "no controller at {} with serial {} now (removed?); the record stays until it is back",
-                record.address, record.serial
-            )
+        .ok_or_else(|| RestoreError::NoController {
+            address: record.address.clone(),
+            serial: record.serial.clone(),
         })?;
     let what = format!(
         "Set Features 0x08 (interrupt coalescing) = {:#06x}",
@@ -80,13 +111,17 @@ fn put_back(record: &Record, topo: &Topology, access: &dyn Access) -> Result<Str
     );
     let mut admin = access
         .open(&ctrl)
-        .map_err(|e| TuneError::admin(&ctrl, "opening the controller", e).to_string())?;
+        .map_err(|e| TuneError::admin(&ctrl, "opening the controller", e))?;
     admin
         .set_features(fid::IRQ_COALESCE, record.original_raw, false)
-        .map_err(|e| TuneError::admin(&ctrl, &what, e).to_string())?;
-    let now = read_value(admin.as_mut(), &ctrl).map_err(|e| e.to_string())?;
+        .map_err(|e| TuneError::admin(&ctrl, &what, e))?;
+    let now = read_value(admin.as_mut(), &ctrl)?;
     if now != record.original_raw {
-        return Err(format!("{} reads {now:#06x} after {what}", ctrl.name));
+        return Err(RestoreError::ReadsBack {
+            name: ctrl.name,
+            now,
+            original: record.original_raw,
+        });
     }
     Ok(ctrl.name)
 }

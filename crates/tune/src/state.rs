@@ -70,9 +70,19 @@ pub fn read_state(admin: &mut dyn Admin, ctrl: &Controller) -> Result<CoalesceSt
     })
 }
 
+/// Why the vectors to read are not known (said in
+/// [`CoalesceState::vectors_note`]).
+#[derive(Debug, thiserror::Error)]
+#[error("no queue IRQs seen and Get Features 0x07 (number of queues) failed: {source}")]
+struct NoVectorList {
+    /// Why Get Features 0x07 failed.
+    #[source]
+    source: AdminError,
+}
+
 /// The vectors to read: the I/O queue IRQs seen, else 1..=NCQA from
 /// Number of Queues (at most [`MAX_VECTORS`]).
-fn vector_list(admin: &mut dyn Admin, ctrl: &Controller) -> Result<Vec<u16>, String> {
+fn vector_list(admin: &mut dyn Admin, ctrl: &Controller) -> Result<Vec<u16>, NoVectorList> {
     if !ctrl.vectors.is_empty() {
         return Ok(ctrl.vectors.clone());
     }
@@ -81,16 +91,14 @@ fn vector_list(admin: &mut dyn Admin, ctrl: &Controller) -> Result<Vec<u16>, Str
             let ncq = NumQueues::decode(dw0).ncq.min(u32::from(MAX_VECTORS));
             Ok((1..=ncq as u16).collect())
         }
-        Err(e) => Err(format!(
-            "no queue IRQs seen and Get Features 0x07 (number of queues) failed: {e}"
-        )),
+        Err(source) => Err(NoVectorList { source }),
     }
 }
 
 fn read_vectors(admin: &mut dyn Admin, ctrl: &Controller) -> (Vec<VectorState>, Option<String>) {
     let list = match vector_list(admin, ctrl) {
         Ok(list) => list,
-        Err(note) => return (Vec::new(), Some(note)),
+        Err(note) => return (Vec::new(), Some(note.to_string())),
     };
     let from_irqs = !ctrl.vectors.is_empty();
     let mut out = Vec::with_capacity(list.len());

@@ -2,8 +2,9 @@
 
 use topology::{CpuId, CpuList, Topology};
 
-use super::error::FioError;
-use super::options::{CpusPolicy, FioJob};
+use super::error::{FioError, OptionError};
+use super::options::FioJob;
+use super::values::CpusPolicy;
 use super::{fio_split, JobFile};
 use crate::cpuset::{is_online, node_cpus};
 use crate::placement::{JobPlacement, Placement, TargetPlacement};
@@ -83,10 +84,9 @@ fn job_cpus(
             at: nodes.at.clone(),
             key: "numa_cpu_nodes".into(),
             value: nodes.text.clone(),
-            message: format!(
-                "numio cannot combine it with cpus_allowed (line {}); keep one",
-                c.at.line
-            ),
+            reason: Box::new(OptionError::NodesWithCpusAllowed {
+                cpus_allowed_line: c.at.line,
+            }),
         });
     }
     let set: Vec<CpuId> = if let Some(c) = &job.cpus_allowed {

@@ -13,7 +13,10 @@
 //!   exactly the planned CPUs.
 //!
 //! Options are a table ([`OPTIONS`]); an option outside it is an error with
-//! file and line, or a warning with [`ParseOptions::ignore_unknown`].
+//! file and line, or a warning with [`ParseOptions::ignore_unknown`]. The
+//! words some options take are tables too (`values`: [`IOENGINES`],
+//! [`CpusPolicy::ALL`], [`MEM_POLICIES`]), which a refused value's
+//! [`OptionError`] lists from.
 
 mod convert;
 mod emit;
@@ -24,16 +27,17 @@ mod include_tests;
 mod ini;
 mod options;
 pub mod units;
+mod values;
 
 use std::path::Path;
 
 pub(crate) use emit::command_line_options as emit_command_line_options;
 pub use emit::to_job_file;
-pub use error::{FioError, Location};
+pub use error::{FioError, Location, OptionError};
 pub use options::{
-    find_option, fio_default_workload, CpusPolicy, FioJob, Located, OptionSpec,
-    FIO_DEFAULT_RANDSEED, OPTIONS,
+    find_option, fio_default_workload, FioJob, Located, OptionSpec, FIO_DEFAULT_RANDSEED, OPTIONS,
 };
+pub use values::{CpusPolicy, EngineMapping, Ioengine, IOENGINES, MEM_POLICIES};
 
 use ini::Section;
 
@@ -144,11 +148,11 @@ fn build_job(
                 hint: options::suggestion(&e.key),
             });
         };
-        (spec.apply)(&mut job, e, warnings).map_err(|message| FioError::BadValue {
+        (spec.apply)(&mut job, e, warnings).map_err(|reason| FioError::BadValue {
             at: e.at.clone(),
             key: e.key.clone(),
             value: e.value.clone().unwrap_or_default(),
-            message,
+            reason: Box::new(reason),
         })?;
     }
     // As fio's fixup_options: a non-uniform distribution has no random map.

@@ -3,9 +3,10 @@
 
 use topology::{CpuId, NodeId};
 
-use super::error::Location;
+use super::error::{Location, OptionError};
 use super::ini::Entry;
 use super::units::{parse_bool, parse_count, parse_size_bytes, parse_size_range, parse_time_ns};
+use super::values::{CpusPolicy, EngineMapping, IOENGINES};
 use crate::cpuset::{parse_cpu_list, parse_node_list};
 use crate::placement::{JobOptions, MemPolicy};
 use crate::workload::{Distribution, RwMode, Workload};
@@ -16,16 +17,6 @@ pub const FIO_DEFAULT_RANDSEED: u64 = 0xb189_9bed;
 pub const MAX_JOBS: u64 = crate::workload::JOBS_PER_TARGET_MAX as u64;
 /// Largest queue depth numio accepts.
 pub const MAX_IODEPTH: u64 = crate::workload::IODEPTH_MAX as u64;
-
-/// How the jobs of a section share its `cpus_allowed`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CpusPolicy {
-    /// Every job may run on every CPU of the set (fio's default).
-    #[default]
-    Shared,
-    /// Each job gets one CPU of the set, by fio's global job number.
-    Split,
-}
 
 /// A value with where it was written, for errors found later.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,8 +99,8 @@ impl FioJob {
     }
 }
 
-/// Applies one option; `Err` is the message for a bad value.
-pub type Apply = fn(&mut FioJob, &Entry, &mut Vec<String>) -> Result<(), String>;
+/// Applies one option; `Err` says why the value was refused.
+pub type Apply = fn(&mut FioJob, &Entry, &mut Vec<String>) -> Result<(), OptionError>;
 
 /// One supported fio option.
 pub struct OptionSpec {
@@ -125,101 +116,91 @@ pub struct OptionSpec {
     pub apply: Apply,
 }
 
-fn value(e: &Entry) -> Result<&str, String> {
+fn value(e: &Entry) -> Result<&str, OptionError> {
     e.value
         .as_deref()
         .filter(|v| !v.is_empty())
-        .ok_or_else(|| format!("`{}` needs a value: write `{}=VALUE`", e.key, e.key))
+        .ok_or_else(|| OptionError::NoValue { key: e.key.clone() })
 }
 
-fn count_in(e: &Entry, min: u64, max: u64) -> Result<u64, String> {
+fn count_in(e: &Entry, min: u64, max: u64) -> Result<u64, OptionError> {
     let n = parse_count(value(e)?)?;
     if n < min || n > max {
-        return Err(format!("must be between {min} and {max}"));
+        return Err(OptionError::OutOfRange { value: n, min, max });
     }
     Ok(n)
 }
 
-fn opt_count(e: &Entry) -> Result<Option<u64>, String> {
+fn opt_count(e: &Entry) -> Result<Option<u64>, OptionError> {
     let n = parse_count(value(e)?)?;
     Ok((n > 0).then_some(n))
 }
 
-fn rw_mode(v: &str) -> Result<RwMode, String> {
+fn rw_mode(v: &str) -> Result<RwMode, OptionError> {
     if let Some(mode) = RwMode::from_fio_name(v) {
         return Ok(mode);
     }
+    let value = v.to_string();
     Err(match v {
-        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-            "trim workloads are not supported by numio"
-        }
-        _ if v.contains(':') => "offset modifiers (`rw=randread:8`) are not supported by numio",
-        _ => "use read, write, randread, randwrite, rw or randrw",
-    }
-    .into())
+        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => OptionError::TrimWorkload { value },
+        _ if v.contains(':') => OptionError::OffsetModifier { value },
+        _ => OptionError::UnknownRwMode { value },
+    })
 }
 
-fn block_sizes(e: &Entry) -> Result<(u64, u64), String> {
+fn block_sizes(e: &Entry) -> Result<(u64, u64), OptionError> {
     let v = value(e)?;
     let mut parts = v.split(',').map(parse_size_range);
     let first = parts.next().expect("split yields one part")?;
     for p in parts {
         if p? != first {
-            return Err(
-                "numio uses one block size for reads and writes; give one size or range".into(),
-            );
+            return Err(OptionError::BlockSizePerDirection {
+                value: v.to_string(),
+            });
         }
     }
     Ok(first)
 }
 
-fn fio_size(e: &Entry) -> Result<Option<u64>, String> {
+fn fio_size(e: &Entry) -> Result<Option<u64>, OptionError> {
     let v = value(e)?;
     if let Some(pct) = v.strip_suffix('%') {
         return match pct.trim() {
             "100" => Ok(None),
-            _ => Err(
-                "percentages other than 100% are not supported by numio; give bytes (e.g. 10g)"
-                    .into(),
-            ),
+            other => Err(OptionError::SizePercent {
+                percent: other.to_string(),
+            }),
         };
     }
     let n = parse_size_bytes(v)?;
     Ok((n > 0).then_some(n))
 }
 
-fn time_ns(e: &Entry) -> Result<u64, String> {
+fn time_ns(e: &Entry) -> Result<u64, OptionError> {
     Ok(parse_time_ns(value(e)?, 1_000_000_000)?)
 }
 
-fn ioengine(job: &mut FioJob, e: &Entry, warn: &mut Vec<String>) -> Result<(), String> {
+fn ioengine(job: &mut FioJob, e: &Entry, warn: &mut Vec<String>) -> Result<(), OptionError> {
     let v = value(e)?;
-    let (backend, canonical) = match v {
-        "io_uring" => ("uring", true),
-        "io_uring_cmd" => ("passthru", true),
-        "psync" => ("sync", true),
-        "null" => ("null", true),
-        "sync" | "pvsync" | "pvsync2" | "vsync" => ("sync", false),
-        "libaio" | "posixaio" => {
-            warn.push(format!(
-                "{}: ioengine={v} runs on numio's uring backend (numio has no {v})",
-                e.at
-            ));
-            ("uring", false)
-        }
-        _ => {
-            return Err(
-                "numio backends map from io_uring, io_uring_cmd, libaio, posixaio, psync, sync, pvsync, pvsync2, vsync and null"
-                    .into(),
-            )
-        }
-    };
-    job.backend = backend.to_string();
-    job.options.ioengine = (!canonical).then(|| v.to_string());
+    let engine =
+        IOENGINES
+            .iter()
+            .find(|i| i.fio == v)
+            .ok_or_else(|| OptionError::UnknownIoengine {
+                engine: v.to_string(),
+            })?;
+    if engine.mapping == EngineMapping::Warned {
+        warn.push(format!(
+            "{}: ioengine={v} runs on numio's {} backend (numio has no {v})",
+            e.at, engine.backend
+        ));
+    }
+    job.backend = engine.backend.to_string();
+    job.options.ioengine = (engine.mapping != EngineMapping::Same).then(|| v.to_string());
     Ok(())
 }
 
-fn mem_policy(v: &str) -> Result<MemPolicy, String> {
+fn mem_policy(v: &str) -> Result<MemPolicy, OptionError> {
     let (mode, nodes) = match v.split_once(':') {
         Some((m, n)) => (m, Some(n)),
         None => (v, None),
@@ -228,15 +209,17 @@ fn mem_policy(v: &str) -> Result<MemPolicy, String> {
         ("default", None) => Ok(MemPolicy::Default),
         ("local", None) => Ok(MemPolicy::Local),
         ("bind", Some(list)) => Ok(MemPolicy::Bind(parse_node_list(list)?)),
-        ("bind", None) => Err("bind needs nodes: `numa_mem_policy=bind:0`".into()),
-        ("interleave" | "prefer", _) => Err(format!(
-            "`{mode}` is not supported by numio; use local, bind:NODES or default"
-        )),
-        _ => Err("use default, local or bind:NODES".into()),
+        ("bind", None) => Err(OptionError::BindWithoutNodes),
+        ("interleave" | "prefer", _) => Err(OptionError::UnsupportedMemPolicy {
+            mode: mode.to_string(),
+        }),
+        _ => Err(OptionError::UnknownMemPolicy {
+            value: v.to_string(),
+        }),
     }
 }
 
-fn filename(v: &str) -> Result<String, String> {
+fn filename(v: &str) -> Result<String, OptionError> {
     let mut out = String::new();
     let mut chars = v.chars();
     while let Some(c) = chars.next() {
@@ -250,10 +233,9 @@ fn filename(v: &str) -> Result<String, String> {
                 None => out.push('\\'),
             },
             ':' => {
-                return Err(
-                    "numio drives one file per job; split the files into sections (escape a colon in a path as `\\:`)"
-                        .into(),
-                )
+                return Err(OptionError::SeveralFiles {
+                    value: v.to_string(),
+                })
             }
             _ => out.push(c),
         }
@@ -261,8 +243,8 @@ fn filename(v: &str) -> Result<String, String> {
     Ok(out)
 }
 
-fn distribution(v: &str) -> Result<Distribution, String> {
-    Distribution::from_fio(v)
+fn distribution(v: &str) -> Result<Distribution, OptionError> {
+    Ok(Distribution::from_fio(v)?)
 }
 
 macro_rules! uring_flag {
@@ -301,20 +283,20 @@ pub const OPTIONS: &[OptionSpec] = &[
     OptionSpec { name: "ramp_time", aliases: &[], takes_value: true, numio: "warm-up, not measured", apply: |j, e, _| { j.workload.ramp_time_ns = time_ns(e)?; Ok(()) } },
     OptionSpec { name: "time_based", aliases: &[], takes_value: false, numio: "run for runtime even after size", apply: |j, e, _| { j.workload.time_based = parse_bool(e.value.as_deref())?; Ok(()) } },
     OptionSpec { name: "number_ios", aliases: &[], takes_value: true, numio: "I/Os per job (0: no limit)", apply: |j, e, _| { j.workload.number_ios = opt_count(e)?; Ok(()) } },
-    OptionSpec { name: "rate_iops", aliases: &[], takes_value: true, numio: "IOPS cap per job, one value (0: none)", apply: |j, e, _| { if value(e)?.contains(',') { return Err("numio takes one rate for reads and writes".into()); } j.workload.rate_iops = opt_count(e)?; Ok(()) } },
+    OptionSpec { name: "rate_iops", aliases: &[], takes_value: true, numio: "IOPS cap per job, one value (0: none)", apply: |j, e, _| { let v = value(e)?; if v.contains(',') { return Err(OptionError::RatePerDirection { value: v.to_string() }); } j.workload.rate_iops = opt_count(e)?; Ok(()) } },
     OptionSpec { name: "random_distribution", aliases: &[], takes_value: true, numio: "random, zipf:θ", apply: |j, e, _| { j.workload.random_distribution = distribution(value(e)?)?; Ok(()) } },
-    OptionSpec { name: "randseed", aliases: &[], takes_value: true, numio: "seed of the offset generator", apply: |j, e, _| { j.workload.randseed = value(e)?.parse().map_err(|_| "not a whole number".to_string())?; Ok(()) } },
+    OptionSpec { name: "randseed", aliases: &[], takes_value: true, numio: "seed of the offset generator", apply: |j, e, _| { let v = value(e)?; j.workload.randseed = v.parse().map_err(|_| OptionError::NotWholeNumber { value: v.to_string() })?; Ok(()) } },
     OptionSpec { name: "norandommap", aliases: &[], takes_value: false, numio: "offsets may repeat", apply: |j, e, _| { j.workload.norandommap = parse_bool(e.value.as_deref())?; Ok(()) } },
     OptionSpec { name: "direct", aliases: &[], takes_value: false, numio: "O_DIRECT", apply: |j, e, _| { j.workload.direct = parse_bool(e.value.as_deref())?; Ok(()) } },
     OptionSpec { name: "buffered", aliases: &[], takes_value: false, numio: "not O_DIRECT", apply: |j, e, _| { j.workload.direct = !parse_bool(e.value.as_deref())?; Ok(()) } },
     OptionSpec { name: "ioengine", aliases: &[], takes_value: true, numio: "backend: io_uring→uring, io_uring_cmd→passthru, psync/sync/pvsync/pvsync2/vsync→sync, null→null, libaio/posixaio→uring (warned)", apply: ioengine },
-    OptionSpec { name: "cmd_type", aliases: &[], takes_value: true, numio: "`nvme` only (io_uring_cmd)", apply: |_, e, _| { if value(e)? == "nvme" { Ok(()) } else { Err("numio passthru speaks NVMe only: cmd_type=nvme".into()) } } },
+    OptionSpec { name: "cmd_type", aliases: &[], takes_value: true, numio: "`nvme` only (io_uring_cmd)", apply: |_, e, _| { match value(e)? { "nvme" => Ok(()), v => Err(OptionError::CmdTypeNotNvme { value: v.to_string() }) } } },
     OptionSpec { name: "hipri", aliases: &[], takes_value: false, numio: "io_uring completion polling (IOPOLL)", apply: uring_flag!(hipri) },
     OptionSpec { name: "fixedbufs", aliases: &[], takes_value: false, numio: "io_uring registered buffers", apply: uring_flag!(fixedbufs) },
     OptionSpec { name: "registerfiles", aliases: &[], takes_value: false, numio: "io_uring registered files", apply: uring_flag!(registerfiles) },
     OptionSpec { name: "sqthread_poll", aliases: &[], takes_value: false, numio: "io_uring submission polling (SQPOLL)", apply: uring_flag!(sqthread_poll) },
     OptionSpec { name: "cpus_allowed", aliases: &[], takes_value: true, numio: "CPUs of the job (checked against the topology)", apply: |j, e, _| { let v = value(e)?; j.cpus_allowed = Some(Located { value: parse_cpu_list(v)?, text: v.to_string(), at: e.at.clone() }); Ok(()) } },
-    OptionSpec { name: "cpus_allowed_policy", aliases: &[], takes_value: true, numio: "shared, split (fio's global job numbering)", apply: |j, e, _| { j.cpus_policy = match value(e)? { "shared" => CpusPolicy::Shared, "split" => CpusPolicy::Split, _ => return Err("use shared or split".into()) }; Ok(()) } },
+    OptionSpec { name: "cpus_allowed_policy", aliases: &[], takes_value: true, numio: "shared, split (fio's global job numbering)", apply: |j, e, _| { let v = value(e)?; j.cpus_policy = CpusPolicy::ALL.into_iter().find(|p| p.fio_name() == v).ok_or_else(|| OptionError::UnknownCpusPolicy { value: v.to_string() })?; Ok(()) } },
     OptionSpec { name: "numa_cpu_nodes", aliases: &[], takes_value: true, numio: "all online CPUs of these nodes", apply: |j, e, _| { let v = value(e)?; let nodes = parse_node_list(v)?; j.numa_cpu_nodes = Some(Located { value: nodes, text: v.to_string(), at: e.at.clone() }); j.options.numa_cpu_nodes = Some(v.to_string()); Ok(()) } },
     OptionSpec { name: "numa_mem_policy", aliases: &[], takes_value: true, numio: "default, local, bind:NODES", apply: |j, e, _| { j.mem = mem_policy(value(e)?)?; Ok(()) } },
     OptionSpec { name: "group_reporting", aliases: &[], takes_value: false, numio: "report each group as one", apply: flag!(group_reporting) },

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::device::reader;
-use crate::error::TopologyError;
+use crate::error::{ParseError, TopologyError};
 
 /// The counters numio uses from a block device's `stat`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -37,14 +37,20 @@ impl BlockIo {
 
 /// Parses a `stat` text: at least the first 7 numbers (read I/Os, merges,
 /// sectors, ticks; write I/Os, merges, sectors); later kernels add more.
-pub fn parse_block_stat(text: &str) -> Result<BlockIo, String> {
+pub fn parse_block_stat(text: &str) -> Result<BlockIo, ParseError> {
     let numbers: Vec<u64> = text
         .trim_matches(|c: char| c.is_whitespace() || c == '\0')
         .split_whitespace()
-        .map(|w| w.parse().map_err(|_| format!("`{w}` is not a number")))
+        .map(|w| {
+            w.parse().map_err(|_| ParseError::BlockStatWord {
+                word: w.to_string(),
+            })
+        })
         .collect::<Result<_, _>>()?;
     if numbers.len() < 7 {
-        return Err(format!("{} numbers, at least 7 expected", numbers.len()));
+        return Err(ParseError::BlockStatShort {
+            found: numbers.len(),
+        });
     }
     Ok(BlockIo {
         read_ios: numbers[0],
@@ -65,9 +71,9 @@ pub fn block_io(root: &Path, device: &str) -> Result<BlockIo, TopologyError> {
         root: r.abs(""),
         what: "the block device's I/O counters",
     })?;
-    parse_block_stat(&text).map_err(|reason| TopologyError::BadRequired {
+    parse_block_stat(&text).map_err(|source| TopologyError::Unparsable {
         path: r.abs(&rel),
-        reason,
+        source,
     })
 }
 
@@ -86,10 +92,12 @@ mod tests {
         );
         let old = "1 2 3 4 5 6 7 8 9 10 11\n\0";
         assert_eq!(parse_block_stat(old).unwrap().write_sectors, 7);
-        assert!(parse_block_stat("1 2 3").unwrap_err().contains("3 numbers"));
-        assert!(parse_block_stat("1 x 3 4 5 6 7")
-            .unwrap_err()
-            .contains("`x`"));
+        let e = parse_block_stat("1 2 3").unwrap_err();
+        assert_eq!(e, ParseError::BlockStatShort { found: 3 });
+        assert_eq!(e.to_string(), "3 numbers, at least 7 expected");
+        let e = parse_block_stat("1 x 3 4 5 6 7").unwrap_err();
+        assert_eq!(e, ParseError::BlockStatWord { word: "x".into() });
+        assert_eq!(e.to_string(), "`x` is not a number");
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::ParseError;
 use crate::model::CpuId;
 use crate::parse::{nvme_numbers, parse_interrupts};
 
@@ -35,7 +36,7 @@ pub struct InterruptCounts {
 /// `XIVE-IRQ … Edge`, with the counts first and the action name last).
 ///
 /// Errors: no header, or a numbered line without a count for every column.
-pub fn parse_interrupt_counts(text: &str) -> Result<InterruptCounts, String> {
+pub fn parse_interrupt_counts(text: &str) -> Result<InterruptCounts, ParseError> {
     let (cpus, lines) = parse_interrupts(text, |_| true)?;
     Ok(InterruptCounts {
         cpus: cpus.into_iter().map(CpuId).collect(),

@@ -150,9 +150,9 @@ pub fn sample(root: &Path, pids: &[u32]) -> Result<Sample, TopologyError> {
         root: r.abs(""),
         what: "the CPU time counters",
     })?;
-    let stat = parse_stat(&text).map_err(|reason| TopologyError::BadRequired {
+    let stat = parse_stat(&text).map_err(|source| TopologyError::Unparsable {
         path: r.abs(STAT),
-        reason,
+        source,
     })?;
     let interrupts = r
         .read("proc/interrupts")

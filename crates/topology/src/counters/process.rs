@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::ParseError;
 use crate::reader::Reader;
 
 /// What one reading of a process holds.
@@ -26,27 +27,27 @@ pub struct ProcessSample {
 /// are counted from the last `)`.
 fn pid_stat_fields<const N: usize>(
     text: &str,
-    numbers: [(usize, &str); N],
-) -> Result<[u64; N], String> {
-    let (_, rest) = text
-        .rsplit_once(')')
-        .ok_or("no `(comm)` field (is this /proc/PID/stat?)")?;
+    numbers: [(usize, &'static str); N],
+) -> Result<[u64; N], ParseError> {
+    let (_, rest) = text.rsplit_once(')').ok_or(ParseError::NoComm)?;
     // After the name comes field 3 (state).
     let fields: Vec<&str> = rest.split_whitespace().collect();
     let mut out = [0; N];
     for (o, (number, name)) in out.iter_mut().zip(numbers) {
-        let w = fields
-            .get(number - 3)
-            .ok_or_else(|| format!("no {name} field ({} fields after the name)", fields.len()))?;
-        *o = w
-            .parse()
-            .map_err(|_| format!("{name} `{w}` is not a tick count"))?;
+        let w = fields.get(number - 3).ok_or(ParseError::NoPidStatField {
+            name,
+            found: fields.len(),
+        })?;
+        *o = w.parse().map_err(|_| ParseError::PidStatTicks {
+            name,
+            word: w.to_string(),
+        })?;
     }
     Ok(out)
 }
 
 /// `(utime, stime)` in ticks from a `/proc/PID/stat` text.
-pub fn parse_pid_stat(text: &str) -> Result<(u64, u64), String> {
+pub fn parse_pid_stat(text: &str) -> Result<(u64, u64), ParseError> {
     let [utime, stime] = pid_stat_fields(text, [(14, "utime"), (15, "stime")])?;
     Ok((utime, stime))
 }

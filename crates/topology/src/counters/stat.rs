@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::CpuTimes;
+use crate::error::ParseError;
 use crate::model::CpuId;
 
 /// What one reading of `/proc/stat` holds.
@@ -25,31 +26,30 @@ pub struct StatSample {
 ///
 /// Errors: no `cpu` line, or a `cpu`, `ctxt` or `intr` line whose numbers
 /// do not parse (each error names the line).
-pub fn parse_stat(text: &str) -> Result<StatSample, String> {
+pub fn parse_stat(text: &str) -> Result<StatSample, ParseError> {
     let mut out = StatSample::default();
     let mut seen_total = false;
     for (i, line) in text.lines().enumerate() {
         let mut words = line.split_whitespace();
         let Some(key) = words.next() else { continue };
-        let bad = |why: &str| format!("line {}: {why}: `{}`", i + 1, short(line));
+        let bad = |why: ParseError| ParseError::at_line(i + 1, short(line), why);
         match key {
             "cpu" => {
-                out.total = cpu_times(words).map_err(|w| bad(&w))?;
+                out.total = cpu_times(words).map_err(bad)?;
                 seen_total = true;
             }
-            "ctxt" => out.context_switches = first_number(words).map_err(|w| bad(&w))?,
-            "intr" => out.interrupts = first_number(words).map_err(|w| bad(&w))?,
+            "ctxt" => out.context_switches = first_number(words).map_err(bad)?,
+            "intr" => out.interrupts = first_number(words).map_err(bad)?,
             _ => {
                 if let Some(n) = key.strip_prefix("cpu") {
-                    let cpu: u32 = n.parse().map_err(|_| bad("not a CPU number"))?;
-                    out.cpus
-                        .push((CpuId(cpu), cpu_times(words).map_err(|w| bad(&w))?));
+                    let cpu: u32 = n.parse().map_err(|_| bad(ParseError::NotACpuNumber))?;
+                    out.cpus.push((CpuId(cpu), cpu_times(words).map_err(bad)?));
                 }
             }
         }
     }
     if !seen_total {
-        return Err("no `cpu` line (is this /proc/stat?)".to_string());
+        return Err(ParseError::NoCpuLine);
     }
     Ok(out)
 }
@@ -62,24 +62,24 @@ fn short(line: &str) -> String {
     }
 }
 
-fn first_number<'a>(mut words: impl Iterator<Item = &'a str>) -> Result<u64, String> {
-    let w = words.next().ok_or("no number")?;
-    w.parse().map_err(|_| format!("`{w}` is not a count"))
+fn first_number<'a>(mut words: impl Iterator<Item = &'a str>) -> Result<u64, ParseError> {
+    let w = words.next().ok_or(ParseError::NoCount)?;
+    w.parse().map_err(|_| ParseError::NotACount {
+        word: w.to_string(),
+    })
 }
 
-fn cpu_times<'a>(words: impl Iterator<Item = &'a str>) -> Result<CpuTimes, String> {
+fn cpu_times<'a>(words: impl Iterator<Item = &'a str>) -> Result<CpuTimes, ParseError> {
     let mut v = [0u64; 8];
     let mut n = 0;
     for w in words.take(v.len()) {
-        v[n] = w
-            .parse()
-            .map_err(|_| format!("`{w}` is not a tick count"))?;
+        v[n] = w.parse().map_err(|_| ParseError::NotATickCount {
+            word: w.to_string(),
+        })?;
         n += 1;
     }
     if n < 4 {
-        return Err(format!(
-            "{n} columns, expected at least 4 (user nice system idle)"
-        ));
+        return Err(ParseError::TooFewCpuColumns { found: n });
     }
     let [user, nice, system, idle, iowait, irq, softirq, steal] = v;
     Ok(CpuTimes {

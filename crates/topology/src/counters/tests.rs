@@ -1,6 +1,7 @@
 use std::path::{Path, PathBuf};
 
 use super::*;
+use crate::error::ParseError;
 
 /// `tests/fixtures/counters/{before,after}`: a 4-CPU, 2-node machine with
 /// two NVMe controllers (nvme0 with an `msi_irqs` directory, nvme1
@@ -106,13 +107,22 @@ fn a_process_counts_every_thread() {
 
 #[test]
 fn parsers_name_what_is_wrong() {
-    assert!(parse_stat("ctxt 5\n")
-        .unwrap_err()
-        .contains("no `cpu` line"));
+    assert_eq!(parse_stat("ctxt 5\n"), Err(ParseError::NoCpuLine));
     let e = parse_stat("cpu 1 2 x 4\n").unwrap_err();
-    assert!(e.contains("line 1") && e.contains("`x`"), "{e}");
+    assert_eq!(
+        e,
+        ParseError::at_line(
+            1,
+            "cpu 1 2 x 4",
+            ParseError::NotATickCount { word: "x".into() }
+        )
+    );
+    assert_eq!(
+        e.to_string(),
+        "line 1: `x` is not a tick count: `cpu 1 2 x 4`"
+    );
     let e = parse_stat("cpu 1 2\n").unwrap_err();
-    assert!(e.contains("expected at least 4"), "{e}");
+    assert!(e.to_string().contains("expected at least 4"), "{e}");
     // An old kernel without steal or guest columns.
     let s = parse_stat("cpu 1 2 3 4\nctxt 9\nintr 7 0\n").unwrap();
     assert_eq!(
@@ -127,7 +137,14 @@ fn parsers_name_what_is_wrong() {
     // A command name with spaces and parentheses.
     let stat = "7 (a) b (c) S 1 7 7 0 -1 0 0 0 0 0 11 22 0 0 20 0 1 0";
     assert_eq!(parse_pid_stat(stat), Ok((11, 22)));
-    assert!(parse_pid_stat("7 no name").is_err());
+    assert_eq!(parse_pid_stat("7 no name"), Err(ParseError::NoComm));
+    assert_eq!(
+        parse_pid_stat("7 (a) S 1"),
+        Err(ParseError::NoPidStatField {
+            name: "utime",
+            found: 2
+        })
+    );
     assert_eq!(parse_status_switches("Name:\tx\n"), (0, 0));
 }
 

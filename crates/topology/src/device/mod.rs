@@ -27,7 +27,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::TopologyError;
+use crate::error::{ParseError, TopologyError};
 use crate::reader::Reader;
 use crate::source::Source;
 
@@ -71,9 +71,11 @@ impl DevNum {
     }
 
     /// Parses `259:3` (a `dev` file, a mountinfo field).
-    pub fn parse(text: &str) -> Result<DevNum, String> {
+    pub fn parse(text: &str) -> Result<DevNum, ParseError> {
         let text = text.trim();
-        let bad = || format!("expected MAJOR:MINOR, found `{text}`");
+        let bad = || ParseError::NotADevNum {
+            text: text.to_string(),
+        };
         let (major, minor) = text.split_once(':').ok_or_else(bad)?;
         Ok(DevNum {
             major: major.parse().map_err(|_| bad())?,
@@ -168,7 +170,9 @@ mod tests {
         }
         assert_eq!(DevNum::from_dev_t(0x10303), DevNum::new(259, 3));
         assert_eq!(DevNum::parse("259:3\n"), Ok(DevNum::new(259, 3)));
-        assert!(DevNum::parse("259").unwrap_err().contains("MAJOR:MINOR"));
+        let e = DevNum::parse("259\n").unwrap_err();
+        assert_eq!(e, ParseError::NotADevNum { text: "259".into() });
+        assert_eq!(e.to_string(), "expected MAJOR:MINOR, found `259`");
         assert_eq!(DevNum::new(7, 0).to_string(), "7:0");
         assert!(DevNum::new(0, 45).is_anonymous());
     }

@@ -191,11 +191,10 @@ pub fn node_of_path(
     root: &Path,
     path: &Path,
 ) -> Result<(Option<DeviceStack>, StackNode), TopologyError> {
-    let stat_err = |reason: String| TopologyError::BadRequired {
+    let dev = match stat_path(path).map_err(|source| TopologyError::Stat {
         path: path.to_path_buf(),
-        reason,
-    };
-    let dev = match stat_path(path).map_err(|e| stat_err(e.to_string()))? {
+        source,
+    })? {
         PathDevice::Block(dev) => dev,
         PathDevice::File { on } if !on.is_anonymous() => on,
         PathDevice::File { .. } => {
@@ -205,9 +204,9 @@ pub fn node_of_path(
             return Ok((None, node));
         }
         PathDevice::Char(_) | PathDevice::Other => {
-            return Err(stat_err(
-                "not a block device, regular file or directory".to_string(),
-            ))
+            return Err(TopologyError::NotOnBlockDevice {
+                path: path.to_path_buf(),
+            })
         }
     };
     let stack = block_stack(root, dev)?;

@@ -34,10 +34,10 @@ pub fn discover(r: &mut Reader) -> Result<(Vec<Node>, Vec<Cpu>), TopologyError> 
 pub(crate) fn online_cpus(r: &mut Reader) -> Result<(Vec<u32>, Option<Vec<u32>>), TopologyError> {
     let rel = format!("{CPU_DIR}/online");
     if let Some(text) = r.read(&rel) {
-        return parse_list(&text).map(|ids| (ids, None)).map_err(|reason| {
-            TopologyError::BadRequired {
+        return parse_list(&text).map(|ids| (ids, None)).map_err(|source| {
+            TopologyError::Unparsable {
                 path: r.abs(&rel),
-                reason,
+                source,
             }
         });
     }

@@ -46,7 +46,7 @@ pub fn discover(r: &mut Reader) -> NvmeIrqs {
             Err(reason) => {
                 r.unreadable.push(crate::model::Unreadable {
                     path: PATH.to_string(),
-                    reason,
+                    reason: reason.to_string(),
                 });
                 return NvmeIrqs::default();
             }

@@ -75,9 +75,9 @@ pub fn discover(r: &mut Reader, present: &[u32]) -> Result<NodeMap, TopologyErro
 fn node_ids(r: &mut Reader) -> Result<Vec<u32>, TopologyError> {
     let rel = format!("{NODE_DIR}/online");
     if let Some(text) = r.read(&rel) {
-        return parse_node_list(&text).map_err(|reason| TopologyError::BadRequired {
+        return parse_node_list(&text).map_err(|source| TopologyError::Unparsable {
             path: r.abs(&rel),
-            reason,
+            source,
         });
     }
     if let Some(u) = r.unreadable.iter().find(|u| u.path == rel) {

@@ -14,7 +14,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::device::{base_name, reader};
-use crate::error::TopologyError;
+use crate::error::{ParseError, TopologyError};
 use crate::parse::nvme_numbers;
 use crate::reader::Reader;
 use crate::relpath::join;
@@ -150,7 +150,10 @@ pub fn nvme_functions(root: &Path) -> Result<Vec<String>, TopologyError> {
 fn read_hex(r: &mut Reader, rel: &str) -> Option<u32> {
     r.parse(rel, |t| {
         let t = t.trim().trim_end_matches('\0');
-        u32::from_str_radix(t.trim_start_matches("0x"), 16).map_err(|e| format!("`{t}`: {e}"))
+        u32::from_str_radix(t.trim_start_matches("0x"), 16).map_err(|source| ParseError::NotHex {
+            text: t.to_string(),
+            source,
+        })
     })
 }
 
