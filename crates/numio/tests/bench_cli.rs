@@ -651,7 +651,18 @@ fn compare_states_its_method_once_and_what_was_interleaved() {
     ]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("runs interleaved A B A B"), "{out}");
-    assert_eq!(out.matches("method:").count(), 1, "{out}");
+    // Once when every verdict shares the method; beside each only when they
+    // differ (a metric that did not vary, e.g. CPU headroom 0.0 % in every
+    // run on a loaded machine, is compared exactly).
+    let methods: Vec<&str> = out
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("method:"))
+        .collect();
+    assert!(!methods.is_empty(), "{out}");
+    if methods.windows(2).all(|w| w[0] == w[1]) {
+        assert_eq!(methods.len(), 1, "{out}");
+    }
     let a = format!("result={},arm=local", saved.path());
     let b = format!("result={},arm=none", saved.path());
     let (code, out, err) = numio(&["compare", "--a", &a, "--b", &b]);
