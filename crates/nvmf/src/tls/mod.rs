@@ -180,7 +180,7 @@ impl ConfiguredPsk {
             path: path.display().to_string(),
             reason,
         };
-        let text = crate::auth::read_private(path).map_err(err)?;
+        let text = crate::auth::read_private(path).map_err(|e| err(e.to_string()))?;
         Self::parse(&text).map_err(|e| err(e.to_string()))
     }
 
