@@ -2,6 +2,8 @@
 
 use std::io;
 
+use crate::backend::{rdma, tcp, vfio};
+
 /// Everything that can stop a run before or while it starts.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -20,6 +22,66 @@ pub enum EngineError {
         path: String,
         /// The OS error.
         source: io::Error,
+    },
+    /// An NVMe/TCP target could not be reached or read.
+    #[error("{path}: {source}")]
+    Tcp {
+        /// The target.
+        path: String,
+        /// The step that failed.
+        source: Box<tcp::SetupError>,
+    },
+    /// An NVMe/RDMA target could not be reached or read.
+    #[error("{path}: {source}")]
+    Rdma {
+        /// The target.
+        path: String,
+        /// The step that failed.
+        source: Box<rdma::SetupError>,
+    },
+    /// A PCI namespace could not be opened or read (the message leaves out
+    /// the controller's address, which the target names).
+    #[error("{path}: {}", .source.without_address())]
+    Pci {
+        /// The target.
+        path: String,
+        /// The step that failed.
+        source: Box<vfio::target::PciError>,
+    },
+    /// The tcp backend could not set up a worker's queue.
+    #[error("{path}: tcp backend{} set-up: {source}", if *.multipath { " (multipath)" } else { "" })]
+    TcpSetup {
+        /// The target.
+        path: String,
+        /// Several portals.
+        multipath: bool,
+        /// The step that failed.
+        source: Box<tcp::SetupError>,
+    },
+    /// The rdma backend could not set up a worker's queue.
+    #[error("{path}: rdma backend set-up: {source}")]
+    RdmaSetup {
+        /// The target.
+        path: String,
+        /// The step that failed.
+        source: Box<rdma::SetupError>,
+    },
+    /// The vfio backend could not set up a worker's queue pair.
+    #[error("{path}: vfio backend set-up: {source}")]
+    VfioSetup {
+        /// The target.
+        path: String,
+        /// The step that failed.
+        source: Box<vfio::VfioError>,
+    },
+    /// A PCI namespace's first or last bytes could not be read for the
+    /// write-safety check.
+    #[error("cannot inspect {path}: {source}")]
+    Probe {
+        /// The target.
+        path: String,
+        /// The step that failed.
+        source: Box<vfio::VfioError>,
     },
     /// The workload does not fit the target or makes no sense.
     #[error("{path}: {reason}")]
@@ -75,4 +137,57 @@ pub enum EngineError {
     /// Another worker failed to start, so this one did not run.
     #[error("the run was aborted because a worker failed to start")]
     Aborted,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A set-up error keeps the step's inputs as fields and says them.
+    #[test]
+    fn a_setup_error_carries_its_inputs() {
+        let url = tcp::parse_url("nvme-tcp://10.0.0.1:4420/nqn.x:y/3").unwrap();
+        let e = EngineError::TcpSetup {
+            path: "nvme-tcp://10.0.0.1:4420/nqn.x:y/3".into(),
+            multipath: true,
+            source: Box::new(tcp::SetupError::QueueEntries {
+                depth: 128,
+                entries: 129,
+                granted: 64,
+                paths: true,
+            }),
+        };
+        assert!(
+            e.to_string().starts_with(
+                "nvme-tcp://10.0.0.1:4420/nqn.x:y/3: tcp backend (multipath) set-up: iodepth=128 needs a 129-entry queue"
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .contains("the controllers grant at most 64 (CAP.MQES); use --iodepth 63 or less"),
+            "{e}"
+        );
+        let e = tcp::SetupError::NamespaceRefused {
+            url: Box::new(url),
+            nn: 2,
+            status: nvme_spec::Status::from_field(0x0b),
+        };
+        match &e {
+            tcp::SetupError::NamespaceRefused { url, nn, .. } => {
+                assert_eq!((url.nsid, *nn), (3, 2));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            e.to_string()
+                .starts_with("namespace 3 is not in subsystem nqn.x:y (Identify Namespace: "),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .ends_with("give an existing NSID as nvme-tcp://10.0.0.1:4420/nqn.x:y/NSID"),
+            "{e}"
+        );
+    }
 }

@@ -163,7 +163,12 @@ fn check_pci_write_safety(
     let lba = info.logical_block_size_bytes;
     let probe = (crate::safety::PROBE_BYTES as u64).min(info.size_bytes) as usize;
     let read = |offset: u64| {
-        crate::backend::vfio::read_bytes(&ns.ctrl, ns.nsid, lba, offset, probe).map_err(inspect)
+        crate::backend::vfio::read_bytes(&ns.ctrl, ns.nsid, lba, offset, probe).map_err(|e| {
+            EngineError::Probe {
+                path: info.path.clone(),
+                source: Box::new(e),
+            }
+        })
     };
     let head = read(0)?;
     let tail_at = (info.size_bytes - probe as u64) / u64::from(lba) * u64::from(lba);
