@@ -2,7 +2,8 @@
 
 use std::io;
 
-use crate::backend::{rdma, tcp, vfio};
+use crate::backend::{rdma, tcp, vfio, BackendKind};
+use crate::targets::WorkloadError;
 
 /// Everything that can stop a run before or while it starts.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +23,14 @@ pub enum EngineError {
         path: String,
         /// The OS error.
         source: io::Error,
+    },
+    /// The workload does not fit the target or makes no sense.
+    #[error("{path}: {source}")]
+    Invalid {
+        /// The target.
+        path: String,
+        /// The check that failed, with its values.
+        source: WorkloadError,
     },
     /// An NVMe/TCP target could not be reached or read.
     #[error("{path}: {source}")]
@@ -83,7 +92,7 @@ pub enum EngineError {
         /// The step that failed.
         source: Box<vfio::VfioError>,
     },
-    /// The workload does not fit the target or makes no sense.
+    /// Anything else about the workload and the target, in words.
     #[error("{path}: {reason}")]
     Workload {
         /// The target.
@@ -131,9 +140,15 @@ pub enum EngineError {
         /// Why.
         reason: String,
     },
-    /// An unknown backend name.
-    #[error("unknown backend `{0}` (this engine runs: uring, sync, null, nop, passthru)")]
-    UnknownBackend(String),
+    /// An unknown backend name; the message lists [`BackendKind::ALL`].
+    #[error(
+        "unknown backend `{name}` (this engine runs: {})",
+        BackendKind::ALL.map(BackendKind::name).join(", ")
+    )]
+    UnknownBackend {
+        /// The name given.
+        name: String,
+    },
     /// Another worker failed to start, so this one did not run.
     #[error("the run was aborted because a worker failed to start")]
     Aborted,
@@ -142,6 +157,44 @@ pub enum EngineError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The position of `k` in [`BackendKind::ALL`], by a match that stops
+    /// compiling when a backend is added without a place here.
+    fn position(k: BackendKind) -> usize {
+        match k {
+            BackendKind::Uring => 0,
+            BackendKind::Sync => 1,
+            BackendKind::Null => 2,
+            BackendKind::Nop => 3,
+            BackendKind::Passthru => 4,
+            BackendKind::Tcp => 5,
+            BackendKind::Vfio => 6,
+            BackendKind::Rdma => 7,
+        }
+    }
+
+    // Regression (issue 39): the unknown-backend message listed 5 of the 8
+    // backends.
+    #[test]
+    fn an_unknown_backend_names_every_backend() {
+        for (i, k) in BackendKind::ALL.into_iter().enumerate() {
+            assert_eq!(position(k), i, "{} is in ALL once, in place", k.name());
+        }
+        assert_eq!(BackendKind::ALL.len(), 8, "ALL holds every backend");
+        let e = "zfs".parse::<BackendKind>().unwrap_err();
+        assert!(
+            matches!(&e, EngineError::UnknownBackend { name } if name == "zfs"),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        for k in BackendKind::ALL {
+            assert!(text.contains(k.name()), "{} missing: {text}", k.name());
+        }
+        assert_eq!(
+            text,
+            "unknown backend `zfs` (this engine runs: uring, sync, null, nop, passthru, tcp, vfio, rdma)"
+        );
+    }
 
     /// A set-up error keeps the step's inputs as fields and says them.
     #[test]
