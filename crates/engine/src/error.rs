@@ -2,6 +2,9 @@
 
 use std::io;
 
+use crate::backend::{rdma, tcp, vfio, BackendKind};
+use crate::targets::WorkloadError;
+
 /// Everything that can stop a run before or while it starts.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -22,6 +25,74 @@ pub enum EngineError {
         source: io::Error,
     },
     /// The workload does not fit the target or makes no sense.
+    #[error("{path}: {source}")]
+    Invalid {
+        /// The target.
+        path: String,
+        /// The check that failed, with its values.
+        source: WorkloadError,
+    },
+    /// An NVMe/TCP target could not be reached or read.
+    #[error("{path}: {source}")]
+    Tcp {
+        /// The target.
+        path: String,
+        /// The step that failed.
+        source: Box<tcp::SetupError>,
+    },
+    /// An NVMe/RDMA target could not be reached or read.
+    #[error("{path}: {source}")]
+    Rdma {
+        /// The target.
+        path: String,
+        /// The step that failed.
+        source: Box<rdma::SetupError>,
+    },
+    /// A PCI namespace could not be opened or read (the message leaves out
+    /// the controller's address, which the target names).
+    #[error("{path}: {}", .source.without_address())]
+    Pci {
+        /// The target.
+        path: String,
+        /// The step that failed.
+        source: Box<vfio::target::PciError>,
+    },
+    /// The tcp backend could not set up a worker's queue.
+    #[error("{path}: tcp backend{} set-up: {source}", if *.multipath { " (multipath)" } else { "" })]
+    TcpSetup {
+        /// The target.
+        path: String,
+        /// Several portals.
+        multipath: bool,
+        /// The step that failed.
+        source: Box<tcp::SetupError>,
+    },
+    /// The rdma backend could not set up a worker's queue.
+    #[error("{path}: rdma backend set-up: {source}")]
+    RdmaSetup {
+        /// The target.
+        path: String,
+        /// The step that failed.
+        source: Box<rdma::SetupError>,
+    },
+    /// The vfio backend could not set up a worker's queue pair.
+    #[error("{path}: vfio backend set-up: {source}")]
+    VfioSetup {
+        /// The target.
+        path: String,
+        /// The step that failed.
+        source: Box<vfio::VfioError>,
+    },
+    /// A PCI namespace's first or last bytes could not be read for the
+    /// write-safety check.
+    #[error("cannot inspect {path}: {source}")]
+    Probe {
+        /// The target.
+        path: String,
+        /// The step that failed.
+        source: Box<vfio::VfioError>,
+    },
+    /// Anything else about the workload and the target, in words.
     #[error("{path}: {reason}")]
     Workload {
         /// The target.
@@ -69,10 +140,107 @@ pub enum EngineError {
         /// Why.
         reason: String,
     },
-    /// An unknown backend name.
-    #[error("unknown backend `{0}` (this engine runs: uring, sync, null, nop, passthru)")]
-    UnknownBackend(String),
+    /// An unknown backend name; the message lists [`BackendKind::ALL`].
+    #[error(
+        "unknown backend `{name}` (this engine runs: {})",
+        BackendKind::ALL.map(BackendKind::name).join(", ")
+    )]
+    UnknownBackend {
+        /// The name given.
+        name: String,
+    },
     /// Another worker failed to start, so this one did not run.
     #[error("the run was aborted because a worker failed to start")]
     Aborted,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The position of `k` in [`BackendKind::ALL`], by a match that stops
+    /// compiling when a backend is added without a place here.
+    fn position(k: BackendKind) -> usize {
+        match k {
+            BackendKind::Uring => 0,
+            BackendKind::Sync => 1,
+            BackendKind::Null => 2,
+            BackendKind::Nop => 3,
+            BackendKind::Passthru => 4,
+            BackendKind::Tcp => 5,
+            BackendKind::Vfio => 6,
+            BackendKind::Rdma => 7,
+        }
+    }
+
+    // Regression (issue 39): the unknown-backend message listed 5 of the 8
+    // backends.
+    #[test]
+    fn an_unknown_backend_names_every_backend() {
+        for (i, k) in BackendKind::ALL.into_iter().enumerate() {
+            assert_eq!(position(k), i, "{} is in ALL once, in place", k.name());
+        }
+        assert_eq!(BackendKind::ALL.len(), 8, "ALL holds every backend");
+        let e = "zfs".parse::<BackendKind>().unwrap_err();
+        assert!(
+            matches!(&e, EngineError::UnknownBackend { name } if name == "zfs"),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        for k in BackendKind::ALL {
+            assert!(text.contains(k.name()), "{} missing: {text}", k.name());
+        }
+        assert_eq!(
+            text,
+            "unknown backend `zfs` (this engine runs: uring, sync, null, nop, passthru, tcp, vfio, rdma)"
+        );
+    }
+
+    /// A set-up error keeps the step's inputs as fields and says them.
+    #[test]
+    fn a_setup_error_carries_its_inputs() {
+        let url = tcp::parse_url("nvme-tcp://10.0.0.1:4420/nqn.x:y/3").unwrap();
+        let e = EngineError::TcpSetup {
+            path: "nvme-tcp://10.0.0.1:4420/nqn.x:y/3".into(),
+            multipath: true,
+            source: Box::new(tcp::SetupError::QueueEntries {
+                depth: 128,
+                entries: 129,
+                granted: 64,
+                paths: true,
+            }),
+        };
+        assert!(
+            e.to_string().starts_with(
+                "nvme-tcp://10.0.0.1:4420/nqn.x:y/3: tcp backend (multipath) set-up: iodepth=128 needs a 129-entry queue"
+            ),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .contains("the controllers grant at most 64 (CAP.MQES); use --iodepth 63 or less"),
+            "{e}"
+        );
+        let e = tcp::SetupError::NamespaceRefused {
+            url: Box::new(url),
+            nn: 2,
+            status: nvme_spec::Status::from_field(0x0b),
+        };
+        match &e {
+            tcp::SetupError::NamespaceRefused { url, nn, .. } => {
+                assert_eq!((url.nsid, *nn), (3, 2));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(
+            e.to_string()
+                .starts_with("namespace 3 is not in subsystem nqn.x:y (Identify Namespace: "),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .ends_with("give an existing NSID as nvme-tcp://10.0.0.1:4420/nqn.x:y/NSID"),
+            "{e}"
+        );
+    }
 }

@@ -22,6 +22,17 @@
 /// this small.
 pub const SPLICE_MIN_BYTES: usize = 1024;
 
+/// `a, b or c`: the names an error offers, from the enum's own list (so a
+/// new variant is offered without editing the message).
+pub(crate) fn one_of<T: std::fmt::Display>(names: impl IntoIterator<Item = T>) -> String {
+    let names: Vec<String> = names.into_iter().map(|n| n.to_string()).collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
 pub mod auth;
 pub mod host;
 pub mod log;

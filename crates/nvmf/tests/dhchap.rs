@@ -16,7 +16,7 @@ use nvme_spec::Status;
 use nvmf::auth::{DhGroup, HashFn, Secret};
 use nvmf::config::HostConfig;
 use nvmf::tgt::counters::Refused;
-use nvmf::{HostSecrets, Initiator, InitiatorError, TargetConfig};
+use nvmf::{ConfigError, HostSecrets, Initiator, InitiatorError, TargetConfig};
 
 struct Keys {
     dir: PathBuf,
@@ -292,15 +292,24 @@ fn host_flags_parse() {
     assert_eq!(h.dhchap_hashes, ["sha384", "sha256"]);
     assert_eq!(h.dhchap_dhgroups, ["ffdhe3072"]);
     assert_eq!(HostConfig::parse_flag("nqn.h").unwrap(), None);
-    assert!(HostConfig::parse_flag("nqn.h,dhchap-ctrl-secret=/c")
-        .unwrap_err()
-        .contains("dhchap-secret=FILE"));
-    assert!(HostConfig::parse_flag("nqn.h,secret=x")
-        .unwrap_err()
-        .contains("unknown option"));
-    assert!(HostConfig::parse_flag("nqn.h,dhchap-secret")
-        .unwrap_err()
-        .contains("needs a value"));
+    let e = HostConfig::parse_flag("nqn.h,dhchap-ctrl-secret=/c").unwrap_err();
+    assert!(
+        matches!(&e, ConfigError::HostSecret { flag } if flag == "nqn.h,dhchap-ctrl-secret=/c"),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("dhchap-secret=FILE"), "{e}");
+    let e = HostConfig::parse_flag("nqn.h,secret=x").unwrap_err();
+    assert!(
+        matches!(&e, ConfigError::HostOption { option, .. } if option == "secret"),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("unknown option"), "{e}");
+    let e = HostConfig::parse_flag("nqn.h,dhchap-secret").unwrap_err();
+    assert!(
+        matches!(&e, ConfigError::HostOptionValue { option, .. } if option == "dhchap-secret"),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("needs a value"), "{e}");
 }
 
 #[test]

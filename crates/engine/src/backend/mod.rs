@@ -218,6 +218,8 @@ impl std::str::FromStr for BackendKind {
         BackendKind::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| crate::EngineError::UnknownBackend(s.to_string()))
+            .ok_or_else(|| crate::EngineError::UnknownBackend {
+                name: s.to_string(),
+            })
     }
 }

@@ -22,7 +22,7 @@ use nvmf::host::command::HostIdentity;
 use nvmf::host::rdma::{RdmaController, RdmaQueue};
 use nvmf::host::Transfer;
 
-use super::tcp::{parse_url, TcpOptions, TcpUrl};
+use super::tcp::{parse_fabric_url, ResolveError, TcpOptions, TcpUrl, UrlError};
 use super::{Backend, Completion, IoRequest};
 use crate::stats::Dir;
 
@@ -37,19 +37,91 @@ pub fn is_rdma_target(path: &str) -> bool {
 }
 
 /// Parses `nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]`.
-pub fn parse_rdma_url(s: &str) -> Result<TcpUrl, String> {
-    let rest = s.strip_prefix(SCHEME).ok_or_else(|| {
-        format!("not an NVMe/RDMA target (no {SCHEME}); use nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]")
-    })?;
-    if rest.contains(',') {
-        return Err(format!(
-            "{s}: several portals; the rdma backend reaches one (NVMe/RDMA multipath is not built yet): give one nvme-rdma://HOST[:PORT]/SUBNQN[/NSID]"
-        ));
+pub fn parse_rdma_url(s: &str) -> Result<TcpUrl, UrlError> {
+    let fabric = planner::Fabric::Rdma;
+    if s.strip_prefix(SCHEME)
+        .is_some_and(|rest| rest.contains(','))
+    {
+        return Err(UrlError::SeveralPortals {
+            fabric,
+            text: s.to_string(),
+        });
     }
-    parse_url(&format!("{}{rest}", super::tcp::SCHEME)).map_err(|e| {
-        e.replace(super::tcp::SCHEME, SCHEME)
-            .replace("NVMe/TCP", "NVMe/RDMA")
-    })
+    parse_fabric_url(s, fabric)
+}
+
+/// A set-up step of the `rdma` backend that failed, with its inputs.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// rdma-core cannot be loaded (the text names the package).
+    #[error("{source}")]
+    Libraries {
+        /// The loader's error.
+        source: sysapi::rdma::RdmaError,
+    },
+    /// The URL does not parse.
+    #[error(transparent)]
+    Url(#[from] UrlError),
+    /// The host does not resolve.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// The admin queue's Connect, sent as `hostnqn`, failed.
+    #[error("connect as host {hostnqn} with {}:{} failed: {source}; {}", .url.host, .url.port, hint(true, .url, .source))]
+    Connect {
+        /// The target.
+        url: Box<TcpUrl>,
+        /// The host NQN sent.
+        hostnqn: String,
+        /// The initiator's error.
+        source: Box<nvmf::InitiatorError>,
+    },
+    /// A later set-up step failed.
+    #[error("{step} with {}:{} failed: {source}; {}", .url.host, .url.port, hint(.step.starts_with("connect"), .url, .source))]
+    Step {
+        /// The step (`Identify Namespace`, …).
+        step: &'static str,
+        /// The target.
+        url: Box<TcpUrl>,
+        /// The initiator's error.
+        source: Box<nvmf::InitiatorError>,
+    },
+    /// Identify Namespace refused the NSID.
+    #[error(
+        "namespace {} is not in subsystem {} (the controller reports NSIDs up to {nn}); give an \
+         existing NSID as nvme-rdma://{}:{}/{}/NSID",
+        .url.nsid, .url.subnqn, .url.host, .url.port, .url.subnqn
+    )]
+    NoNamespace {
+        /// The target.
+        url: Box<TcpUrl>,
+        /// The controller's number of namespaces (Identify Controller NN).
+        nn: u32,
+    },
+    /// An iodepth whose queue is larger than the controller grants.
+    #[error(
+        "iodepth={depth} needs a {entries}-entry queue; the controller grants at most {granted} \
+         (CAP.MQES); use --iodepth {} or less",
+        .granted.saturating_sub(1)
+    )]
+    QueueEntries {
+        /// The iodepth asked.
+        depth: usize,
+        /// Entries it needs.
+        entries: u32,
+        /// Entries granted (CAP.MQES + 1).
+        granted: u32,
+    },
+    /// I/Os larger than the controller's largest transfer.
+    #[error(
+        "I/Os of {io_bytes} B exceed the controller's largest transfer ({max_transfer_bytes} B, \
+         MDTS); use a smaller --bs"
+    )]
+    TransferSize {
+        /// The largest I/O asked.
+        io_bytes: usize,
+        /// The controller's largest transfer.
+        max_transfer_bytes: u64,
+    },
 }
 
 /// What set-up learnt about an NVMe/RDMA namespace.
@@ -71,9 +143,10 @@ fn identity(o: &TcpOptions) -> HostIdentity {
     o.initiator().identity()
 }
 
-fn setup_error(url: &TcpUrl, step: &str, e: nvmf::InitiatorError) -> String {
-    let hint = match &e {
-        nvmf::InitiatorError::Command { status, .. } if step.starts_with("connect") => format!(
+/// The likely fix of a failed set-up step (`connect`: a Connect's).
+fn hint(connect: bool, url: &TcpUrl, e: &nvmf::InitiatorError) -> String {
+    match e {
+        nvmf::InitiatorError::Command { status, .. } if connect => format!(
             "the target refused subsystem {:?} ({status}): check the NQN (`nvme discover -t rdma -a {} -s {}`) and that this host may connect (--hostnqn)",
             url.subnqn, url.host, url.port
         ),
@@ -81,35 +154,50 @@ fn setup_error(url: &TcpUrl, step: &str, e: nvmf::InitiatorError) -> String {
             "check that an NVMe/RDMA target listens on {}:{} (numio serve --transport rdma, or an nvmet-rdma port) and that an RDMA device holds this host's route to it (`rdma link`)",
             url.host, url.port
         ),
-    };
-    format!("{step} with {}:{} failed: {e}; {hint}", url.host, url.port)
+    }
+}
+
+impl SetupError {
+    fn step(url: &TcpUrl, step: &'static str) -> impl FnOnce(nvmf::InitiatorError) -> Self {
+        let url = Box::new(url.clone());
+        move |e| SetupError::Step {
+            step,
+            url,
+            source: Box::new(e),
+        }
+    }
 }
 
 /// An admin queue to `url`'s subsystem, controller enabled, one I/O queue
 /// asked for.
-fn controller(url: &TcpUrl, o: &TcpOptions) -> Result<RdmaController, String> {
-    sysapi::rdma::check_libraries().map_err(|e| e.0)?;
+fn controller(url: &TcpUrl, o: &TcpOptions) -> Result<RdmaController, SetupError> {
+    sysapi::rdma::check_libraries().map_err(|source| SetupError::Libraries { source })?;
     let addr = url.resolve()?;
     let host = identity(o);
     let hostnqn = host.hostnqn.clone();
-    let mut c = RdmaController::connect(addr, &url.subnqn, host, REPLY_TIMEOUT)
-        .map_err(|e| setup_error(url, &format!("connect as host {hostnqn}"), e))?;
+    let mut c = RdmaController::connect(addr, &url.subnqn, host, REPLY_TIMEOUT).map_err(|e| {
+        SetupError::Connect {
+            url: Box::new(url.clone()),
+            hostnqn,
+            source: Box::new(e),
+        }
+    })?;
     c.set_queues(1)
-        .map_err(|e| setup_error(url, "Set Features (Number of Queues)", e))?;
+        .map_err(SetupError::step(url, "Set Features (Number of Queues)"))?;
     Ok(c)
 }
 
 /// Connects, reads Identify Controller and Namespace: the namespace's size
 /// and LBA size, and the controller's limits.
-pub fn inspect(url_text: &str, o: &TcpOptions) -> Result<(NvmeRdma, u64, u32), String> {
+pub fn inspect(url_text: &str, o: &TcpOptions) -> Result<(NvmeRdma, u64, u32), SetupError> {
     let url = parse_rdma_url(url_text)?;
     let mut c = controller(&url, o)?;
     let (size, lba) = c.namespace(url.nsid).map_err(|e| match e {
-        nvmf::InitiatorError::Command { .. } => format!(
-            "namespace {} is not in subsystem {} (the controller reports NSIDs up to {}); give an existing NSID as nvme-rdma://{}:{}/{}/NSID",
-            url.nsid, url.subnqn, c.id.nn, url.host, url.port, url.subnqn
-        ),
-        e => setup_error(&url, "Identify Namespace", e),
+        nvmf::InitiatorError::Command { .. } => SetupError::NoNamespace {
+            url: Box::new(url.clone()),
+            nn: c.id.nn,
+        },
+        e => SetupError::step(&url, "Identify Namespace")(e),
     })?;
     let t = NvmeRdma {
         addr: c.addr,
@@ -152,26 +240,26 @@ impl RdmaBackend {
         max_io_bytes: usize,
         o: &TcpOptions,
         node: Option<u32>,
-    ) -> Result<RdmaBackend, String> {
+    ) -> Result<RdmaBackend, SetupError> {
         let depth = depth.max(1);
         let entries = depth as u32 + 1;
         if entries > t.max_queue_entries {
-            return Err(format!(
-                "iodepth={depth} needs a {entries}-entry queue; the controller grants at most {} (CAP.MQES); use --iodepth {} or less",
-                t.max_queue_entries,
-                t.max_queue_entries - 1
-            ));
+            return Err(SetupError::QueueEntries {
+                depth,
+                entries,
+                granted: t.max_queue_entries,
+            });
         }
         if max_io_bytes as u64 > t.max_transfer_bytes {
-            return Err(format!(
-                "I/Os of {max_io_bytes} B exceed the controller's largest transfer ({} B, MDTS); use a smaller --bs",
-                t.max_transfer_bytes
-            ));
+            return Err(SetupError::TransferSize {
+                io_bytes: max_io_bytes,
+                max_transfer_bytes: t.max_transfer_bytes,
+            });
         }
         let ctrl = controller(&t.url, o)?;
         let q = ctrl
             .io_queue(1, entries as u16, max_io_bytes as u32, node)
-            .map_err(|e| setup_error(&t.url, "connecting I/O queue 1", e))?;
+            .map_err(SetupError::step(&t.url, "connecting I/O queue 1"))?;
         let note = format!(
             "rdma backend: NVMe/RDMA I/O queue of {entries} entries to {}, writes up to {} B in the capsule, other data by the target's RDMA READ/WRITE of registered buffers (copied to and from the worker's)",
             t.addr,
@@ -305,8 +393,32 @@ mod tests {
         assert_eq!((u.host.as_str(), u.port, u.nsid), ("10.0.0.1", 4420, 2));
         assert_eq!(u.subnqn, "nqn.2026-01.io.numio:a");
         let e = parse_rdma_url("nvme-rdma://10.0.0.1").unwrap_err();
+        assert_eq!(
+            e,
+            UrlError::NoSubsystem {
+                fabric: planner::Fabric::Rdma
+            }
+        );
+        let e = e.to_string();
         assert!(e.contains("nvme-rdma://HOST"), "{e}");
         assert!(!e.contains("nvme-tcp"), "{e}");
+        let e = parse_rdma_url("nvme-rdma://a/n,nvme-rdma://b/n").unwrap_err();
+        assert!(matches!(e, UrlError::SeveralPortals { .. }), "{e:?}");
+        assert!(
+            e.to_string().contains(
+                "several portals; the rdma backend reaches one (NVMe/RDMA multipath is not built yet)"
+            ),
+            "{e}"
+        );
+        let e = SetupError::QueueEntries {
+            depth: 64,
+            entries: 65,
+            granted: 32,
+        };
+        assert_eq!(
+            e.to_string(),
+            "iodepth=64 needs a 65-entry queue; the controller grants at most 32 (CAP.MQES); use --iodepth 31 or less"
+        );
         assert!(is_rdma_target("nvme-rdma://h/n"));
         assert!(!is_rdma_target("nvme-tcp://h/n"));
     }

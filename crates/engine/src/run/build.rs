@@ -145,10 +145,11 @@ pub(super) fn tcp(
     opts: &TcpOptions,
 ) -> Result<Built<TcpBackend>, EngineError> {
     let b =
-        TcpBackend::connect(target, lba_bytes, s.depth, s.slot_bytes, opts).map_err(|reason| {
-            EngineError::Workload {
+        TcpBackend::connect(target, lba_bytes, s.depth, s.slot_bytes, opts).map_err(|source| {
+            EngineError::TcpSetup {
                 path: s.path.to_string(),
-                reason: format!("tcp backend set-up: {reason}"),
+                multipath: false,
+                source: Box::new(source),
             }
         })?;
     Ok(Built {
@@ -171,9 +172,9 @@ pub(super) fn rdma(
 ) -> Result<Built<crate::backend::RdmaBackend>, EngineError> {
     let b =
         crate::backend::RdmaBackend::connect(target, lba_bytes, s.depth, s.slot_bytes, opts, node)
-            .map_err(|reason| EngineError::Workload {
+            .map_err(|source| EngineError::RdmaSetup {
                 path: s.path.to_string(),
-                reason: format!("rdma backend set-up: {reason}"),
+                source: Box::new(source),
             })?;
     Ok(Built {
         features: Vec::new(),
@@ -194,9 +195,10 @@ pub(super) fn tcp_multipath(
     node: Option<u32>,
 ) -> Result<Built<MultipathBackend>, EngineError> {
     let b = MultipathBackend::connect(target, lba_bytes, s.depth, s.slot_bytes, opts, node)
-        .map_err(|reason| EngineError::Workload {
+        .map_err(|source| EngineError::TcpSetup {
             path: s.path.to_string(),
-            reason: format!("tcp backend (multipath) set-up: {reason}"),
+            multipath: true,
+            source: Box::new(source),
         })?;
     Ok(Built {
         features: Vec::new(),
@@ -226,9 +228,9 @@ pub(super) fn vfio(
         node,
         opts.data_pointer,
     )
-    .map_err(|reason| EngineError::Workload {
+    .map_err(|source| EngineError::VfioSetup {
         path: s.path.to_string(),
-        reason: format!("vfio backend set-up: {reason}"),
+        source: Box::new(source),
     })?;
     Ok(Built {
         features: b.features.clone(),

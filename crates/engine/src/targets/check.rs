@@ -20,6 +20,128 @@ pub const MAX_IODEPTH: u32 = 4096;
 /// Largest block size.
 pub const MAX_BS_BYTES: u64 = 64 << 20;
 
+/// A workload that does not fit its target or makes no sense: one variant
+/// per check, with the values checked; each message names the value and
+/// what would work.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkloadError {
+    /// iodepth outside 1..=[`MAX_IODEPTH`].
+    #[error("iodepth={iodepth} is out of range; use 1..={MAX_IODEPTH}")]
+    Iodepth {
+        /// The iodepth.
+        iodepth: u32,
+    },
+    /// A block size range that is empty or too large.
+    #[error(
+        "bs={min_bytes}-{max_bytes} is not a valid block size range; use 1 ≤ min ≤ max ≤ {MAX_BS_BYTES}"
+    )]
+    BsRange {
+        /// Smallest block size.
+        min_bytes: u64,
+        /// Largest block size.
+        max_bytes: u64,
+    },
+    /// Block sizes that are not multiples of 8 bytes.
+    #[error("bs={min_bytes}-{max_bytes} must be a multiple of 8 bytes")]
+    BsMultiple {
+        /// Smallest block size.
+        min_bytes: u64,
+        /// Largest block size.
+        max_bytes: u64,
+    },
+    /// rwmixread over 100.
+    #[error("rwmixread={rwmixread} is over 100")]
+    Rwmixread {
+        /// The percentage.
+        rwmixread: u8,
+    },
+    /// time_based without a runtime.
+    #[error("time_based needs a runtime; add --runtime")]
+    TimeBasedRuntime,
+    /// runtime=0.
+    #[error("runtime=0 measures nothing; use a positive --runtime")]
+    ZeroRuntime,
+    /// number_ios or rate_iops of 0.
+    #[error("number_ios and rate_iops must be positive when given")]
+    ZeroCount,
+    /// A zipf θ that is not > 0 and ≠ 1.
+    #[error("random_distribution=zipf:{theta}: θ must be > 0 and ≠ 1 (e.g. zipf:1.2)")]
+    Zipf {
+        /// θ.
+        theta: f64,
+    },
+    /// A size or offset that is not whole logical blocks of an NVMe
+    /// namespace.
+    #[error(
+        "{name}={value} is not a multiple of {namespace}'s LBA size {lba_bytes} (NVMe commands move whole logical blocks); use a multiple of {lba_bytes}"
+    )]
+    Blocks {
+        /// The parameter (`bs`, `bs (max)`, `offset`).
+        name: &'static str,
+        /// Its value in bytes.
+        value: u64,
+        /// The namespace as the message names it.
+        namespace: String,
+        /// Its LBA size.
+        lba_bytes: u64,
+    },
+    /// A block size one NVMe command cannot move.
+    #[error(
+        "bs={bs_bytes} is larger than one NVMe command can move here ({max_bytes} bytes: {limit_source} and the 16-bit block count); use --bs {max_bytes} or less"
+    )]
+    CommandSize {
+        /// The largest block size.
+        bs_bytes: u64,
+        /// The most one command moves.
+        max_bytes: u64,
+        /// Where the limit comes from.
+        limit_source: String,
+    },
+    /// A size or offset that O_DIRECT cannot take.
+    #[error(
+        "{name}={value} is not a multiple of the logical block size {lba_bytes} required by O_DIRECT; use a multiple of {lba_bytes} or --buffered"
+    )]
+    Direct {
+        /// The parameter (`bs`, `bs (max)`, `offset`).
+        name: &'static str,
+        /// Its value in bytes.
+        value: u64,
+        /// The target's logical block size.
+        lba_bytes: u64,
+    },
+    /// An offset past the end.
+    #[error("offset={offset_bytes} is beyond the end of the target ({target_bytes} bytes)")]
+    Offset {
+        /// The offset.
+        offset_bytes: u64,
+        /// The target's size.
+        target_bytes: u64,
+    },
+    /// A size that runs past the end.
+    #[error(
+        "size={size_bytes} from offset={offset_bytes} goes beyond the end of the target ({target_bytes} bytes); use --size {} or less",
+        .target_bytes - .offset_bytes
+    )]
+    Size {
+        /// The size.
+        size_bytes: u64,
+        /// The offset.
+        offset_bytes: u64,
+        /// The target's size.
+        target_bytes: u64,
+    },
+    /// A region smaller than one block.
+    #[error(
+        "the region ({len_bytes} bytes) is smaller than one block of bs={bs_bytes}; use a larger --size or a smaller --bs"
+    )]
+    Region {
+        /// The region's length.
+        len_bytes: u64,
+        /// The largest block size.
+        bs_bytes: u64,
+    },
+}
+
 /// `/dev/ng0n1` for `/dev/nvme0n1`, when that generic device exists.
 fn generic_device_of(block_path: &str) -> Option<String> {
     let name = Path::new(block_path).file_name()?.to_str()?;
@@ -163,7 +285,12 @@ fn check_pci_write_safety(
     let lba = info.logical_block_size_bytes;
     let probe = (crate::safety::PROBE_BYTES as u64).min(info.size_bytes) as usize;
     let read = |offset: u64| {
-        crate::backend::vfio::read_bytes(&ns.ctrl, ns.nsid, lba, offset, probe).map_err(inspect)
+        crate::backend::vfio::read_bytes(&ns.ctrl, ns.nsid, lba, offset, probe).map_err(|e| {
+            EngineError::Probe {
+                path: info.path.clone(),
+                source: Box::new(e),
+            }
+        })
     };
     let head = read(0)?;
     let tail_at = (info.size_bytes - probe as u64) / u64::from(lba) * u64::from(lba);
@@ -226,9 +353,9 @@ pub struct Region {
 /// Checks `w` against the target and returns the region it covers. Every
 /// error names the value and says what would work.
 pub fn validate(w: &Workload, t: &TargetInfo) -> Result<Region, EngineError> {
-    let bad = |reason: String| EngineError::Workload {
+    let bad = |source: WorkloadError| EngineError::Invalid {
         path: t.path.clone(),
-        reason,
+        source,
     };
     check_basic(w).map_err(bad)?;
     let lbs = u64::from(t.logical_block_size_bytes);
@@ -257,40 +384,43 @@ pub fn validate(w: &Workload, t: &TargetInfo) -> Result<Region, EngineError> {
         };
         check_command_size(w, lbs, &limit).map_err(bad)?;
     } else if w.direct {
-        for (name, v) in [
+        for (name, value) in [
             ("bs", w.bs_min_bytes),
             ("bs (max)", w.bs_max_bytes),
             ("offset", w.offset_bytes),
         ] {
-            if v % lbs != 0 {
-                return Err(bad(format!(
-                    "{name}={v} is not a multiple of the logical block size {lbs} required by O_DIRECT; use a multiple of {lbs} or --buffered"
-                )));
+            if value % lbs != 0 {
+                return Err(bad(WorkloadError::Direct {
+                    name,
+                    value,
+                    lba_bytes: lbs,
+                }));
             }
         }
     }
     if w.offset_bytes >= t.size_bytes {
-        return Err(bad(format!(
-            "offset={} is beyond the end of the target ({} bytes)",
-            w.offset_bytes, t.size_bytes
-        )));
+        return Err(bad(WorkloadError::Offset {
+            offset_bytes: w.offset_bytes,
+            target_bytes: t.size_bytes,
+        }));
     }
     let avail = t.size_bytes - w.offset_bytes;
     let len = match w.size_bytes {
         Some(s) if s > avail => {
-            return Err(bad(format!(
-                "size={s} from offset={} goes beyond the end of the target ({} bytes); use --size {avail} or less",
-                w.offset_bytes, t.size_bytes
-            )))
+            return Err(bad(WorkloadError::Size {
+                size_bytes: s,
+                offset_bytes: w.offset_bytes,
+                target_bytes: t.size_bytes,
+            }))
         }
         Some(s) => s,
         None => avail,
     };
     if len < w.bs_max_bytes {
-        return Err(bad(format!(
-            "the region ({len} bytes) is smaller than one block of bs={}; use a larger --size or a smaller --bs",
-            w.bs_max_bytes
-        )));
+        return Err(bad(WorkloadError::Region {
+            len_bytes: len,
+            bs_bytes: w.bs_max_bytes,
+        }));
     }
     Ok(Region {
         start_bytes: w.offset_bytes,
@@ -315,67 +445,68 @@ struct CommandLimit<'a> {
 /// NVMe commands move whole logical blocks, at most 65536 of them and no
 /// more than the controller's largest transfer (a generic device's
 /// `queue/max_hw_sectors_kb`, an NVMe/TCP controller's MDTS).
-fn check_command_size(w: &Workload, lbs: u64, limit: &CommandLimit) -> Result<(), String> {
-    for (name, v) in [
+fn check_command_size(w: &Workload, lbs: u64, limit: &CommandLimit) -> Result<(), WorkloadError> {
+    for (name, value) in [
         ("bs", w.bs_min_bytes),
         ("bs (max)", w.bs_max_bytes),
         ("offset", w.offset_bytes),
     ] {
-        if v % lbs != 0 {
-            return Err(format!(
-                "{name}={v} is not a multiple of {}'s LBA size {lbs} (NVMe commands move whole logical blocks); use a multiple of {lbs}",
-                limit.namespace
-            ));
+        if value % lbs != 0 {
+            return Err(WorkloadError::Blocks {
+                name,
+                value,
+                namespace: limit.namespace.to_string(),
+                lba_bytes: lbs,
+            });
         }
     }
     let max = limit
         .max_transfer_bytes
         .min(lbs * NVME_MAX_BLOCKS_PER_COMMAND);
     if w.bs_max_bytes > max {
-        return Err(format!(
-            "bs={} is larger than one NVMe command can move here ({max} bytes: {} and the 16-bit block count); use --bs {max} or less",
-            w.bs_max_bytes, limit.limit_source
-        ));
+        return Err(WorkloadError::CommandSize {
+            bs_bytes: w.bs_max_bytes,
+            max_bytes: max,
+            limit_source: limit.limit_source.to_string(),
+        });
     }
     Ok(())
 }
 
-fn check_basic(w: &Workload) -> Result<(), String> {
+fn check_basic(w: &Workload) -> Result<(), WorkloadError> {
     if w.iodepth == 0 || w.iodepth > MAX_IODEPTH {
-        return Err(format!(
-            "iodepth={} is out of range; use 1..={MAX_IODEPTH}",
-            w.iodepth
-        ));
+        return Err(WorkloadError::Iodepth { iodepth: w.iodepth });
     }
-    if w.bs_min_bytes == 0 || w.bs_min_bytes > w.bs_max_bytes || w.bs_max_bytes > MAX_BS_BYTES {
-        return Err(format!(
-            "bs={}-{} is not a valid block size range; use 1 ≤ min ≤ max ≤ {MAX_BS_BYTES}",
-            w.bs_min_bytes, w.bs_max_bytes
-        ));
+    let (min_bytes, max_bytes) = (w.bs_min_bytes, w.bs_max_bytes);
+    if min_bytes == 0 || min_bytes > max_bytes || max_bytes > MAX_BS_BYTES {
+        return Err(WorkloadError::BsRange {
+            min_bytes,
+            max_bytes,
+        });
     }
-    if w.bs_min_bytes % 8 != 0 || w.bs_max_bytes % 8 != 0 {
-        return Err(format!(
-            "bs={}-{} must be a multiple of 8 bytes",
-            w.bs_min_bytes, w.bs_max_bytes
-        ));
+    if min_bytes % 8 != 0 || max_bytes % 8 != 0 {
+        return Err(WorkloadError::BsMultiple {
+            min_bytes,
+            max_bytes,
+        });
     }
     if w.rwmixread > 100 {
-        return Err(format!("rwmixread={} is over 100", w.rwmixread));
+        return Err(WorkloadError::Rwmixread {
+            rwmixread: w.rwmixread,
+        });
     }
     if w.time_based && w.runtime_ns.is_none() {
-        return Err("time_based needs a runtime; add --runtime".into());
+        return Err(WorkloadError::TimeBasedRuntime);
     }
     if w.runtime_ns == Some(0) {
-        return Err("runtime=0 measures nothing; use a positive --runtime".into());
+        return Err(WorkloadError::ZeroRuntime);
     }
     if w.number_ios == Some(0) || w.rate_iops == Some(0) {
-        return Err("number_ios and rate_iops must be positive when given".into());
+        return Err(WorkloadError::ZeroCount);
     }
     if let Distribution::Zipf(theta) = w.random_distribution {
         if !(theta > 0.0 && theta.is_finite()) || (theta - 1.0).abs() < 1e-9 {
-            return Err(format!(
-                "random_distribution=zipf:{theta}: θ must be > 0 and ≠ 1 (e.g. zipf:1.2)"
-            ));
+            return Err(WorkloadError::Zipf { theta });
         }
     }
     Ok(())
@@ -415,7 +546,23 @@ mod tests {
             direct,
             ..Workload::default()
         };
-        let e = validate(&w(512, false), &t).unwrap_err().to_string();
+        let e = validate(&w(512, false), &t).unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                EngineError::Invalid {
+                    source: WorkloadError::Blocks {
+                        name: "bs",
+                        value: 512,
+                        lba_bytes: 4096,
+                        ..
+                    },
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let e = e.to_string();
         assert!(
             e.contains("bs=512 is not a multiple of the namespace's LBA size 4096"),
             "{e}"

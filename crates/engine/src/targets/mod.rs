@@ -29,8 +29,8 @@ use crate::error::EngineError;
 pub mod check;
 
 pub use check::{
-    check_backend, check_pollable, check_write_safety, validate, Region, MAX_BS_BYTES, MAX_IODEPTH,
-    NVME_MAX_BLOCKS_PER_COMMAND,
+    check_backend, check_pollable, check_write_safety, validate, Region, WorkloadError,
+    MAX_BS_BYTES, MAX_IODEPTH, NVME_MAX_BLOCKS_PER_COMMAND,
 };
 
 /// The sysfs/procfs root the engine asks `topology` about: this machine's.
@@ -210,9 +210,9 @@ pub fn inspect_at(path: &str, root: &Path) -> Result<TargetInfo, EngineError> {
     }
     if pci::is_pci_target(path) {
         let (ns, size_bytes, lba) =
-            pci::inspect(path, root).map_err(|reason| EngineError::Workload {
+            pci::inspect(path, root).map_err(|source| EngineError::Pci {
                 path: path.to_string(),
-                reason: without_address(path, reason),
+                source: Box::new(source),
             })?;
         return Ok(TargetInfo {
             path: path.to_string(),
@@ -252,9 +252,9 @@ pub fn inspect_at(path: &str, root: &Path) -> Result<TargetInfo, EngineError> {
 /// and reads its namespace's size and LBA size and the controller's limits.
 pub fn inspect_tcp(path: &str, opts: &TcpOptions) -> Result<TargetInfo, EngineError> {
     let (t, size_bytes, lba_bytes) =
-        tcp::inspect(path, opts).map_err(|reason| EngineError::Workload {
+        tcp::inspect(path, opts).map_err(|source| EngineError::Tcp {
             path: path.to_string(),
-            reason,
+            source: Box::new(source),
         })?;
     Ok(TargetInfo {
         path: path.to_string(),
@@ -268,9 +268,9 @@ pub fn inspect_tcp(path: &str, opts: &TcpOptions) -> Result<TargetInfo, EngineEr
 /// and reads its namespace's size and LBA size and the controller's limits.
 pub fn inspect_rdma(path: &str, opts: &TcpOptions) -> Result<TargetInfo, EngineError> {
     let (t, size_bytes, lba_bytes) =
-        rdma::inspect(path, opts).map_err(|reason| EngineError::Workload {
+        rdma::inspect(path, opts).map_err(|source| EngineError::Rdma {
             path: path.to_string(),
-            reason,
+            source: Box::new(source),
         })?;
     Ok(TargetInfo {
         path: path.to_string(),
@@ -390,31 +390,38 @@ pub fn open(path: &str, write: bool, direct: bool) -> Result<File, EngineError> 
         })
 }
 
-/// `reason` without the leading "ADDR: " of the controller `path` names
-/// (the driver's messages start with it; the error names `path` already).
-fn without_address(path: &str, reason: String) -> String {
-    match pci::parse(path) {
-        Some(Ok((addr, _))) => match reason.strip_prefix(&format!("{addr}: ")) {
-            Some(rest) => rest.to_string(),
-            None => reason,
-        },
-        _ => reason,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn a_pci_error_does_not_repeat_the_address() {
-        let r = without_address(
-            "pci:41:00.0",
-            "0000:41:00.0: opening /dev/vfio/7: denied".into(),
+        use crate::backend::vfio::{CtrlError, CtrlFailure};
+        let e = EngineError::Pci {
+            path: "pci:41:00.0".into(),
+            source: Box::new(pci::PciError::Ctrl(CtrlError {
+                addr: "0000:41:00.0".into(),
+                failure: CtrlFailure::AdminTimeout {
+                    opcode: 6,
+                    timeout_s: 10,
+                },
+            })),
+        };
+        assert_eq!(
+            e.to_string(),
+            "pci:41:00.0: admin command 0x06 got no completion in 10 s"
         );
-        assert_eq!(r, "opening /dev/vfio/7: denied");
-        let r = without_address("pci:0000:41:00.0", "no PCI function 0000:41:00.0".into());
-        assert_eq!(r, "no PCI function 0000:41:00.0");
+        let e = EngineError::Pci {
+            path: "pci:0000:41:00.0".into(),
+            source: Box::new(pci::PciError::NoFunction {
+                addr: "0000:41:00.0".into(),
+            }),
+        };
+        assert!(
+            e.to_string()
+                .starts_with("pci:0000:41:00.0: no PCI function 0000:41:00.0"),
+            "{e}"
+        );
     }
 
     #[test]

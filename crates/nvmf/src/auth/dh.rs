@@ -93,13 +93,14 @@ impl DhGroup {
     }
 
     /// Parses a name (`null`, `ffdhe2048`, …).
-    pub fn parse(name: &str) -> Result<Self, String> {
+    pub fn parse(name: &str) -> Result<Self, super::NameError> {
         let n = name.trim().to_ascii_lowercase();
-        Self::ALL.into_iter().find(|g| g.name() == n).ok_or_else(|| {
-            format!(
-                "{name:?} is not a DH group: use null, ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144 or ffdhe8192"
-            )
-        })
+        Self::ALL
+            .into_iter()
+            .find(|g| g.name() == n)
+            .ok_or_else(|| super::NameError::DhGroup {
+                name: name.to_string(),
+            })
     }
 
     /// Bytes of the prime (and of public values and shared secrets); 0 for
@@ -312,8 +313,16 @@ mod tests {
             assert_eq!(DhGroup::from_id(i as u8), Some(*gr));
             assert_eq!(DhGroup::parse(gr.name()), Ok(*gr));
         }
-        assert!(DhGroup::parse("ffdhe1024")
-            .unwrap_err()
-            .contains("ffdhe2048"));
+        let e = DhGroup::parse("ffdhe1024").unwrap_err();
+        assert_eq!(
+            e,
+            super::super::NameError::DhGroup {
+                name: "ffdhe1024".into()
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            "\"ffdhe1024\" is not a DH group: use null, ffdhe2048, ffdhe3072, ffdhe4096, ffdhe6144 or ffdhe8192"
+        );
     }
 }

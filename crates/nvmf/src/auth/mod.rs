@@ -29,6 +29,24 @@ pub use dh::{DhError, DhGroup, KeyPair};
 pub(crate) use secret::read_private;
 pub use secret::{Secret, SecretError};
 
+/// A name of a DH-HMAC-CHAP hash or group that names none; the message
+/// lists the names taken (from [`HashFn::ALL`] and [`DhGroup::ALL`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameError {
+    /// Not a hash function's name ([`HashFn::parse`]).
+    #[error("{name:?} is not a DH-HMAC-CHAP hash: use {}", crate::one_of(HashFn::ALL.map(HashFn::name)))]
+    Hash {
+        /// The name as given.
+        name: String,
+    },
+    /// Not a DH group's name ([`DhGroup::parse`]).
+    #[error("{name:?} is not a DH group: use {}", crate::one_of(DhGroup::ALL.map(DhGroup::name)))]
+    DhGroup {
+        /// The name as given.
+        name: String,
+    },
+}
+
 /// A hash function of DH-HMAC-CHAP (HashID).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HashFn {
@@ -77,7 +95,7 @@ impl HashFn {
     }
 
     /// Parses a name: `sha256`, `SHA-256` or the kernel's `hmac(sha256)`.
-    pub fn parse(name: &str) -> Result<Self, String> {
+    pub fn parse(name: &str) -> Result<Self, NameError> {
         let n = name.trim().to_ascii_lowercase().replace('-', "");
         let n = n
             .strip_prefix("hmac(")
@@ -86,8 +104,8 @@ impl HashFn {
         Self::ALL
             .into_iter()
             .find(|h| h.name() == n)
-            .ok_or_else(|| {
-                format!("{name:?} is not a DH-HMAC-CHAP hash: use sha256, sha384 or sha512")
+            .ok_or_else(|| NameError::Hash {
+                name: name.to_string(),
             })
     }
 
@@ -274,7 +292,12 @@ mod tests {
         }
         assert_eq!(HashFn::parse("hmac(sha384)"), Ok(HashFn::Sha384));
         assert_eq!(HashFn::parse("SHA-512"), Ok(HashFn::Sha512));
-        assert!(HashFn::parse("md5").unwrap_err().contains("sha256"));
+        let e = HashFn::parse("md5").unwrap_err();
+        assert_eq!(e, NameError::Hash { name: "md5".into() });
+        assert_eq!(
+            e.to_string(),
+            "\"md5\" is not a DH-HMAC-CHAP hash: use sha256, sha384 or sha512"
+        );
         assert_eq!(HashFn::from_id(0), None);
     }
 

@@ -99,7 +99,7 @@ impl Secret {
             path: path.display().to_string(),
             reason,
         };
-        let text = read_private(path).map_err(err)?;
+        let text = read_private(path).map_err(|e| err(e.to_string()))?;
         Self::parse(&text).map_err(|e| err(e.to_string()))
     }
 
@@ -147,21 +147,41 @@ impl Secret {
     }
 }
 
+/// A private file (a secret, a key) that cannot be read, or that others
+/// may read or change.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PrivateFileError {
+    /// Its metadata or text cannot be read.
+    #[error("cannot read it: {source}")]
+    Read {
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Its mode lets others read or change it.
+    #[error("others may read or change this secret (mode {mode:o}): chmod 600 {}", path.display())]
+    Exposed {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+}
+
 /// The text of a file that only its owner may read or change (as ssh
 /// insists for private keys); the error says what is wrong and the fix.
-pub(crate) fn read_private(path: &Path) -> Result<Zeroizing<String>, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read it: {e}"))?;
+pub(crate) fn read_private(path: &Path) -> Result<Zeroizing<String>, PrivateFileError> {
+    let read = |source| PrivateFileError::Read { source };
+    let meta = std::fs::metadata(path).map_err(read)?;
     let mode = meta.permissions().mode();
     if mode & 0o077 != 0 {
-        return Err(format!(
-            "others may read or change this secret (mode {:o}): chmod 600 {}",
-            mode & 0o777,
-            path.display()
-        ));
+        return Err(PrivateFileError::Exposed {
+            path: path.to_path_buf(),
+            mode: mode & 0o777,
+        });
     }
     std::fs::read_to_string(path)
         .map(Zeroizing::new)
-        .map_err(|e| format!("cannot read it: {e}"))
+        .map_err(read)
 }
 
 #[cfg(test)]
@@ -251,6 +271,13 @@ mod tests {
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
         let e = Secret::from_file(&p).unwrap_err().to_string();
         assert!(e.contains("chmod 600"), "{e}");
+        // The variant carries the file and its mode.
+        match read_private(&p) {
+            Err(PrivateFileError::Exposed { path, mode }) => {
+                assert_eq!((path, mode), (p.clone(), 0o644));
+            }
+            other => panic!("{other:?}"),
+        }
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert_eq!(Secret::from_file(&p).unwrap(), s);
         let missing = Secret::from_file(&dir.join("nope"))

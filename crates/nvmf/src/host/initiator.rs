@@ -180,9 +180,7 @@ impl Initiator {
                 crate::tls::ossl::connect(tcp, key, &opts.hostnqn, subnqn).map_err(
                     |e| match e {
                         crate::tls::ossl::TlsError::Library(e) => InitiatorError::Library(e),
-                        crate::tls::ossl::TlsError::Failed(m) => {
-                            InitiatorError::Tls(format!("{addr}: {m}"))
-                        }
+                        e => InitiatorError::Tls(format!("{addr}: {e}")),
                     },
                 )?,
             ),

@@ -44,6 +44,6 @@ pub use controller::{Controller, ControllerLimits};
 pub use error::{HostError, InitiatorError};
 pub use identity::ResolvedHost;
 pub use initiator::{Completion, Initiator, InitiatorOptions};
-pub use multipath::{IoPolicy, PathSelector, PathView};
+pub use multipath::{IoPolicy, PathSelector, PathView, UnknownIoPolicy};
 pub use queue::{DataBuffers, HostCompletion, HostQueue, QueueConfig, QueuePhase, Transfer};
 pub use stream::Stream;

@@ -47,14 +47,23 @@ impl IoPolicy {
     }
 
     /// Parses a kernel name; the error lists them.
-    pub fn parse(s: &str) -> Result<IoPolicy, String> {
+    pub fn parse(s: &str) -> Result<IoPolicy, UnknownIoPolicy> {
         IoPolicy::ALL
             .into_iter()
             .find(|p| p.name() == s)
-            .ok_or_else(|| {
-                format!("{s:?} is not an I/O policy; use numa, round-robin or queue-depth")
+            .ok_or_else(|| UnknownIoPolicy {
+                name: s.to_string(),
             })
     }
+}
+
+/// A name that is no I/O policy; the message lists the names (from
+/// [`IoPolicy::ALL`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name:?} is not an I/O policy; use {}", crate::one_of(IoPolicy::ALL.map(IoPolicy::name)))]
+pub struct UnknownIoPolicy {
+    /// The name as given.
+    pub name: String,
 }
 
 /// What the selector needs to know of one path.
@@ -186,9 +195,10 @@ mod tests {
             assert_eq!(IoPolicy::parse(p.name()), Ok(p));
         }
         let e = IoPolicy::parse("fastest").unwrap_err();
-        assert!(
-            e.contains("\"fastest\"") && e.contains("queue-depth"),
-            "{e}"
+        assert_eq!(e.name, "fastest");
+        assert_eq!(
+            e.to_string(),
+            "\"fastest\" is not an I/O policy; use numa, round-robin or queue-depth"
         );
     }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use nvme_spec::ana::AnaState;
 use serde::Deserialize;
 
-use super::error::ConfigError;
+use super::error::{ConfigError, UnknownAnaState};
 
 /// Default subsystem NQN of `numio serve`.
 pub const DEFAULT_NQN: &str = "nqn.2026-01.io.numio:subsys0";
@@ -382,7 +382,7 @@ impl HostConfig {
     /// Parses the command line's `NQN[,dhchap-secret=FILE][,dhchap-ctrl-secret=FILE]
     /// [,dhchap-hash=H:H][,dhchap-dhgroup=G:G][,tls-key=FILE]`; `None` when
     /// it names no key (a host admitted without authentication).
-    pub fn parse_flag(text: &str) -> Result<Option<Self>, String> {
+    pub fn parse_flag(text: &str) -> Result<Option<Self>, ConfigError> {
         let mut parts = text.split(',');
         let nqn = parts.next().unwrap_or_default().to_string();
         let mut h = HostConfig {
@@ -398,9 +398,10 @@ impl HostConfig {
             let (k, v) = p.split_once('=').unwrap_or((p, ""));
             match (k, v) {
                 (_, "") => {
-                    return Err(format!(
-                        "--allow-host {text}: {p:?} needs a value (KEY=VALUE)"
-                    ))
+                    return Err(ConfigError::HostOptionValue {
+                        flag: text.to_string(),
+                        option: p.to_string(),
+                    })
                 }
                 ("dhchap-secret", v) => h.dhchap_secret = Some(v.into()),
                 ("dhchap-ctrl-secret", v) => h.dhchap_ctrl_secret = Some(v.into()),
@@ -408,18 +409,17 @@ impl HostConfig {
                 ("dhchap-dhgroup", v) => h.dhchap_dhgroups = list(v),
                 ("tls-key", v) => h.tls_key = Some(v.into()),
                 _ => {
-                    return Err(format!(
-                        "--allow-host {text}: unknown option {k:?}; use dhchap-secret=FILE, \
-                         dhchap-ctrl-secret=FILE, dhchap-hash=sha256:sha384, dhchap-dhgroup=ffdhe2048:null \
-                         or tls-key=FILE"
-                    ))
+                    return Err(ConfigError::HostOption {
+                        flag: text.to_string(),
+                        option: k.to_string(),
+                    })
                 }
             }
         }
         if h.dhchap_options() && h.dhchap_secret.is_none() {
-            return Err(format!(
-                "--allow-host {text}: the DH-HMAC-CHAP options need dhchap-secret=FILE (the host's secret)"
-            ));
+            return Err(ConfigError::HostSecret {
+                flag: text.to_string(),
+            });
         }
         Ok((h.dhchap_secret.is_some() || h.tls_key.is_some()).then_some(h))
     }
@@ -437,10 +437,10 @@ impl HostConfig {
             ConfigError::Invalid(format!("subsystem {subsystem}, host {}: {e}", self.nqn))
         };
         for n in &self.dhchap_hashes {
-            crate::auth::HashFn::parse(n).map_err(bad)?;
+            crate::auth::HashFn::parse(n).map_err(|e| bad(e.to_string()))?;
         }
         for n in &self.dhchap_dhgroups {
-            crate::auth::DhGroup::parse(n).map_err(bad)?;
+            crate::auth::DhGroup::parse(n).map_err(|e| bad(e.to_string()))?;
         }
         match (&self.dhchap_secret, &self.tls_key) {
             (None, None) => Err(bad(
@@ -559,13 +559,13 @@ impl TargetConfig {
         }
         let mut states = Vec::with_capacity(self.listen.len());
         for (i, name) in self.ana.iter().enumerate() {
-            states.push(parse_ana_state(name).map_err(|reason| {
-                ConfigError::Invalid(format!(
-                    "ana state of port {} ({}): {reason}",
-                    i + 1,
-                    self.listen[i]
-                ))
-            })?);
+            states.push(
+                parse_ana_state(name).map_err(|source| ConfigError::AnaState {
+                    port: i + 1,
+                    listen: self.listen[i],
+                    source,
+                })?,
+            );
         }
         states.resize(self.listen.len(), AnaState::Optimized);
         Ok(states)
@@ -726,12 +726,9 @@ impl TargetConfig {
 }
 
 /// Parses an ANA state name; the error lists the names.
-pub fn parse_ana_state(name: &str) -> Result<AnaState, String> {
-    AnaState::parse(name).ok_or_else(|| {
-        format!(
-            "{name:?} is not an ANA state: use optimized, non-optimized, inaccessible, \
-             persistent-loss or change"
-        )
+pub fn parse_ana_state(name: &str) -> Result<AnaState, UnknownAnaState> {
+    AnaState::parse(name).ok_or_else(|| UnknownAnaState {
+        name: name.to_string(),
     })
 }
 
@@ -871,6 +868,23 @@ mod tests {
         assert!(
             e.contains("port 2 (127.0.0.1:4421)") && e.contains("non-optimized"),
             "{e}"
+        );
+        // The variant carries the port, its listener and the name.
+        match bad.ana_states() {
+            Err(ConfigError::AnaState {
+                port,
+                listen,
+                source,
+            }) => {
+                assert_eq!((port, listen.port()), (2, 4421));
+                assert_eq!(source.name, "down");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            parse_ana_state("down").unwrap_err().to_string(),
+            "\"down\" is not an ANA state: use optimized, non-optimized, inaccessible, \
+             persistent-loss or change"
         );
     }
 

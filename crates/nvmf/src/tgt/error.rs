@@ -37,9 +37,56 @@ pub enum ConfigError {
         /// Parser message.
         message: String,
     },
+    /// A listener's ANA state that is none.
+    #[error("ana state of port {port} ({listen}): {source}")]
+    AnaState {
+        /// The port, from 1, in `listen` order.
+        port: usize,
+        /// Its listener.
+        listen: std::net::SocketAddr,
+        /// The name given.
+        source: UnknownAnaState,
+    },
+    /// An `--allow-host` option without a value.
+    #[error("--allow-host {flag}: {option:?} needs a value (KEY=VALUE)")]
+    HostOptionValue {
+        /// The flag as given.
+        flag: String,
+        /// The option.
+        option: String,
+    },
+    /// An `--allow-host` option that is none.
+    #[error(
+        "--allow-host {flag}: unknown option {option:?}; use dhchap-secret=FILE, \
+         dhchap-ctrl-secret=FILE, dhchap-hash=sha256:sha384, dhchap-dhgroup=ffdhe2048:null \
+         or tls-key=FILE"
+    )]
+    HostOption {
+        /// The flag as given.
+        flag: String,
+        /// The option's key.
+        option: String,
+    },
+    /// `--allow-host` DH-HMAC-CHAP options without the host's secret.
+    #[error(
+        "--allow-host {flag}: the DH-HMAC-CHAP options need dhchap-secret=FILE (the host's secret)"
+    )]
+    HostSecret {
+        /// The flag as given.
+        flag: String,
+    },
     /// Anything else, with its fix in the text.
     #[error("{0}")]
     Invalid(String),
+}
+
+/// A name that is no ANA state; the message lists the names (from
+/// `AnaState::ALL`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name:?} is not an ANA state: use {}", crate::one_of(nvme_spec::ana::AnaState::ALL.map(nvme_spec::ana::AnaState::name)))]
+pub struct UnknownAnaState {
+    /// The name as given.
+    pub name: String,
 }
 
 /// Errors while starting or running the target.
@@ -88,6 +135,12 @@ pub enum TargetError {
     /// on no RDMA device).
     #[error("NVMe/RDMA: {0}")]
     Rdma(String),
+    /// A reactor did not start (its io_uring).
+    #[error("starting a reactor: {source}")]
+    Reactor {
+        /// Why.
+        source: ReactorError,
+    },
     /// Other OS failure.
     #[error("{what}: {source}")]
     Os {
@@ -96,4 +149,15 @@ pub enum TargetError {
         /// OS error.
         source: std::io::Error,
     },
+}
+
+/// Why a reactor did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ReactorError {
+    /// Its ring could not be set up.
+    #[error(transparent)]
+    Ring(#[from] super::ring::RingError),
+    /// Its thread ended before saying.
+    #[error("a reactor thread exited during set-up")]
+    Exited,
 }

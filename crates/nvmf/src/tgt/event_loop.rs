@@ -182,7 +182,8 @@ impl Slot {
 
     /// Counts a failed TLS session and says why, within the target's
     /// `auth_log` rate (its closing line is then a debug line).
-    fn tls_failed(&mut self, why: String, target: &Target) {
+    fn tls_failed(&mut self, why: impl std::fmt::Display, target: &Target) {
+        let why = why.to_string();
         target.refusals.count(Refused::TlsFailed);
         self.failure_said = true;
         if crate::log::enabled(Level::Warn) && target.auth_log.admit(Instant::now()) {
@@ -300,7 +301,7 @@ impl Slot {
                         let sent = tls.send(&self.plain);
                         self.plain.clear();
                         if let Err(why) = sent {
-                            self.conn.close(why);
+                            self.conn.close(why.to_string());
                         }
                     }
                     if tls.has_output() {

@@ -429,7 +429,7 @@ fn serve_queue(
         // Make the posts.
         while let Some(p) = q.next_post() {
             if let Err(e) = make_post(&mut ep, &l, &mut free_resp, &mut resp_posted, p) {
-                why = Some(e);
+                why = Some(e.to_string());
                 break 'run;
             }
         }
@@ -512,13 +512,46 @@ fn kind_name(wr_id: u64) -> &'static str {
     }
 }
 
+/// A post the queue asked for that the RDMA device refused (rdma-core's
+/// text names the call).
+#[derive(Debug, thiserror::Error)]
+enum PostError {
+    /// RDMA READ of a write's data from the host.
+    #[error("RDMA READ for command {cid}: {source}")]
+    Read {
+        /// The command.
+        cid: u16,
+        /// rdma-core's error.
+        source: sysapi::rdma::RdmaError,
+    },
+    /// RDMA WRITE of a read's data to the host.
+    #[error("RDMA WRITE for command {cid}: {source}")]
+    Write {
+        /// The command.
+        cid: u16,
+        /// rdma-core's error.
+        source: sysapi::rdma::RdmaError,
+    },
+    /// Send of a response capsule.
+    #[error("send of response buffer {slot}: {source}")]
+    Send {
+        /// The response buffer.
+        slot: u32,
+        /// rdma-core's error.
+        source: sysapi::rdma::RdmaError,
+    },
+    /// A response with every send buffer in flight.
+    #[error("more responses in flight than the queue's send buffers")]
+    NoResponseBuffer,
+}
+
 fn make_post(
     ep: &mut Endpoint,
     l: &Layout,
     free_resp: &mut Vec<u32>,
     resp_posted: &mut [Option<Instant>],
     p: Post,
-) -> Result<(), String> {
+) -> Result<(), PostError> {
     match p {
         Post::Read {
             cid,
@@ -534,7 +567,7 @@ fn make_post(
                 raddr,
                 rkey,
             )
-            .map_err(|e| e.0),
+            .map_err(|source| PostError::Read { cid, source }),
         Post::Write {
             cid,
             stage,
@@ -552,17 +585,17 @@ fn make_post(
                 rkey,
                 true,
             )
-            .map_err(|e| e.0)
+            .map_err(|source| PostError::Write { cid, source })
         }
         Post::Send { cqe, invalidate } => {
             let Some(slot) = free_resp.pop() else {
-                return Err("more responses in flight than the queue's send buffers".into());
+                return Err(PostError::NoResponseBuffer);
             };
             let at = l.resp_at + slot as usize * 16;
             resp_posted[slot as usize] = Some(Instant::now());
             ep.region_mut().bytes_mut()[at..at + 16].copy_from_slice(&cqe);
             ep.post_send(SEND | u64::from(slot), at, 16, invalidate, true)
-                .map_err(|e| e.0)
+                .map_err(|source| PostError::Send { slot, source })
         }
     }
 }
@@ -577,3 +610,22 @@ fn topology_node(cpu: usize) -> Option<u32> {
 
 /// How long a queue thread sleeps at most between ticks.
 pub const IDLE_WAIT: Duration = TICK;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_post_names_its_step_and_command() {
+        let e = PostError::Read {
+            cid: 7,
+            source: sysapi::rdma::RdmaError("ibv_post_send: Cannot allocate memory".into()),
+        };
+        assert!(matches!(e, PostError::Read { cid: 7, .. }));
+        assert_eq!(
+            e.to_string(),
+            "RDMA READ for command 7: ibv_post_send: Cannot allocate memory"
+        );
+        assert!(std::error::Error::source(&e).is_some());
+    }
+}

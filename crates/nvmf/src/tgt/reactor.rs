@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use super::admission::{Crowded, Ticket};
 use super::config::TargetConfig;
 use super::counters::Refused;
-use super::error::TargetError;
+use super::error::{ReactorError, TargetError};
 use super::event_loop::Reactor;
 use super::log_limit::LogLimit;
 use super::ring::Ring;
@@ -279,7 +279,7 @@ type Inbox = (Sender<(TcpStream, u16, Arc<Ticket>)>, Arc<OwnedFd>);
 /// Reactor threads, their inboxes, the io_uring set-up and fallback notes.
 type Reactors = (Vec<JoinHandle<()>>, Vec<Inbox>, String, Vec<String>);
 /// What a reactor reports once its ring is up: set-up and notes, or why not.
-type Ready = Result<(String, Vec<String>), String>;
+type Ready = Result<(String, Vec<String>), super::ring::RingError>;
 
 fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, TargetError> {
     let mut threads = Vec::new();
@@ -323,11 +323,11 @@ fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, Targ
                 setup = f;
                 notes.extend(n);
             }
-            Ok(Err(e)) => failed = Some(e),
-            Err(_) => failed = Some("a reactor thread exited during set-up".into()),
+            Ok(Err(e)) => failed = Some(ReactorError::Ring(e)),
+            Err(_) => failed = Some(ReactorError::Exited),
         }
     }
-    if let Some(e) = failed {
+    if let Some(source) = failed {
         target.shutting_down.store(true, Ordering::Release);
         for (_, w) in &inboxes {
             poke(w);
@@ -335,10 +335,7 @@ fn spawn_reactors(target: &Arc<Target>, cpus: &[usize]) -> Result<Reactors, Targ
         for h in threads {
             let _ = h.join();
         }
-        return Err(TargetError::Os {
-            what: "starting a reactor",
-            source: std::io::Error::other(e),
-        });
+        return Err(TargetError::Reactor { source });
     }
     notes.sort();
     notes.dedup();

@@ -54,13 +54,17 @@ impl Target {
     /// `cfg` are refused (a restart serves them). Every namespace it adds
     /// is admitted as is; [`Target::reload_checked`] checks them first.
     pub fn reload(&self, cfg: &TargetConfig) -> ReloadReport {
-        self.reload_checked(cfg, &|_| Ok(()))
+        self.reload_checked(cfg, &|_| Ok::<(), std::convert::Infallible>(()))
     }
 
     /// [`Target::reload`], where each namespace the reload would add is
     /// first given to `admit`: an `Err(why)` leaves it out (not opened),
     /// named in the report's `not_added` and `refused`; the rest applies.
-    pub fn reload_checked(&self, cfg: &TargetConfig, admit: Admit<'_>) -> ReloadReport {
+    pub fn reload_checked<E: std::fmt::Display>(
+        &self,
+        cfg: &TargetConfig,
+        admit: Admit<'_, E>,
+    ) -> ReloadReport {
         let mut report = ReloadReport::default();
         if cfg.tls != self.tls.is_some() {
             report.refused.push(format!(
@@ -96,11 +100,11 @@ impl Target {
         report
     }
 
-    fn reload_subsystem(
+    fn reload_subsystem<E: std::fmt::Display>(
         &self,
         sub: &Arc<Subsystem>,
         cfg: &SubsystemConfig,
-        admit: Admit<'_>,
+        admit: Admit<'_, E>,
         r: &mut ReloadReport,
     ) {
         let mut hosts_changed = sub.set_hosts(&cfg.allowed_hosts, cfg.allow_any_host);
@@ -175,8 +179,9 @@ impl Target {
 }
 
 /// The check each namespace a reload would add passes first: `Err(why)`
-/// (the reason in words, with the fix) leaves it out.
-pub type Admit<'a> = &'a dyn Fn(&NamespaceConfig) -> Result<(), String>;
+/// leaves it out, `why` (the caller's own error, which says the fix)
+/// written into the report.
+pub type Admit<'a, E> = &'a dyn Fn(&NamespaceConfig) -> Result<(), E>;
 
 /// The nsids of `sub`'s active namespaces that `wanted` keeps, and the
 /// entries of `wanted` that match none (to add), in order.
@@ -280,7 +285,7 @@ mod tests {
         let admit = |n: &NamespaceConfig| {
             asked.borrow_mut().push(n.backing.clone());
             match n.backing.as_str() {
-                "mem:8M" => Err("it holds a ext4 filesystem; pass --force".to_string()),
+                "mem:8M" => Err("it holds a ext4 filesystem; pass --force"),
                 _ => Ok(()),
             }
         };

@@ -14,6 +14,29 @@ pub const RING_ENTRIES: u32 = 512;
 /// a full queue of storage operations on several queues).
 pub const CQ_ENTRIES: u32 = 8 * RING_ENTRIES;
 
+/// Why a reactor's ring cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub enum RingError {
+    /// io_uring_setup failed (every flag set tried).
+    #[error(
+        "cannot create an io_uring ({source}); numio serve needs io_uring (Linux 5.11 or later, \
+         and not disabled by the kernel.io_uring_disabled sysctl or a seccomp filter)"
+    )]
+    Create {
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The opcode probe shows operations the reactor uses missing.
+    #[error(
+        "this kernel's io_uring lacks {}; numio serve needs Linux 5.11 or later",
+        missing.join(", ")
+    )]
+    Opcodes {
+        /// The missing operations, by their io_uring names (`RECV`, …).
+        missing: Vec<&'static str>,
+    },
+}
+
 /// What a completion belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tag {
@@ -100,7 +123,7 @@ impl Ring {
     /// `defer_taskrun` is false: its fd is then pollable), and checks the
     /// kernel has every operation the reactor uses. Must run on the thread
     /// that will submit (single-issuer rings remember it).
-    pub fn new(defer_taskrun: bool) -> Result<Self, String> {
+    pub fn new(defer_taskrun: bool) -> Result<Self, RingError> {
         let spec = RingSpec {
             taskrun: if defer_taskrun {
                 TaskRun::Defer
@@ -110,12 +133,8 @@ impl Ring {
             cq_entries: Some(CQ_ENTRIES),
             ..RingSpec::new(RING_ENTRIES)
         };
-        let built = sysapi::uring::build_ring(&spec).map_err(|e| {
-            format!(
-                "cannot create an io_uring ({e}); numio serve needs io_uring (Linux 5.11 or later, \
-                 and not disabled by the kernel.io_uring_disabled sysctl or a seccomp filter)"
-            )
-        })?;
+        let built =
+            sysapi::uring::build_ring(&spec).map_err(|source| RingError::Create { source })?;
         let mut features = built.features;
         if features.is_empty() {
             features.push("no set-up flags".into());
@@ -131,7 +150,7 @@ impl Ring {
         Ok(me)
     }
 
-    fn probe(&mut self) -> Result<(), String> {
+    fn probe(&mut self) -> Result<(), RingError> {
         let mut probe = io_uring::Probe::new();
         if let Err(e) = self.ring.submitter().register_probe(&mut probe) {
             self.notes.push(format!(
@@ -146,16 +165,13 @@ impl Ring {
             ("WRITE", opcode::Write::CODE),
             ("FSYNC", opcode::Fsync::CODE),
         ];
-        let missing: Vec<&str> = needed
+        let missing: Vec<&'static str> = needed
             .iter()
             .filter(|(_, c)| !probe.is_supported(*c))
             .map(|(n, _)| *n)
             .collect();
         if !missing.is_empty() {
-            return Err(format!(
-                "this kernel's io_uring lacks {}; numio serve needs Linux 5.11 or later",
-                missing.join(", ")
-            ));
+            return Err(RingError::Opcodes { missing });
         }
         let p = self.ring.params();
         if !p.is_feature_fast_poll() {
@@ -230,6 +246,25 @@ mod tests {
         }
         assert_eq!(Tag::decode(0), None);
         assert_eq!(Tag::decode(u64::MAX), None);
+    }
+
+    #[test]
+    fn missing_opcodes_are_named() {
+        let e = RingError::Opcodes {
+            missing: vec!["RECV", "SEND"],
+        };
+        assert_eq!(
+            e.to_string(),
+            "this kernel's io_uring lacks RECV, SEND; numio serve needs Linux 5.11 or later"
+        );
+        let e = RingError::Create {
+            source: std::io::Error::from_raw_os_error(libc::EPERM),
+        };
+        assert!(
+            e.to_string().starts_with("cannot create an io_uring ("),
+            "{e}"
+        );
+        assert!(std::error::Error::source(&e).is_some());
     }
 
     /// More entries than the submission and completion queues hold, pushed

@@ -157,15 +157,18 @@ impl Subsystem {
 struct TlsKeys(Vec<Arc<Subsystem>>);
 
 impl crate::tls::ossl::PskLookup for TlsKeys {
-    fn tls_psk(&self, id: &crate::tls::Identity) -> Result<zeroize::Zeroizing<Vec<u8>>, String> {
+    fn tls_psk(
+        &self,
+        id: &crate::tls::Identity,
+    ) -> Result<zeroize::Zeroizing<Vec<u8>>, crate::tls::ossl::PskRefusal> {
+        use crate::tls::ossl::PskRefusal;
         let subsystems: Vec<&Arc<Subsystem>> = if id.subnqn == DISCOVERY_NQN {
             self.0.iter().collect()
         } else {
             let s = self.0.iter().find(|s| s.nqn == id.subnqn).ok_or_else(|| {
-                format!(
-                    "the identity names subsystem {}, which this target does not serve",
-                    id.subnqn
-                )
+                PskRefusal::UnknownSubsystem {
+                    subnqn: id.subnqn.clone(),
+                }
             })?;
             vec![s]
         };
@@ -178,13 +181,11 @@ impl crate::tls::ossl::PskLookup for TlsKeys {
                 }
             }
         }
+        let (hostnqn, subnqn) = (id.hostnqn.clone(), id.subnqn.clone());
         Err(if held {
-            format!(
-                "host {} presented a PSK identity for {} that its key does not give (another key, or another hash)",
-                id.hostnqn, id.subnqn
-            )
+            PskRefusal::OtherKey { hostnqn, subnqn }
         } else {
-            format!("host {} has no TLS key for {}", id.hostnqn, id.subnqn)
+            PskRefusal::NoKey { hostnqn, subnqn }
         })
     }
 }

@@ -25,7 +25,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::tls::ossl::{Received, ServerSession};
+use crate::tls::ossl::{Received, ServerSession, SessionError};
 
 /// Worker threads running handshake steps (at most; fewer on a machine
 /// with few CPUs, at least one).
@@ -46,10 +46,27 @@ pub struct HandshakeDone {
     /// The session, back to its connection.
     pub session: Box<ServerSession>,
     /// What [`ServerSession::receive`] said (or why the step was dropped).
-    pub result: Result<Received, String>,
+    pub result: Result<Received, StepError>,
     /// Plain text decrypted after the handshake finished (records that came
     /// with the host's Finished).
     pub plain: Vec<u8>,
+}
+
+/// Why a handshake step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// The step waited in the queue past [`HANDSHAKE_DEADLINE`], unrun.
+    #[error(
+        "TLS handshake not done within {deadline_s} s of connecting (HANDSHAKE_DEADLINE): the \
+         handshake queue was too long"
+    )]
+    Late {
+        /// The deadline, in seconds.
+        deadline_s: u64,
+    },
+    /// The session failed.
+    #[error(transparent)]
+    Session(#[from] SessionError),
 }
 
 /// Why a handshake step was not taken: the budget it would have overrun.
@@ -238,13 +255,13 @@ fn step(
 ) -> HandshakeDone {
     let mut plain = Vec::new();
     let result = if now.saturating_duration_since(accepted) > HANDSHAKE_DEADLINE {
-        Err(format!(
-            "TLS handshake not done within {} s of connecting (HANDSHAKE_DEADLINE): the \
-             handshake queue was too long",
-            HANDSHAKE_DEADLINE.as_secs()
-        ))
+        Err(StepError::Late {
+            deadline_s: HANDSHAKE_DEADLINE.as_secs(),
+        })
     } else {
-        session.receive(cipher, |p| plain.extend_from_slice(p))
+        session
+            .receive(cipher, |p| plain.extend_from_slice(p))
+            .map_err(StepError::from)
     };
     HandshakeDone {
         session,

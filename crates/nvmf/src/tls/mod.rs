@@ -52,6 +52,55 @@ pub enum TlsKeyError {
     },
 }
 
+/// A PSK identity a host sent that does not parse ([`Identity::parse`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdentityError {
+    /// No `NVMe` header of 8 bytes.
+    #[error("{text:?} is not an NVMe PSK identity (NVMe1R01 HOSTNQN SUBNQN DIGEST)")]
+    NotIdentity {
+        /// The identity as sent.
+        text: String,
+    },
+    /// A version other than 0 or 1.
+    #[error("identity version {version} is not 0 or 1")]
+    Version {
+        /// The version character.
+        version: String,
+    },
+    /// A generated PSK (`G`), which numio does not derive.
+    #[error(
+        "a generated PSK (secure concatenation with DH-HMAC-CHAP) is not supported: use a configured PSK"
+    )]
+    Generated,
+    /// A PSK type other than `R` or `G`.
+    #[error("PSK type {kind:?} is not R (retained)")]
+    PskType {
+        /// The type character.
+        kind: String,
+    },
+    /// A hash number that names no [`PskHash`].
+    #[error("hash {hash:?} is not {}", crate::one_of(PskHash::ALL.map(|h| format!("{:02} ({})", h.id(), h.name()))))]
+    Hash {
+        /// The two characters.
+        hash: String,
+    },
+    /// The header not followed by a space.
+    #[error("no space after the identity's header")]
+    NoSpace,
+    /// Not the fields its version holds.
+    #[error(
+        "a version {version} identity holds the host NQN, the subsystem NQN{}, separated by spaces",
+        if *version == 1 { " and the PSK digest" } else { "" }
+    )]
+    Fields {
+        /// The identity's version.
+        version: u8,
+    },
+    /// An NQN field that is empty.
+    #[error("an empty NQN in the identity")]
+    EmptyNqn,
+}
+
 /// The hash of a PSK's cipher suite (the identity's `hh`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PskHash {
@@ -62,6 +111,17 @@ pub enum PskHash {
 }
 
 impl PskHash {
+    /// Every hash, by number.
+    pub const ALL: [PskHash; 2] = [PskHash::Sha256, PskHash::Sha384];
+
+    /// Its name: `SHA-256`, `SHA-384`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PskHash::Sha256 => "SHA-256",
+            PskHash::Sha384 => "SHA-384",
+        }
+    }
+
     /// The identity's number for it.
     pub fn id(self) -> u8 {
         match self {
@@ -71,11 +131,7 @@ impl PskHash {
     }
 
     fn from_id(id: u8) -> Option<Self> {
-        match id {
-            1 => Some(PskHash::Sha256),
-            2 => Some(PskHash::Sha384),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|h| h.id() == id)
     }
 
     /// Output length in bytes (the PSK's length).
@@ -180,7 +236,7 @@ impl ConfiguredPsk {
             path: path.display().to_string(),
             reason,
         };
-        let text = crate::auth::read_private(path).map_err(err)?;
+        let text = crate::auth::read_private(path).map_err(|e| err(e.to_string()))?;
         Self::parse(&text).map_err(|e| err(e.to_string()))
     }
 
@@ -286,46 +342,47 @@ pub struct Identity {
 
 impl Identity {
     /// Parses an identity a host sent; the error says what is wrong.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, IdentityError> {
         let head = text
             .get(..8)
             .filter(|h| h.starts_with("NVMe"))
-            .ok_or_else(|| {
-                format!("{text:?} is not an NVMe PSK identity (NVMe1R01 HOSTNQN SUBNQN DIGEST)")
+            .ok_or_else(|| IdentityError::NotIdentity {
+                text: text.to_string(),
             })?;
         let version = match &head[4..5] {
             "0" => 0,
             "1" => 1,
-            v => return Err(format!("identity version {v} is not 0 or 1")),
+            v => {
+                return Err(IdentityError::Version {
+                    version: v.to_string(),
+                })
+            }
         };
         match &head[5..6] {
             "R" => {}
-            "G" => {
-                return Err("a generated PSK (secure concatenation with DH-HMAC-CHAP) is not supported: use a configured PSK".into())
+            "G" => return Err(IdentityError::Generated),
+            t => {
+                return Err(IdentityError::PskType {
+                    kind: t.to_string(),
+                })
             }
-            t => return Err(format!("PSK type {t:?} is not R (retained)")),
         }
         let hash = head[6..8]
             .parse::<u8>()
             .ok()
             .and_then(PskHash::from_id)
-            .ok_or_else(|| format!("hash {:?} is not 01 (SHA-256) or 02 (SHA-384)", &head[6..8]))?;
-        let rest = text[8..]
-            .strip_prefix(' ')
-            .ok_or_else(|| "no space after the identity's header".to_string())?;
+            .ok_or_else(|| IdentityError::Hash {
+                hash: head[6..8].to_string(),
+            })?;
+        let rest = text[8..].strip_prefix(' ').ok_or(IdentityError::NoSpace)?;
         let parts: Vec<&str> = rest.split(' ').collect();
         let (hostnqn, subnqn, digest) = match (version, parts.as_slice()) {
             (0, [h, s]) => (h, s, None),
             (1, [h, s, d]) => (h, s, Some(d.to_string())),
-            _ => {
-                return Err(format!(
-                    "a version {version} identity holds the host NQN, the subsystem NQN{}, separated by spaces",
-                    if version == 1 { " and the PSK digest" } else { "" }
-                ))
-            }
+            _ => return Err(IdentityError::Fields { version }),
         };
         if hostnqn.is_empty() || subnqn.is_empty() {
-            return Err("an empty NQN in the identity".into());
+            return Err(IdentityError::EmptyNqn);
         }
         Ok(Self {
             version,

@@ -37,16 +37,206 @@ use std::sync::Arc;
 use sysapi::dylib::LibraryError;
 use zeroize::Zeroizing;
 
-use super::{ConfiguredPsk, Identity, PskHash};
+use super::{ConfiguredPsk, Identity, IdentityError, PskHash};
 
 mod sys;
 
-use sys::SslError;
+pub use sys::SslError;
 
 /// Looks up the TLS PSK for an identity a host presents.
 pub trait PskLookup: Send + Sync {
     /// The TLS PSK, or why the identity is refused.
-    fn tls_psk(&self, id: &Identity) -> Result<Zeroizing<Vec<u8>>, String>;
+    fn tls_psk(&self, id: &Identity) -> Result<Zeroizing<Vec<u8>>, PskRefusal>;
+}
+
+/// Why the target refused the PSK identity a host presented.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PskRefusal {
+    /// The identity's bytes are not UTF-8.
+    #[error("the PSK identity is not text")]
+    NotText,
+    /// The identity does not parse.
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+    /// The identity names a subsystem the target does not serve.
+    #[error("the identity names subsystem {subnqn}, which this target does not serve")]
+    UnknownSubsystem {
+        /// The subsystem named.
+        subnqn: String,
+    },
+    /// The host holds a key, but not the one this identity was made with.
+    #[error(
+        "host {hostnqn} presented a PSK identity for {subnqn} that its key does not give \
+         (another key, or another hash)"
+    )]
+    OtherKey {
+        /// The host.
+        hostnqn: String,
+        /// The subsystem named.
+        subnqn: String,
+    },
+    /// The host holds no key for the subsystem.
+    #[error("host {hostnqn} has no TLS key for {subnqn}")]
+    NoKey {
+        /// The host.
+        hostnqn: String,
+        /// The subsystem named.
+        subnqn: String,
+    },
+    /// The lookup panicked.
+    #[error("the PSK lookup failed (a panic)")]
+    Panic,
+}
+
+/// An OpenSSL call that failed while setting up a context or a session:
+/// one variant per step, each naming the function called and carrying
+/// OpenSSL's error queue as text (`no reason given` when it was empty).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SetupError {
+    /// `SSL_CTX_new`.
+    #[error("setting up OpenSSL (a context): {queue}")]
+    Context {
+        /// The function called.
+        call: &'static str,
+        /// OpenSSL's error queue.
+        queue: String,
+    },
+    /// Pinning the protocol to TLS 1.3 (`SSL_CTX_set_{min,max}_proto_version`).
+    #[error("setting up OpenSSL (TLS 1.3 only): {queue}")]
+    Version {
+        /// The function called.
+        call: &'static str,
+        /// OpenSSL's error queue.
+        queue: String,
+    },
+    /// `SSL_CTX_set_ciphersuites`.
+    #[error("setting up OpenSSL (cipher suites {suites}): {queue}")]
+    Suites {
+        /// The function called.
+        call: &'static str,
+        /// The suites asked for.
+        suites: String,
+        /// OpenSSL's error queue.
+        queue: String,
+    },
+    /// `SSL_CTX_set1_groups_list`.
+    #[error("setting up OpenSSL (key-exchange groups {groups}): {queue}")]
+    Groups {
+        /// The function called.
+        call: &'static str,
+        /// The groups asked for.
+        groups: String,
+        /// OpenSSL's error queue.
+        queue: String,
+    },
+    /// `SSL_CTX_set_mode` (partial writes, a moving write buffer).
+    #[error("setting up OpenSSL (the write mode): {queue}")]
+    WriteMode {
+        /// The function called.
+        call: &'static str,
+        /// OpenSSL's error queue.
+        queue: String,
+    },
+    /// `SSL_CTX_set_num_tickets` (no session tickets).
+    #[error("setting up OpenSSL (no session tickets): {queue}")]
+    Tickets {
+        /// The function called.
+        call: &'static str,
+        /// OpenSSL's error queue.
+        queue: String,
+    },
+    /// Attaching the server's PSK lookup (`SSL_CTX_set_ex_data`).
+    #[error("setting up OpenSSL (the PSK lookup): {queue}")]
+    PskLookup {
+        /// The function called.
+        call: &'static str,
+        /// OpenSSL's error queue.
+        queue: String,
+    },
+    /// `SSL_new`.
+    #[error("setting up OpenSSL (a session): {queue}")]
+    Session {
+        /// The function called.
+        call: &'static str,
+        /// OpenSSL's error queue.
+        queue: String,
+    },
+    /// A server session's memory BIOs (`BIO_new`).
+    #[error("setting up OpenSSL (the session's buffers): {queue}")]
+    Buffers {
+        /// The function called.
+        call: &'static str,
+        /// OpenSSL's error queue.
+        queue: String,
+    },
+    /// A client session's socket (`SSL_set_fd`).
+    #[error("setting up OpenSSL (the session's socket): {queue}")]
+    Socket {
+        /// The function called.
+        call: &'static str,
+        /// OpenSSL's error queue.
+        queue: String,
+    },
+    /// Attaching a session's callback data (`SSL_set_ex_data`).
+    #[error("setting up OpenSSL (the session's data): {queue}")]
+    SessionData {
+        /// The function called.
+        call: &'static str,
+        /// OpenSSL's error queue.
+        queue: String,
+    },
+}
+
+/// Why a target's TLS session failed (the connection is then closed).
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The session could not be made ([`ServerContext::session`]).
+    #[error("a TLS session: {source}")]
+    Setup {
+        /// The step that failed.
+        source: SetupError,
+    },
+    /// The host sent an ICReq in plain text.
+    #[error(
+        "the host sent plain-text NVMe/TCP (an ICReq) where TLS is required: connect with TLS \
+         (nvme connect --tls, numio bench --tls-key-file FILE)"
+    )]
+    PlainText,
+    /// The host's first byte opens no TLS handshake record.
+    #[error("the host sent no TLS handshake (first byte {first_byte:#04x})")]
+    NotTls {
+        /// The byte.
+        first_byte: u8,
+    },
+    /// OpenSSL did not take the bytes received (`BIO_write_ex`).
+    #[error("TLS: buffering the received bytes failed: {queue}")]
+    Buffer {
+        /// The function called.
+        call: &'static str,
+        /// OpenSSL's error queue.
+        queue: String,
+    },
+    /// The host's PSK identity was refused.
+    #[error("TLS handshake refused: {source}")]
+    Refused {
+        /// Why.
+        source: PskRefusal,
+    },
+    /// The handshake failed otherwise.
+    #[error("TLS handshake failed: {source}")]
+    Handshake {
+        /// OpenSSL's reason.
+        source: SslError,
+    },
+    /// The handshake finished without the PSK callback's identity.
+    #[error("TLS handshake finished without a PSK")]
+    NoPsk,
+    /// A record did not decrypt or encrypt.
+    #[error("TLS record error: {source}")]
+    Record {
+        /// OpenSSL's reason.
+        source: SslError,
+    },
 }
 
 /// What a host authenticated as, once its handshake is done.
@@ -58,16 +248,33 @@ pub struct TlsPeer {
     pub cipher: String,
 }
 
-/// Why TLS could not start, or its handshake failed.
+/// Why TLS could not start, or a host's handshake failed.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     /// libssl cannot be loaded (not installed, or not OpenSSL 3): the text
     /// names the package that brings it.
     #[error(transparent)]
     Library(#[from] LibraryError),
-    /// OpenSSL refused the set-up, or the handshake failed: why.
-    #[error("{0}")]
-    Failed(String),
+    /// OpenSSL refused to set up a context.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// OpenSSL refused to set up the host's session.
+    #[error("TLS set-up failed: {source}")]
+    Session {
+        /// The step that failed.
+        source: SetupError,
+    },
+    /// The target did not answer within the socket's timeout.
+    #[error("TLS handshake timed out (no answer from the target)")]
+    Timeout,
+    /// The handshake failed.
+    #[error("TLS handshake failed: {source} (does the target hold this host's PSK for {subnqn}?)")]
+    Handshake {
+        /// The subsystem the identity named.
+        subnqn: String,
+        /// OpenSSL's reason.
+        source: SslError,
+    },
 }
 
 /// The cipher suites the target accepts (the identity's hash picks one).
@@ -100,14 +307,13 @@ impl ServerContext {
         lib: Result<sys::Lib, LibraryError>,
         lookup: Arc<dyn PskLookup>,
     ) -> Result<Self, TlsError> {
-        let ctx =
-            sys::Ctx::server(lib?, lookup, SERVER_SUITES, GROUPS).map_err(TlsError::Failed)?;
+        let ctx = sys::Ctx::server(lib?, lookup, SERVER_SUITES, GROUPS)?;
         Ok(Self { ctx: Arc::new(ctx) })
     }
 
     /// A session for one accepted connection.
-    pub fn session(&self) -> Result<ServerSession, String> {
-        let ssl = sys::Ssl::server(&self.ctx).map_err(|e| format!("a TLS session: {e}"))?;
+    pub fn session(&self) -> Result<ServerSession, SessionError> {
+        let ssl = sys::Ssl::server(&self.ctx).map_err(|source| SessionError::Setup { source })?;
         Ok(ServerSession {
             ssl,
             established: false,
@@ -151,19 +357,18 @@ impl ServerSession {
         &mut self,
         cipher: &[u8],
         mut plain: impl FnMut(&[u8]),
-    ) -> Result<Received, String> {
+    ) -> Result<Received, SessionError> {
         if !self.seen_bytes && !cipher.is_empty() {
             self.seen_bytes = true;
             // A TLS connection opens with a handshake record (type 22); an
             // NVMe/TCP ICReq opens with PDU type 0.
             if cipher[0] != 0x16 {
                 return Err(if cipher[0] == 0 {
-                    "the host sent plain-text NVMe/TCP (an ICReq) where TLS is required: connect with TLS (nvme connect --tls, numio bench --tls-key-file FILE)".into()
+                    SessionError::PlainText
                 } else {
-                    format!(
-                        "the host sent no TLS handshake (first byte {:#04x})",
-                        cipher[0]
-                    )
+                    SessionError::NotTls {
+                        first_byte: cipher[0],
+                    }
                 });
             }
         }
@@ -185,34 +390,36 @@ impl ServerSession {
                 Ok(n) => plain(&buf[..n]),
                 Err(SslError::WantRead) => return Ok(now),
                 Err(SslError::ZeroReturn) => return Ok(Received::Closed),
-                Err(e) => return Err(format!("TLS record error: {e}")),
+                Err(source) => return Err(SessionError::Record { source }),
             }
         }
     }
 
-    fn peer(&self) -> Result<TlsPeer, String> {
+    fn peer(&self) -> Result<TlsPeer, SessionError> {
         let identity = match self.ssl.peer() {
             Some(Ok(id)) => id.clone(),
-            _ => return Err("TLS handshake finished without a PSK".into()),
+            _ => return Err(SessionError::NoPsk),
         };
         let cipher = self.ssl.cipher().unwrap_or_else(|| "?".into());
         Ok(TlsPeer { identity, cipher })
     }
 
-    fn handshake_error(&self, e: SslError) -> String {
+    fn handshake_error(&self, source: SslError) -> SessionError {
         match self.ssl.peer() {
-            Some(Err(why)) => format!("TLS handshake refused: {why}"),
-            _ => format!("TLS handshake failed: {e}"),
+            Some(Err(why)) => SessionError::Refused {
+                source: why.clone(),
+            },
+            _ => SessionError::Handshake { source },
         }
     }
 
     /// Encrypts `plain` for sending.
-    pub fn send(&mut self, plain: &[u8]) -> Result<(), String> {
+    pub fn send(&mut self, plain: &[u8]) -> Result<(), SessionError> {
         let mut pos = 0;
         while pos < plain.len() {
             match self.ssl.write(&plain[pos..]) {
                 Ok(n) => pos += n,
-                Err(e) => return Err(format!("TLS record error: {e}")),
+                Err(source) => return Err(SessionError::Record { source }),
             }
         }
         Ok(())
@@ -274,22 +481,21 @@ fn connect_with(
     let (identity, psk) = key.for_host(1, hostnqn, subnqn);
     let hash = identity.hash;
     let suite = CString::new(hash.cipher_suite()).expect("a suite name has no NUL");
-    let ctx = Arc::new(sys::Ctx::client(lib, &suite, groups).map_err(TlsError::Failed)?);
+    let ctx = Arc::new(sys::Ctx::client(lib, &suite, groups)?);
     let offer = sys::ClientPsk {
         identity: identity.to_string(),
         hash,
         key: psk,
     };
-    let mut ssl = sys::Ssl::client(&ctx, offer, stream)
-        .map_err(|e| TlsError::Failed(format!("TLS set-up failed: {e}")))?;
+    let mut ssl =
+        sys::Ssl::client(&ctx, offer, stream).map_err(|source| TlsError::Session { source })?;
     match ssl.connect() {
         Ok(()) => Ok(TlsStream { ssl }),
-        Err(SslError::WantRead | SslError::WantWrite) => Err(TlsError::Failed(
-            "TLS handshake timed out (no answer from the target)".into(),
-        )),
-        Err(e) => Err(TlsError::Failed(format!(
-            "TLS handshake failed: {e} (does the target hold this host's PSK for {subnqn}?)"
-        ))),
+        Err(SslError::WantRead | SslError::WantWrite) => Err(TlsError::Timeout),
+        Err(source) => Err(TlsError::Handshake {
+            subnqn: subnqn.to_string(),
+            source,
+        }),
     }
 }
 

@@ -115,9 +115,28 @@ fn bad_keys_and_identities_say_why() {
         ("NVMe0R01 a b c", "separated by spaces"),
     ];
     for (text, want) in ids {
-        let e = Identity::parse(text).unwrap_err();
+        let e = Identity::parse(text).unwrap_err().to_string();
         assert!(e.contains(want), "{text}: {e}");
     }
+    // The variants carry what was wrong.
+    assert_eq!(
+        Identity::parse("NVMe1R03 a b c"),
+        Err(IdentityError::Hash { hash: "03".into() })
+    );
+    assert_eq!(
+        Identity::parse("NVMe1R03 a b c").unwrap_err().to_string(),
+        "hash \"03\" is not 01 (SHA-256) or 02 (SHA-384)"
+    );
+    assert_eq!(
+        Identity::parse("NVMe1R01 a b"),
+        Err(IdentityError::Fields { version: 1 })
+    );
+    assert_eq!(
+        Identity::parse("NVMe2R01 a b"),
+        Err(IdentityError::Version {
+            version: "2".into()
+        })
+    );
 }
 
 #[test]

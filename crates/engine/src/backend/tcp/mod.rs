@@ -22,6 +22,10 @@
 //! multipath target, driven by [`MultipathBackend`] (`multipath.rs`, with
 //! each path's admin queue and reconnection in `path.rs`); one portal
 //! keeps this single-queue backend.
+//!
+//! Set-up's errors (`error.rs`, shared with the `rdma` backend's URL and
+//! host resolution) are [`SetupError`], one variant per step with that
+//! step's inputs; a lost path says why as a [`PathLost`].
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -32,14 +36,18 @@ use nvmf::Initiator;
 use super::{Backend, Completion, IoRequest};
 use crate::stats::Dir;
 
+mod error;
 mod multipath;
 mod path;
 mod portals;
 mod setup;
 
+pub use error::{Difference, ResolveError, SetupError, UrlError};
 pub use multipath::{MultipathBackend, PathsReport};
-pub use portals::{is_multipath, parse_portals, portal_name, MAX_PORTALS};
-use setup::{admin_queue, setup_error, MAX_QUEUE_ENTRIES, REPLY_TIMEOUT};
+pub use path::PathLost;
+pub use portals::{is_multipath, parse_portals, portal_name, PortalsError, MAX_PORTALS};
+pub(crate) use setup::parse_fabric_url;
+use setup::{admin_queue, MAX_QUEUE_ENTRIES, REPLY_TIMEOUT};
 pub use setup::{
     is_tcp_target, parse_url, NvmeTcp, Portal, TcpOptions, TcpUrl, DEFAULT_PORT, SCHEME,
 };
@@ -48,7 +56,7 @@ pub use setup::{
 /// namespace's size and LBA size, and the controller's limits. A target of
 /// several comma-separated portals is one namespace reached through each
 /// (`portals.rs`), its limits the smallest of all.
-pub fn inspect(url_text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), String> {
+pub fn inspect(url_text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), SetupError> {
     if portals::is_multipath(url_text) {
         portals::inspect(url_text, o)
     } else {
@@ -120,15 +128,16 @@ impl TcpBackend {
         depth: usize,
         max_io_bytes: usize,
         o: &TcpOptions,
-    ) -> Result<TcpBackend, String> {
+    ) -> Result<TcpBackend, SetupError> {
         let depth = depth.max(1);
         let entries = depth as u32 + 1;
         if entries > t.max_queue_entries.min(MAX_QUEUE_ENTRIES) {
-            return Err(format!(
-                "iodepth={depth} needs a {entries}-entry queue (an NVMe submission queue of N entries holds N-1 commands: one entry stays free so a full queue differs from an empty one); the controller grants at most {} (CAP.MQES); use --iodepth {} or less",
-                t.max_queue_entries,
-                t.max_queue_entries - 1
-            ));
+            return Err(SetupError::QueueEntries {
+                depth,
+                entries,
+                granted: t.max_queue_entries,
+                paths: false,
+            });
         }
         let mut io_opts = o.initiator();
         io_opts.queue_entries = entries as u16;
@@ -141,12 +150,18 @@ impl TcpBackend {
         // each read's data, waited for that send, then the response).
         io_opts.disable_sqflow = true;
         let q = Initiator::connect_io(t.addr, &t.url.subnqn, admin.cntlid, 1, &io_opts)
-            .map_err(|e| setup_error(&t.url, t.addr, "connecting I/O queue 1", e))?;
-        let (stream, mut queue) = q.into_parts().map_err(|e| format!("{}: {e}", t.addr))?;
+            .map_err(|e| SetupError::step(&t.url, t.addr, "connecting I/O queue 1", e))?;
+        let (stream, mut queue) = q.into_parts().map_err(|e| SetupError::IntoParts {
+            addr: t.addr,
+            source: Box::new(e),
+        })?;
         queue.set_vectored(stream.can_wait_in_read());
         stream
             .set_wait_in_read(REPLY_TIMEOUT)
-            .map_err(|e| format!("{}: setting the socket's receive timeout: {e}", t.addr))?;
+            .map_err(|source| SetupError::ReceiveTimeout {
+                addr: t.addr,
+                source,
+            })?;
         let on = |b: bool| if b { "on" } else { "off" };
         let framing = queue.framing();
         let tls = stream

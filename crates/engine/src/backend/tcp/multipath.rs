@@ -29,6 +29,7 @@ use nvmf::host::multipath::{ana_state_of, is_path_error};
 use nvmf::host::{command, HostCompletion, IoPolicy, PathSelector, PathView};
 use results::{MultipathResult, PathResult};
 
+use super::error::SetupError;
 use super::path::{self, Conn, PathCtl, PathEvent, PathParams};
 use super::portals::portal_name;
 use super::setup::{NvmeTcp, TcpOptions, MAX_QUEUE_ENTRIES};
@@ -87,15 +88,16 @@ impl MultipathBackend {
         max_io_bytes: usize,
         o: &TcpOptions,
         node: Option<u32>,
-    ) -> Result<MultipathBackend, String> {
+    ) -> Result<MultipathBackend, SetupError> {
         let depth = depth.max(1);
         let entries = depth as u32 + 1;
         if entries > t.max_queue_entries.min(MAX_QUEUE_ENTRIES) {
-            return Err(format!(
-                "iodepth={depth} needs a {entries}-entry queue (an NVMe submission queue of N entries holds N-1 commands: one entry stays free so a full queue differs from an empty one); the controllers grant at most {} (CAP.MQES); use --iodepth {} or less",
-                t.max_queue_entries,
-                t.max_queue_entries - 1
-            ));
+            return Err(SetupError::QueueEntries {
+                depth,
+                entries,
+                granted: t.max_queue_entries,
+                paths: true,
+            });
         }
         let mut io = o.initiator();
         io.queue_entries = entries as u16;
@@ -183,14 +185,14 @@ impl MultipathBackend {
             }
             Err(e) => {
                 self.pending.push_back(slot);
-                self.lose(p, &format!("its queue refused a command: {e}"));
+                self.lose(p, format_args!("its queue refused a command: {e}"));
             }
         }
     }
 
     /// Path `p` is lost: its I/Os in flight go back to pending, its thread
     /// reconnects it.
-    fn lose(&mut self, p: usize, why: &str) {
+    fn lose(&mut self, p: usize, why: impl std::fmt::Display) {
         let Some(_conn) = self.paths[p].conn.take() else {
             return;
         };
@@ -244,7 +246,7 @@ impl MultipathBackend {
                 rt.conn = Some(*conn);
             }
             PathEvent::Ana { gen, state } if gen == self.paths[p].gen => self.set_ana(p, state),
-            PathEvent::Down { gen, why } if gen == self.paths[p].gen => self.lose(p, &why),
+            PathEvent::Down { gen, why } if gen == self.paths[p].gen => self.lose(p, why),
             PathEvent::Ana { .. } | PathEvent::Down { .. } => {}
         }
     }
@@ -329,7 +331,7 @@ impl MultipathBackend {
                     self.paths[p].last_progress = Instant::now();
                 }
                 Ok(false) => {}
-                Err(e) => self.lose(p, &e.to_string()),
+                Err(e) => self.lose(p, e),
             }
         }
         got
@@ -519,7 +521,7 @@ fn state_name(v: &PathView) -> &'static str {
 type Connected = (Vec<PathRt>, Vec<PathView>, Receiver<(usize, PathEvent)>);
 
 /// Connects every portal of `t` and starts each path's thread.
-fn connect_paths(t: &NvmeTcp, io: &nvmf::InitiatorOptions) -> Result<Connected, String> {
+fn connect_paths(t: &NvmeTcp, io: &nvmf::InitiatorOptions) -> Result<Connected, SetupError> {
     let (tx, events) = mpsc::channel();
     let mut paths = Vec::with_capacity(t.portals.len());
     let mut views = Vec::with_capacity(t.portals.len());
@@ -533,7 +535,7 @@ fn connect_paths(t: &NvmeTcp, io: &nvmf::InitiatorOptions) -> Result<Connected, 
         let (admin, conn, ana) = path::connect(&params)?;
         let ctl = Arc::new(PathCtl::default());
         path::spawn(params, admin, 1, ctl.clone(), tx.clone())
-            .map_err(|e| format!("starting the thread of path {index}: {e}"))?;
+            .map_err(|source| SetupError::PathThread { index, source })?;
         views.push(PathView {
             connected: true,
             ana,
@@ -581,7 +583,7 @@ impl Backend for MultipathBackend {
         for p in 0..self.paths.len() {
             if let Some(conn) = self.paths[p].conn.as_mut() {
                 if let Err(e) = conn.flush(&self.slots) {
-                    self.lose(p, &e.to_string());
+                    self.lose(p, e);
                 }
             }
         }

@@ -31,6 +31,7 @@ use nvmf::host::multipath::ana_state_in_log;
 use nvmf::host::{command, DataBuffers, HostQueue};
 use nvmf::{Initiator, InitiatorOptions};
 
+use super::error::SetupError;
 use super::portals::portal_name;
 use super::setup::{admin_queue, Portal};
 
@@ -98,6 +99,72 @@ impl Conn {
     }
 }
 
+/// Why a path's admin queue was given up (the path is then reconnected).
+#[derive(Debug, thiserror::Error)]
+pub enum PathLost {
+    /// The backend stopped the thread.
+    #[error("stopped")]
+    Stopped,
+    /// An admin command could not be sent or read.
+    #[error("admin queue: {step}: {source}")]
+    Admin {
+        /// The command.
+        step: &'static str,
+        /// The initiator's error.
+        source: Box<nvmf::InitiatorError>,
+    },
+    /// A completion could not be read from the admin queue.
+    #[error("admin queue: {source}")]
+    Reap {
+        /// The initiator's error.
+        source: Box<nvmf::InitiatorError>,
+    },
+    /// poll(2) on the admin socket failed.
+    #[error("admin queue: poll: {source}")]
+    Poll {
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The worker lost the path's I/O queue.
+    #[error("its I/O queue failed")]
+    IoQueue,
+    /// A Keep Alive went unanswered.
+    #[error("no Keep Alive reply in {timeout_s} s")]
+    KeepAlive {
+        /// The timeout, in seconds.
+        timeout_s: u64,
+    },
+    /// Get Log Page (ANA) completed with an error.
+    #[error("Get Log Page (ANA) failed: {status}")]
+    AnaLogStatus {
+        /// Its status.
+        status: nvme_spec::Status,
+    },
+    /// The ANA log names neither the namespace nor its group.
+    #[error("the ANA log names neither namespace {nsid} nor its group {anagrpid}")]
+    AnaLog {
+        /// The namespace.
+        nsid: u32,
+        /// Its ANA group.
+        anagrpid: u32,
+    },
+}
+
+impl PathLost {
+    fn admin(step: &'static str) -> impl FnOnce(nvmf::InitiatorError) -> PathLost {
+        move |e| PathLost::Admin {
+            step,
+            source: Box::new(e),
+        }
+    }
+
+    fn reap(e: nvmf::InitiatorError) -> PathLost {
+        PathLost::Reap {
+            source: Box::new(e),
+        }
+    }
+}
+
 /// What a path's thread tells the worker.
 pub enum PathEvent {
     /// Connected (again): connection `gen`, its I/O queue and ANA state.
@@ -120,8 +187,8 @@ pub enum PathEvent {
     Down {
         /// Generation of the connection.
         gen: u64,
-        /// Why, in words.
-        why: String,
+        /// Why.
+        why: PathLost,
     },
 }
 
@@ -157,39 +224,41 @@ impl PathParams {
 
 /// Connects a path: an admin queue (ANA Change notices on), the
 /// namespace's ANA state, and I/O queue 1, non-blocking.
-pub fn connect(p: &PathParams) -> Result<(Initiator, Conn, AnaState), String> {
+pub fn connect(p: &PathParams) -> Result<(Initiator, Conn, AnaState), SetupError> {
     let (url, addr) = (&p.portal.url, p.portal.addr);
     let mut a = admin_queue(url, addr, &p.io)?;
-    let fail = |what: &str, e: nvmf::InitiatorError| format!("{} {what}: {e}", p.name());
+    let fail = |step: &'static str| {
+        move |e: nvmf::InitiatorError| SetupError::Path {
+            portal: p.name(),
+            step,
+            source: Box::new(e),
+        }
+    };
     let ctrl = a
         .identify(cns::CONTROLLER, 0)
         .map(|b| IdentifyController::decode(&b))
-        .map_err(|e| fail("Identify Controller", e))?;
+        .map_err(fail("Identify Controller"))?;
     let ns = a
         .identify(cns::NAMESPACE, p.nsid)
         .map(|b| IdentifyNamespace::decode(&b))
-        .map_err(|e| fail("Identify Namespace", e))?;
+        .map_err(fail("Identify Namespace"))?;
     let ana = if ctrl.cmic & CMIC_ANA != 0 {
         let c = a
             .set_features(nvme_spec::features::fid::ASYNC_EVENT, AEC_ANA_CHANGE)
-            .map_err(|e| fail("Set Features (ANA Change notices)", e))?;
+            .map_err(fail("Set Features (ANA Change notices)"))?;
         if !c.cqe.status().is_success() {
-            return Err(format!(
-                "{}: Set Features (ANA Change notices) failed: {}",
-                p.name(),
-                c.cqe.status()
-            ));
+            return Err(SetupError::AnaNotices {
+                portal: p.name(),
+                status: c.cqe.status(),
+            });
         }
         let log = a
             .get_log_page(LID_ANA, 0, ANA_LOG_BYTES, 0)
-            .map_err(|e| fail("Get Log Page (ANA)", e))?;
-        ana_state_in_log(&log, p.nsid, ns.anagrpid).ok_or_else(|| {
-            format!(
-                "{}: the ANA log names neither namespace {} nor its group {}",
-                p.name(),
-                p.nsid,
-                ns.anagrpid
-            )
+            .map_err(fail("Get Log Page (ANA)"))?;
+        ana_state_in_log(&log, p.nsid, ns.anagrpid).ok_or_else(|| SetupError::AnaLog {
+            portal: p.name(),
+            nsid: p.nsid,
+            anagrpid: ns.anagrpid,
         })?
     } else {
         AnaState::Optimized
@@ -200,11 +269,14 @@ pub fn connect(p: &PathParams) -> Result<(Initiator, Conn, AnaState), String> {
         ..p.io.clone()
     };
     let q = Initiator::connect_io(addr, &url.subnqn, a.cntlid, 1, &io)
-        .map_err(|e| fail("connecting I/O queue 1", e))?;
-    let (stream, queue) = q.into_parts().map_err(|e| fail("I/O queue", e))?;
+        .map_err(fail("connecting I/O queue 1"))?;
+    let (stream, queue) = q.into_parts().map_err(fail("I/O queue"))?;
     stream
         .set_nonblocking(true)
-        .map_err(|e| format!("{}: making the socket non-blocking: {e}", p.name()))?;
+        .map_err(|source| SetupError::Nonblocking {
+            portal: p.name(),
+            source,
+        })?;
     let node = stream
         .tcp()
         .local_addr()
@@ -317,9 +389,9 @@ impl Agent {
 
     /// Serves the admin queue until the path is lost; says why. `ana`
     /// gets each state read (false: nobody listens, stop).
-    fn run(mut self, ctl: &PathCtl, mut ana: impl FnMut(AnaState) -> bool) -> String {
+    fn run(mut self, ctl: &PathCtl, mut ana: impl FnMut(AnaState) -> bool) -> PathLost {
         match self.serve(ctl, &mut ana) {
-            Ok(()) => "stopped".into(),
+            Ok(()) => PathLost::Stopped,
             Err(why) => why,
         }
     }
@@ -328,16 +400,16 @@ impl Agent {
         &mut self,
         ctl: &PathCtl,
         ana: &mut impl FnMut(AnaState) -> bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), PathLost> {
         let ns = self
             .a
             .identify(cns::NAMESPACE, self.nsid)
-            .map_err(|e| format!("admin queue: Identify Namespace: {e}"))?;
+            .map_err(PathLost::admin("Identify Namespace"))?;
         self.anagrpid = IdentifyNamespace::decode(&ns).anagrpid;
         let ctrl = self
             .a
             .identify(cns::CONTROLLER, 0)
-            .map_err(|e| format!("admin queue: Identify Controller: {e}"))?;
+            .map_err(PathLost::admin("Identify Controller"))?;
         self.reports_ana = IdentifyController::decode(&ctrl).cmic & CMIC_ANA != 0;
         self.post_aer()?;
         loop {
@@ -345,14 +417,14 @@ impl Agent {
                 return Ok(());
             }
             if ctl.failed_gen.load(Ordering::Relaxed) == self.gen {
-                return Err("its I/O queue failed".into());
+                return Err(PathLost::IoQueue);
             }
             if ctl.reread.swap(false, Ordering::Relaxed) && !ana(self.read_ana()?) {
                 return Ok(());
             }
             self.keep_alive()?;
             if self.readable()? {
-                let c = self.a.reap().map_err(|e| format!("admin queue: {e}"))?;
+                let c = self.a.reap().map_err(PathLost::reap)?;
                 if self.completed(c.cqe.cid, c.cqe.result)? && !ana(self.read_ana()?) {
                     return Ok(());
                 }
@@ -360,7 +432,7 @@ impl Agent {
         }
     }
 
-    fn post_aer(&mut self) -> Result<(), String> {
+    fn post_aer(&mut self) -> Result<(), PathLost> {
         let sqe = Sqe {
             opcode: admin::ASYNC_EVENT,
             ..Default::default()
@@ -368,23 +440,22 @@ impl Agent {
         self.aer = Some(
             self.a
                 .post(sqe, Vec::new(), 0)
-                .map_err(|e| format!("admin queue: Asynchronous Event Request: {e}"))?,
+                .map_err(PathLost::admin("Asynchronous Event Request"))?,
         );
         Ok(())
     }
 
     /// Sends a Keep Alive when one is due; fails when one went unanswered.
-    fn keep_alive(&mut self) -> Result<(), String> {
+    fn keep_alive(&mut self) -> Result<(), PathLost> {
         match self.keep_alive {
-            Some((_, sent)) if sent.elapsed() > KEEP_ALIVE_TIMEOUT => Err(format!(
-                "no Keep Alive reply in {} s",
-                KEEP_ALIVE_TIMEOUT.as_secs()
-            )),
+            Some((_, sent)) if sent.elapsed() > KEEP_ALIVE_TIMEOUT => Err(PathLost::KeepAlive {
+                timeout_s: KEEP_ALIVE_TIMEOUT.as_secs(),
+            }),
             None if self.last_keep_alive.elapsed() >= KEEP_ALIVE_INTERVAL => {
                 let cid = self
                     .a
                     .post(command::keep_alive(), Vec::new(), 0)
-                    .map_err(|e| format!("admin queue: Keep Alive: {e}"))?;
+                    .map_err(PathLost::admin("Keep Alive"))?;
                 self.keep_alive = Some((cid, Instant::now()));
                 Ok(())
             }
@@ -394,7 +465,7 @@ impl Agent {
 
     /// Handles the completion of `cid`: true when it was an ANA Change
     /// notice (the log is to be read).
-    fn completed(&mut self, cid: u16, result: u32) -> Result<bool, String> {
+    fn completed(&mut self, cid: u16, result: u32) -> Result<bool, PathLost> {
         if self.keep_alive.is_some_and(|(k, _)| k == cid) {
             self.keep_alive = None;
             self.last_keep_alive = Instant::now();
@@ -406,7 +477,7 @@ impl Agent {
     }
 
     /// Waits up to [`ADMIN_POLL`] for the admin socket to be readable.
-    fn readable(&self) -> Result<bool, String> {
+    fn readable(&self) -> Result<bool, PathLost> {
         let mut pfd = libc::pollfd {
             fd: self.a.as_raw_fd(),
             events: libc::POLLIN,
@@ -418,14 +489,14 @@ impl Agent {
             let e = io::Error::last_os_error();
             return match e.kind() {
                 io::ErrorKind::Interrupted => Ok(false),
-                _ => Err(format!("admin queue: poll: {e}")),
+                _ => Err(PathLost::Poll { source: e }),
             };
         }
         Ok(rc > 0)
     }
 
     /// Reads the ANA log (other completions handled meanwhile).
-    fn read_ana(&mut self) -> Result<AnaState, String> {
+    fn read_ana(&mut self) -> Result<AnaState, PathLost> {
         if !self.reports_ana {
             return Ok(AnaState::Optimized);
         }
@@ -433,22 +504,22 @@ impl Agent {
         let cid = self
             .a
             .post(sqe, Vec::new(), ANA_LOG_BYTES)
-            .map_err(|e| format!("admin queue: Get Log Page (ANA): {e}"))?;
+            .map_err(PathLost::admin("Get Log Page (ANA)"))?;
         loop {
-            let c = self.a.reap().map_err(|e| format!("admin queue: {e}"))?;
+            let c = self.a.reap().map_err(PathLost::reap)?;
             if c.cqe.cid != cid {
                 // A notice met meanwhile: this read is newer than it.
                 self.completed(c.cqe.cid, c.cqe.result)?;
                 continue;
             }
             if !c.cqe.status().is_success() {
-                return Err(format!("Get Log Page (ANA) failed: {}", c.cqe.status()));
+                return Err(PathLost::AnaLogStatus {
+                    status: c.cqe.status(),
+                });
             }
-            return ana_state_in_log(&c.data, self.nsid, self.anagrpid).ok_or_else(|| {
-                format!(
-                    "the ANA log names neither namespace {} nor its group {}",
-                    self.nsid, self.anagrpid
-                )
+            return ana_state_in_log(&c.data, self.nsid, self.anagrpid).ok_or(PathLost::AnaLog {
+                nsid: self.nsid,
+                anagrpid: self.anagrpid,
             });
         }
     }

@@ -7,11 +7,53 @@
 
 use nvme_spec::identify::cns;
 
+use super::error::{Difference, SetupError, UrlError};
 use super::setup::{inspect_portal, parse_url, NvmeTcp, Portal, PortalFacts, TcpOptions, TcpUrl};
 use super::SCHEME;
 
 /// Most portals of one target.
 pub const MAX_PORTALS: usize = 8;
+
+/// The portals of a multipath target that do not parse, or name more than
+/// one namespace.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PortalsError {
+    /// More portals than numio drives.
+    #[error("{count} portals given; numio drives at most {MAX_PORTALS} paths of one namespace")]
+    TooMany {
+        /// Portals given.
+        count: usize,
+    },
+    /// A portal's URL does not parse.
+    #[error("portal {index} ({text}): {source}")]
+    Url {
+        /// The portal's place, from 1.
+        index: usize,
+        /// Its URL.
+        text: String,
+        /// Why.
+        source: UrlError,
+    },
+    /// Two portals name different subsystems or NSIDs.
+    #[error(
+        "portals {} and {} name different namespaces ({}/{} and {}/{}); every portal of a \
+         multipath target names the same SUBNQN/NSID",
+        portal_name(.first), portal_name(.other), .first.subnqn, .first.nsid, .other.subnqn,
+        .other.nsid
+    )]
+    Namespaces {
+        /// The first portal.
+        first: Box<TcpUrl>,
+        /// The portal that differs.
+        other: Box<TcpUrl>,
+    },
+    /// One portal given twice.
+    #[error("portal {portal} is given twice; give each path's HOST:PORT once")]
+    Twice {
+        /// The portal (`HOST:PORT`).
+        portal: String,
+    },
+}
 
 /// Whether `text` names several portals.
 pub fn is_multipath(text: &str) -> bool {
@@ -20,13 +62,10 @@ pub fn is_multipath(text: &str) -> bool {
 
 /// The portals of `text`, each parsed, all naming one subsystem NQN and
 /// NSID; the error names the portals that differ.
-pub fn parse_portals(text: &str) -> Result<Vec<TcpUrl>, String> {
+pub fn parse_portals(text: &str) -> Result<Vec<TcpUrl>, PortalsError> {
     let parts: Vec<&str> = text.split(&format!(",{SCHEME}")).collect();
     if parts.len() > MAX_PORTALS {
-        return Err(format!(
-            "{} portals given; numio drives at most {MAX_PORTALS} paths of one namespace",
-            parts.len()
-        ));
+        return Err(PortalsError::TooMany { count: parts.len() });
     }
     let mut urls = Vec::with_capacity(parts.len());
     for (i, p) in parts.iter().enumerate() {
@@ -35,26 +74,29 @@ pub fn parse_portals(text: &str) -> Result<Vec<TcpUrl>, String> {
         } else {
             format!("{SCHEME}{p}")
         };
-        urls.push(parse_url(&full).map_err(|e| format!("portal {} ({full}): {e}", i + 1))?);
+        match parse_url(&full) {
+            Ok(u) => urls.push(u),
+            Err(source) => {
+                return Err(PortalsError::Url {
+                    index: i + 1,
+                    text: full,
+                    source,
+                })
+            }
+        }
     }
     let first = &urls[0];
     for u in &urls[1..] {
         if u.subnqn != first.subnqn || u.nsid != first.nsid {
-            return Err(format!(
-                "portals {} and {} name different namespaces ({}/{} and {}/{}); every portal of a multipath target names the same SUBNQN/NSID",
-                portal_name(first),
-                portal_name(u),
-                first.subnqn,
-                first.nsid,
-                u.subnqn,
-                u.nsid
-            ));
+            return Err(PortalsError::Namespaces {
+                first: Box::new(first.clone()),
+                other: Box::new(u.clone()),
+            });
         }
         if u.host == first.host && u.port == first.port {
-            return Err(format!(
-                "portal {} is given twice; give each path's HOST:PORT once",
-                portal_name(u)
-            ));
+            return Err(PortalsError::Twice {
+                portal: portal_name(u),
+            });
         }
     }
     Ok(urls)
@@ -96,32 +138,40 @@ fn namespace_id(f: &mut PortalFacts) -> NamespaceId {
 
 /// Inspects every portal of a multipath target and checks that they reach
 /// one namespace. The target's limits are the smallest of all.
-pub fn inspect(text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), String> {
+pub fn inspect(text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), SetupError> {
     let urls = parse_portals(text)?;
     let mut facts = Vec::with_capacity(urls.len());
     for u in urls {
         let name = portal_name(&u);
-        facts.push(inspect_portal(u, o).map_err(|e| format!("portal {name}: {e}"))?);
+        facts.push(inspect_portal(u, o).map_err(|e| SetupError::Portal {
+            portal: name,
+            source: Box::new(e),
+        })?);
     }
     let ids: Vec<NamespaceId> = facts.iter_mut().map(namespace_id).collect();
     let first = &facts[0].target;
     for (f, id) in facts.iter().zip(&ids).skip(1) {
         if *id != ids[0] {
-            let what = if id.subnqn != ids[0].subnqn {
-                format!("subsystems {:?} and {:?}", ids[0].subnqn, id.subnqn)
+            let difference = if id.subnqn != ids[0].subnqn {
+                Difference::Subsystems {
+                    first: ids[0].subnqn.clone(),
+                    other: id.subnqn.clone(),
+                }
             } else if (id.nsze, id.lbads) != (ids[0].nsze, ids[0].lbads) {
-                format!(
-                    "sizes {} and {} blocks of 2^{} and 2^{} bytes",
-                    ids[0].nsze, id.nsze, ids[0].lbads, id.lbads
-                )
+                Difference::Sizes {
+                    first_blocks: ids[0].nsze,
+                    other_blocks: id.nsze,
+                    first_lbads: ids[0].lbads,
+                    other_lbads: id.lbads,
+                }
             } else {
-                "namespace identifiers (NGUID, EUI-64, UUID)".to_string()
+                Difference::Identifiers
             };
-            return Err(format!(
-                "portals {} and {} do not reach one namespace: different {what}; give the portals of one namespace",
-                portal_name(&first.url),
-                portal_name(&f.target.url)
-            ));
+            return Err(SetupError::NotOneNamespace {
+                first: portal_name(&first.url),
+                other: portal_name(&f.target.url),
+                difference,
+            });
         }
     }
     let mut t = first.clone();
@@ -157,18 +207,39 @@ mod tests {
         );
         assert_eq!((portal_name(&u[1]), u[1].nsid), ("10.0.0.2:4420".into(), 2));
 
-        let e = parse_portals("nvme-tcp://a/nqn.x:y,nvme-tcp://b/nqn.x:z").unwrap_err();
+        let text = |t: &str| parse_portals(t).unwrap_err().to_string();
+        let e = text("nvme-tcp://a/nqn.x:y,nvme-tcp://b/nqn.x:z");
         assert!(
             e.contains("portals a:4420 and b:4420 name different"),
             "{e}"
         );
-        let e = parse_portals("nvme-tcp://a/nqn.x:y/1,nvme-tcp://b/nqn.x:y/2").unwrap_err();
+        let e = text("nvme-tcp://a/nqn.x:y/1,nvme-tcp://b/nqn.x:y/2");
         assert!(e.contains("nqn.x:y/1 and nqn.x:y/2"), "{e}");
         let e = parse_portals("nvme-tcp://a/nqn.x:y,nvme-tcp://a:4420/nqn.x:y").unwrap_err();
-        assert!(e.contains("given twice"), "{e}");
+        assert_eq!(
+            e,
+            PortalsError::Twice {
+                portal: "a:4420".into()
+            }
+        );
+        assert!(e.to_string().contains("given twice"), "{e}");
         let e = parse_portals("nvme-tcp://a/nqn.x:y,nvme-tcp://b:0/nqn.x:y").unwrap_err();
-        assert!(e.starts_with("portal 2 (nvme-tcp://b:0/nqn.x:y)"), "{e}");
+        assert!(
+            matches!(&e, PortalsError::Url { index: 2, text, .. } if text == "nvme-tcp://b:0/nqn.x:y"),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string()
+                .starts_with("portal 2 (nvme-tcp://b:0/nqn.x:y)"),
+            "{e}"
+        );
         let many = ["nvme-tcp://a/n"; MAX_PORTALS + 1].join(",");
-        assert!(parse_portals(&many).unwrap_err().contains("at most 8"));
+        assert_eq!(
+            parse_portals(&many),
+            Err(PortalsError::TooMany {
+                count: MAX_PORTALS + 1
+            })
+        );
+        assert!(text(&many).contains("at most 8"));
     }
 }

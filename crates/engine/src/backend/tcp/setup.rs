@@ -3,7 +3,6 @@
 //! (through the blocking [`nvmf::Initiator`]), with set-up errors that name
 //! the input and the fix.
 
-use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
@@ -11,6 +10,9 @@ use nvme_spec::fabrics::prop;
 use nvme_spec::identify::{cns, IdentifyController, IdentifyNamespace};
 use nvmf::host::{ControllerLimits, IoPolicy};
 use nvmf::{Initiator, InitiatorError, InitiatorOptions};
+use planner::Fabric;
+
+use super::error::{ResolveError, SetupError, UrlError};
 
 /// The scheme of an NVMe/TCP target.
 pub const SCHEME: &str = planner::Fabric::Tcp.scheme();
@@ -120,30 +122,38 @@ pub fn is_tcp_target(path: &str) -> bool {
 
 /// Parses `nvme-tcp://HOST[:PORT]/SUBNQN[/NSID]`; the error names the part
 /// that is wrong and shows the form.
-pub fn parse_url(s: &str) -> Result<TcpUrl, String> {
-    const FORM: &str = "use nvme-tcp://HOST[:PORT]/SUBNQN[/NSID], e.g. nvme-tcp://127.0.0.1:4420/nqn.2026-11.io.numio:mem0/1";
+pub fn parse_url(s: &str) -> Result<TcpUrl, UrlError> {
+    parse_fabric_url(s, Fabric::Tcp)
+}
+
+/// Parses `SCHEME://HOST[:PORT]/SUBNQN[/NSID]` of `fabric`.
+pub(crate) fn parse_fabric_url(s: &str, fabric: Fabric) -> Result<TcpUrl, UrlError> {
     let rest = s
-        .strip_prefix(SCHEME)
-        .ok_or_else(|| format!("not an NVMe/TCP target (no {SCHEME}); {FORM}"))?;
+        .strip_prefix(fabric.scheme())
+        .ok_or(UrlError::Scheme { fabric })?;
     let (authority, path) = rest
         .split_once('/')
-        .ok_or_else(|| format!("no subsystem NQN after the address; {FORM}"))?;
-    let (host, port) = split_host_port(authority).map_err(|e| format!("{e}; {FORM}"))?;
+        .ok_or(UrlError::NoSubsystem { fabric })?;
+    let (host, port) = split_host_port(authority, fabric)?;
     let (subnqn, nsid) = match path.rsplit_once('/') {
         Some((nqn, ns)) => {
             let nsid = ns
                 .parse::<u32>()
                 .ok()
                 .filter(|&n| n > 0 && n != u32::MAX)
-                .ok_or_else(|| format!("NSID {ns:?} is not a namespace id (1 or more); {FORM}"))?;
+                .ok_or_else(|| UrlError::Nsid {
+                    fabric,
+                    nsid: ns.to_string(),
+                })?;
             (nqn, nsid)
         }
         None => (path, 1),
     };
     if subnqn.is_empty() || subnqn.len() > 223 || subnqn.contains('/') {
-        return Err(format!(
-            "subsystem NQN {subnqn:?} is empty, longer than 223 bytes or holds '/'; {FORM}"
-        ));
+        return Err(UrlError::Subnqn {
+            fabric,
+            subnqn: subnqn.to_string(),
+        });
     }
     Ok(TcpUrl {
         host: host.to_string(),
@@ -153,11 +163,12 @@ pub fn parse_url(s: &str) -> Result<TcpUrl, String> {
     })
 }
 
-fn split_host_port(a: &str) -> Result<(&str, u16), String> {
+fn split_host_port(a: &str, fabric: Fabric) -> Result<(&str, u16), UrlError> {
     let (host, port) = if let Some(v6) = a.strip_prefix('[') {
-        let (h, after) = v6
-            .split_once(']')
-            .ok_or_else(|| format!("address {a:?} opens '[' without ']'"))?;
+        let (h, after) = v6.split_once(']').ok_or_else(|| UrlError::Bracket {
+            fabric,
+            address: a.to_string(),
+        })?;
         (h, after.strip_prefix(':'))
     } else {
         match a.rsplit_once(':') {
@@ -166,7 +177,10 @@ fn split_host_port(a: &str) -> Result<(&str, u16), String> {
         }
     };
     if host.is_empty() {
-        return Err(format!("no host in {a:?}"));
+        return Err(UrlError::NoHost {
+            fabric,
+            address: a.to_string(),
+        });
     }
     let port = match port {
         None => DEFAULT_PORT,
@@ -174,80 +188,28 @@ fn split_host_port(a: &str) -> Result<(&str, u16), String> {
             .parse::<u16>()
             .ok()
             .filter(|&p| p > 0)
-            .ok_or_else(|| format!("port {p:?} is not a TCP port (1..=65535)"))?,
+            .ok_or_else(|| UrlError::Port {
+                fabric,
+                port: p.to_string(),
+            })?,
     };
     Ok((host, port))
 }
 
 impl TcpUrl {
     /// Resolves the host; the error says what was asked.
-    pub fn resolve(&self) -> Result<SocketAddr, String> {
+    pub fn resolve(&self) -> Result<SocketAddr, ResolveError> {
         (self.host.as_str(), self.port)
             .to_socket_addrs()
-            .map_err(|e| format!("cannot resolve host {:?}: {e}", self.host))?
+            .map_err(|source| ResolveError::Lookup {
+                host: self.host.clone(),
+                source,
+            })?
             .next()
-            .ok_or_else(|| format!("host {:?} has no address", self.host))
+            .ok_or_else(|| ResolveError::NoAddress {
+                host: self.host.clone(),
+            })
     }
-}
-
-/// A connect or command failure during set-up, with what was asked and the
-/// likely fix.
-pub(super) fn setup_error(url: &TcpUrl, addr: SocketAddr, step: &str, e: InitiatorError) -> String {
-    setup_error_as(url, addr, step, e, None)
-}
-
-/// [`setup_error`] for a Connect sent as `hostnqn`: a refusal names it.
-pub(super) fn setup_error_as(
-    url: &TcpUrl,
-    addr: SocketAddr,
-    step: &str,
-    e: InitiatorError,
-    hostnqn: Option<&str>,
-) -> String {
-    let host = hostnqn.map_or_else(String::new, |h| format!(" {h}"));
-    let hint = match &e {
-        InitiatorError::Io(io) if io.kind() == io::ErrorKind::ConnectionRefused => format!(
-            "nothing listens on {addr}; start a target there (numio serve --listen {addr} ..., or an nvmet-tcp port) or fix HOST:PORT"
-        ),
-        InitiatorError::Io(io)
-            if matches!(io.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock) =>
-        {
-            format!("{addr} did not answer within {}s; check the address and any firewall", REPLY_TIMEOUT.as_secs())
-        }
-        // The library's own text names the package to install.
-        InitiatorError::Library(_) => return format!("{step} with {addr} failed: {e}"),
-        InitiatorError::Tls(_) => "the TLS handshake failed: the target must hold this host's PSK (--tls-key-file, \
-             for --hostnqn and this subsystem); a target that does not require TLS closes the connection"
-            .to_string(),
-        InitiatorError::Auth(_) => "the target asks this host (--hostnqn) to authenticate: \
-             --dhchap-secret-file (and --dhchap-ctrl-secret-file) must hold the secrets the target lists for it"
-            .to_string(),
-        InitiatorError::Command { status, .. } if step == "connect" => {
-            let not_allowed;
-            let why = if status.sc() == 0x84 {
-                not_allowed = format!(
-                    "this host NQN{host} is not allowed; allow it on the target (numio serve --allow-host NQN) or connect as an allowed one (--hostnqn)"
-                );
-                not_allowed.as_str()
-            } else if *status == nvme_spec::Status::CONNECT_CTRL_BUSY {
-                "controller limit reached: the target holds as many controllers as it allows \
-                 (numio serve: max_controllers in [limits]); retry when hosts disconnect"
-            } else {
-                "no such subsystem NQN, or a parameter it cannot take"
-            };
-            format!(
-                "the target refused subsystem {:?} ({why}): check the NQN (`nvme discover -t tcp -a {} -s {}`) and that the host{host} may connect (--hostnqn)",
-                url.subnqn, url.host, url.port
-            )
-        }
-        InitiatorError::Io(io) if io.kind() == io::ErrorKind::UnexpectedEof => {
-            "the target closed the connection: check that it speaks NVMe/TCP on this port, \
-             and whether it requires TLS (then --tls-key-file FILE)"
-                .into()
-        }
-        _ => "check that the target speaks NVMe/TCP on this port".into(),
-    };
-    format!("{step} with {addr} failed: {e}; {hint}")
 }
 
 /// An admin queue to `url`'s subsystem, controller enabled, one I/O queue
@@ -256,24 +218,24 @@ pub(super) fn admin_queue(
     url: &TcpUrl,
     addr: SocketAddr,
     o: &InitiatorOptions,
-) -> Result<Initiator, String> {
+) -> Result<Initiator, SetupError> {
     let o = InitiatorOptions {
         queue_entries: InitiatorOptions::default().queue_entries,
         max_data_bytes: ADMIN_MAX_DATA_BYTES,
         ..o.clone()
     };
     let mut a = Initiator::connect_admin(addr, &url.subnqn, &o)
-        .map_err(|e| setup_error_as(url, addr, "connect", e, Some(&o.hostnqn)))?;
+        .map_err(|e| SetupError::connect(url, addr, &o.hostnqn, e))?;
     a.enable()
-        .map_err(|e| setup_error(url, addr, "enabling the controller", e))?;
+        .map_err(|e| SetupError::step(url, addr, "enabling the controller", e))?;
     let nq = a
         .set_features(nvme_spec::features::fid::NUM_QUEUES, 0)
-        .map_err(|e| setup_error(url, addr, "Set Features (Number of Queues)", e))?;
+        .map_err(|e| SetupError::step(url, addr, "Set Features (Number of Queues)", e))?;
     if !nq.cqe.status().is_success() {
-        return Err(format!(
-            "{addr}: Set Features (Number of Queues = 1) failed: {}",
-            nq.cqe.status()
-        ));
+        return Err(SetupError::NumQueues {
+            addr,
+            status: nq.cqe.status(),
+        });
     }
     Ok(a)
 }
@@ -281,7 +243,7 @@ pub(super) fn admin_queue(
 /// Connects to a one-portal target, reads Identify Controller and
 /// Namespace: the namespace's size and LBA size, and the controller's
 /// limits.
-pub fn inspect_single(url_text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), String> {
+pub fn inspect_single(url_text: &str, o: &TcpOptions) -> Result<(NvmeTcp, u64, u32), SetupError> {
     let url = parse_url(url_text)?;
     let p = inspect_portal(url, o)?;
     Ok((p.target, p.size_bytes, p.lba_bytes))
@@ -304,38 +266,39 @@ pub(super) struct PortalFacts {
 }
 
 /// Connects to `url`, reads CAP, Identify Controller and Namespace.
-pub(super) fn inspect_portal(url: TcpUrl, o: &TcpOptions) -> Result<PortalFacts, String> {
+pub(super) fn inspect_portal(url: TcpUrl, o: &TcpOptions) -> Result<PortalFacts, SetupError> {
     let addr = url.resolve()?;
     let io = o.initiator();
     let mut a = admin_queue(&url, addr, &io)?;
     let cap = a
         .property_get(prop::CAP, true)
-        .map_err(|e| setup_error(&url, addr, "reading CAP", e))?;
+        .map_err(|e| SetupError::step(&url, addr, "reading CAP", e))?;
     let ctrl = a
         .identify(cns::CONTROLLER, 0)
-        .map_err(|e| setup_error(&url, addr, "Identify Controller", e))
+        .map_err(|e| SetupError::step(&url, addr, "Identify Controller", e))
         .map(|b| IdentifyController::decode(&b))?;
-    let unknown = |detail: String| {
-        format!(
-            "namespace {} is not in subsystem {} ({detail}; the controller reports NSIDs up to {}); give an existing NSID as nvme-tcp://{}:{}/{}/NSID",
-            url.nsid, url.subnqn, ctrl.nn, url.host, url.port, url.subnqn
-        )
-    };
     let ns = match a.identify(cns::NAMESPACE, url.nsid) {
         Ok(b) => IdentifyNamespace::decode(&b),
         Err(InitiatorError::Command { status, .. }) => {
-            return Err(unknown(format!("Identify Namespace: {status}")))
+            return Err(SetupError::NamespaceRefused {
+                url: Box::new(url),
+                nn: ctrl.nn,
+                status,
+            })
         }
-        Err(e) => return Err(setup_error(&url, addr, "Identify Namespace", e)),
+        Err(e) => return Err(SetupError::step(&url, addr, "Identify Namespace", e)),
     };
     if ns.nsze == 0 {
-        return Err(unknown("Identify Namespace shows no blocks".into()));
+        return Err(SetupError::NamespaceEmpty {
+            url: Box::new(url),
+            nn: ctrl.nn,
+        });
     }
     if !(9..=16).contains(&ns.lbads) {
-        return Err(format!(
-            "namespace {} reports LBA size 2^{}, which numio does not drive",
-            url.nsid, ns.lbads
-        ));
+        return Err(SetupError::LbaSize {
+            nsid: url.nsid,
+            lbads: ns.lbads,
+        });
     }
     let lba_bytes = 1u32 << ns.lbads;
     let limits = ControllerLimits::new(cap, &ctrl);
@@ -392,13 +355,31 @@ mod tests {
             ("nvme-tcp://h/", "subsystem NQN \"\""),
             ("nvme-tcp://[::1/nqn", "without ']'"),
         ] {
-            let e = parse_url(url).unwrap_err();
+            let e = parse_url(url).unwrap_err().to_string();
             assert!(e.contains(part), "{url}: {e}");
             assert!(
                 e.contains("nvme-tcp://HOST[:PORT]/SUBNQN[/NSID]"),
                 "{url}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn a_url_error_carries_the_part_and_the_fabric() {
+        assert_eq!(
+            parse_url("nvme-tcp://h:0/nqn"),
+            Err(UrlError::Port {
+                fabric: Fabric::Tcp,
+                port: "0".into()
+            })
+        );
+        assert_eq!(
+            parse_fabric_url("nvme-rdma://h/nqn/x", Fabric::Rdma),
+            Err(UrlError::Nsid {
+                fabric: Fabric::Rdma,
+                nsid: "x".into()
+            })
+        );
     }
 
     // Regression (issue 38): a target at its controller limit (Controller
@@ -410,7 +391,8 @@ mod tests {
             opcode: 0x7F,
             status: nvme_spec::Status::CONNECT_CTRL_BUSY,
         };
-        let text = setup_error(&url, "127.0.0.1:4420".parse().unwrap(), "connect", e);
+        let text =
+            SetupError::step(&url, "127.0.0.1:4420".parse().unwrap(), "connect", e).to_string();
         assert!(text.contains("controller limit reached"), "{text}");
         assert!(text.contains("max_controllers"), "{text}");
         assert!(!text.contains("no such subsystem"), "{text}");

@@ -5,6 +5,7 @@
 //! Dropping the last handle deletes nothing (each worker's queue pair
 //! deletes itself) and shuts the controller down (CC.SHN, normal).
 
+use std::io;
 use std::path::Path;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -26,8 +27,143 @@ const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// x86 MSI window, stay unused).
 const IOVA_BASE: u64 = 1 << 32;
 
-/// A failure of the controller, in words naming it.
-pub type CtrlResult<T> = Result<T, String>;
+/// A failure of the controller at `addr`: `ADDR: what failed`.
+#[derive(Debug, thiserror::Error)]
+#[error("{addr}: {failure}")]
+pub struct CtrlError {
+    /// The controller's PCI address.
+    pub addr: String,
+    /// What failed, with its inputs.
+    #[source]
+    pub failure: CtrlFailure,
+}
+
+/// What failed on a controller: one variant per step.
+#[derive(Debug, thiserror::Error)]
+pub enum CtrlFailure {
+    /// Opening it through VFIO.
+    #[error("{source}")]
+    Open {
+        /// The VFIO step and OS error.
+        source: sysapi::vfio::OpenError,
+    },
+    /// Its registers read all ones at start.
+    #[error("the controller's registers read all ones: the device is gone or its link is down")]
+    Gone,
+    /// CAP says no NVM command set.
+    #[error("the controller does not support the NVM command set")]
+    NoNvmCommandSet,
+    /// CAP.MPSMIN above 4 KiB.
+    #[error(
+        "the controller's smallest memory page is {page_min_bytes} bytes; numio's driver uses 4 KiB pages"
+    )]
+    PageSize {
+        /// CAP.MPSMIN in bytes.
+        page_min_bytes: u64,
+    },
+    /// The admin queues' DMA memory.
+    #[error("{len_bytes} bytes of admin queue memory: {source}")]
+    AdminMemory {
+        /// Bytes asked.
+        len_bytes: usize,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// Its registers read all ones while waiting on CSTS.
+    #[error("the controller disappeared while {step} (registers read all ones)")]
+    Disappeared {
+        /// What it was doing.
+        step: &'static str,
+    },
+    /// CSTS.CFS while waiting on CSTS.
+    #[error(
+        "controller fatal status (CSTS.CFS) while {step}; reset it by giving it back to the kernel (numio vfio unbind {addr})"
+    )]
+    Fatal {
+        /// What it was doing.
+        step: &'static str,
+        /// Its PCI address (for the fix).
+        addr: String,
+    },
+    /// CSTS did not change within CAP.TO.
+    #[error(
+        "the controller did not finish {step} within its timeout ({timeout_ms} ms, CAP.TO); CSTS {csts:#x}"
+    )]
+    Timeout {
+        /// What it was doing.
+        step: &'static str,
+        /// CAP.TO in milliseconds.
+        timeout_ms: u64,
+        /// CSTS when it gave up.
+        csts: u32,
+    },
+    /// An admin command completed with an error status.
+    #[error("admin command {opcode:#04x} failed: {}", crate::stats::nvme_status_name(*.status))]
+    AdminStatus {
+        /// The opcode.
+        opcode: u8,
+        /// Its status (SCT and SC).
+        status: u16,
+    },
+    /// The controller failed during an admin command.
+    #[error("the controller failed (CSTS {csts:#x}) during admin command {opcode:#04x}")]
+    AdminFailed {
+        /// The opcode.
+        opcode: u8,
+        /// CSTS.
+        csts: u32,
+    },
+    /// An admin command got no completion.
+    #[error("admin command {opcode:#04x} got no completion in {timeout_s} s")]
+    AdminTimeout {
+        /// The opcode.
+        opcode: u8,
+        /// The timeout in seconds.
+        timeout_s: u64,
+    },
+    /// The NSID is not an active namespace.
+    #[error(
+        "no active namespace {nsid}; the controller has {} (give pci:{addr}/NSID)",
+        if .active.is_empty() { "none".to_string() } else { .active.iter().map(u32::to_string).collect::<Vec<_>>().join(", ") }
+    )]
+    NoNamespace {
+        /// The NSID asked.
+        nsid: u32,
+        /// The active namespaces.
+        active: Vec<u32>,
+        /// Its PCI address (for the fix).
+        addr: String,
+    },
+    /// A format with metadata.
+    #[error(
+        "namespace {nsid} is formatted with {metadata_bytes} bytes of metadata per block; numio's driver handles formats without metadata"
+    )]
+    Metadata {
+        /// The namespace.
+        nsid: u32,
+        /// Metadata bytes per block.
+        metadata_bytes: u16,
+    },
+    /// An LBA size numio does not drive.
+    #[error("namespace {nsid} reports an LBA size of 2^{lbads} bytes")]
+    LbaSize {
+        /// The namespace.
+        nsid: u32,
+        /// Its LBA size (log2).
+        lbads: u8,
+    },
+    /// Every I/O queue pair granted is in use.
+    #[error(
+        "the controller granted {granted} I/O queue pairs and all are in use; run fewer jobs on it"
+    )]
+    QueuesInUse {
+        /// Queue pairs granted.
+        granted: u16,
+    },
+}
+
+/// A controller's result.
+pub type CtrlResult<T> = Result<T, CtrlError>;
 
 /// An opened, enabled controller.
 pub struct Controller {
@@ -97,29 +233,33 @@ pub fn open(
 
 impl Controller {
     fn start(addr: &str, group: &Path, node: Option<u32>, noiommu: bool) -> CtrlResult<Controller> {
-        let dev = Device::open(group, addr, noiommu).map_err(|e| format!("{addr}: {e}"))?;
+        let fail = |failure| CtrlError {
+            addr: addr.to_string(),
+            failure,
+        };
+        let dev = Device::open(group, addr, noiommu)
+            .map_err(|source| fail(CtrlFailure::Open { source }))?;
         let bar = &dev.bar0;
         let cap = Cap::decode(bar.read64(reg::CAP));
         if bar.read32(reg::CSTS) == csts::GONE {
-            return Err(format!(
-                "{addr}: the controller's registers read all ones: the device is gone or its link is down"
-            ));
+            return Err(fail(CtrlFailure::Gone));
         }
         if !cap.nvm_command_set {
-            return Err(format!(
-                "{addr}: the controller does not support the NVM command set"
-            ));
+            return Err(fail(CtrlFailure::NoNvmCommandSet));
         }
         if cap.page_min > PAGE {
-            return Err(format!(
-                "{addr}: the controller's smallest memory page is {} bytes; numio's driver uses 4 KiB pages",
-                cap.page_min
-            ));
+            return Err(fail(CtrlFailure::PageSize {
+                page_min_bytes: cap.page_min,
+            }));
         }
         let mut iova = IOVA_BASE;
         let mut dma = |len: usize| -> CtrlResult<DmaMem> {
-            let m = DmaMem::new(&dev.container, len, node, iova)
-                .map_err(|e| format!("{addr}: {len} bytes of admin queue memory: {e}"))?;
+            let m = DmaMem::new(&dev.container, len, node, iova).map_err(|source| {
+                fail(CtrlFailure::AdminMemory {
+                    len_bytes: len,
+                    source,
+                })
+            })?;
             iova += m.len() as u64;
             Ok(m)
         };
@@ -179,30 +319,36 @@ impl Controller {
         at
     }
 
-    fn wait_csts(&self, what: &str, done: impl Fn(u32) -> bool) -> CtrlResult<()> {
+    /// `failure` of this controller.
+    fn fail(&self, failure: CtrlFailure) -> CtrlError {
+        CtrlError {
+            addr: self.addr.clone(),
+            failure,
+        }
+    }
+
+    fn wait_csts(&self, step: &'static str, done: impl Fn(u32) -> bool) -> CtrlResult<()> {
         let deadline = Instant::now() + Duration::from_millis(self.cap.timeout_ms);
         loop {
             let s = self.bar().read32(reg::CSTS);
             if s == csts::GONE {
-                return Err(format!(
-                    "{}: the controller disappeared while {what} (registers read all ones)",
-                    self.addr
-                ));
+                return Err(self.fail(CtrlFailure::Disappeared { step }));
             }
             if done(s) {
                 return Ok(());
             }
-            if s & csts::CFS != 0 && what != "resetting" {
-                return Err(format!(
-                    "{}: controller fatal status (CSTS.CFS) while {what}; reset it by giving it back to the kernel (numio vfio unbind {})",
-                    self.addr, self.addr
-                ));
+            if s & csts::CFS != 0 && step != "resetting" {
+                return Err(self.fail(CtrlFailure::Fatal {
+                    step,
+                    addr: self.addr.clone(),
+                }));
             }
             if Instant::now() > deadline {
-                return Err(format!(
-                    "{}: the controller did not finish {what} within its timeout ({} ms, CAP.TO); CSTS {s:#x}",
-                    self.addr, self.cap.timeout_ms
-                ));
+                return Err(self.fail(CtrlFailure::Timeout {
+                    step,
+                    timeout_ms: self.cap.timeout_ms,
+                    csts: s,
+                }));
             }
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -290,29 +436,25 @@ impl Controller {
                 }
                 let st = Status::from_field(sp >> 1);
                 if st.field() & 0x7ff != 0 {
-                    return Err(format!(
-                        "{}: admin command {:#04x} failed: {}",
-                        self.addr,
-                        sqe.opcode,
-                        crate::stats::nvme_status_name(st.field() & 0x7ff)
-                    ));
+                    return Err(self.fail(CtrlFailure::AdminStatus {
+                        opcode: sqe.opcode,
+                        status: st.field() & 0x7ff,
+                    }));
                 }
                 return Ok(dw0);
             }
             let s = bar.read32(reg::CSTS);
             if s == csts::GONE || s & csts::CFS != 0 {
-                return Err(format!(
-                    "{}: the controller failed (CSTS {s:#x}) during admin command {:#04x}",
-                    self.addr, sqe.opcode
-                ));
+                return Err(self.fail(CtrlFailure::AdminFailed {
+                    opcode: sqe.opcode,
+                    csts: s,
+                }));
             }
             if Instant::now() > deadline {
-                return Err(format!(
-                    "{}: admin command {:#04x} got no completion in {} s",
-                    self.addr,
-                    sqe.opcode,
-                    ADMIN_TIMEOUT.as_secs()
-                ));
+                return Err(self.fail(CtrlFailure::AdminTimeout {
+                    opcode: sqe.opcode,
+                    timeout_s: ADMIN_TIMEOUT.as_secs(),
+                }));
             }
             std::hint::spin_loop();
         }
@@ -371,33 +513,27 @@ impl Controller {
     pub fn namespace(&self, nsid: u32) -> CtrlResult<(u64, u32)> {
         let active = self.namespaces()?;
         if !active.contains(&nsid) {
-            let list: Vec<String> = active.iter().map(u32::to_string).collect();
-            return Err(format!(
-                "{}: no active namespace {nsid}; the controller has {} (give pci:{}/NSID)",
-                self.addr,
-                if list.is_empty() {
-                    "none".to_string()
-                } else {
-                    list.join(", ")
-                },
-                self.addr
-            ));
+            return Err(self.fail(CtrlFailure::NoNamespace {
+                nsid,
+                active,
+                addr: self.addr.clone(),
+            }));
         }
         let b = self.identify(cns::NAMESPACE, nsid)?;
         let ns = IdentifyNamespace::decode(&b);
         let fmt = (b[26] & 0x0F) as usize;
         let ms = u16::from_le_bytes([b[128 + 4 * fmt], b[129 + 4 * fmt]]);
         if ms != 0 {
-            return Err(format!(
-                "{}: namespace {nsid} is formatted with {ms} bytes of metadata per block; numio's driver handles formats without metadata",
-                self.addr
-            ));
+            return Err(self.fail(CtrlFailure::Metadata {
+                nsid,
+                metadata_bytes: ms,
+            }));
         }
         if !(9..=16).contains(&ns.lbads) {
-            return Err(format!(
-                "{}: namespace {nsid} reports an LBA size of 2^{} bytes",
-                self.addr, ns.lbads
-            ));
+            return Err(self.fail(CtrlFailure::LbaSize {
+                nsid,
+                lbads: ns.lbads,
+            }));
         }
         Ok((ns.nsze, 1 << ns.lbads))
     }
@@ -418,10 +554,9 @@ impl Controller {
         let qid = {
             let mut q = self.qids.lock().unwrap_or_else(|e| e.into_inner());
             let Some(i) = q.iter().position(|used| !used) else {
-                return Err(format!(
-                    "{}: the controller granted {} I/O queue pairs and all are in use; run fewer jobs on it",
-                    self.addr, self.max_queues
-                ));
+                return Err(self.fail(CtrlFailure::QueuesInUse {
+                    granted: self.max_queues,
+                }));
             };
             q[i] = true;
             i as u16 + 1

@@ -39,8 +39,8 @@ use super::{Backend, Completion, IoRequest};
 pub mod ctrl;
 pub mod target;
 
-pub use ctrl::Controller;
 use ctrl::PAGE;
+pub use ctrl::{Controller, CtrlError, CtrlFailure};
 
 /// How long a queue with I/O in flight may complete nothing before the run
 /// fails (the controller is hung).
@@ -48,6 +48,127 @@ pub const STALL: Duration = Duration::from_secs(30);
 /// Polls of an empty completion queue between checks of the controller's
 /// status and the stall clock.
 const POLLS_PER_CHECK: u32 = 1 << 16;
+
+/// Why a worker's queue pair (or a probe's) could not be set up or read.
+#[derive(Debug, thiserror::Error)]
+pub enum VfioError {
+    /// The controller refused (an admin command, queue ids).
+    #[error(transparent)]
+    Ctrl(#[from] CtrlError),
+    /// An iodepth the controller's queues cannot hold.
+    #[error(
+        "{addr}: iodepth {depth} needs queues of {entries} entries; the controller allows {mqes} (CAP.MQES)"
+    )]
+    QueueEntries {
+        /// The controller.
+        addr: String,
+        /// The iodepth asked.
+        depth: usize,
+        /// Entries it needs.
+        entries: u32,
+        /// CAP.MQES + 1.
+        mqes: u32,
+    },
+    /// Buffers that are not page aligned.
+    #[error("{addr}: buffers must be 4 KiB aligned (slot of {slot_bytes} bytes)")]
+    Alignment {
+        /// The controller.
+        addr: String,
+        /// A slot's size.
+        slot_bytes: usize,
+    },
+    /// A queue's DMA memory.
+    #[error("{addr}: {len_bytes} bytes of I/O queue memory: {source}")]
+    QueueMemory {
+        /// The controller.
+        addr: String,
+        /// Bytes asked.
+        len_bytes: usize,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// No-IOMMU mode with buffers off hugepages.
+    #[error(
+        "{addr}: in no-IOMMU mode the buffers must be on 2 MiB hugepages (the device addresses them physically, and ordinary pages can move): reserve them, e.g. `numio vfio bind --allow-noiommu --hugepages 32 {addr}`"
+    )]
+    NoHugepages {
+        /// The controller.
+        addr: String,
+    },
+    /// The buffers' physical addresses could not be read.
+    #[error("{addr}: physical address of the buffers: {source}")]
+    PhysicalAddress {
+        /// The controller.
+        addr: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// The buffers could not be mapped into the IOMMU.
+    #[error(
+        "{addr}: mapping the worker's {len_bytes} buffer bytes into the IOMMU: {source} (locked memory limit? `ulimit -l`)"
+    )]
+    MapDma {
+        /// The controller.
+        addr: String,
+        /// Bytes of the region.
+        len_bytes: usize,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// `--vfio-dptr sgl` on a controller without SGLs.
+    #[error(
+        "{addr}: the controller takes no SGLs in I/O commands (Identify SGLS {sgls:#x}): use --vfio-dptr prp (or auto)"
+    )]
+    NoSgl {
+        /// The controller.
+        addr: String,
+        /// Identify Controller SGLS.
+        sgls: u32,
+    },
+    /// `--vfio-dptr sgl` where a slot can straddle two hugepages.
+    #[error(
+        "{addr}: in no-IOMMU mode a {slot_bytes}-byte slot can straddle two hugepages, which one SGL data block cannot name: use --vfio-dptr prp (or auto), or a block size dividing 2 MiB"
+    )]
+    SglStraddles {
+        /// The controller.
+        addr: String,
+        /// A slot's size.
+        slot_bytes: usize,
+    },
+    /// A probe's buffer.
+    #[error("{addr}: probe buffer: {source}")]
+    ProbeBuffer {
+        /// The controller.
+        addr: String,
+        /// The OS error.
+        source: io::Error,
+    },
+    /// A probe's queue failed (its text names the controller).
+    #[error("{source}")]
+    Probe {
+        /// The controller.
+        addr: String,
+        /// The namespace read.
+        nsid: u32,
+        /// The queue's error.
+        source: io::Error,
+    },
+    /// A probe's read completed with an error status.
+    #[error(
+        "{addr}: reading namespace {nsid} at {offset_bytes}: {}",
+        crate::stats::nvme_status_name(*.status)
+    )]
+    ProbeStatus {
+        /// The controller.
+        addr: String,
+        /// The namespace read.
+        nsid: u32,
+        /// Where (bytes).
+        offset_bytes: u64,
+        /// The status (SCT and SC).
+        status: u16,
+    },
+}
 
 /// How I/O commands name their data (`--vfio-dptr`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -106,20 +227,23 @@ impl Bus {
 /// hugepages (whole 2 MiB runs physically contiguous): in no-IOMMU mode
 /// the device addresses the buffers physically, and only hugetlb pages are
 /// sure not to move under it.
-fn physical_pages(addr: &str, region: (*mut u8, usize)) -> Result<Vec<u64>, String> {
+fn physical_pages(addr: &str, region: (*mut u8, usize)) -> Result<Vec<u64>, VfioError> {
     const HUGE: usize = sysapi::vfio::NOIOMMU_PIECE;
-    let no_hugepages = || {
-        format!(
-            "{addr}: in no-IOMMU mode the buffers must be on 2 MiB hugepages (the device addresses them physically, and ordinary pages can move): reserve them, e.g. `numio vfio bind --allow-noiommu --hugepages 32 {addr}`"
-        )
+    let no_hugepages = || VfioError::NoHugepages {
+        addr: addr.to_string(),
     };
     if region.0 as usize % HUGE != 0 {
         return Err(no_hugepages());
     }
     let mut pages = Vec::with_capacity(region.1 / PAGE as usize);
     for off in (0..region.1).step_by(PAGE as usize) {
-        let pa = sysapi::memory::physical_address(region.0.wrapping_add(off))
-            .map_err(|e| format!("{addr}: physical address of the buffers: {e}"))?;
+        let pa =
+            sysapi::memory::physical_address(region.0.wrapping_add(off)).map_err(|source| {
+                VfioError::PhysicalAddress {
+                    addr: addr.to_string(),
+                    source,
+                }
+            })?;
         let run_start = off - off % HUGE;
         if off != run_start && pa != pages[run_start / PAGE as usize] + (off - run_start) as u64 {
             return Err(no_hugepages());
@@ -192,23 +316,28 @@ impl VfioBackend {
         slot_bytes: usize,
         node: Option<u32>,
         dptr: DataPointer,
-    ) -> Result<VfioBackend, String> {
+    ) -> Result<VfioBackend, VfioError> {
         let addr = ctrl.addr.clone();
         let entries = (depth as u32 + 1).max(2);
         if entries > ctrl.cap.mqes || depth > u16::MAX as usize {
-            return Err(format!(
-                "{addr}: iodepth {depth} needs queues of {entries} entries; the controller allows {} (CAP.MQES)",
-                ctrl.cap.mqes
-            ));
+            return Err(VfioError::QueueEntries {
+                addr,
+                depth,
+                entries,
+                mqes: ctrl.cap.mqes,
+            });
         }
         if region.0 as usize % PAGE as usize != 0 || slot_bytes % PAGE as usize != 0 {
-            return Err(format!(
-                "{addr}: buffers must be 4 KiB aligned (slot of {slot_bytes} bytes)"
-            ));
+            return Err(VfioError::Alignment { addr, slot_bytes });
         }
         let dma = |len: usize| {
-            DmaMem::new(ctrl.container(), len, node, ctrl.alloc_iova(len))
-                .map_err(|e| format!("{addr}: {len} bytes of I/O queue memory: {e}"))
+            DmaMem::new(ctrl.container(), len, node, ctrl.alloc_iova(len)).map_err(|source| {
+                VfioError::QueueMemory {
+                    addr: addr.clone(),
+                    len_bytes: len,
+                    source,
+                }
+            })
         };
         let cq = dma(entries as usize * 16)?;
         let sq = dma(entries as usize * 64)?;
@@ -222,8 +351,13 @@ impl VfioBackend {
             // outlives this backend (the worker drops its backend before its
             // buffers), and which it lends to the device for the run; `Drop`
             // unmaps it.
-            unsafe { ctrl.container().map_dma(region.0, region.1, region_iova) }
-                .map_err(|e| format!("{addr}: mapping the worker's {} buffer bytes into the IOMMU: {e} (locked memory limit? `ulimit -l`)", region.1))?;
+            unsafe { ctrl.container().map_dma(region.0, region.1, region_iova) }.map_err(
+                |source| VfioError::MapDma {
+                    addr: addr.clone(),
+                    len_bytes: region.1,
+                    source,
+                },
+            )?;
             Bus::Iova(region_iova)
         };
         let takes_sgl = nvme_spec::identify::sgls_for_io(ctrl.id.sgls);
@@ -235,15 +369,13 @@ impl VfioBackend {
             DataPointer::Prp => false,
             DataPointer::Auto => takes_sgl && slots_contiguous && slot_pages > 2,
             DataPointer::Sgl if !takes_sgl => {
-                return Err(format!(
-                    "{addr}: the controller takes no SGLs in I/O commands (Identify SGLS {:#x}): use --vfio-dptr prp (or auto)",
-                    ctrl.id.sgls
-                ))
+                return Err(VfioError::NoSgl {
+                    addr,
+                    sgls: ctrl.id.sgls,
+                })
             }
             DataPointer::Sgl if !slots_contiguous => {
-                return Err(format!(
-                    "{addr}: in no-IOMMU mode a {slot_bytes}-byte slot can straddle two hugepages, which one SGL data block cannot name: use --vfio-dptr prp (or auto), or a block size dividing 2 MiB"
-                ))
+                return Err(VfioError::SglStraddles { addr, slot_bytes })
             }
             DataPointer::Sgl => true,
         };
@@ -532,13 +664,23 @@ pub fn read_bytes(
     lba_bytes: u32,
     offset: u64,
     len: usize,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, VfioError> {
     const CHUNK: usize = 128 << 10;
     const DEPTH: usize = 8;
     let chunk = CHUNK.min(ctrl.max_transfer_bytes() as usize);
     // Hugepages where there are (no-IOMMU mode needs them).
-    let (buf, _) = crate::sys::NodeBuffer::new_hugepages(chunk * DEPTH, None)
-        .map_err(|e| format!("{}: probe buffer: {e}", ctrl.addr))?;
+    let (buf, _) =
+        crate::sys::NodeBuffer::new_hugepages(chunk * DEPTH, None).map_err(|source| {
+            VfioError::ProbeBuffer {
+                addr: ctrl.addr.clone(),
+                source,
+            }
+        })?;
+    let probe = |source| VfioError::Probe {
+        addr: ctrl.addr.clone(),
+        nsid,
+        source,
+    };
     let mut q = VfioBackend::new(
         ctrl.clone(),
         nsid,
@@ -569,19 +711,20 @@ pub fn read_bytes(
                 })
             };
         }
-        q.submit().map_err(|e| e.to_string())?;
+        q.submit().map_err(probe)?;
         let mut got = 0;
         while got < pieces {
             got += q
                 .reap(&mut done[got..pieces], pieces - got)
-                .map_err(|e| e.to_string())?;
+                .map_err(probe)?;
         }
         if let Some(c) = done[..pieces].iter().find(|c| c.result < 0) {
-            return Err(format!(
-                "{}: reading namespace {nsid} at {offset}: {}",
-                ctrl.addr,
-                crate::stats::nvme_status_name((-c.result - NVME_STATUS_BASE) as u16)
-            ));
+            return Err(VfioError::ProbeStatus {
+                addr: ctrl.addr.clone(),
+                nsid,
+                offset_bytes: offset,
+                status: (-c.result - NVME_STATUS_BASE) as u16,
+            });
         }
         // SAFETY: every read of this round completed; the device wrote
         // these bytes and is done with them.

@@ -17,7 +17,7 @@ use super::super::subsystem::Target;
 use super::super::wake::eventfd;
 use super::*;
 use crate::host::{Initiator, InitiatorOptions};
-use crate::tls::ossl::{PskLookup, ServerContext};
+use crate::tls::ossl::{PskLookup, PskRefusal, ServerContext};
 use crate::tls::{ConfiguredPsk, Identity};
 
 /// A failure bound, not a wait: each step below waits for its event.
@@ -36,12 +36,15 @@ struct Gate {
 }
 
 impl PskLookup for Gate {
-    fn tls_psk(&self, id: &Identity) -> Result<Zeroizing<Vec<u8>>, String> {
+    fn tls_psk(&self, id: &Identity) -> Result<Zeroizing<Vec<u8>>, PskRefusal> {
         if id.hostnqn == SLOW {
             let _ = self.entered.lock().unwrap().send(());
             let _ = self.release.lock().unwrap().recv_timeout(LONG);
         }
-        self.key.psk_for(id).ok_or_else(|| "another key".into())
+        self.key.psk_for(id).ok_or_else(|| PskRefusal::OtherKey {
+            hostnqn: id.hostnqn.clone(),
+            subnqn: id.subnqn.clone(),
+        })
     }
 }
 
@@ -222,8 +225,11 @@ fn the_budgets_name_their_limit() {
 fn a_step_past_its_deadline_is_dropped_unrun() {
     struct NoKey;
     impl PskLookup for NoKey {
-        fn tls_psk(&self, _: &Identity) -> Result<Zeroizing<Vec<u8>>, String> {
-            Err("none".into())
+        fn tls_psk(&self, id: &Identity) -> Result<Zeroizing<Vec<u8>>, PskRefusal> {
+            Err(PskRefusal::NoKey {
+                hostnqn: id.hostnqn.clone(),
+                subnqn: id.subnqn.clone(),
+            })
         }
     }
     let ctx = ServerContext::new(Arc::new(NoKey)).unwrap();
@@ -233,6 +239,10 @@ fn a_step_past_its_deadline_is_dropped_unrun() {
     // A plain-text ICReq would fail the session if it were fed.
     let done = step(session, &[0u8; 8], t0, late);
     let why = done.result.unwrap_err();
-    assert!(why.contains("HANDSHAKE_DEADLINE"), "{why}");
+    assert!(
+        matches!(why, StepError::Late { deadline_s } if deadline_s == HANDSHAKE_DEADLINE.as_secs()),
+        "{why:?}"
+    );
+    assert!(why.to_string().contains("HANDSHAKE_DEADLINE"), "{why}");
     assert!(done.plain.is_empty());
 }

@@ -33,7 +33,7 @@ use std::sync::{Arc, OnceLock};
 use sysapi::dylib::{Library, LibraryError, Spec};
 use zeroize::Zeroizing;
 
-use super::{Identity, PskHash, PskLookup};
+use super::{Identity, PskHash, PskLookup, PskRefusal, SessionError, SetupError};
 
 /// libssl 3, by its ABI name.
 pub(super) const LIBSSL: Spec = Spec {
@@ -263,38 +263,30 @@ fn clear_errors(f: &Fns) {
     unsafe { (f.ERR_clear_error)() }
 }
 
-/// A failed set-up call: what was being done and OpenSSL's reason.
-fn setup_error(f: &Fns, what: &str) -> String {
-    let why = error_queue(f).unwrap_or_else(|| "no reason given".into());
-    format!("setting up OpenSSL ({what}): {why}")
+/// The thread's OpenSSL error queue as text for an error (emptied; `no
+/// reason given` when it was empty).
+fn queue_text(f: &Fns) -> String {
+    error_queue(f).unwrap_or_else(|| "no reason given".into())
 }
 
 /// Why an `SSL_*` call did not complete.
-#[derive(Debug)]
-pub(super) enum SslError {
+#[derive(Debug, thiserror::Error)]
+pub enum SslError {
     /// It needs bytes from the peer first (`SSL_ERROR_WANT_READ`).
+    #[error("it waits for the peer (SSL_ERROR_WANT_READ)")]
     WantRead,
     /// It needs the socket to take bytes first (`SSL_ERROR_WANT_WRITE`).
+    #[error("it waits for the socket (SSL_ERROR_WANT_WRITE)")]
     WantWrite,
     /// The peer closed the TLS session (close_notify).
+    #[error("the peer closed the TLS session")]
     ZeroReturn,
     /// The socket failed (`SSL_ERROR_SYSCALL`); `None`: it closed.
+    #[error("{}", match .0 { Some(e) => e.to_string(), None => "the connection closed (unexpected EOF)".into() })]
     Io(Option<io::Error>),
-    /// OpenSSL's error queue.
+    /// OpenSSL's error queue, as text.
+    #[error("{0}")]
     Ssl(String),
-}
-
-impl std::fmt::Display for SslError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SslError::WantRead => f.write_str("it waits for the peer (SSL_ERROR_WANT_READ)"),
-            SslError::WantWrite => f.write_str("it waits for the socket (SSL_ERROR_WANT_WRITE)"),
-            SslError::ZeroReturn => f.write_str("the peer closed the TLS session"),
-            SslError::Io(Some(e)) => write!(f, "{e}"),
-            SslError::Io(None) => f.write_str("the connection closed (unexpected EOF)"),
-            SslError::Ssl(text) => f.write_str(text),
-        }
-    }
 }
 
 impl SslError {
@@ -349,7 +341,7 @@ impl Drop for Ctx {
 }
 
 impl Ctx {
-    fn new(lib: Lib, server: bool, suites: &CStr, groups: &CStr) -> Result<Self, String> {
+    fn new(lib: Lib, server: bool, suites: &CStr, groups: &CStr) -> Result<Self, SetupError> {
         let f = lib.0;
         clear_errors(f);
         // SAFETY: TLS_*_method return static method tables; SSL_CTX_new
@@ -361,7 +353,10 @@ impl Ctx {
                 (f.TLS_client_method)()
             })
         };
-        let ptr = NonNull::new(raw).ok_or_else(|| setup_error(f, "a context"))?;
+        let ptr = NonNull::new(raw).ok_or_else(|| SetupError::Context {
+            call: "SSL_CTX_new",
+            queue: queue_text(f),
+        })?;
         let ctx = Self { f, ptr, data: None };
         let c = ptr.as_ptr();
         let ctrl = |cmd: c_int, larg: c_long, parg: *const c_char| {
@@ -370,35 +365,44 @@ impl Ctx {
             // that outlives the call).
             unsafe { (f.SSL_CTX_ctrl)(c, cmd, larg, parg as *mut c_void) }
         };
-        if ctrl(
-            SSL_CTRL_SET_MIN_PROTO_VERSION,
-            TLS1_3_VERSION as c_long,
-            ptr::null(),
-        ) != 1
-            || ctrl(
+        for (cmd, call) in [
+            (
+                SSL_CTRL_SET_MIN_PROTO_VERSION,
+                "SSL_CTX_set_min_proto_version",
+            ),
+            (
                 SSL_CTRL_SET_MAX_PROTO_VERSION,
-                TLS1_3_VERSION as c_long,
-                ptr::null(),
-            ) != 1
-        {
-            return Err(setup_error(f, "TLS 1.3 only"));
+                "SSL_CTX_set_max_proto_version",
+            ),
+        ] {
+            if ctrl(cmd, TLS1_3_VERSION as c_long, ptr::null()) != 1 {
+                return Err(SetupError::Version {
+                    call,
+                    queue: queue_text(f),
+                });
+            }
         }
         // SAFETY: `c` is live; `suites` is NUL-terminated and copied.
         if unsafe { (f.SSL_CTX_set_ciphersuites)(c, suites.as_ptr()) } != 1 {
-            return Err(setup_error(
-                f,
-                &format!("cipher suites {}", suites.to_string_lossy()),
-            ));
+            return Err(SetupError::Suites {
+                call: "SSL_CTX_set_ciphersuites",
+                suites: suites.to_string_lossy().into_owned(),
+                queue: queue_text(f),
+            });
         }
         if ctrl(SSL_CTRL_SET_GROUPS_LIST, 0, groups.as_ptr()) != 1 {
-            return Err(setup_error(
-                f,
-                &format!("key-exchange groups {}", groups.to_string_lossy()),
-            ));
+            return Err(SetupError::Groups {
+                call: "SSL_CTX_set1_groups_list",
+                groups: groups.to_string_lossy().into_owned(),
+                queue: queue_text(f),
+            });
         }
         let mode = SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER;
         if ctrl(SSL_CTRL_MODE, mode, ptr::null()) & mode != mode {
-            return Err(setup_error(f, "the write mode"));
+            return Err(SetupError::WriteMode {
+                call: "SSL_CTX_set_mode",
+                queue: queue_text(f),
+            });
         }
         // SAFETY: `c` is live; these set flags and counts on it.
         let tickets = unsafe {
@@ -407,7 +411,10 @@ impl Ctx {
             (f.SSL_CTX_set_num_tickets)(c, 0)
         };
         if tickets != 1 {
-            return Err(setup_error(f, "no session tickets"));
+            return Err(SetupError::Tickets {
+                call: "SSL_CTX_set_num_tickets",
+                queue: queue_text(f),
+            });
         }
         Ok(ctx)
     }
@@ -419,7 +426,7 @@ impl Ctx {
         lookup: Arc<dyn PskLookup>,
         suites: &CStr,
         groups: &CStr,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, SetupError> {
         let mut ctx = Self::new(lib, true, suites, groups)?;
         let data = NonNull::from(Box::leak(Box::new(CtxData { lookup })));
         ctx.data = Some(data);
@@ -432,14 +439,17 @@ impl Ctx {
             (f.SSL_CTX_set_ex_data)(ctx.ptr.as_ptr(), APP_DATA, data.as_ptr().cast())
         };
         if ok != 1 {
-            return Err(setup_error(f, "the PSK lookup"));
+            return Err(SetupError::PskLookup {
+                call: "SSL_CTX_set_ex_data",
+                queue: queue_text(f),
+            });
         }
         Ok(ctx)
     }
 
     /// A host's context: one cipher `suite`, key exchange over `groups`,
     /// the PSK each [`Ssl`] made from it carries ([`ClientPsk`]).
-    pub(super) fn client(lib: Lib, suite: &CStr, groups: &CStr) -> Result<Self, String> {
+    pub(super) fn client(lib: Lib, suite: &CStr, groups: &CStr) -> Result<Self, SetupError> {
         let ctx = Self::new(lib, false, suite, groups)?;
         // SAFETY: the context is live; the callback reads each SSL's app
         // data, which Ssl::client sets.
@@ -465,7 +475,7 @@ pub(super) struct ClientPsk {
 struct SslData {
     /// The server's: the identity the host presented, or why it was
     /// refused.
-    peer: Option<Result<Identity, String>>,
+    peer: Option<Result<Identity, PskRefusal>>,
     /// The client's offer.
     offer: Option<ClientPsk>,
 }
@@ -515,14 +525,17 @@ impl<T> Drop for Ssl<T> {
 fn new_ssl<T>(
     ctx: &Arc<Ctx>,
     data: SslData,
-    attach: impl FnOnce(&'static Fns, *mut RawSsl) -> Result<T, String>,
-) -> Result<Ssl<T>, String> {
+    attach: impl FnOnce(&'static Fns, *mut RawSsl) -> Result<T, SetupError>,
+) -> Result<Ssl<T>, SetupError> {
     let f = ctx.f;
     clear_errors(f);
     // SAFETY: the context is live; SSL_new returns a new SSL (ours to
     // free, holding a reference on the context) or null.
     let raw = unsafe { (f.SSL_new)(ctx.ptr.as_ptr()) };
-    let ptr = NonNull::new(raw).ok_or_else(|| setup_error(f, "a session"))?;
+    let ptr = NonNull::new(raw).ok_or_else(|| SetupError::Session {
+        call: "SSL_new",
+        queue: queue_text(f),
+    })?;
     let io = match attach(f, raw) {
         Ok(io) => io,
         Err(e) => {
@@ -542,7 +555,10 @@ fn new_ssl<T>(
     // SAFETY: the SSL is live; its app data points at `data`, freed only
     // after SSL_free (Drop); the callbacks read it as an SslData.
     if unsafe { (f.SSL_set_ex_data)(raw, APP_DATA, data.as_ptr().cast()) } != 1 {
-        return Err(setup_error(f, "the session's data"));
+        return Err(SetupError::SessionData {
+            call: "SSL_set_ex_data",
+            queue: queue_text(f),
+        });
     }
     Ok(ssl)
 }
@@ -550,7 +566,7 @@ fn new_ssl<T>(
 impl Ssl<MemBios> {
     /// A server session over two memory BIOs: [`Ssl::feed`] what the
     /// socket received, [`Ssl::take_output`] what to send.
-    pub(super) fn server(ctx: &Arc<Ctx>) -> Result<Self, String> {
+    pub(super) fn server(ctx: &Arc<Ctx>) -> Result<Self, SetupError> {
         let data = SslData {
             peer: None,
             offer: None,
@@ -568,7 +584,10 @@ impl Ssl<MemBios> {
                         }
                     }
                 }
-                return Err(setup_error(f, "the session's buffers"));
+                return Err(SetupError::Buffers {
+                    call: "BIO_new",
+                    queue: queue_text(f),
+                });
             };
             // SAFETY: both BIOs are live: an empty read BIO says "retry"
             // (-1), not EOF; SSL_set_bio hands both to the SSL, which
@@ -587,7 +606,7 @@ impl Ssl<MemBios> {
     }
 
     /// Adds bytes the peer sent.
-    pub(super) fn feed(&mut self, bytes: &[u8]) -> Result<(), String> {
+    pub(super) fn feed(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
         if bytes.is_empty() {
             return Ok(());
         }
@@ -603,8 +622,10 @@ impl Ssl<MemBios> {
             )
         };
         if ok != 1 || written != bytes.len() {
-            let why = error_queue(self.f).unwrap_or_else(|| "no reason given".into());
-            return Err(format!("TLS: buffering the received bytes failed: {why}"));
+            return Err(SessionError::Buffer {
+                call: "BIO_write_ex",
+                queue: queue_text(self.f),
+            });
         }
         Ok(())
     }
@@ -654,7 +675,7 @@ impl Ssl<MemBios> {
 
     /// The identity the host presented, or why it was refused (set by the
     /// PSK lookup during [`Ssl::accept`]).
-    pub(super) fn peer(&self) -> Option<&Result<Identity, String>> {
+    pub(super) fn peer(&self) -> Option<&Result<Identity, PskRefusal>> {
         // SAFETY: the data lives as long as self; OpenSSL writes it only
         // during calls that take `&mut self`.
         unsafe { self.data.as_ref() }.peer.as_ref()
@@ -663,7 +684,11 @@ impl Ssl<MemBios> {
 
 impl Ssl<TcpStream> {
     /// A client session over `tcp` offering `offer`.
-    pub(super) fn client(ctx: &Arc<Ctx>, offer: ClientPsk, tcp: TcpStream) -> Result<Self, String> {
+    pub(super) fn client(
+        ctx: &Arc<Ctx>,
+        offer: ClientPsk,
+        tcp: TcpStream,
+    ) -> Result<Self, SetupError> {
         let data = SslData {
             peer: None,
             offer: Some(offer),
@@ -673,7 +698,10 @@ impl Ssl<TcpStream> {
             // does not close the descriptor; `tcp` keeps it open until
             // after SSL_free (Ssl's Drop).
             if unsafe { (f.SSL_set_fd)(raw, tcp.as_raw_fd()) } != 1 {
-                return Err(setup_error(f, "the session's socket"));
+                return Err(SetupError::Socket {
+                    call: "SSL_set_fd",
+                    queue: queue_text(f),
+                });
             }
             Ok(tcp)
         })
@@ -846,15 +874,12 @@ unsafe extern "C" fn find_session(
         (&*c, &mut *d)
     };
     let found = catch_unwind(AssertUnwindSafe(|| {
-        std::str::from_utf8(identity)
-            .map_err(|_| "the PSK identity is not text".to_string())
-            .and_then(Identity::parse)
-            .and_then(|id| {
-                let psk = ctx_data.lookup.tls_psk(&id)?;
-                Ok((id, psk))
-            })
+        let text = std::str::from_utf8(identity).map_err(|_| PskRefusal::NotText)?;
+        let id = Identity::parse(text)?;
+        let psk = ctx_data.lookup.tls_psk(&id)?;
+        Ok((id, psk))
     }))
-    .unwrap_or_else(|_| Err("the PSK lookup failed (a panic)".into()));
+    .unwrap_or(Err(PskRefusal::Panic));
     match found {
         Ok((id, psk)) => {
             // SAFETY: ssl is live for this call.

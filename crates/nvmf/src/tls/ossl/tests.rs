@@ -14,13 +14,17 @@ const SUB: &str = "nqn.2026-01.io.numio:tls";
 struct OneKey(ConfiguredPsk);
 
 impl PskLookup for OneKey {
-    fn tls_psk(&self, id: &Identity) -> Result<Zeroizing<Vec<u8>>, String> {
+    fn tls_psk(&self, id: &Identity) -> Result<Zeroizing<Vec<u8>>, PskRefusal> {
         if id.hostnqn != HOST {
-            return Err(format!("no key for host {}", id.hostnqn));
+            return Err(PskRefusal::NoKey {
+                hostnqn: id.hostnqn.clone(),
+                subnqn: id.subnqn.clone(),
+            });
         }
-        self.0
-            .psk_for(id)
-            .ok_or_else(|| "the host holds another key".to_string())
+        self.0.psk_for(id).ok_or_else(|| PskRefusal::OtherKey {
+            hostnqn: id.hostnqn.clone(),
+            subnqn: id.subnqn.clone(),
+        })
     }
 }
 
@@ -33,8 +37,23 @@ enum End {
     Eof,
 }
 
-/// The serving thread: the peer and how it ended, or the session's error.
-type Served = std::thread::JoinHandle<Result<(TlsPeer, End), String>>;
+/// Why a served connection failed.
+#[derive(Debug)]
+enum Failed {
+    /// The session's error.
+    Session(SessionError),
+    /// The socket closed before the handshake finished.
+    Closed,
+}
+
+impl From<SessionError> for Failed {
+    fn from(e: SessionError) -> Self {
+        Failed::Session(e)
+    }
+}
+
+/// The serving thread: the peer and how it ended, or why not.
+type Served = std::thread::JoinHandle<Result<(TlsPeer, End), Failed>>;
 
 /// Serves one connection: echoes each plain-text chunk back upper-cased.
 fn serve(l: TcpListener, ctx: ServerContext) -> Served {
@@ -47,21 +66,13 @@ fn serve(l: TcpListener, ctx: ServerContext) -> Served {
         let mut out = Vec::new();
         loop {
             let n = match s.read(&mut buf) {
-                Ok(0) | Err(_) => {
-                    return peer
-                        .map(|p| (p, End::Eof))
-                        .ok_or_else(|| "closed before the handshake".into())
-                }
+                Ok(0) | Err(_) => return peer.map(|p| (p, End::Eof)).ok_or(Failed::Closed),
                 Ok(n) => n,
             };
             let mut echo = Vec::new();
             match session.receive(&buf[..n], |p| echo.extend(p.to_ascii_uppercase()))? {
                 Received::Established(p) => peer = Some(p),
-                Received::Closed => {
-                    return peer
-                        .map(|p| (p, End::Notify))
-                        .ok_or_else(|| "closed".into())
-                }
+                Received::Closed => return peer.map(|p| (p, End::Notify)).ok_or(Failed::Closed),
                 Received::More => {}
             }
             if !echo.is_empty() {
@@ -129,8 +140,12 @@ fn another_key_is_refused_and_both_sides_say_why() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("TLS handshake failed"), "{e}");
-    let e = h.join().unwrap().unwrap_err();
-    assert!(e.contains("the host holds another key"), "{e}");
+    match h.join().unwrap().unwrap_err() {
+        Failed::Session(SessionError::Refused {
+            source: PskRefusal::OtherKey { hostnqn, subnqn },
+        }) => assert_eq!((hostnqn.as_str(), subnqn.as_str()), (HOST, SUB)),
+        e => panic!("{e:?}"),
+    }
 }
 
 #[test]
@@ -141,8 +156,12 @@ fn plain_text_nvme_tcp_is_refused_by_name() {
     icreq[2] = 128;
     icreq[4] = 128;
     c.write_all(&icreq).unwrap();
-    let e = h.join().unwrap().unwrap_err();
-    assert!(e.contains("plain-text NVMe/TCP"), "{e}");
+    match h.join().unwrap().unwrap_err() {
+        Failed::Session(e @ SessionError::PlainText) => {
+            assert!(e.to_string().contains("plain-text NVMe/TCP"), "{e}")
+        }
+        e => panic!("{e:?}"),
+    }
 }
 
 /// Key exchange is X25519 or P-256 only: a client offering only
@@ -172,8 +191,15 @@ fn key_exchange_is_x25519_or_p256() {
         } else {
             let e = r.unwrap_err().to_string();
             assert!(e.contains("TLS handshake failed"), "{g}: {e}");
-            let e = h.join().unwrap().unwrap_err();
-            assert!(e.starts_with("TLS handshake failed: "), "{g}: {e}");
+            match h.join().unwrap().unwrap_err() {
+                Failed::Session(e @ SessionError::Handshake { .. }) => {
+                    assert!(
+                        e.to_string().starts_with("TLS handshake failed: "),
+                        "{g}: {e}"
+                    )
+                }
+                e => panic!("{g}: {e:?}"),
+            }
         }
     }
 }
@@ -217,4 +243,31 @@ fn without_libssl_both_ends_name_the_package() {
     let key = ConfiguredPsk::generate(32);
     let e = connect_with(missing(), GROUPS, c, &key, HOST, SUB).unwrap_err();
     assert_eq!(e.to_string(), text);
+}
+
+/// A set-up step OpenSSL refuses is named by its variant, with the call
+/// and what it was asked.
+#[test]
+fn a_refused_setup_step_names_its_call_and_input() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let key = ConfiguredPsk::generate(32);
+    let e = connect_with(sys::libssl(), c"numio-no-such-group", c, &key, HOST, SUB).unwrap_err();
+    match &e {
+        TlsError::Setup(SetupError::Groups {
+            call,
+            groups,
+            queue,
+        }) => {
+            assert_eq!(*call, "SSL_CTX_set1_groups_list");
+            assert_eq!(groups, "numio-no-such-group");
+            assert!(!queue.is_empty());
+        }
+        e => panic!("{e:?}"),
+    }
+    assert!(
+        e.to_string()
+            .starts_with("setting up OpenSSL (key-exchange groups numio-no-such-group): "),
+        "{e}"
+    );
 }
