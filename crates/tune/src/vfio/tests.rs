@@ -3,7 +3,8 @@
 //! (honouring `driver_override`, creating `/dev/vfio/N` for vfio-pci and
 //! `nvme/nvme0` for nvme).
 
-use std::path::Path;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -22,30 +23,91 @@ struct FakeKernel {
     thread: Option<JoinHandle<()>>,
 }
 
-fn take_line(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let addr = parse_address(text.trim())?;
-    std::fs::write(path, "").ok()?;
-    Some(addr)
+/// The attributes the fake kernel reads (`drivers_probe`, each driver's
+/// `unbind`), made FIFOs it holds open: every write is a message it reads
+/// once. (Reading a regular file and then clearing it lost a write made in
+/// between, on a loaded machine.)
+struct Attrs {
+    open: Vec<(PathBuf, std::fs::File)>,
 }
 
-fn kernel_step(root: &Path) {
+impl Attrs {
+    fn make(root: &Path) -> Attrs {
+        let mut paths = vec![root.join("sys/bus/pci/drivers_probe")];
+        let drivers = root.join("sys/bus/pci/drivers");
+        for d in std::fs::read_dir(&drivers).into_iter().flatten().flatten() {
+            paths.push(d.path().join("unbind"));
+        }
+        let open = paths
+            .into_iter()
+            .map(|p| {
+                let _ = std::fs::remove_file(&p);
+                rustix::fs::mknodat(
+                    rustix::fs::CWD,
+                    &p,
+                    rustix::fs::FileType::Fifo,
+                    rustix::fs::Mode::from_raw_mode(0o600),
+                    0,
+                )
+                .unwrap();
+                let f = std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+                    .open(&p)
+                    .unwrap();
+                (p, f)
+            })
+            .collect();
+        Attrs { open }
+    }
+
+    /// The addresses written to `path` since the last look.
+    fn take(&mut self, path: &Path) -> Vec<String> {
+        use std::io::Read;
+        let Some((_, f)) = self.open.iter_mut().find(|(p, _)| p == path) else {
+            return Vec::new();
+        };
+        let mut text = String::new();
+        let mut buf = [0u8; 256];
+        while let Ok(n) = f.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            text.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        // One address per write, with or without a newline.
+        let flat: String = text.split_whitespace().collect();
+        flat.as_bytes()
+            .chunks(ADDR.len())
+            .filter_map(|c| parse_address(std::str::from_utf8(c).ok()?))
+            .collect()
+    }
+}
+
+fn kernel_step(root: &Path, attrs: &mut Attrs) {
     let dev = |addr: &str| root.join(FakeSys::device_dir(addr));
     let drivers = root.join("sys/bus/pci/drivers");
     for d in std::fs::read_dir(&drivers).into_iter().flatten().flatten() {
-        if let Some(addr) = take_line(&d.path().join("unbind")) {
+        for addr in attrs.take(&d.path().join("unbind")) {
             let _ = std::fs::remove_file(dev(&addr).join("driver"));
             let _ = std::fs::remove_dir_all(dev(&addr).join("nvme"));
             let _ = std::fs::remove_file(root.join(format!("dev/vfio/{GROUP}")));
         }
     }
-    let Some(addr) = take_line(&root.join("sys/bus/pci/drivers_probe")) else {
-        return;
-    };
-    if dev(&addr).join("driver").symlink_metadata().is_ok() {
+    for addr in attrs.take(&root.join("sys/bus/pci/drivers_probe")) {
+        probe(root, &addr);
+    }
+}
+
+/// What `drivers_probe` does for `addr`: a driver for an unbound device,
+/// `driver_override`'s if set.
+fn probe(root: &Path, addr: &str) {
+    let dev = root.join(FakeSys::device_dir(addr));
+    let drivers = root.join("sys/bus/pci/drivers");
+    if dev.join("driver").symlink_metadata().is_ok() {
         return;
     }
-    let over = std::fs::read_to_string(dev(&addr).join("driver_override")).unwrap_or_default();
+    let over = std::fs::read_to_string(dev.join("driver_override")).unwrap_or_default();
     let over = over.trim();
     let driver = if over.is_empty() || over == "(null)" {
         "nvme"
@@ -57,13 +119,13 @@ fn kernel_step(root: &Path) {
     }
     let _ = std::os::unix::fs::symlink(
         format!("../../../bus/pci/drivers/{driver}"),
-        dev(&addr).join("driver"),
+        dev.join("driver"),
     );
     if driver == "vfio-pci" {
         let _ = std::fs::create_dir_all(root.join("dev/vfio"));
         let _ = std::fs::write(root.join(format!("dev/vfio/{GROUP}")), "");
     } else {
-        let _ = std::fs::create_dir_all(dev(&addr).join("nvme/nvme0/nvme0n1"));
+        let _ = std::fs::create_dir_all(dev.join("nvme/nvme0/nvme0n1"));
     }
 }
 
@@ -71,9 +133,10 @@ impl FakeKernel {
     fn start(root: &Path) -> FakeKernel {
         let stop = Arc::new(AtomicBool::new(false));
         let (flag, root) = (Arc::clone(&stop), root.to_path_buf());
+        let mut attrs = Attrs::make(&root);
         let thread = std::thread::spawn(move || {
             while !flag.load(Ordering::Relaxed) {
-                kernel_step(&root);
+                kernel_step(&root, &mut attrs);
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
         });
