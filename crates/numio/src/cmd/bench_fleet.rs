@@ -78,12 +78,12 @@ impl FleetArgs {
 
     fn hosts(&self) -> anyhow::Result<Vec<Host>> {
         if let Some(list) = &self.hosts {
-            return fleet::parse_host_list(list).map_err(anyhow::Error::msg);
+            return Ok(fleet::parse_host_list(list)?);
         }
         let path = self.hosts_file.as_ref().expect("wanted");
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading the hosts file {}", path.display()))?;
-        fleet::parse_hosts_file(&text, &path.display().to_string()).map_err(anyhow::Error::msg)
+        Ok(fleet::parse_hosts_file(&text, &path.display().to_string())?)
     }
 }
 
@@ -268,10 +268,7 @@ fn fleet_report(runs: &[HostRun], outcomes: Vec<HostOutcome>) -> anyhow::Result<
     let merged = if parts.is_empty() {
         None
     } else {
-        Some(
-            fleet::merge::merge(&parts, &engine::DEFAULT_PERCENTILES)
-                .map_err(anyhow::Error::msg)?,
-        )
+        Some(fleet::merge::merge(&parts, &engine::DEFAULT_PERCENTILES)?)
     };
     Ok(FleetReport {
         schema: "numio-fleet",

@@ -27,11 +27,11 @@ pub fn prepare(
     }
     let path = match &args.verify_state {
         Some(p) => p.clone(),
-        None => verify_state::default_path().map_err(anyhow::Error::msg)?,
+        None => verify_state::default_path()?,
     };
-    let state = verify_state::load(&path).map_err(anyhow::Error::msg)?;
+    let state = verify_state::load(&path)?;
     let placement = if args.verify_only {
-        verify_state::replay(&placement, &state, &path).map_err(anyhow::Error::msg)?
+        verify_state::replay(&placement, &state, &path)?
     } else {
         placement
     };

@@ -51,7 +51,7 @@ pub fn take(
     let mut addrs: Vec<String> = Vec::new();
     for t in targets {
         if let Some(parsed) = engine::backend::vfio::target::parse(t) {
-            let (addr, _) = parsed.map_err(anyhow::Error::msg)?;
+            let (addr, _) = parsed?;
             if !addrs.contains(&addr) {
                 addrs.push(addr);
             }

@@ -178,7 +178,7 @@ fn on_signal(notice: interrupt::Notice) {
 pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     interrupt::install(on_signal)?;
     let plan = plan(&args)?;
-    let topo = Topology::discover(Path::new("/")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let topo = Topology::discover(Path::new("/"))?;
     let controllers = ctl::target_controllers(&topo, &args.targets)?;
     let (schedule, cores) = schedule(&args, &plan, &topo)?;
     let (access, journal) = (

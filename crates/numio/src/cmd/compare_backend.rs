@@ -40,7 +40,7 @@ fn drive(target: &str, topo: &Topology) -> anyhow::Result<(String, u32, String, 
         }
     };
     if let Some(parsed) = engine::backend::vfio::target::parse(target) {
-        let (addr, nsid) = parsed.map_err(anyhow::Error::msg)?;
+        let (addr, nsid) = parsed?;
         let mut of_ctrl: Vec<_> = namespaces
             .filter(|n| {
                 ctrl_of(n)

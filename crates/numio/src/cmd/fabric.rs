@@ -255,7 +255,7 @@ impl TargetSpec {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     interrupt::install(super::display::on_signal)?;
     let opts = args.ssh.options()?;
-    let initiators = fleet::parse_host_list(&args.initiators).map_err(anyhow::Error::msg)?;
+    let initiators = fleet::parse_host_list(&args.initiators)?;
     let counts_list = match &args.initiator_counts {
         None => vec![initiators.len()],
         Some(list) => counts(
@@ -294,7 +294,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let (url, spec, target_name) = match (&args.use_target, &args.target) {
         (Some(url), _) => (url.clone(), None, url.clone()),
         (None, Some(t)) => {
-            let host = fleet::parse_host(t).map_err(anyhow::Error::msg)?;
+            let host = fleet::parse_host(t)?;
             let listen = args.listen.clone().unwrap_or_else(|| {
                 if host.addr.contains(':') {
                     format!("[{}]:4420", host.addr)
@@ -436,11 +436,8 @@ fn measure_point(
             before = Some(t.cpu());
         }
     })?;
-    let before = before.transpose().map_err(anyhow::Error::msg)?;
-    let after = target
-        .map(|t| t.cpu())
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+    let before = before.transpose()?;
+    let after = target.map(|t| t.cpu()).transpose()?;
     if fleet.merged.is_none() {
         print_hosts(&fleet);
         bail!("no initiator ran: {}", failures(&fleet));

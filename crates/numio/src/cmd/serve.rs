@@ -320,7 +320,7 @@ fn build_config_at(
     // must authenticate.
     let (mut plain_hosts, mut auth_hosts) = (Vec::new(), Vec::new());
     for h in &args.allow_host {
-        match HostConfig::parse_flag(h).map_err(anyhow::Error::msg)? {
+        match HostConfig::parse_flag(h)? {
             Some(c) => auth_hosts.push(c),
             None => plain_hosts.push(h.clone()),
         }

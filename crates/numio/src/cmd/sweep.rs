@@ -93,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         bail!("{grid_points} points: more than {MAX_POINTS}; narrow the axes or add --allow-large-grid");
     }
     let opts = args.engine.run_options()?;
-    let topo = Topology::discover(Path::new("/")).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let topo = Topology::discover(Path::new("/"))?;
     let base = args.workload.workload()?;
     check_initiator_cores(&axes, &given)?;
     let serve = served_points(&axes, &given, &topo)?;

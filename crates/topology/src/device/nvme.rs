@@ -114,8 +114,10 @@ pub fn multipath_head(root: &Path, path_device: &str) -> Result<Option<String>, 
 fn existing_head(r: &mut Reader, name: &str) -> Option<(String, String)> {
     let head = head_name(name)?;
     let dir = r.resolve(&format!("sys/block/{head}"))?;
+    // The parent is a subsystem's sysfs directory (`nvme-subsys0`).
     base_name(parent(&dir))
-        .starts_with("nvme-subsys")
+        .strip_prefix("nvme-subsys")
+        .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
         .then_some((head, dir))
 }
 
