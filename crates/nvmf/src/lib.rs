@@ -37,6 +37,7 @@ pub mod auth;
 pub mod host;
 pub mod log;
 pub mod metrics_http;
+pub mod sd_notify;
 pub mod serve_child;
 pub mod tgt;
 pub mod tls;

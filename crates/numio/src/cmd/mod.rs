@@ -28,7 +28,6 @@ pub mod man;
 pub mod multipath;
 pub mod plan;
 pub mod report;
-pub mod sd_notify;
 pub mod serve;
 pub mod serve_config;
 pub mod serve_ports;

@@ -15,8 +15,8 @@ use nvmf::reactor::DEFAULT_REACTORS;
 use nvmf::Server;
 use topology::{CpuList, NodeId};
 
-use super::sd_notify::Notifier;
 use super::{serve_config, serve_ports, serve_reload, serve_safety, serve_stats};
+use nvmf::sd_notify::Notifier;
 
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):

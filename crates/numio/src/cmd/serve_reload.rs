@@ -16,8 +16,8 @@ use nvmf::tgt::subsystem::Target;
 
 use nvmf::log;
 
-use super::sd_notify::Notifier;
 use super::serve_safety;
+use nvmf::sd_notify::Notifier;
 
 /// The end of a refused reload's message.
 const UNCHANGED: &str = "namespaces, hosts and ANA states unchanged";

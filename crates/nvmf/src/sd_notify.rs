@@ -2,8 +2,44 @@
 //! rather than linked: one datagram per message to the AF_UNIX socket
 //! `$NOTIFY_SOCKET` names, a path or, with a leading '@', an abstract name.
 //! Without `$NOTIFY_SOCKET` (not started by systemd) every call does nothing.
+//! `numio serve` sends READY, RELOADING and STOPPING through it.
 
 use std::os::unix::net::{SocketAddr, UnixDatagram};
+
+/// `$NOTIFY_SOCKET` cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    /// Not UTF-8.
+    #[error("NOTIFY_SOCKET={value:?} is not UTF-8")]
+    NotUtf8 {
+        /// The value.
+        value: std::ffi::OsString,
+    },
+    /// Neither an absolute path nor `@name`.
+    #[error(
+        "NOTIFY_SOCKET={value}: not an absolute path or @abstract name; unset it outside systemd"
+    )]
+    NotAPath {
+        /// The value.
+        value: String,
+    },
+    /// Not a socket address.
+    #[error("NOTIFY_SOCKET={value}: {source} (systemd sets it: a path or @name)")]
+    BadAddress {
+        /// The value.
+        value: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// No socket to send from.
+    #[error("NOTIFY_SOCKET={value}: creating a socket: {source}")]
+    Socket {
+        /// The value.
+        value: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
 
 /// Where to send, if systemd asked for notices.
 #[derive(Debug)]
@@ -13,23 +49,25 @@ pub struct Notifier {
 
 impl Notifier {
     /// Reads `$NOTIFY_SOCKET`; an unusable value is an error naming it.
-    pub fn from_env() -> anyhow::Result<Self> {
+    pub fn from_env() -> Result<Self, NotifyError> {
         match std::env::var_os("NOTIFY_SOCKET") {
             None => Ok(Self { to: None }),
             Some(v) => {
                 let v = v
                     .into_string()
-                    .map_err(|v| anyhow::anyhow!("NOTIFY_SOCKET={v:?} is not UTF-8"))?;
+                    .map_err(|value| NotifyError::NotUtf8 { value })?;
                 Self::to(&v)
             }
         }
     }
 
     /// Notices go to `socket`: a path or `@abstract-name`.
-    pub fn to(socket: &str) -> anyhow::Result<Self> {
+    pub fn to(socket: &str) -> Result<Self, NotifyError> {
         let addr = parse(socket)?;
-        let sock = UnixDatagram::unbound()
-            .map_err(|e| anyhow::anyhow!("NOTIFY_SOCKET={socket}: creating a socket: {e}"))?;
+        let sock = UnixDatagram::unbound().map_err(|source| NotifyError::Socket {
+            value: socket.to_string(),
+            source,
+        })?;
         Ok(Self {
             to: Some((sock, addr)),
         })
@@ -47,7 +85,7 @@ impl Notifier {
             return;
         };
         if let Err(e) = sock.send_to_addr(state.as_bytes(), addr) {
-            nvmf::log::warn(
+            crate::log::warn(
                 "sd_notify_failed",
                 format_args!("sd_notify {state:?} to NOTIFY_SOCKET: {e}"),
                 &[("error", e.to_string().into())],
@@ -74,18 +112,20 @@ impl Notifier {
 }
 
 /// `$NOTIFY_SOCKET`'s value as an address.
-fn parse(socket: &str) -> anyhow::Result<SocketAddr> {
-    let bad = |e: std::io::Error| {
-        anyhow::anyhow!("NOTIFY_SOCKET={socket}: {e} (systemd sets it: a path or @name)")
+fn parse(socket: &str) -> Result<SocketAddr, NotifyError> {
+    let bad = |source| NotifyError::BadAddress {
+        value: socket.to_string(),
+        source,
     };
     if let Some(name) = socket.strip_prefix('@') {
         use std::os::linux::net::SocketAddrExt;
         return SocketAddr::from_abstract_name(name.as_bytes()).map_err(bad);
     }
-    anyhow::ensure!(
-        socket.starts_with('/'),
-        "NOTIFY_SOCKET={socket}: not an absolute path or @abstract name; unset it outside systemd"
-    );
+    if !socket.starts_with('/') {
+        return Err(NotifyError::NotAPath {
+            value: socket.to_string(),
+        });
+    }
     SocketAddr::from_pathname(socket).map_err(bad)
 }
 
@@ -124,8 +164,12 @@ mod tests {
 
     #[test]
     fn bad_values_are_named() {
-        let e = Notifier::to("relative/x").unwrap_err().to_string();
-        assert!(e.contains("NOTIFY_SOCKET=relative/x"), "{e}");
+        let e = Notifier::to("relative/x").unwrap_err();
+        assert!(
+            matches!(&e, NotifyError::NotAPath { value } if value == "relative/x"),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("NOTIFY_SOCKET=relative/x"), "{e}");
         assert!(!Notifier { to: None }.is_active());
     }
 }
