@@ -32,6 +32,7 @@
 pub mod backend;
 pub mod env;
 pub mod error;
+pub mod export;
 #[cfg(test)]
 mod fixtures;
 pub mod gen;

@@ -32,7 +32,6 @@ pub mod serve;
 pub mod serve_config;
 pub mod serve_ports;
 pub mod serve_reload;
-pub mod serve_safety;
 pub mod serve_stats;
 pub mod sweep;
 pub mod sweep_axes;

@@ -15,7 +15,7 @@ use nvmf::reactor::DEFAULT_REACTORS;
 use nvmf::Server;
 use topology::{CpuList, NodeId};
 
-use super::{serve_config, serve_ports, serve_reload, serve_safety, serve_stats};
+use super::{serve_config, serve_ports, serve_reload, serve_stats};
 use nvmf::sd_notify::Notifier;
 
 const LIMITS_HELP: &str = "\
@@ -587,7 +587,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     init_log(&args);
     let notifier = Arc::new(Notifier::from_env()?);
     let (mut cfg, open_by_default) = build_config(&args)?;
-    for w in serve_safety::check_namespaces(&cfg, args.force)? {
+    for w in engine::export::check_namespaces(&cfg, args.force)? {
         log::warn("export_forced", format_args!("{w}"), &[]);
     }
     let mut node = None;

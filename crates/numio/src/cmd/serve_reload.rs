@@ -16,7 +16,6 @@ use nvmf::tgt::subsystem::Target;
 
 use nvmf::log;
 
-use super::serve_safety;
 use nvmf::sd_notify::Notifier;
 
 /// The end of a refused reload's message.
@@ -68,7 +67,7 @@ fn apply(target: &Target, mut cfg: TargetConfig, force: bool) {
             ],
         );
     }
-    let report = target.reload_checked(&cfg, &|ns| serve_safety::admit(ns, force));
+    let report = target.reload_checked(&cfg, &|ns| engine::export::admit(ns, force));
     print_report(&report);
     let refused = match report.not_added.len() {
         0 => String::new(),
