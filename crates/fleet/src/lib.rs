@@ -19,6 +19,7 @@ pub mod hosts;
 pub mod lines;
 pub mod merge;
 pub mod proto;
+pub mod report;
 pub mod run;
 pub mod ssh;
 pub mod target;

@@ -77,9 +77,10 @@ fn main() {
         Command::Compare(args) => cmd::compare::run(args),
         Command::Sweep(args) => cmd::sweep::run(args),
         // A fabric study file reprints as fabric prints it, a bench --json
-        // file as bench printed it.
+        // file (one host's or a fleet's) as bench printed it.
         Command::Report(args) => cmd::fabric::reprint(&args)
             .or_else(|| cmd::bench::reprint(&args))
+            .or_else(|| cmd::bench::bench_fleet::reprint(&args))
             .unwrap_or_else(|| cmd::report::run(args)),
         Command::Serve(args) => cmd::serve::run(args),
         Command::Agent(args) => cmd::agent::run(args),

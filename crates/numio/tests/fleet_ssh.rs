@@ -99,6 +99,21 @@ fn two_and_three_hosts_bench_at_once_and_merge_histograms() {
     assert_eq!(v["partial"], false);
     let hosts = v["hosts"].as_array().unwrap();
     assert_eq!(hosts.len(), 2);
+    // numio report reprints the fleet run as bench --hosts prints it.
+    let saved = Temp(std::env::temp_dir().join(format!("numio-fleet-{}.json", std::process::id())));
+    std::fs::write(&saved.0, &out).unwrap();
+    let again = Command::new(env!("CARGO_BIN_EXE_numio"))
+        .args(["report", saved.0.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&again.stdout);
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert!(text.starts_with("host "), "{text}");
+    assert!(text.contains("fleet (2 of 2 hosts): "), "{text}");
     let mut all = engine::stats::new_histogram();
     let mut all_slat = engine::stats::new_histogram();
     let mut ops = 0;

@@ -42,6 +42,7 @@ pub mod compare;
 pub mod error;
 pub mod export;
 pub mod file;
+pub mod fleet;
 pub mod format;
 pub mod from_engine;
 pub mod model;

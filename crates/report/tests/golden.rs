@@ -86,3 +86,61 @@ fn bench_run_text_golden() {
         "rerun with UPDATE_GOLDEN=1 if the change is deliberate"
     );
 }
+
+/// The human view of a fleet run (`report::fleet::render`, what `numio
+/// bench --hosts` prints and `numio report` reprints): two hosts that ran
+/// (each the real two-target run of the bench fixture), one that did not.
+#[test]
+fn fleet_run_text_golden() {
+    let path = fixtures().join("bench_two_targets.json");
+    let run: results::RunResult =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let host = |name: &str, offset: i64, skew: i64| fleet::report::HostReport {
+        host: name.into(),
+        ok: true,
+        reason: None,
+        clock_offset_ns: Some(offset),
+        clock_rtt_ns: Some(84_000),
+        start_skew_ns: Some(skew),
+        result: Some(run.clone()),
+    };
+    let merged = fleet::merge::merge(&[("a", &run), ("b", &run)], &[50.0, 99.0, 99.9]).unwrap();
+    let r = fleet::report::FleetReport {
+        schema: fleet::report::FLEET_SCHEMA.into(),
+        partial: true,
+        hosts: vec![
+            host("root@10.0.0.1", -12_345, 0),
+            host("root@10.0.0.2", 2_000_000, 1_500_000),
+            fleet::report::HostReport {
+                host: "root@10.0.0.3".into(),
+                ok: false,
+                reason: Some("ssh: connect to host 10.0.0.3 port 22: Connection refused".into()),
+                clock_offset_ns: None,
+                clock_rtt_ns: None,
+                start_skew_ns: None,
+                result: None,
+            },
+        ],
+        merged: Some(merged),
+    };
+    let got = report::fleet::render(&r);
+    let golden = fixtures().join("fleet_three_hosts.golden.txt");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
+            golden.display()
+        )
+    });
+    assert_eq!(
+        got, want,
+        "rerun with UPDATE_GOLDEN=1 if the change is deliberate"
+    );
+    // And it reads back from the JSON bench --hosts --json writes.
+    let back: fleet::report::FleetReport =
+        serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+    assert_eq!(report::fleet::render(&back), got);
+}

@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
-use fleet::{FleetEvent, FleetOptions, Host, HostOutcome, HostRun};
-use serde::Serialize;
+use fleet::report::FleetReport;
+use fleet::{FleetEvent, FleetOptions, Host, HostRun};
 use session::interrupt;
 
 use super::super::report::{one_arm_set, RepeatArgs};
@@ -87,41 +87,6 @@ impl FleetArgs {
     }
 }
 
-/// One host's part of a fleet run, as saved and printed with `--json`.
-#[derive(Debug, Serialize, serde::Deserialize)]
-pub(crate) struct HostReport {
-    host: String,
-    ok: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    clock_offset_ns: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    clock_rtt_ns: Option<u64>,
-    /// When it began measuring after the host that began first, ns.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    start_skew_ns: Option<i64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result: Option<results::RunResult>,
-}
-
-/// A fleet run's whole outcome.
-#[derive(Debug, Serialize, serde::Deserialize)]
-pub(crate) struct FleetReport {
-    #[serde(skip_deserializing)]
-    schema: &'static str,
-    pub(crate) partial: bool,
-    pub(crate) hosts: Vec<HostReport>,
-    pub(crate) merged: Option<results::RunResult>,
-}
-
-impl FleetReport {
-    /// The result of each host that sent one.
-    pub(crate) fn host_results(&self) -> impl Iterator<Item = &results::RunResult> {
-        self.hosts.iter().filter_map(|h| h.result.as_ref())
-    }
-}
-
 /// Runs the bench on every host; `targets` are the bench's targets.
 pub fn run(
     fleet_args: &FleetArgs,
@@ -156,22 +121,21 @@ pub fn run(
         if repeat.repeat > 1 {
             eprintln!("numio: fleet run {seq} of {}", repeat.repeat);
         }
-        let report = run_fleet(&runs, &argv, &opts, &mut |_| {})?;
-        partial_runs += usize::from(report.partial);
-        let Some(merged) = &report.merged else {
+        let run = run_fleet(&runs, &argv, &opts, &mut |_| {})?;
+        partial_runs += usize::from(run.partial);
+        let Some(merged) = &run.merged else {
             if !json {
-                print_hosts(&report);
+                print!("{}", report::fleet::hosts(&run));
             }
-            bail!("no host of the fleet ran: {}", failures(&report));
+            bail!("no host of the fleet ran: {}", run.failures());
         };
         io_errors |= !merged.errors.is_empty();
         if !json && !repeat.wanted() {
-            print_hosts(&report);
-            print_total(merged, &report);
+            print!("{}", report::fleet::render(&run));
         } else if json && !repeat.wanted() {
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            println!("{}", serde_json::to_string_pretty(&run)?);
         }
-        records.extend(report.record(seq)?);
+        records.extend(report::fleet::record(&run, seq)?);
     }
     if repeat.wanted() && !records.is_empty() {
         let set = one_arm_set(report::Arm {
@@ -188,6 +152,22 @@ pub fn run(
     }
     let code = i32::from(partial_runs > 0 || io_errors);
     Ok(interrupt::exit_code().unwrap_or(code))
+}
+
+/// `numio report FILE` of a `numio bench --hosts --json` file (schema
+/// `numio-fleet`): what the fleet run printed, by the same renderer. `None`
+/// for other files, or when an export is asked for.
+pub fn reprint(args: &super::super::report::Args) -> Option<anyhow::Result<i32>> {
+    if args.json || args.fio_json || args.csv.is_some() || args.chart.is_some() {
+        return None;
+    }
+    let text = std::fs::read_to_string(&args.file).ok()?;
+    let run: FleetReport = serde_json::from_str(&text).ok()?;
+    if run.schema != fleet::report::FLEET_SCHEMA {
+        return None;
+    }
+    print!("{}", report::fleet::render(&run));
+    Some(Ok(0))
 }
 
 /// `hosts=A,B`: an arm's spec in a result set.
@@ -209,157 +189,11 @@ pub(crate) fn run_fleet(
         also(&e);
         progress.event(e)
     });
-    fleet_report(runs, outcomes)
-}
-
-impl FleetReport {
-    /// This run as run `seq` of a result set, every host's whole result in
-    /// its `raw`; `None` when no host ran.
-    pub(crate) fn record(&self, seq: usize) -> anyhow::Result<Option<report::RunRecord>> {
-        let Some(merged) = &self.merged else {
-            return Ok(None);
-        };
-        let mut record = report::from_engine::record(seq, merged);
-        record.raw = Some(serde_json::to_value(self)?);
-        Ok(Some(record))
-    }
-}
-
-fn fleet_report(runs: &[HostRun], outcomes: Vec<HostOutcome>) -> anyhow::Result<FleetReport> {
-    let mut hosts = Vec::new();
-    for (r, o) in runs.iter().zip(outcomes) {
-        hosts.push(match o {
-            HostOutcome::Done {
-                result,
-                offset,
-                start_skew_ns,
-            } => HostReport {
-                host: r.host.label.clone(),
-                ok: true,
-                reason: None,
-                clock_offset_ns: Some(offset.offset_ns),
-                clock_rtt_ns: Some(offset.rtt_ns),
-                start_skew_ns,
-                result: Some(*result),
-            },
-            HostOutcome::Failed { reason } => HostReport {
-                host: r.host.label.clone(),
-                ok: false,
-                reason: Some(reason),
-                clock_offset_ns: None,
-                clock_rtt_ns: None,
-                start_skew_ns: None,
-                result: None,
-            },
-        });
-    }
-    // Each host began measuring after its own set-up; what matters is how
-    // far apart: the skew is from the host that began first (set-up
-    // included, in the controller's clock).
-    if let Some(first) = hosts.iter().filter_map(|h| h.start_skew_ns).min() {
-        for h in &mut hosts {
-            h.start_skew_ns = h.start_skew_ns.map(|s| s - first);
-        }
-    }
-    let parts: Vec<(&str, &results::RunResult)> = hosts
-        .iter()
-        .filter_map(|h| Some((h.host.as_str(), h.result.as_ref()?)))
-        .collect();
-    let merged = if parts.is_empty() {
-        None
-    } else {
-        Some(fleet::merge::merge(&parts, &engine::DEFAULT_PERCENTILES)?)
-    };
-    Ok(FleetReport {
-        schema: "numio-fleet",
-        partial: hosts.iter().any(|h| !h.ok),
-        hosts,
-        merged,
-    })
-}
-
-pub(crate) fn failures(r: &FleetReport) -> String {
-    r.hosts
-        .iter()
-        .filter_map(|h| Some(format!("{}: {}", h.host, h.reason.as_ref()?)))
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
-pub(crate) fn print_hosts(r: &FleetReport) {
-    println!(
-        "{:<24} {:>10} {:>11} {:>10} {:>10} {:>12} {:>11}",
-        "host", "IOPS", "bandwidth", "mean", "p99", "clock offset", "start skew"
-    );
-    for h in &r.hosts {
-        let Some(res) = &h.result else {
-            println!(
-                "{:<24} FAILED: {}",
-                h.host,
-                h.reason.as_deref().unwrap_or("")
-            );
-            continue;
-        };
-        let lat = &res.total.latency.clat;
-        println!(
-            "{:<24} {:>10} {:>11} {:>10} {:>10} {:>12} {:>11}",
-            h.host,
-            report::format::si(res.total.iops),
-            report::format::bandwidth(res.total.bandwidth_bytes_per_s),
-            report::format::latency(lat.mean_ns),
-            report::format::latency(lat.at(99.0).unwrap_or(0) as f64),
-            format!(
-                "{}±{}",
-                signed_latency(h.clock_offset_ns.unwrap_or(0)),
-                report::format::latency(h.clock_rtt_ns.unwrap_or(0) as f64 / 2.0)
-            ),
-            h.start_skew_ns.map_or("-".into(), signed_latency),
-        );
-        for t in &res.targets {
-            println!(
-                "  {:<22} {:>10} {:>11} {:>10} {:>10}",
-                t.path,
-                report::format::si(t.total.iops),
-                report::format::bandwidth(t.total.bandwidth_bytes_per_s),
-                report::format::latency(t.total.latency.clat.mean_ns),
-                report::format::latency(t.total.latency.clat.at(99.0).unwrap_or(0) as f64),
-            );
-            if let Some(v) = &t.verify {
-                let mut lines = String::new();
-                report::bench::verify_lines(&mut lines, v);
-                for l in lines.lines() {
-                    println!("  {l}");
-                }
-            }
-        }
-    }
-}
-
-fn print_total(m: &results::RunResult, r: &FleetReport) {
-    let ok = r.hosts.iter().filter(|h| h.ok).count();
-    let lat = &m.total.latency.clat;
-    let pct = |p: f64| report::format::latency(lat.at(p).unwrap_or(0) as f64);
-    println!(
-        "fleet ({ok} of {} hosts{}): {} IOPS, {}, clat mean {} p50 {} p99 {} p99.9 {} (percentiles of the merged histograms, {} I/Os)",
-        r.hosts.len(),
-        if r.partial { ", PARTIAL" } else { "" },
-        report::format::si(m.total.iops),
-        report::format::bandwidth(m.total.bandwidth_bytes_per_s),
-        report::format::latency(lat.mean_ns),
-        pct(50.0),
-        pct(99.0),
-        pct(99.9),
-        m.total.ops
-    );
-}
-
-pub(crate) fn signed_latency(ns: i64) -> String {
-    let s = report::format::latency(ns.unsigned_abs() as f64);
-    if ns < 0 {
-        format!("-{s}")
-    } else {
-        format!("+{s}")
-    }
+    Ok(FleetReport::new(
+        runs,
+        outcomes,
+        &engine::DEFAULT_PERCENTILES,
+    )?)
 }
 
 /// The hosts' live IOPS on stderr, one line a second.
@@ -386,7 +220,7 @@ impl Progress {
                 offset,
             } => eprintln!(
                 "numio: {host}: {hostname}, clock {} ± {}",
-                signed_latency(offset.offset_ns),
+                report::fleet::signed_latency(offset.offset_ns),
                 report::format::latency(offset.rtt_ns as f64 / 2.0)
             ),
             FleetEvent::Ready {

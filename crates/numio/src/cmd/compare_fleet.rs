@@ -12,7 +12,7 @@ use fleet::HostRun;
 use session::interrupt;
 
 use super::bench::bench_fleet::SshArgs;
-use super::bench::bench_fleet::{failures, hosts_spec, run_fleet};
+use super::bench::bench_fleet::{hosts_spec, run_fleet};
 use super::report::{command_line, now_unix_s, ExportArgs};
 
 /// What `numio compare` hands over for two `hosts=` arms.
@@ -126,20 +126,20 @@ pub fn run(args: &FleetCompare<'_>) -> anyhow::Result<i32> {
             }
             seq += 1;
             eprintln!("numio: round {round} of {}: {label}", args.repeat);
-            let report = run_fleet(&runs[k], &argv, &opts, &mut |_| {})?;
-            if report.merged.is_none() {
-                bail!("{label}: no host ran: {}", failures(&report));
+            let run = run_fleet(&runs[k], &argv, &opts, &mut |_| {})?;
+            if run.merged.is_none() {
+                bail!("{label}: no host ran: {}", run.failures());
             }
-            if report.partial {
+            if run.partial {
                 bail!(
                     "{label}: {} (a comparison needs every host in every run)",
-                    failures(&report)
+                    run.failures()
                 );
             }
             if interrupt::flag().load(Ordering::Relaxed) {
                 break 'rounds; // a run cut short is left out
             }
-            records[k].extend(report.record(seq)?);
+            records[k].extend(report::fleet::record(&run, seq)?);
         }
     }
     if records.iter().any(Vec::is_empty) {

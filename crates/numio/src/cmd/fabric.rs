@@ -16,7 +16,8 @@ use fleet::HostRun;
 use serde::{Deserialize, Serialize};
 use session::interrupt;
 
-use super::bench::bench_fleet::{failures, print_hosts, run_fleet, FleetReport, SshArgs};
+use super::bench::bench_fleet::{run_fleet, SshArgs};
+use fleet::report::FleetReport;
 
 /// Flags of `numio fabric`.
 #[derive(Debug, clap::Args)]
@@ -439,8 +440,8 @@ fn measure_point(
     let before = before.transpose()?;
     let after = target.map(|t| t.cpu()).transpose()?;
     if fleet.merged.is_none() {
-        print_hosts(&fleet);
-        bail!("no initiator ran: {}", failures(&fleet));
+        print!("{}", report::fleet::hosts(&fleet));
+        bail!("no initiator ran: {}", fleet.failures());
     }
     Ok((fleet, before.zip(after).map(|(a, b)| a.until(&b))))
 }
