@@ -13,6 +13,8 @@
 //! - `run.rs`: the controller's side of a fleet run.
 //! - `merge.rs`: one result from the hosts' results (merged histograms).
 //! - `target.rs`: a target host of an NVMe-oF study (`numio serve` there).
+//! - `report.rs`: a fleet run's outcome (`numio bench --hosts --json`).
+//! - `study.rs`: a `numio fabric` study (its `--json` and `--save`).
 
 pub mod clock;
 pub mod hosts;
@@ -22,6 +24,7 @@ pub mod proto;
 pub mod report;
 pub mod run;
 pub mod ssh;
+pub mod study;
 pub mod target;
 
 pub use hosts::{

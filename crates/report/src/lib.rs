@@ -41,6 +41,7 @@ pub mod coalesce;
 pub mod compare;
 pub mod error;
 pub mod export;
+pub mod fabric;
 pub mod file;
 pub mod fleet;
 pub mod format;

@@ -144,3 +144,84 @@ fn fleet_run_text_golden() {
         serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
     assert_eq!(report::fleet::render(&back), got);
 }
+
+/// The human view of a `numio fabric` study (`report::fabric::render`): two
+/// initiator counts, each run twice, the target's CPU known.
+#[test]
+fn fabric_study_text_golden() {
+    let path = fixtures().join("bench_two_targets.json");
+    let run: results::RunResult =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let fleet_of = |hosts: usize| {
+        let parts: Vec<(String, &results::RunResult)> =
+            (0..hosts).map(|i| (format!("h{i}"), &run)).collect();
+        let named: Vec<(&str, &results::RunResult)> =
+            parts.iter().map(|(n, r)| (n.as_str(), *r)).collect();
+        fleet::report::FleetReport {
+            schema: fleet::report::FLEET_SCHEMA.into(),
+            partial: false,
+            hosts: parts
+                .iter()
+                .map(|(n, r)| fleet::report::HostReport {
+                    host: n.clone(),
+                    ok: true,
+                    reason: None,
+                    clock_offset_ns: Some(0),
+                    clock_rtt_ns: Some(0),
+                    start_skew_ns: Some(0),
+                    result: Some((*r).clone()),
+                })
+                .collect(),
+            merged: Some(fleet::merge::merge(&named, &[50.0, 99.0, 99.9]).unwrap()),
+        }
+    };
+    let point = |initiators: usize, run: usize, cpu_s: f64| fleet::study::Point {
+        target_cores: None,
+        initiators,
+        run,
+        initiator_cpu: fleet::study::InitiatorCpu::of(&fleet_of(initiators)),
+        target_cpu: Some(fleet::target::TargetCpu {
+            wall_s: 0.3,
+            process_cpu_s: cpu_s,
+            process_cores: cpu_s / 0.3,
+            headroom_pct: 40.0,
+        }),
+        fleet: fleet_of(initiators),
+    };
+    let study = fleet::study::Study {
+        schema: fleet::study::FABRIC_SCHEMA.into(),
+        command:
+            "numio fabric --target root@tgt --initiators a,b --initiator-counts 1,2 --repeat 2"
+                .into(),
+        target: "root@tgt".into(),
+        url: "nvme-tcp://10.0.0.5:4420/nqn.2026-01.io.numio:subsys0".into(),
+        stack: fleet::study::Stack::Numio,
+        repeat: 2,
+        target_lines: vec!["numio serve: ready".into()],
+        points: vec![
+            point(1, 1, 0.2),
+            point(2, 1, 0.35),
+            point(1, 2, 0.21),
+            point(2, 2, 0.33),
+        ],
+    };
+    let got = report::fabric::render(&study);
+    let golden = fixtures().join("fabric_study.golden.txt");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&golden, &got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
+            golden.display()
+        )
+    });
+    assert_eq!(
+        got, want,
+        "rerun with UPDATE_GOLDEN=1 if the change is deliberate"
+    );
+    let text = serde_json::to_string(&study).unwrap();
+    let back = fleet::study::Study::from_json(&text).unwrap().unwrap();
+    assert_eq!(report::fabric::render(&back), got);
+}

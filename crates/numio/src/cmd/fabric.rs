@@ -11,9 +11,9 @@
 use std::sync::atomic::Ordering;
 
 use anyhow::{bail, Context};
+use fleet::study::{InitiatorCpu, Point, Stack, Study, FABRIC_SCHEMA};
 use fleet::target::{TargetCpu, TargetSession};
 use fleet::HostRun;
-use serde::{Deserialize, Serialize};
 use session::interrupt;
 
 use super::bench::bench_fleet::{run_fleet, SshArgs};
@@ -74,8 +74,8 @@ pub struct Args {
     /// the Linux kernel's (`kernel`: each initiator host connects with
     /// `numio connect`, as `nvme connect` does, benches the block device
     /// the kernel makes and disconnects at the end, also if numio dies).
-    #[arg(long, value_enum, default_value_t = Stack::Numio)]
-    pub stack: Stack,
+    #[arg(long, value_enum, default_value_t = StackArg::Numio)]
+    pub stack: StackArg,
     /// Run with the first N initiators, for each N (e.g. 1,2,4): the
     /// scaling axis [default: all of them].
     #[arg(long, value_name = "N,...")]
@@ -92,105 +92,22 @@ pub struct Args {
 }
 
 /// Whose NVMe/TCP host the initiators run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Stack {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StackArg {
     /// numio bench's tcp backend.
     Numio,
     /// The Linux kernel's nvme-tcp, through its block device.
     Kernel,
 }
 
-/// The initiator hosts' machines over a point: their busy CPU (workers,
-/// kernel threads, softirqs, whatever ran) per I/O, summed over hosts, and
-/// the lowest host's unused share.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-struct InitiatorCpu {
-    machine_cpu_ns_per_io: Option<f64>,
-    min_headroom_pct: Option<f64>,
-}
-
-impl InitiatorCpu {
-    fn of(fleet: &FleetReport) -> InitiatorCpu {
-        let mut busy_per_s = None::<f64>;
-        let mut iops = 0.0;
-        let mut head = None::<f64>;
-        for r in fleet.host_results() {
-            let p = r.per_io();
-            if let Some(ns) = p.machine_cpu_ns {
-                *busy_per_s.get_or_insert(0.0) += ns * r.total.iops;
-            }
-            iops += r.total.iops;
-            if let Some(h) = p.cpu_headroom_pct {
-                head = Some(head.map_or(h, |x| x.min(h)));
-            }
-        }
-        InitiatorCpu {
-            machine_cpu_ns_per_io: busy_per_s.filter(|_| iops > 0.0).map(|b| b / iops),
-            min_headroom_pct: head,
-        }
+/// Prints `study`: as JSON, or the table of each point's median run.
+fn print_study(study: &Study, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(study)?);
+    } else {
+        print!("{}", report::fabric::render(study));
     }
-}
-
-/// One run of one point of the study.
-#[derive(Debug, Serialize, Deserialize)]
-struct Point {
-    /// The target's core count (`--target-core-counts`), if swept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    target_cores: Option<usize>,
-    initiators: usize,
-    /// Which run of this point (1 to `--repeat`).
-    #[serde(default = "one")]
-    run: usize,
-    initiator_cpu: InitiatorCpu,
-    target_cpu: Option<TargetCpu>,
-    fleet: FleetReport,
-}
-
-fn one() -> usize {
-    1
-}
-
-/// The schema name of a study (`--json`, `--save`).
-pub const SCHEMA: &str = "numio-fabric";
-
-/// The whole study, as `--json` prints it and `--save` keeps it.
-#[derive(Debug, Serialize, Deserialize)]
-struct Study {
-    schema: String,
-    #[serde(default)]
-    command: String,
-    target: String,
-    url: String,
-    stack: Stack,
-    #[serde(default = "one")]
-    repeat: usize,
-    target_lines: Vec<String>,
-    points: Vec<Point>,
-}
-
-impl Study {
-    /// Prints the study: as JSON, or a table of each point's median run.
-    fn print(&self, json: bool) -> anyhow::Result<()> {
-        if json {
-            println!("{}", serde_json::to_string_pretty(self)?);
-        } else {
-            print_study(self);
-        }
-        Ok(())
-    }
-
-    /// Reads a study saved by `numio fabric --save`; `None` when `text` is
-    /// another kind of file.
-    fn from_json(text: &str) -> Option<anyhow::Result<Study>> {
-        #[derive(Deserialize)]
-        struct Header {
-            schema: Option<String>,
-        }
-        let h: Header = serde_json::from_str(text).ok()?;
-        (h.schema.as_deref() == Some(SCHEMA))
-            .then(|| serde_json::from_str(text).context("reading a numio fabric study"))
-    }
+    Ok(())
 }
 
 /// `numio report FILE` of a study saved by `numio fabric --save`: prints
@@ -198,14 +115,15 @@ impl Study {
 pub fn reprint(args: &super::report::Args) -> Option<anyhow::Result<i32>> {
     let study = Study::from_json(&std::fs::read_to_string(&args.file).ok()?)?;
     Some((|| {
-        let study = study.with_context(|| format!("reading {}", args.file.display()))?;
+        let study = study
+            .with_context(|| format!("reading the numio fabric study {}", args.file.display()))?;
         if args.csv.is_some() || args.chart.is_some() || args.fio_json {
             bail!(
                 "{} is a numio fabric study: it prints as text or --json (--csv, --chart and --fio-json are for bench and compare results)",
                 args.file.display()
             );
         }
-        study.print(args.json)?;
+        print_study(&study, args.json)?;
         Ok(0)
     })())
 }
@@ -335,11 +253,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
     };
     let mut study = Study {
-        schema: SCHEMA.to_string(),
+        schema: FABRIC_SCHEMA.to_string(),
         command: super::report::command_line(),
         target: target_name,
         url: url.clone(),
-        stack: args.stack,
+        stack: match args.stack {
+            StackArg::Numio => Stack::Numio,
+            StackArg::Kernel => Stack::Kernel,
+        },
         repeat: args.repeat,
         target_lines: Vec::new(),
         points: Vec::new(),
@@ -394,7 +315,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             path.display()
         );
     }
-    study.print(args.json)?;
+    print_study(&study, args.json)?;
     let partial = study.points.iter().any(|p| p.fleet.partial);
     if partial {
         eprintln!("numio fabric: partial: an initiator did not report (named above)");
@@ -415,12 +336,12 @@ fn measure_point(
     let runs: Vec<HostRun> = initiators
         .iter()
         .map(|h| match args.stack {
-            Stack::Numio => HostRun {
+            StackArg::Numio => HostRun {
                 host: h.clone(),
                 targets: vec![url.to_string()],
                 connect: None,
             },
-            Stack::Kernel => HostRun {
+            StackArg::Kernel => HostRun {
                 host: h.clone(),
                 targets: Vec::new(),
                 connect: Some(url.to_string()),
@@ -444,118 +365,4 @@ fn measure_point(
         bail!("no initiator ran: {}", fleet.failures());
     }
     Ok((fleet, before.zip(after).map(|(a, b)| a.until(&b))))
-}
-
-/// The runs of each point (target cores, initiators), in study order.
-fn point_runs(s: &Study) -> Vec<Vec<&Point>> {
-    let mut groups: Vec<Vec<&Point>> = Vec::new();
-    for p in s.points.iter().filter(|p| p.fleet.merged.is_some()) {
-        match groups
-            .iter_mut()
-            .find(|g| (g[0].target_cores, g[0].initiators) == (p.target_cores, p.initiators))
-        {
-            Some(g) => g.push(p),
-            None => groups.push(vec![p]),
-        }
-    }
-    groups
-}
-
-fn iops(p: &Point) -> f64 {
-    p.fleet.merged.as_ref().map_or(0.0, |m| m.total.iops)
-}
-
-fn print_study(s: &Study) {
-    println!(
-        "target {} ({}); initiators: {}",
-        s.target,
-        s.url,
-        match (
-            s.stack,
-            planner::TargetAddr::parse(&s.url).fabric() == Some(planner::Fabric::Rdma),
-        ) {
-            (Stack::Numio, false) => "numio's tcp backend",
-            (Stack::Numio, true) => "numio's rdma backend",
-            (Stack::Kernel, false) => "the Linux kernel's nvme-tcp (block device)",
-            (Stack::Kernel, true) => "the Linux kernel's nvme-rdma (block device)",
-        }
-    );
-    let cores_axis = s.points.iter().any(|p| p.target_cores.is_some());
-    let repeated = s.repeat > 1;
-    let mut head = String::new();
-    if cores_axis {
-        head.push_str(&format!("{:>9} ", "tgt CPUs"));
-    }
-    head.push_str(&format!(
-        "{:>10} {:>10} {:>11} {:>10} {:>10} {:>15} {:>13} {:>15} {:>14} {:>10} {:>15}",
-        "initiators",
-        "IOPS",
-        "bandwidth",
-        "p50",
-        "p99",
-        "workers µs/IO",
-        "init µs/IO",
-        "init headroom %",
-        "tgt µs/IO",
-        "tgt cores",
-        "tgt headroom %"
-    ));
-    if repeated {
-        head.push_str(&format!(" {:>5} {:>13}", "runs", "IOPS spread %"));
-    }
-    println!("{head}");
-    let opt = |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |v| format!("{v:.prec$}"));
-    for runs in point_runs(s) {
-        // The median run by IOPS (the lower one of an even count).
-        let mut sorted = runs.clone();
-        sorted.sort_by(|a, b| iops(a).total_cmp(&iops(b)));
-        let p = sorted[(sorted.len() - 1) / 2];
-        let Some(m) = &p.fleet.merged else { continue };
-        let ops = m.total.ops.max(1) as f64;
-        let lat = &m.total.latency.clat;
-        let workers = (m.cpu_usage.user_ns + m.cpu_usage.system_ns) as f64 / 1e3 / ops;
-        let t = p.target_cpu;
-        let mut line = String::new();
-        if cores_axis {
-            line.push_str(&format!(
-                "{:>9} ",
-                p.target_cores.map_or("-".to_string(), |k| k.to_string())
-            ));
-        }
-        line.push_str(&format!(
-            "{:>10} {:>10} {:>11} {:>10} {:>10} {:>15.2} {:>13} {:>15} {:>14} {:>10} {:>15}",
-            p.initiators,
-            report::format::si(m.total.iops),
-            report::format::bandwidth(m.total.bandwidth_bytes_per_s),
-            report::format::latency(lat.at(50.0).unwrap_or(0) as f64),
-            report::format::latency(lat.at(99.0).unwrap_or(0) as f64),
-            workers,
-            opt(p.initiator_cpu.machine_cpu_ns_per_io.map(|n| n / 1e3), 2),
-            opt(p.initiator_cpu.min_headroom_pct, 1),
-            opt(t.map(|c| c.process_cpu_s * 1e6 / ops), 2),
-            opt(t.map(|c| c.process_cores), 2),
-            opt(t.map(|c| c.headroom_pct), 1),
-        ));
-        if repeated {
-            let (lo, hi) = (iops(sorted[0]), iops(sorted[sorted.len() - 1]));
-            let spread = (m.total.iops > 0.0).then(|| (hi - lo) * 100.0 / m.total.iops);
-            line.push_str(&format!(" {:>5} {:>13}", runs.len(), opt(spread, 1)));
-        }
-        if runs.iter().any(|r| r.fleet.partial) {
-            line.push_str("  PARTIAL");
-        }
-        println!("{line}");
-    }
-    let mut notes = vec![
-        "latency: percentiles of the initiators' merged histograms",
-        "workers: the initiators' bench threads' CPU",
-        "init: the initiator machines' busy CPU (kernel threads and softirqs too) summed over hosts, and the lowest host's unused share",
-        "tgt: the target's numio serve process, and its machine's unused share",
-    ];
-    if repeated {
-        notes.push(
-            "each row the median run by IOPS; spread: (max - min) / median IOPS over the runs",
-        );
-    }
-    println!("({})", notes.join("; "));
 }
