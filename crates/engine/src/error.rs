@@ -1,9 +1,9 @@
 //! Errors of the engine.
 
+use crate::limits::{MAX_BS_BYTES, MAX_IODEPTH};
 use std::io;
 
 use crate::backend::{rdma, tcp, vfio, BackendKind};
-use crate::targets::WorkloadError;
 
 /// Everything that can stop a run before or while it starts.
 #[derive(Debug, thiserror::Error)]
@@ -243,4 +243,126 @@ mod tests {
             "{e}"
         );
     }
+}
+
+/// A workload that does not fit its target or makes no sense: one variant
+/// per check, with the values checked; each message names the value and
+/// what would work.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkloadError {
+    /// iodepth outside 1..=[`MAX_IODEPTH`].
+    #[error("iodepth={iodepth} is out of range; use 1..={MAX_IODEPTH}")]
+    Iodepth {
+        /// The iodepth.
+        iodepth: u32,
+    },
+    /// A block size range that is empty or too large.
+    #[error(
+        "bs={min_bytes}-{max_bytes} is not a valid block size range; use 1 ≤ min ≤ max ≤ {MAX_BS_BYTES}"
+    )]
+    BsRange {
+        /// Smallest block size.
+        min_bytes: u64,
+        /// Largest block size.
+        max_bytes: u64,
+    },
+    /// Block sizes that are not multiples of 8 bytes.
+    #[error("bs={min_bytes}-{max_bytes} must be a multiple of 8 bytes")]
+    BsMultiple {
+        /// Smallest block size.
+        min_bytes: u64,
+        /// Largest block size.
+        max_bytes: u64,
+    },
+    /// rwmixread over 100.
+    #[error("rwmixread={rwmixread} is over 100")]
+    Rwmixread {
+        /// The percentage.
+        rwmixread: u8,
+    },
+    /// time_based without a runtime.
+    #[error("time_based needs a runtime; add --runtime")]
+    TimeBasedRuntime,
+    /// runtime=0.
+    #[error("runtime=0 measures nothing; use a positive --runtime")]
+    ZeroRuntime,
+    /// number_ios or rate_iops of 0.
+    #[error("number_ios and rate_iops must be positive when given")]
+    ZeroCount,
+    /// A zipf θ that is not > 0 and ≠ 1.
+    #[error("random_distribution=zipf:{theta}: θ must be > 0 and ≠ 1 (e.g. zipf:1.2)")]
+    Zipf {
+        /// θ.
+        theta: f64,
+    },
+    /// A size or offset that is not whole logical blocks of an NVMe
+    /// namespace.
+    #[error(
+        "{name}={value} is not a multiple of {namespace}'s LBA size {lba_bytes} (NVMe commands move whole logical blocks); use a multiple of {lba_bytes}"
+    )]
+    Blocks {
+        /// The parameter (`bs`, `bs (max)`, `offset`).
+        name: &'static str,
+        /// Its value in bytes.
+        value: u64,
+        /// The namespace as the message names it.
+        namespace: String,
+        /// Its LBA size.
+        lba_bytes: u64,
+    },
+    /// A block size one NVMe command cannot move.
+    #[error(
+        "bs={bs_bytes} is larger than one NVMe command can move here ({max_bytes} bytes: {limit_source} and the 16-bit block count); use --bs {max_bytes} or less"
+    )]
+    CommandSize {
+        /// The largest block size.
+        bs_bytes: u64,
+        /// The most one command moves.
+        max_bytes: u64,
+        /// Where the limit comes from.
+        limit_source: String,
+    },
+    /// A size or offset that O_DIRECT cannot take.
+    #[error(
+        "{name}={value} is not a multiple of the logical block size {lba_bytes} required by O_DIRECT; use a multiple of {lba_bytes} or --buffered"
+    )]
+    Direct {
+        /// The parameter (`bs`, `bs (max)`, `offset`).
+        name: &'static str,
+        /// Its value in bytes.
+        value: u64,
+        /// The target's logical block size.
+        lba_bytes: u64,
+    },
+    /// An offset past the end.
+    #[error("offset={offset_bytes} is beyond the end of the target ({target_bytes} bytes)")]
+    Offset {
+        /// The offset.
+        offset_bytes: u64,
+        /// The target's size.
+        target_bytes: u64,
+    },
+    /// A size that runs past the end.
+    #[error(
+        "size={size_bytes} from offset={offset_bytes} goes beyond the end of the target ({target_bytes} bytes); use --size {} or less",
+        .target_bytes - .offset_bytes
+    )]
+    Size {
+        /// The size.
+        size_bytes: u64,
+        /// The offset.
+        offset_bytes: u64,
+        /// The target's size.
+        target_bytes: u64,
+    },
+    /// A region smaller than one block.
+    #[error(
+        "the region ({len_bytes} bytes) is smaller than one block of bs={bs_bytes}; use a larger --size or a smaller --bs"
+    )]
+    Region {
+        /// The region's length.
+        len_bytes: u64,
+        /// The largest block size.
+        bs_bytes: u64,
+    },
 }

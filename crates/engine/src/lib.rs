@@ -36,6 +36,7 @@ pub mod export;
 #[cfg(test)]
 mod fixtures;
 pub mod gen;
+mod limits;
 pub mod progress;
 pub mod run;
 pub mod safety;

@@ -28,9 +28,10 @@ use crate::error::EngineError;
 
 pub mod check;
 
+pub use crate::error::WorkloadError;
 pub use check::{
-    check_backend, check_pollable, check_write_safety, validate, Region, WorkloadError,
-    MAX_BS_BYTES, MAX_IODEPTH, NVME_MAX_BLOCKS_PER_COMMAND,
+    check_backend, check_pollable, check_write_safety, validate, Region, MAX_BS_BYTES, MAX_IODEPTH,
+    NVME_MAX_BLOCKS_PER_COMMAND,
 };
 
 /// The sysfs/procfs root the engine asks `topology` about: this machine's.

@@ -10,8 +10,7 @@ use nvme_spec::Status;
 use nvmf::InitiatorError;
 use planner::Fabric;
 
-use super::portals::PortalsError;
-use super::setup::{TcpUrl, REPLY_TIMEOUT};
+use super::url::{portal_name, TcpUrl, MAX_PORTALS, REPLY_TIMEOUT};
 
 /// The form of a target URL of `fabric`, with an example.
 fn form(fabric: Fabric) -> String {
@@ -401,4 +400,45 @@ fn hint(
         _ => "check that the target speaks NVMe/TCP on this port".into(),
     };
     format!("; {hint}")
+}
+
+/// The portals of a multipath target that do not parse, or name more than
+/// one namespace.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PortalsError {
+    /// More portals than numio drives.
+    #[error("{count} portals given; numio drives at most {MAX_PORTALS} paths of one namespace")]
+    TooMany {
+        /// Portals given.
+        count: usize,
+    },
+    /// A portal's URL does not parse.
+    #[error("portal {index} ({text}): {source}")]
+    Url {
+        /// The portal's place, from 1.
+        index: usize,
+        /// Its URL.
+        text: String,
+        /// Why.
+        source: UrlError,
+    },
+    /// Two portals name different subsystems or NSIDs.
+    #[error(
+        "portals {} and {} name different namespaces ({}/{} and {}/{}); every portal of a \
+         multipath target names the same SUBNQN/NSID",
+        portal_name(.first), portal_name(.other), .first.subnqn, .first.nsid, .other.subnqn,
+        .other.nsid
+    )]
+    Namespaces {
+        /// The first portal.
+        first: Box<TcpUrl>,
+        /// The portal that differs.
+        other: Box<TcpUrl>,
+    },
+    /// One portal given twice.
+    #[error("portal {portal} is given twice; give each path's HOST:PORT once")]
+    Twice {
+        /// The portal (`HOST:PORT`).
+        portal: String,
+    },
 }

@@ -41,16 +41,18 @@ mod multipath;
 mod path;
 mod portals;
 mod setup;
+mod url;
 
-pub use error::{Difference, ResolveError, SetupError, UrlError};
+pub use error::{Difference, PortalsError, ResolveError, SetupError, UrlError};
 pub use multipath::{MultipathBackend, PathsReport};
 pub use path::PathLost;
-pub use portals::{is_multipath, parse_portals, portal_name, PortalsError, MAX_PORTALS};
+pub use portals::{is_multipath, parse_portals};
 pub(crate) use setup::parse_fabric_url;
 use setup::{admin_queue, MAX_QUEUE_ENTRIES, REPLY_TIMEOUT};
 pub use setup::{
     is_tcp_target, parse_url, NvmeTcp, Portal, TcpOptions, TcpUrl, DEFAULT_PORT, SCHEME,
 };
+pub use url::{portal_name, MAX_PORTALS};
 
 /// Connects to the target, reads Identify Controller and Namespace: the
 /// namespace's size and LBA size, and the controller's limits. A target of

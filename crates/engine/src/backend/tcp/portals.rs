@@ -7,53 +7,10 @@
 
 use nvme_spec::identify::cns;
 
-use super::error::{Difference, SetupError, UrlError};
+use super::error::{Difference, PortalsError, SetupError};
 use super::setup::{inspect_portal, parse_url, NvmeTcp, Portal, PortalFacts, TcpOptions, TcpUrl};
+pub use super::url::{portal_name, MAX_PORTALS};
 use super::SCHEME;
-
-/// Most portals of one target.
-pub const MAX_PORTALS: usize = 8;
-
-/// The portals of a multipath target that do not parse, or name more than
-/// one namespace.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PortalsError {
-    /// More portals than numio drives.
-    #[error("{count} portals given; numio drives at most {MAX_PORTALS} paths of one namespace")]
-    TooMany {
-        /// Portals given.
-        count: usize,
-    },
-    /// A portal's URL does not parse.
-    #[error("portal {index} ({text}): {source}")]
-    Url {
-        /// The portal's place, from 1.
-        index: usize,
-        /// Its URL.
-        text: String,
-        /// Why.
-        source: UrlError,
-    },
-    /// Two portals name different subsystems or NSIDs.
-    #[error(
-        "portals {} and {} name different namespaces ({}/{} and {}/{}); every portal of a \
-         multipath target names the same SUBNQN/NSID",
-        portal_name(.first), portal_name(.other), .first.subnqn, .first.nsid, .other.subnqn,
-        .other.nsid
-    )]
-    Namespaces {
-        /// The first portal.
-        first: Box<TcpUrl>,
-        /// The portal that differs.
-        other: Box<TcpUrl>,
-    },
-    /// One portal given twice.
-    #[error("portal {portal} is given twice; give each path's HOST:PORT once")]
-    Twice {
-        /// The portal (`HOST:PORT`).
-        portal: String,
-    },
-}
 
 /// Whether `text` names several portals.
 pub fn is_multipath(text: &str) -> bool {
@@ -100,15 +57,6 @@ pub fn parse_portals(text: &str) -> Result<Vec<TcpUrl>, PortalsError> {
         }
     }
     Ok(urls)
-}
-
-/// `HOST:PORT` of a portal.
-pub fn portal_name(u: &TcpUrl) -> String {
-    if u.host.contains(':') {
-        format!("[{}]:{}", u.host, u.port)
-    } else {
-        format!("{}:{}", u.host, u.port)
-    }
 }
 
 /// What must agree through every portal of one namespace.

@@ -4,7 +4,6 @@
 //! the input and the fix.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::time::Duration;
 
 use nvme_spec::fabrics::prop;
 use nvme_spec::identify::{cns, IdentifyController, IdentifyNamespace};
@@ -13,6 +12,8 @@ use nvmf::{Initiator, InitiatorError, InitiatorOptions};
 use planner::Fabric;
 
 use super::error::{ResolveError, SetupError, UrlError};
+pub use super::url::TcpUrl;
+pub(super) use super::url::REPLY_TIMEOUT;
 
 /// The scheme of an NVMe/TCP target.
 pub const SCHEME: &str = planner::Fabric::Tcp.scheme();
@@ -20,8 +21,6 @@ pub const SCHEME: &str = planner::Fabric::Tcp.scheme();
 pub const DEFAULT_PORT: u16 = 4420;
 /// Most I/O queue entries a controller may grant (CAP.MQES is 16 bits).
 pub(super) const MAX_QUEUE_ENTRIES: u32 = 65536;
-/// How long a reply may take before the run fails.
-pub(super) const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The admin queue's largest transfer (Identify data).
 const ADMIN_MAX_DATA_BYTES: u32 = 64 << 10;
 
@@ -72,19 +71,6 @@ impl TcpOptions {
         }
         o
     }
-}
-
-/// A parsed `nvme-tcp://HOST[:PORT]/SUBNQN[/NSID]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TcpUrl {
-    /// Host name or address as given (IPv6 without brackets).
-    pub host: String,
-    /// TCP port.
-    pub port: u16,
-    /// Subsystem NQN.
-    pub subnqn: String,
-    /// Namespace id.
-    pub nsid: u32,
 }
 
 /// What set-up learnt about an NVMe/TCP namespace.
