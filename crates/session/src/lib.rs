@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 pub mod arms;
+pub mod coalesce;
 pub mod error;
 pub mod event;
 pub mod interrupt;

@@ -6,7 +6,7 @@
 //! checked before anything changes) → each target's controllers and the
 //! guard that records their originals (`tune`) → one bench plan per device
 //! count (placed as `numio sweep` places them) → a session schedule of one
-//! arm per point, each run through `coalesce_sweep_runner` (the point's
+//! arm per point, each run through `session::coalesce` (the point's
 //! value set first) → the originals put back (at the end, on error, on
 //! Ctrl-C / SIGTERM; after `kill -9`, `numio coalesce restore`) → the
 //! result set analysed by `report::coalesce` and written out
@@ -21,13 +21,13 @@ use topology::Topology;
 use super::coalesce_sweep_ctl as ctl;
 use super::coalesce_sweep_output::{self as output, Outputs};
 use super::coalesce_sweep_points::{self as points, Point, Shape};
-use super::coalesce_sweep_runner::CoalesceRunner;
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
 use super::flags::NumaArg;
 use super::flags::{BackendArg, WorkloadArgs};
 use super::sweep_axes::Axis;
 use super::sweep_place::{point_placement, policy};
+use session::coalesce::{all as all_controllers, CoalesceRunner};
 
 /// Flags of `numio coalesce sweep`.
 #[derive(Debug, clap::Args)]
@@ -186,7 +186,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
         tune::Journal::default_location()?,
     );
     let command = super::report::command_line();
-    ctl::preflight(&access, &journal, &ctl::all(&controllers), &command)?;
+    ctl::preflight(&access, &journal, &all_controllers(&controllers), &command)?;
     let runs = Runs::Sweep {
         labels: schedule.arms.iter().map(|a| a.label.clone()).collect(),
         rounds: args.repeat,
@@ -203,7 +203,10 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     // Each run puts its controllers' originals back as it ends, failed,
     // interrupted or not: between runs and from here on they hold them.
     let outcome = schedule.run_with(&mut runner, interrupt::flag(), &mut |e| display.event(e))?;
-    let names: Vec<String> = ctl::all(&controllers).into_iter().map(|c| c.name).collect();
+    let names: Vec<String> = all_controllers(&controllers)
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
     eprintln!(
         "numio: coalesce: put back the original values on {} (each point's value was set for its runs only)",
         names.join(", ")
@@ -222,7 +225,7 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
         interrupted,
     );
     let clean = !interrupted && outcome.failed_runs == 0;
-    let everyone = ctl::all(&controllers);
+    let everyone = all_controllers(&controllers);
     let apply_command = format!("{command} (--apply)");
     let mut apply = |on: &[String], t: u8, time: u32| {
         let on: Vec<tune::Controller> = everyone

@@ -37,17 +37,6 @@ pub fn target_controllers(
     Ok(out)
 }
 
-/// Every controller once, in target order.
-pub fn all(controllers: &[Vec<Controller>]) -> Vec<Controller> {
-    let mut out: Vec<Controller> = Vec::new();
-    for c in controllers.iter().flatten() {
-        if !out.iter().any(|o| o.name == c.name) {
-            out.push(c.clone());
-        }
-    }
-    out
-}
-
 /// Opens, reads and records every controller, then drops the records:
 /// what would stop a run later (permission, a controller gone, another
 /// numio changing settings) stops the sweep now, with nothing changed.

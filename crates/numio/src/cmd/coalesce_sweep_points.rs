@@ -8,31 +8,10 @@
 use anyhow::{bail, Context};
 use report::coalesce::{CoalesceSpec, LatencyBudget, DEVICES_AXIS, THRESHOLD_AXIS};
 use report::ResultSet;
+pub use session::coalesce::{points, Point};
 
 use super::sweep_axes::Axis;
 
-/// One point: a threshold (0: off) on the first `devices` targets at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Point {
-    /// Aggregation threshold, raw (0-based: an interrupt per N + 1
-    /// completions); 0 is coalescing off.
-    pub threshold: u8,
-    /// Drives busy at once: the first `devices` targets.
-    pub devices: usize,
-}
-
-impl Point {
-    /// `threshold=3 devices=2`: the arm's label.
-    pub fn label(&self) -> String {
-        format!(
-            "{THRESHOLD_AXIS}={} {DEVICES_AXIS}={}",
-            self.threshold, self.devices
-        )
-    }
-}
-
-/// A comma-separated list of distinct values, each read by `one`; `flag`
-/// and `example` name it in errors.
 fn list<T: PartialEq + Copy>(
     flag: &str,
     text: &str,
@@ -155,19 +134,6 @@ fn budget(word: &str) -> anyhow::Result<LatencyBudget> {
         percentile,
         max_ns: max_ns as f64,
     })
-}
-
-/// Every point, threshold fastest: for each device count, each threshold.
-pub fn points(thresholds: &[u8], devices: &[usize]) -> Vec<Point> {
-    devices
-        .iter()
-        .flat_map(|&d| {
-            thresholds.iter().map(move |&t| Point {
-                threshold: t,
-                devices: d,
-            })
-        })
-        .collect()
 }
 
 /// The percentiles every run measures: the engine's, the table's and the

@@ -11,7 +11,6 @@ pub mod coalesce_sweep;
 pub mod coalesce_sweep_ctl;
 pub mod coalesce_sweep_output;
 pub mod coalesce_sweep_points;
-pub mod coalesce_sweep_runner;
 pub mod compare;
 pub mod compare_backend;
 pub mod compare_fleet;
