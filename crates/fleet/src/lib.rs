@@ -7,6 +7,8 @@
 //!
 //! - `hosts.rs`: host lists and hosts files, and each host's targets.
 //! - `proto.rs`: the line protocol between controller and agent.
+//! - `agent.rs`: the agent's side of it (`numio agent`; the host's work
+//!   through a trait).
 //! - `lines.rs`: bounded lines on that channel, and a host's capped tail.
 //! - `clock.rs`: clock offsets from ping round trips.
 //! - `ssh.rs`: one host's ssh child and its channel.
@@ -16,6 +18,7 @@
 //! - `report.rs`: a fleet run's outcome (`numio bench --hosts --json`).
 //! - `study.rs`: a `numio fabric` study (its `--json` and `--save`).
 
+pub mod agent;
 pub mod clock;
 pub mod hosts;
 pub mod lines;

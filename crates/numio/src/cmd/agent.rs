@@ -6,14 +6,13 @@
 //! run and exits as soon as its stdin closes (the ssh session ended), so
 //! nothing keeps running on a host the controller lost.
 
-use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args as _, FromArgMatches};
-use fleet::{FromAgent, ToAgent, PROTOCOL};
+use fleet::agent::{refuse, say, AgentHost, BoxError, Inbox, Input, Planned};
+use fleet::{FromAgent, ToAgent};
 use nvmf::serve_child::{Progress, Readiness, ServeChild, ServeOutput};
 use session::interrupt;
 
@@ -23,117 +22,66 @@ use super::bench;
 #[derive(Debug, clap::Args)]
 pub struct Args {}
 
-/// What the stdin thread (and a served target's log thread) hand the
-/// agent.
-enum Input {
-    Message(ToAgent),
-    /// stdin closed, or a line that is not the protocol.
-    Gone(String),
-    /// A line of `numio serve`'s log, or its end (it exited).
-    Serve(ServeOutput),
+/// What this host does for the agent: plan and run a bench (after a kernel
+/// connection when asked), or serve a target.
+#[derive(Default)]
+struct Host {
+    prepared: Option<Prepared>,
+    /// A connection of the Linux host made for this run: undone when the
+    /// agent returns (and by `numio connect` itself if the agent dies).
+    connection: Option<Connection>,
+}
+
+impl AgentHost for Host {
+    type Local = ServeOutput;
+
+    fn prepare(
+        &mut self,
+        argv: &[String],
+        targets: Vec<String>,
+        connect: Option<String>,
+    ) -> Result<Planned, BoxError> {
+        let planned = (|| -> anyhow::Result<Planned> {
+            let c = connect.map(|url| Connection::open(&url)).transpose()?;
+            let targets = match &c {
+                Some(c) => vec![c.device.clone()],
+                None => targets,
+            };
+            self.connection = c;
+            let p = prepare(argv, targets)?;
+            let planned = Planned {
+                targets: p.placement.targets.iter().map(|t| t.path.clone()).collect(),
+                jobs: p.placement.targets.iter().map(|t| t.jobs.len()).sum(),
+            };
+            self.prepared = Some(p);
+            Ok(planned)
+        })();
+        planned.map_err(|e| format!("{e:#}").into())
+    }
+
+    fn measure(&mut self) -> Result<results::RunResult, BoxError> {
+        let p = self.prepared.take().ok_or("start before prepare")?;
+        measure(p).map_err(|e| format!("{e:#}").into())
+    }
+
+    fn serve(&mut self, argv: &[String], inbox: &Inbox<ServeOutput>) -> Result<i32, BoxError> {
+        serve(argv, inbox).map_err(|e| format!("{e:#}").into())
+    }
 }
 
 /// Runs the agent until its run is reported or its stdin closes.
 pub fn run(_args: Args) -> anyhow::Result<i32> {
     interrupt::install(|_| {})?;
-    let (tx, rx) = mpsc::channel();
-    let serve_tx = tx.clone();
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        let mut stdin = stdin.lock();
-        let mut buf = Vec::new();
-        loop {
-            let max = fleet::lines::CONTROLLER_LINE_MAX_BYTES;
-            let msg = match fleet::lines::read_line_bounded(&mut stdin, &mut buf, max) {
-                Ok(None) => break,
-                Ok(Some(fleet::lines::Line::TooLong { len_bytes })) => Input::Gone(format!(
-                    "a line of {len_bytes} bytes from the controller, over the limit of {} KiB (fleet::lines::CONTROLLER_LINE_MAX_BYTES); is it this numio's version?",
-                    max >> 10
-                )),
-                Ok(Some(fleet::lines::Line::Whole)) => match serde_json::from_slice::<ToAgent>(&buf) {
-                    Ok(ToAgent::Stop) => {
-                        // A run sees the flag; a served target the message.
-                        interrupt::flag().store(true, Ordering::Relaxed);
-                        Input::Message(ToAgent::Stop)
-                    }
-                    Ok(m) => Input::Message(m),
-                    Err(e) => Input::Gone(format!("a line that is not the fleet protocol ({e})")),
-                },
-                Err(e) => Input::Gone(format!("reading stdin: {e}")),
-            };
-            let gone = matches!(msg, Input::Gone(_));
-            if gone {
-                interrupt::flag().store(true, Ordering::Relaxed);
-            }
-            if tx.send(msg).is_err() || gone {
-                return;
-            }
-        }
-        // The controller (or its ssh) went away: stop whatever runs.
-        interrupt::flag().store(true, Ordering::Relaxed);
-        let _ = tx.send(Input::Gone("stdin closed".into()));
-    });
-    say(&FromAgent::Hello {
-        version: env!("NUMIO_VERSION").to_string(),
-        protocol: PROTOCOL,
-        hostname: hostname(),
-    })?;
-    let mut prepared = None;
-    // A connection of the Linux host made for this run: undone when the
-    // agent returns (and by `numio connect` itself if the agent dies).
-    let mut _connection = None;
-    loop {
-        let m = match rx.recv() {
-            Ok(Input::Message(m)) => m,
-            Ok(Input::Gone(why)) => {
-                eprintln!("numio agent: {why}: exiting");
-                return Ok(1);
-            }
-            Ok(Input::Serve(_)) => continue,
-            Err(_) => return Ok(1),
-        };
-        match m {
-            ToAgent::Ping { sent_ns } => say(&FromAgent::Pong {
-                sent_ns,
-                agent_ns: fleet::run::now_ns(),
-            })?,
-            ToAgent::Prepare {
-                argv,
-                targets,
-                connect,
-            } => match connect
-                .map(|url| Connection::open(&url))
-                .transpose()
-                .and_then(|c| {
-                    let targets = match &c {
-                        Some(c) => vec![c.device.clone()],
-                        None => targets,
-                    };
-                    _connection = c;
-                    prepare(&argv, targets)
-                }) {
-                Ok(p) => {
-                    say(&FromAgent::Ready {
-                        targets: p.placement.targets.iter().map(|t| t.path.clone()).collect(),
-                        jobs: p.placement.targets.iter().map(|t| t.jobs.len()).sum(),
-                    })?;
-                    prepared = Some(p);
-                }
-                Err(e) => return refuse(&format!("{e:#}")),
-            },
-            ToAgent::Start { at_unix_ns } => {
-                let Some(p) = prepared.take() else {
-                    return refuse("start before prepare");
-                };
-                if !wait_until(at_unix_ns, &rx) {
-                    return Ok(1);
-                }
-                return measure(p);
-            }
-            ToAgent::Serve { argv } => return serve(&argv, &rx, serve_tx),
-            ToAgent::Stop | ToAgent::CpuSample => {}
-        }
-    }
+    let inbox = Inbox::from_stdin(interrupt::flag());
+    let hostname = topology::host::hostname(std::path::Path::new("/"));
+    fleet::agent::run(
+        &mut Host::default(),
+        &inbox,
+        interrupt::flag(),
+        env!("NUMIO_VERSION"),
+        hostname,
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// A `numio connect` child holding the Linux host's connection to an
@@ -200,24 +148,20 @@ impl Drop for Connection {
 /// structured log (`nvmf::serve_child`) says when it is ready; its lines go
 /// to the agent's stderr as the text serve prints, and its start-up lines to
 /// the controller.
-fn serve(
-    argv: &[String],
-    rx: &mpsc::Receiver<Input>,
-    tx: mpsc::Sender<Input>,
-) -> anyhow::Result<i32> {
+fn serve(argv: &[String], inbox: &Inbox<ServeOutput>) -> anyhow::Result<i32> {
     let exe = std::env::current_exe().context("finding this numio to run numio serve")?;
+    let tx = inbox.sender();
     // The target dies with the agent, even a killed one.
     let mut child = ServeChild::spawn(&exe, argv, move |out| {
-        let _ = tx.send(Input::Serve(out));
+        let _ = tx.send(Input::Local(out));
     })?;
     let mut readiness = Readiness::default();
     let mut ready = false;
     // Its last lines, for an exit's message (at start-up or later).
     let mut last = std::collections::VecDeque::new();
     loop {
-        let input = rx.recv().unwrap_or(Input::Gone("stdin closed".into()));
-        match input {
-            Input::Serve(ServeOutput::Line(l)) => {
+        match inbox.recv() {
+            Input::Local(ServeOutput::Line(l)) => {
                 eprintln!("{}", l.text);
                 if last.len() == 5 {
                     last.pop_front();
@@ -230,14 +174,14 @@ fn serve(
                             say(&FromAgent::Serving { lines: r.lines })?;
                         }
                         Ok(_) => {}
-                        Err(e) => return refuse(&e.to_string()),
+                        Err(e) => return Ok(refuse(&e.to_string())?),
                     }
                 }
             }
-            Input::Serve(ServeOutput::Ended) => {
+            Input::Local(ServeOutput::Ended) => {
                 let status = child.exit_status();
                 let last: Vec<&str> = last.iter().map(String::as_str).collect();
-                return refuse(&format!("exited ({status}): {}", last.join(" | ")));
+                return Ok(refuse(&format!("exited ({status}): {}", last.join(" | ")))?);
             }
             Input::Message(ToAgent::CpuSample) => say(&cpu_sample(child.pid()))?,
             Input::Message(ToAgent::Stop) | Input::Gone(_) => {
@@ -288,29 +232,6 @@ fn cpu_sample(pid: u32) -> FromAgent {
     })
 }
 
-/// Sleeps until `at_unix_ns` of this host's clock; false when stdin
-/// closed meanwhile.
-fn wait_until(at_unix_ns: u64, rx: &mpsc::Receiver<Input>) -> bool {
-    loop {
-        if interrupt::flag().load(Ordering::Relaxed) {
-            return false;
-        }
-        let now = fleet::run::now_ns();
-        if now >= at_unix_ns {
-            return true;
-        }
-        match rx.recv_timeout(Duration::from_nanos(at_unix_ns - now)) {
-            Err(mpsc::RecvTimeoutError::Timeout) => return true,
-            Ok(Input::Gone(why)) => {
-                eprintln!("numio agent: {why}: not starting");
-                return false;
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => return false,
-            Ok(Input::Message(_) | Input::Serve(_)) => {}
-        }
-    }
-}
-
 /// The bench arguments planned here: `targets` replace the ones in
 /// `argv` (the controller split them by host).
 fn prepare(argv: &[String], targets: Vec<String>) -> anyhow::Result<Prepared> {
@@ -349,9 +270,9 @@ struct Prepared {
     verify: Option<bench::bench_verify::VerifyRun>,
 }
 
-/// Runs the plan, reporting as it goes, and sends the result (after
-/// saving what a verifying run wrote in this host's verify state).
-fn measure(p: Prepared) -> anyhow::Result<i32> {
+/// Runs the plan, reporting as it goes; its result (after saving what a
+/// verifying run wrote in this host's verify state).
+fn measure(p: Prepared) -> anyhow::Result<results::RunResult> {
     let mut failed = None;
     let result = session::run_once(
         &p.placement,
@@ -381,32 +302,7 @@ fn measure(p: Prepared) -> anyhow::Result<i32> {
     if let Some(e) = failed {
         return Err(e).context("the controller's channel closed mid-run");
     }
-    match result {
-        Ok(r) => {
-            bench::bench_verify::finish(p.verify, std::slice::from_ref(&r));
-            say(&FromAgent::Result {
-                result: Box::new(r),
-            })?;
-            Ok(0)
-        }
-        Err(e) => refuse(&e.to_string()),
-    }
-}
-
-fn refuse(message: &str) -> anyhow::Result<i32> {
-    say(&FromAgent::Error {
-        message: message.to_string(),
-    })?;
-    Ok(1)
-}
-
-fn say(m: &FromAgent) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", m.line())
-        .and_then(|()| out.flush())
-        .context("writing to the controller")
-}
-
-fn hostname() -> String {
-    topology::host::hostname(std::path::Path::new("/"))
+    let r = result?;
+    bench::bench_verify::finish(p.verify, std::slice::from_ref(&r));
+    Ok(r)
 }
