@@ -14,27 +14,42 @@ fn check(exporter: &dyn Exporter, ext: &str) {
         let mut out = Vec::new();
         exporter.export(&set, &mut out).unwrap();
         let got = String::from_utf8(out).unwrap();
-        let path = fixtures().join(format!("{name}.golden.{ext}"));
-        if std::env::var_os("UPDATE_GOLDEN").is_some() {
-            std::fs::write(&path, &got).unwrap();
-            continue;
-        }
-        let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-            panic!(
-                "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
-                path.display()
-            )
-        });
-        if got != want {
-            let line = got.lines().zip(want.lines()).position(|(g, w)| g != w);
-            panic!(
-                "{} differs from the {} exporter's output (first differing line: {line:?}); \
-                 rerun with UPDATE_GOLDEN=1 if the change is deliberate",
-                path.display(),
-                exporter.name()
-            );
-        }
+        golden(
+            &format!("{name}.golden.{ext}"),
+            &got,
+            &format!("the {} exporter's output", exporter.name()),
+        );
     }
+}
+
+/// Holds `got` to the golden file `name` under the fixtures (`what` says
+/// whose output it is); `UPDATE_GOLDEN=1` rewrites the file instead.
+fn golden(name: &str, got: &str, what: &str) {
+    let path = fixtures().join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::write(&path, got).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
+            path.display()
+        )
+    });
+    if got != want {
+        let line = got.lines().zip(want.lines()).position(|(g, w)| g != w);
+        panic!(
+            "{} differs from {what} (first differing line: {line:?}); \
+             rerun with UPDATE_GOLDEN=1 if the change is deliberate",
+            path.display()
+        );
+    }
+}
+
+/// The real two-target `numio bench --json` run the views are drawn from.
+fn bench_run() -> results::RunResult {
+    let path = fixtures().join("bench_two_targets.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
 #[test]
@@ -62,28 +77,16 @@ fn svg_golden() {
 /// --json` file: two files, randrw, sync backend.
 #[test]
 fn bench_run_text_golden() {
-    let path = fixtures().join("bench_two_targets.json");
-    let run: results::RunResult =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let run = bench_run();
     let placement = planner::Placement {
         policy: run.policy.clone(),
         ..planner::Placement::default()
     };
     let got = report::bench::render(&run, &placement, false);
-    let golden = fixtures().join("bench_two_targets.golden.txt");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, &got).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
-            golden.display()
-        )
-    });
-    assert_eq!(
-        got, want,
-        "rerun with UPDATE_GOLDEN=1 if the change is deliberate"
+    golden(
+        "bench_two_targets.golden.txt",
+        &got,
+        "report::bench::render",
     );
 }
 
@@ -92,9 +95,7 @@ fn bench_run_text_golden() {
 /// (each the real two-target run of the bench fixture), one that did not.
 #[test]
 fn fleet_run_text_golden() {
-    let path = fixtures().join("bench_two_targets.json");
-    let run: results::RunResult =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let run = bench_run();
     let host = |name: &str, offset: i64, skew: i64| fleet::report::HostReport {
         host: name.into(),
         ok: true,
@@ -124,20 +125,10 @@ fn fleet_run_text_golden() {
         merged: Some(merged),
     };
     let got = report::fleet::render(&r);
-    let golden = fixtures().join("fleet_three_hosts.golden.txt");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, &got).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
-            golden.display()
-        )
-    });
-    assert_eq!(
-        got, want,
-        "rerun with UPDATE_GOLDEN=1 if the change is deliberate"
+    golden(
+        "fleet_three_hosts.golden.txt",
+        &got,
+        "report::fleet::render",
     );
     // And it reads back from the JSON bench --hosts --json writes.
     let back: fleet::report::FleetReport =
@@ -149,9 +140,7 @@ fn fleet_run_text_golden() {
 /// initiator counts, each run twice, the target's CPU known.
 #[test]
 fn fabric_study_text_golden() {
-    let path = fixtures().join("bench_two_targets.json");
-    let run: results::RunResult =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let run = bench_run();
     let fleet_of = |hosts: usize| {
         let parts: Vec<(String, &results::RunResult)> =
             (0..hosts).map(|i| (format!("h{i}"), &run)).collect();
@@ -206,21 +195,7 @@ fn fabric_study_text_golden() {
         ],
     };
     let got = report::fabric::render(&study);
-    let golden = fixtures().join("fabric_study.golden.txt");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::write(&golden, &got).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
-        panic!(
-            "{}: {e}; run with UPDATE_GOLDEN=1 to create it",
-            golden.display()
-        )
-    });
-    assert_eq!(
-        got, want,
-        "rerun with UPDATE_GOLDEN=1 if the change is deliberate"
-    );
+    golden("fabric_study.golden.txt", &got, "report::fabric::render");
     let text = serde_json::to_string(&study).unwrap();
     let back = fleet::study::Study::from_json(&text).unwrap().unwrap();
     assert_eq!(report::fabric::render(&back), got);
