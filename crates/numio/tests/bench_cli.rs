@@ -303,29 +303,7 @@ fn every_run_counts_the_machine_cpu_and_context_switches() {
 #[test]
 fn workload_flags_apply_over_a_plan_and_a_job_file() {
     let f = Temp::new("over", 4 << 20);
-    let (code, plan, err) = numio(&[
-        "plan",
-        f.path(),
-        "--format",
-        "numio",
-        "--runtime",
-        "5s",
-        "--iodepth",
-        "16",
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let plan_file = Temp::new("over-plan.json", 0);
-    std::fs::write(&plan_file.0, plan).unwrap();
-    // A job file is known by its extension.
-    let job = Temp(std::env::temp_dir().join(format!("numio-over-{}.fio", std::process::id())));
-    std::fs::write(
-        &job.0,
-        format!(
-            "[global]\nioengine=psync\nrw=randread\niodepth=16\nruntime=5\ntime_based\n\n[a]\nfilename={}\n",
-            f.path()
-        ),
-    )
-    .unwrap();
+    let (plan_file, job) = plan_and_job_file("over", &f, &["--runtime", "5s"]);
     for input in [
         vec!["--plan", plan_file.path()],
         vec![job.path(), "--backend", "sync"],
@@ -367,17 +345,17 @@ fn workload_flags_apply_over_a_plan_and_a_job_file() {
     }
 }
 
-/// Issue 39: compare's `plan=` and `fio=` arms ran at the file's values
-/// whatever the command line said; they now take the workload flags as
-/// bench does, and a `result=` arm says the flags do not change it.
-#[test]
-fn compare_applies_workload_flags_over_plan_and_fio_arms() {
-    let f = Temp::filled("cmp-over", 1 << 20, 5);
-    let (code, plan, err) = numio(&["plan", f.path(), "--format", "numio", "--iodepth", "16"]);
+/// A saved plan of `f` at iodepth 16 (with `plan_flags`) and a fio job file
+/// (psync, randread, iodepth 16, runtime 5 s) on it, named by `tag`.
+fn plan_and_job_file(tag: &str, f: &Temp, plan_flags: &[&str]) -> (Temp, Temp) {
+    let mut args = vec!["plan", f.path(), "--format", "numio", "--iodepth", "16"];
+    args.extend(plan_flags);
+    let (code, plan, err) = numio(&args);
     assert_eq!(code, 0, "{err}");
-    let plan_file = Temp::new("cmp-over-plan.json", 0);
+    let plan_file = Temp::new(&format!("{tag}-plan.json"), 0);
     std::fs::write(&plan_file.0, plan).unwrap();
-    let job = Temp(std::env::temp_dir().join(format!("numio-cmp-over-{}.fio", std::process::id())));
+    // A job file is known by its extension.
+    let job = Temp(std::env::temp_dir().join(format!("numio-{tag}-{}.fio", std::process::id())));
     std::fs::write(
         &job.0,
         format!(
@@ -386,6 +364,16 @@ fn compare_applies_workload_flags_over_plan_and_fio_arms() {
         ),
     )
     .unwrap();
+    (plan_file, job)
+}
+
+/// Issue 39: compare's `plan=` and `fio=` arms ran at the file's values
+/// whatever the command line said; they now take the workload flags as
+/// bench does, and a `result=` arm says the flags do not change it.
+#[test]
+fn compare_applies_workload_flags_over_plan_and_fio_arms() {
+    let f = Temp::filled("cmp-over", 1 << 20, 5);
+    let (plan_file, job) = plan_and_job_file("cmp-over", &f, &[]);
     let saved =
         Temp(std::env::temp_dir().join(format!("numio-cmp-over-{}.json", std::process::id())));
     let a = format!("plan={},label=A", plan_file.path());
