@@ -288,17 +288,10 @@ fn over_arm(flags: &WorkloadArgs, spec: &ArmSpec, p: &mut Prepared) -> anyhow::R
     else {
         return Ok(());
     };
-    super::bench::apply_workload_flags(flags, placement, &from)
+    let added = super::bench::apply_workload_flags(flags, placement, &from)
         .with_context(|| format!("arm {}", spec.text))?;
-    for t in &placement.targets {
-        if let Some(n) = t
-            .notes
-            .iter()
-            .rev()
-            .find(|n| n.starts_with("from the command line over"))
-        {
-            warnings.push(format!("arm {}: {}: {n}", spec.label, t.path));
-        }
+    for (path, note) in added {
+        warnings.push(format!("arm {}: {path}: {note}", spec.label));
     }
     Ok(())
 }
