@@ -37,7 +37,7 @@ pub enum ExportRefused {
         source: EngineError,
     },
     /// RAM namespaces together pass the memory available.
-    #[error("refusing to serve RAM namespaces of {:.1} GiB together, more than the {:.1} GiB this machine has available (MemAvailable in /proc/meminfo): hosts' writes would run it out of memory (the OOM killer); give smaller mem: sizes, or pass --force-export to serve them anyway", gib(*total_bytes), gib(*available_bytes))]
+    #[error("refusing to serve {}: hosts' writes would run it out of memory (the OOM killer); give smaller mem: sizes, or pass --force-export to serve them anyway", ram_past(*total_bytes, *available_bytes))]
     Memory {
         /// Their sizes together.
         total_bytes: u64,
@@ -46,8 +46,15 @@ pub enum ExportRefused {
     },
 }
 
-fn gib(b: u64) -> f64 {
-    b as f64 / f64::from(1u32 << 30)
+/// "RAM namespaces of 32.0 GiB together, more than the 23.0 GiB this
+/// machine has available (MemAvailable in /proc/meminfo)".
+fn ram_past(total_bytes: u64, available_bytes: u64) -> String {
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    format!(
+        "RAM namespaces of {:.1} GiB together, more than the {:.1} GiB this machine has available (MemAvailable in /proc/meminfo)",
+        gib(total_bytes),
+        gib(available_bytes)
+    )
 }
 
 /// Refuses a namespace of `cfg` that holds anything, and RAM namespaces
@@ -93,9 +100,8 @@ pub fn check_memory(
         });
     }
     Ok(Some(format!(
-        "serving RAM namespaces of {:.1} GiB together, more than the {:.1} GiB this machine has available (MemAvailable in /proc/meminfo) (--force-export)",
-        gib(total),
-        gib(available)
+        "serving {} (--force-export)",
+        ram_past(total, available)
     )))
 }
 
