@@ -223,8 +223,9 @@ fn check_cpus(cpus: &[usize], allowed: &[u32], named_by: &str) -> anyhow::Result
 
 /// Reactor CPUs for a configuration that names none
 /// ([`planner::reactors::for_backings`] on this machine): the backing
-/// devices' shared node, at most [`DEFAULT_REACTORS`]; RAM has no node.
-fn local_cpus(cfg: &TargetConfig) -> (Vec<usize>, Option<NodeId>) {
+/// devices' shared node, at most [`DEFAULT_REACTORS`], among the CPUs
+/// this process may use (`allowed`); RAM has no node.
+fn local_cpus(cfg: &TargetConfig, allowed: &[u32]) -> (Vec<usize>, Option<NodeId>) {
     let backings: Vec<&Path> = cfg
         .subsystems
         .iter()
@@ -232,8 +233,7 @@ fn local_cpus(cfg: &TargetConfig) -> (Vec<usize>, Option<NodeId>) {
         .filter(|n| !n.backing.starts_with("mem:"))
         .map(|n| Path::new(&n.backing))
         .collect();
-    let allowed = sysapi::affinity::allowed_cpus().unwrap_or_else(|_| vec![0]);
-    planner::reactors::for_backings(Path::new("/"), &backings, &allowed, DEFAULT_REACTORS)
+    planner::reactors::for_backings(Path::new("/"), &backings, allowed, DEFAULT_REACTORS)
 }
 
 fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
@@ -604,7 +604,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             });
     }
     if cfg.cpus.is_empty() && cfg.port_cpus.is_empty() {
-        (cfg.cpus, node) = local_cpus(&cfg);
+        (cfg.cpus, node) = local_cpus(&cfg, &allowed);
     } else {
         let named_by = match (args.cpus.is_some(), args.port_cpus.is_empty()) {
             (true, _) => "--cpus",
