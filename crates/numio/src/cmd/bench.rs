@@ -293,7 +293,7 @@ pub(crate) fn apply_workload_flags(
 /// (without the planner's notes, which the JSON does not keep). `None` for
 /// other files, or when an export is asked for: `report` handles those.
 pub fn reprint(args: &super::report::Args) -> Option<anyhow::Result<i32>> {
-    if args.json || args.fio_json || args.csv.is_some() || args.chart.is_some() {
+    if args.exports() {
         return None;
     }
     let text = std::fs::read_to_string(&args.file).ok()?;

@@ -158,7 +158,7 @@ pub fn run(
 /// `numio-fleet`): what the fleet run printed, by the same renderer. `None`
 /// for other files, or when an export is asked for.
 pub fn reprint(args: &super::super::report::Args) -> Option<anyhow::Result<i32>> {
-    if args.json || args.fio_json || args.csv.is_some() || args.chart.is_some() {
+    if args.exports() {
         return None;
     }
     let text = std::fs::read_to_string(&args.file).ok()?;

@@ -31,6 +31,14 @@ pub struct Args {
 }
 
 /// Most runs `--repeat` asks for (as `numio compare --repeat`).
+impl Args {
+    /// Whether an export (JSON, fio JSON, CSV, chart) is asked for rather
+    /// than the text the run printed.
+    pub fn exports(&self) -> bool {
+        self.json || self.fio_json || self.csv.is_some() || self.chart.is_some()
+    }
+}
+
 pub const MAX_REPEAT: usize = 1000;
 
 /// `--repeat N`: 1 to [`MAX_REPEAT`].
