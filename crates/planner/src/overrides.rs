@@ -7,7 +7,7 @@
 //! One list: the CLI maps each flag to its field, and a test there walks
 //! its flags, so a new flag cannot be silently ignored over a plan.
 
-use crate::Workload;
+use crate::{Placement, Workload};
 
 /// A workload field the command line may set over a plan or job file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +135,33 @@ impl Workload {
     }
 }
 
+impl Placement {
+    /// Takes `fields` from `from` over every target's workload, with a note
+    /// on each target whose values changed (`from the command line over
+    /// SOURCE: iodepth=4 (was 64)`); the notes added, with their target's
+    /// path.
+    pub fn take_workload(
+        &mut self,
+        from: &Workload,
+        fields: &[WorkloadField],
+        source: &str,
+    ) -> Vec<(String, String)> {
+        let mut added = Vec::new();
+        for t in &mut self.targets {
+            let changed = t.workload.take(from, fields);
+            if !changed.is_empty() {
+                let note = format!(
+                    "from the command line over {source}: {}",
+                    changed.join(", ")
+                );
+                t.notes.push(note.clone());
+                added.push((t.path.clone(), note));
+            }
+        }
+        added
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -174,5 +201,38 @@ mod tests {
         assert!(changed[2].starts_with("bs=8192-16384 (was "), "{changed:?}");
         // A value the plan already has is not reported as changed.
         assert!(plan.take(&cli, &[WorkloadField::Iodepth]).is_empty());
+    }
+
+    /// Each target whose values changed gets one note; one already at the
+    /// command line's values gets none.
+    #[test]
+    fn a_placement_notes_only_the_targets_that_changed() {
+        let target = |path: &str, iodepth: u32| crate::TargetPlacement {
+            path: path.into(),
+            workload: Workload {
+                iodepth,
+                ..Workload::default()
+            },
+            ..Default::default()
+        };
+        let mut plan = Placement {
+            targets: vec![target("/a", 64), target("/b", 4)],
+            ..Default::default()
+        };
+        let cli = Workload {
+            iodepth: 4,
+            ..Workload::default()
+        };
+        let added = plan.take_workload(&cli, &[WorkloadField::Iodepth], "the plan p.json");
+        assert_eq!(
+            added,
+            [(
+                "/a".to_string(),
+                "from the command line over the plan p.json: iodepth=4 (was 64)".to_string()
+            )]
+        );
+        assert_eq!(plan.targets[0].notes, [added[0].1.clone()]);
+        assert!(plan.targets[1].notes.is_empty());
+        assert!(plan.targets.iter().all(|t| t.workload.iodepth == 4));
     }
 }

@@ -263,29 +263,8 @@ fn bench_placement(args: &Args, opts: &mut engine::RunOptions) -> anyhow::Result
         bench_jobs::JobSource::FioFile(p) => format!("the job file {}", p.display()),
         _ => "the fio options after `--`".to_string(),
     };
-    apply_workload_flags(&args.workload, &mut placement, &from)?;
+    args.workload.apply_over(&mut placement, &from)?;
     Ok(placement)
-}
-
-/// Applies the workload flags given on the command line over every job of
-/// a plan or job file (fio's rule: the command line wins), with a note on
-/// each target saying which values came from where; the notes added, with
-/// their target's path.
-pub(crate) fn apply_workload_flags(
-    flags: &WorkloadArgs,
-    placement: &mut Placement,
-    from: &str,
-) -> anyhow::Result<Vec<(String, String)>> {
-    let mut added = Vec::new();
-    for t in &mut placement.targets {
-        let changed = flags.apply_over(&mut t.workload, from)?;
-        if !changed.is_empty() {
-            let note = format!("from the command line over {from}: {}", changed.join(", "));
-            t.notes.push(note.clone());
-            added.push((t.path.clone(), note));
-        }
-    }
-    Ok(added)
 }
 
 /// `numio report FILE` of a `numio bench --json` file (one run, or one per

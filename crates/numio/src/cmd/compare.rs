@@ -288,7 +288,8 @@ fn over_arm(flags: &WorkloadArgs, spec: &ArmSpec, p: &mut Prepared) -> anyhow::R
     else {
         return Ok(());
     };
-    let added = super::bench::apply_workload_flags(flags, placement, &from)
+    let added = flags
+        .apply_over(placement, &from)
         .with_context(|| format!("arm {}", spec.text))?;
     for (path, note) in added {
         warnings.push(format!("arm {}: {path}: {note}", spec.label));

@@ -10,7 +10,7 @@ use clap::ValueEnum;
 use planner::fio::units::{parse_size_bytes, parse_size_range, parse_time_ns};
 use planner::overrides::WorkloadField;
 use planner::workload::{IODEPTH_MAX, JOBS_PER_TARGET_MAX};
-use planner::{Distribution, RwMode, Workload};
+use planner::{Distribution, Placement, RwMode, Workload};
 
 /// fio's `rw`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -435,12 +435,17 @@ impl WorkloadArgs {
         .collect()
     }
 
-    /// Applies the workload flags given on the command line over a
-    /// workload from a plan or a job file (fio's rule: the command line
-    /// wins); returns `name=new (was old)` for each value that changed.
-    /// `--numjobs` is refused: it would need new CPUs for the new jobs,
-    /// which the plan or job file chose.
-    pub fn apply_over(&self, w: &mut Workload, from: &str) -> anyhow::Result<Vec<String>> {
+    /// Applies the workload flags given on the command line over every job
+    /// of a plan or a job file (`from` names it; fio's rule: the command
+    /// line wins), with a note on each target saying which values came from
+    /// where; the notes added, with their target's path. `--numjobs` is
+    /// refused: it would need new CPUs for the new jobs, which the plan or
+    /// job file chose.
+    pub fn apply_over(
+        &self,
+        placement: &mut Placement,
+        from: &str,
+    ) -> anyhow::Result<Vec<(String, String)>> {
         if let Some(n) = self.numjobs {
             bail!(
                 "--numjobs={n} with {from}: its jobs and their CPUs are placed already; \
@@ -451,7 +456,7 @@ impl WorkloadArgs {
         if given.is_empty() {
             return Ok(Vec::new());
         }
-        Ok(w.take(&self.workload()?, &given))
+        Ok(placement.take_workload(&self.workload()?, &given, from))
     }
 }
 

@@ -259,13 +259,21 @@ fn every_workload_flag_applies_over_a_plan() {
         cli.w.given(),
         ["iodepth", "random-distribution", "buffered"]
     );
-    let mut w = planner::Workload::default();
+    let mut plan = planner::Placement {
+        targets: vec![planner::TargetPlacement {
+            path: "/dev/x".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
     let cli = Workload::try_parse_from(["numio", "--iodepth", "4", "--bs", "8k-16k"]).unwrap();
-    let changed = cli.w.apply_over(&mut w, "the plan p.json").unwrap();
+    let changed = cli.w.apply_over(&mut plan, "the plan p.json").unwrap();
+    let w = &plan.targets[0].workload;
     assert_eq!(w.iodepth, 4);
     assert_eq!((w.bs_min_bytes, w.bs_max_bytes), (8192, 16384));
     assert!(
-        changed.iter().any(|c| c.starts_with("bs=8192-16384 (was ")),
+        changed.iter().any(|(path, c)| path == "/dev/x"
+            && c.starts_with("from the command line over the plan p.json: bs=8192-16384 (was ")),
         "{changed:?}"
     );
 }
