@@ -16,7 +16,8 @@
 //! - `merge.rs`: one result from the hosts' results (merged histograms).
 //! - `target.rs`: a target host of an NVMe-oF study (`numio serve` there).
 //! - `report.rs`: a fleet run's outcome (`numio bench --hosts --json`).
-//! - `study.rs`: a `numio fabric` study (its `--json` and `--save`).
+//! - `study.rs`: the study an older `numio fabric` saved (read only: the
+//!   NVMe-oF study is now a sweep over hosts, `session::fleet`).
 
 pub mod agent;
 pub mod clock;

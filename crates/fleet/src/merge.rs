@@ -11,8 +11,8 @@
 use hdrhistogram::Histogram;
 use results::histogram::{decode_histogram, new_histogram, summarize};
 use results::{
-    CpuUsage, DirHistogramsHex, Environment, ErrnoCount, IoStats, Latencies, RunResult,
-    RESULT_SCHEMA_VERSION,
+    CpuUsage, DirHistogramsHex, Environment, ErrnoCount, IoStats, Latencies, RunCounters,
+    RunResult, RESULT_SCHEMA_VERSION,
 };
 
 /// Why the hosts' results could not be merged.
@@ -187,7 +187,41 @@ pub fn merge(parts: &[(&str, &RunResult)], percentiles: &[f64]) -> Result<RunRes
     out.write.latency = w.unwrap_or_default();
     out.targets = targets;
     out.environment = env;
+    out.counters = merge_counters(parts);
     Ok(out)
+}
+
+/// The hosts' machine counters together, when every host has them: CPU
+/// time, context switches and interrupts add up (the CPU headroom is then
+/// the fleet's unused share, the machine CPU per I/O the fleet's busy time
+/// over all its I/Os), each target's lines are named `HOST:PATH`, and the
+/// window is the longest (the hosts measured over the same instants, each
+/// within its own engine's tick). Per-node CPU stays in each host's result.
+fn merge_counters(parts: &[(&str, &RunResult)]) -> Option<RunCounters> {
+    let mut out = RunCounters::default();
+    let mut nvme = Some(0u64);
+    let mut process = Some(results::ProcessCounters::default());
+    for (host, r) in parts {
+        let c = r.counters.as_ref()?;
+        out.window_ns = out.window_ns.max(c.window_ns);
+        out.cpu.add(&c.cpu);
+        out.online_cpus += c.online_cpus;
+        out.context_switches += c.context_switches;
+        out.interrupts += c.interrupts;
+        nvme = nvme.zip(c.nvme_interrupts).map(|(a, b)| a + b);
+        process = process.zip(c.process).map(|(mut a, b)| {
+            a.add(&b);
+            a
+        });
+        out.targets
+            .extend(c.targets.iter().map(|t| results::TargetCounters {
+                path: format!("{host}:{}", t.path),
+                ..t.clone()
+            }));
+    }
+    out.nvme_interrupts = nvme;
+    out.process = process;
+    (!parts.is_empty()).then_some(out)
 }
 
 fn add_counts(sum: &mut IoStats, x: &IoStats) {
@@ -277,6 +311,42 @@ mod tests {
     /// Two hosts of very different latency: the merged p50 and p99 are
     /// those of one histogram of every sample (averaging the hosts'
     /// percentiles would give neither).
+    #[test]
+    fn counters_add_up_over_hosts_when_every_host_has_them() {
+        let counted = |busy: u64, idle: u64, irqs: u64| RunCounters {
+            window_ns: 1_000_000_000,
+            cpu: results::CpuSplit {
+                user_ns: busy,
+                idle_ns: idle,
+                ..Default::default()
+            },
+            online_cpus: 4,
+            nvme_interrupts: Some(irqs),
+            process: Some(results::ProcessCounters {
+                user_ns: busy / 2,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let (mut a, mut b) = (host_result(&[1000]), host_result(&[2000]));
+        a.counters = Some(counted(1_000_000_000, 3_000_000_000, 10));
+        b.counters = Some(counted(3_000_000_000, 1_000_000_000, 30));
+        let m = merge(&[("a", &a), ("b", &b)], &[50.0]).unwrap();
+        let c = m.counters.as_ref().unwrap();
+        assert_eq!(c.online_cpus, 8);
+        assert_eq!(c.nvme_interrupts, Some(40));
+        assert_eq!(c.process.unwrap().user_ns, 2_000_000_000);
+        // Half of the fleet's 8 CPUs idle: 50 % headroom, not either
+        // host's 75 % or 25 %.
+        assert_eq!(c.cpu.headroom_pct(), Some(50.0));
+        assert_eq!(m.per_io().cpu_headroom_pct, Some(50.0));
+        // One host without counters: the fleet has none, rather than a
+        // sum that leaves a host out.
+        b.counters = None;
+        let m = merge(&[("a", &a), ("b", &b)], &[50.0]).unwrap();
+        assert!(m.counters.is_none());
+    }
+
     #[test]
     fn percentiles_come_from_one_histogram_of_all_samples() {
         let fast: Vec<u64> = (1..=900).map(|i| 10_000 + i).collect();

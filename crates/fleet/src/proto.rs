@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 /// Version of this protocol; the hello of an agent with another one is
 /// refused.
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 
 /// Controller → agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,17 +60,16 @@ pub enum ToAgent {
 }
 
 /// A serving target's CPU at one instant (the agent's answer to
-/// [`ToAgent::CpuSample`]).
+/// [`ToAgent::CpuSample`]): counts since the process started and since the
+/// machine booted, so that two samples give what was spent between them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct CpuSample {
     /// The target host's clock, ns since the epoch.
     pub at_unix_ns: u64,
-    /// The serve process's user + system time, ns.
-    pub process_ns: u64,
-    /// The machine's busy CPU time (all CPUs), ns.
-    pub machine_busy_ns: u64,
-    /// The machine's CPU time, busy and idle (all CPUs), ns.
-    pub machine_total_ns: u64,
+    /// The serve process's CPU time and context switches.
+    pub process: results::ProcessCounters,
+    /// The machine's CPU time (all CPUs), by kind.
+    pub machine: results::CpuSplit,
 }
 
 /// Agent → controller.

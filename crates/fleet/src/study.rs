@@ -1,7 +1,9 @@
-//! A `numio fabric` study, as `--json` prints it and `--save` keeps it
+//! The study an older `numio fabric` printed with `--json` and kept with `--save`
 //! (schema `numio-fabric`): the target, the initiators' stack, and every
 //! run of every point (target cores × initiator count), each with the
-//! initiators' fleet run and both sides' CPU. `report::fabric` draws it.
+//! initiators' fleet run and both sides' CPU. `report::fabric` draws it;
+//! `numio report` still reprints such a file. The NVMe-oF study is now a
+//! sweep over hosts (`session::fleet`), saved as any sweep.
 
 use serde::{Deserialize, Serialize};
 

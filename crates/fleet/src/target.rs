@@ -103,26 +103,24 @@ pub struct TargetCpu {
     pub headroom_pct: f64,
 }
 
+/// What a served target and its machine spent between two samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetSpend {
+    /// Time between the samples on the target host's clock, ns.
+    pub wall_ns: u64,
+    /// The serve process's CPU time and context switches.
+    pub process: results::ProcessCounters,
+    /// The machine's CPU time, by kind.
+    pub machine: results::CpuSplit,
+}
+
 impl CpuSample {
     /// From `self` to `later`.
-    pub fn until(&self, later: &CpuSample) -> TargetCpu {
-        let wall_s = later.at_unix_ns.saturating_sub(self.at_unix_ns) as f64 / 1e9;
-        let process_cpu_s = later.process_ns.saturating_sub(self.process_ns) as f64 / 1e9;
-        let busy = later.machine_busy_ns.saturating_sub(self.machine_busy_ns) as f64;
-        let total = later.machine_total_ns.saturating_sub(self.machine_total_ns) as f64;
-        TargetCpu {
-            wall_s,
-            process_cpu_s,
-            process_cores: if wall_s > 0.0 {
-                process_cpu_s / wall_s
-            } else {
-                0.0
-            },
-            headroom_pct: if total > 0.0 {
-                100.0 * (1.0 - busy / total)
-            } else {
-                0.0
-            },
+    pub fn until(&self, later: &CpuSample) -> TargetSpend {
+        TargetSpend {
+            wall_ns: later.at_unix_ns.saturating_sub(self.at_unix_ns),
+            process: later.process.since(&self.process),
+            machine: later.machine.since(&self.machine),
         }
     }
 }
@@ -256,21 +254,22 @@ mod tests {
     fn cpu_between_samples() {
         let a = CpuSample {
             at_unix_ns: 1_000_000_000,
-            process_ns: 0,
-            machine_busy_ns: 0,
-            machine_total_ns: 0,
+            ..CpuSample::default()
         };
-        let b = CpuSample {
+        let mut b = CpuSample {
             at_unix_ns: 3_000_000_000,
-            process_ns: 3_000_000_000,
-            machine_busy_ns: 2_000_000_000,
-            machine_total_ns: 8_000_000_000,
+            ..CpuSample::default()
         };
-        let c = a.until(&b);
-        assert_eq!(
-            (c.wall_s, c.process_cpu_s, c.process_cores),
-            (2.0, 3.0, 1.5)
-        );
-        assert_eq!(c.headroom_pct, 75.0);
+        b.process.user_ns = 2_000_000_000;
+        b.process.system_ns = 1_000_000_000;
+        b.machine.user_ns = 2_000_000_000;
+        b.machine.idle_ns = 6_000_000_000;
+        let s = a.until(&b);
+        assert_eq!(s.wall_ns, 2_000_000_000);
+        assert_eq!(s.process.cpu_ns(), 3_000_000_000);
+        assert_eq!(s.machine.headroom_pct(), Some(75.0));
+        // A sample taken before a later one the wrong way round: nothing
+        // spent, never a wrapped count.
+        assert_eq!(b.until(&a).process.cpu_ns(), 0);
     }
 }

@@ -20,8 +20,9 @@ enum Command {
     Bench(cmd::bench::Args),
     /// Run two arms (policies, plans, job files or saved results) and compare them.
     Compare(cmd::compare::Args),
-    /// Scaling study: run a bench per point of an axis (jobs, iodepth, bs,
-    /// devices, rw, rwmixread), find the knee and the CPU headroom.
+    /// Scaling study: a bench per point of an axis (jobs, iodepth, bs,
+    /// devices, rw, rwmixread; reactors of a target it serves; initiators
+    /// across hosts), the knee and each side's CPU.
     Sweep(cmd::sweep::Args),
     /// Reprint or export a saved result file.
     Report(cmd::report::Args),
@@ -51,9 +52,8 @@ enum Command {
     /// disconnect.
     Connect(cmd::connect::Args),
     // Across hosts.
-    /// NVMe-oF study across hosts (TCP or RDMA): numio serve on a target
-    /// host, numio's initiator on N others at once, aggregate IOPS and each
-    /// side's CPU.
+    /// Replaced by `numio sweep --hosts`: says which sweep does the same.
+    #[command(hide = true)]
     Fabric(cmd::fabric::Args),
     /// The far end of `numio bench --hosts`, started over ssh: speaks the
     /// fleet protocol on stdin and stdout (not for interactive use).
@@ -76,7 +76,8 @@ fn main() {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::Sweep(args) => cmd::sweep::run(args),
-        // A fabric study file reprints as fabric prints it, a bench --json
+        // A fabric study file (an older numio's) reprints as fabric printed
+        // it, a bench --json
         // file (one host's or a fleet's) as bench printed it.
         Command::Report(args) => cmd::fabric::reprint(&args)
             .or_else(|| cmd::bench::reprint(&args))

@@ -191,6 +191,7 @@ fn saved_sweep(path: &str) {
         cores: vec![1, 1, 1, 2, 2, 2],
         goal: None,
         interrupted: false,
+        fleet: None,
     });
     set.coalesce = Some(CoalesceSpec {
         time_us: 100,

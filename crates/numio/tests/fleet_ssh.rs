@@ -42,26 +42,25 @@ fn fleet_bench(lab: &SshLab, hosts: &str, rest: &[&str]) -> (i32, String, String
 
 const QUICK: [&str; 6] = ["--runtime", "2", "--ramp-time", "0", "--iodepth", "4"];
 
-/// `numio fabric` with host 0 of `lab` as the target (mem:64M), `initiators`
-/// (hosts of `lab`) as the initiators, `flags`, then `--` and a bench of
-/// `runtime` seconds at QD4 without ramp.
-fn fabric(lab: &SshLab, initiators: &[usize], flags: &[&str], runtime: &str) -> Command {
+/// `numio sweep WORDS --hosts INITIATORS --target-host HOST0` (hosts of
+/// `lab`; numio serve on host 0 with a mem:64M namespace), `flags`, then a
+/// bench of `runtime` seconds at QD4 without ramp.
+fn fleet_sweep(
+    lab: &SshLab,
+    words: &[&str],
+    initiators: &[usize],
+    flags: &[&str],
+    runtime: &str,
+) -> Command {
     let list: Vec<String> = initiators.iter().map(|&i| lab.login(i)).collect();
     let mut c = Command::new(env!("CARGO_BIN_EXE_numio"));
-    c.arg("fabric")
-        .args(["--target", &lab.login(0), "--initiators", &list.join(",")])
-        .args(["--ns", "mem:64M"])
+    c.arg("sweep")
+        .args(words)
+        .args(["--hosts", &list.join(",")])
+        .args(["--target-host", &lab.login(0), "--target-ns", "mem:64M"])
         .args(flags)
         .args(lab.ssh_flags())
-        .args([
-            "--",
-            "--runtime",
-            runtime,
-            "--ramp-time",
-            "0",
-            "--iodepth",
-            "4",
-        ]);
+        .args(["--runtime", runtime, "--ramp-time", "0", "--iodepth", "4"]);
     c
 }
 
@@ -333,48 +332,55 @@ fn a_host_killed_mid_run_leaves_the_others_result() {
     lab.assert_no_numio_left();
 }
 
-/// `numio fabric`: numio serve on one host, numio's initiator on two
-/// others, one and then two initiators; the points add up, the target's
-/// CPU is measured, and nothing is left running afterwards.
+/// A sweep over hosts: numio serve on one host, numio's initiator on one
+/// and then two others; each point's run merges its hosts (the total is
+/// their sum), the target's CPU and its machine's headroom are measured,
+/// and nothing is left running afterwards.
 #[test]
-fn fabric_runs_a_target_and_initiators_and_tears_down() {
+fn sweep_over_hosts_serves_a_target_and_tears_down() {
     if skip() {
         return;
     }
     let lab = SshLab::new(4, &[Numio::This, Numio::This, Numio::This]);
-    let (code, stdout, stderr) = outcome(&mut fabric(
+    let (code, stdout, stderr) = outcome(&mut fleet_sweep(
         &lab,
+        &["initiators=1,2"],
         &[1, 2],
-        &["--initiator-counts", "1,2", "--json"],
+        &["--json"],
         "2",
     ));
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(v["schema"], "numio-fabric");
+    assert_eq!(v["schema"], "numio-sweep");
+    let set = &v["results"];
     assert_eq!(
-        v["url"],
+        set["sweep"]["fleet"]["url"],
         format!(
             "nvme-tcp://{}:4420/nqn.2026-01.io.numio:subsys0/1",
             lab.hosts[0].addr
         )
     );
-    let points = v["points"].as_array().unwrap();
-    assert_eq!(points.len(), 2);
-    for (k, p) in points.iter().enumerate() {
-        assert_eq!(p["initiators"], k + 1);
-        let hosts = p["fleet"]["hosts"].as_array().unwrap();
-        assert_eq!(hosts.len(), k + 1);
-        let sum: u64 = hosts
+    assert_eq!(set["sweep"]["fleet"]["target_host"], lab.login(0));
+    let arms = set["arms"].as_array().unwrap();
+    assert_eq!(arms.len(), 2);
+    for (k, arm) in arms.iter().enumerate() {
+        assert_eq!(arm["label"], format!("initiators={}", k + 1));
+        let run = &arm["runs"][0];
+        let targets = run["raw"]["targets"].as_array().unwrap();
+        assert_eq!(targets.len(), k + 1, "one target per host: {run}");
+        let sum: u64 = targets
             .iter()
-            .map(|h| h["result"]["total"]["ops"].as_u64().unwrap())
+            .map(|t| t["total"]["ops"].as_u64().unwrap())
             .sum();
         assert!(sum > 0);
-        assert_eq!(p["fleet"]["merged"]["total"]["ops"].as_u64().unwrap(), sum);
-        assert!(
-            p["target_cpu"]["process_cpu_s"].as_f64().unwrap() > 0.0,
-            "{p}"
-        );
+        assert_eq!(run["raw"]["total"]["ops"].as_u64().unwrap(), sum);
+        let per_io = &run["total"]["per_io"];
+        assert!(per_io["target_cpu_ns"].as_f64().unwrap() > 0.0, "{run}");
+        assert!(per_io["target_headroom_pct"].as_f64().is_some(), "{run}");
+        assert!(per_io["machine_cpu_ns"].as_f64().unwrap() > 0.0, "{run}");
     }
+    let points = v["sweeps"][0]["points"].as_array().unwrap();
+    assert!(points.iter().all(|p| p["target_headroom_pct"].is_number()));
     assert!(stderr.contains("numio serve: ready"), "{stderr}");
     lab.assert_no_numio_left();
 }
@@ -451,26 +457,25 @@ fn verify_across_hosts_finds_damage_on_one_host() {
     lab.assert_no_numio_left();
 }
 
-/// A study over the target's cores, repeated and saved: numio serve
-/// restarts on the first K CPUs of --target-cpus for each K, every point
-/// runs twice (interleaved), the file keeps every run and `numio report`
-/// reprints the table of median runs.
+/// A sweep over the target's cores, repeated and saved: numio serve
+/// starts on the first K CPUs of --target-cpus for each run of K, every
+/// point runs twice (interleaved), the file keeps every run, and `numio
+/// report` reprints the table and exports it as any sweep.
 #[test]
-fn fabric_sweeps_target_cores_repeats_and_saves() {
+fn sweep_over_hosts_varies_target_cores_repeats_and_saves() {
     if skip() {
         return;
     }
     let lab = SshLab::new(7, &[Numio::This, Numio::This]);
-    let saved = std::env::temp_dir().join(format!("fabric-study-{}.json", std::process::id()));
+    let saved = std::env::temp_dir().join(format!("fleet-sweep-{}.json", std::process::id()));
     let saved_arg = saved.display().to_string();
-    let (code, stdout, stderr) = outcome(&mut fabric(
+    let (code, stdout, stderr) = outcome(&mut fleet_sweep(
         &lab,
+        &["reactors=1,2"],
         &[1],
         &[
             "--target-cpus",
             "0,1",
-            "--target-core-counts",
-            "1,2",
             "--repeat",
             "2",
             "--save",
@@ -479,54 +484,65 @@ fn fabric_sweeps_target_cores_repeats_and_saves() {
         "1",
     ));
     assert_eq!(code, Some(0), "{stdout}{stderr}");
-    // The target started once per core count, on those CPUs.
-    assert!(
-        stderr.contains("--cpus 0\n") || stderr.contains("--cpus 0)"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("--cpus 0,1"), "{stderr}");
-    assert_eq!(stderr.matches("numio serve: ready").count(), 2, "{stderr}");
+    // The target started for each run, on those CPUs.
+    assert_eq!(stderr.matches("--cpus 0)").count(), 2, "{stderr}");
+    assert_eq!(stderr.matches("--cpus 0,1)").count(), 2, "{stderr}");
+    assert_eq!(stderr.matches("numio serve: ready").count(), 4, "{stderr}");
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
-    assert_eq!(v["schema"], "numio-fabric");
-    assert_eq!(v["repeat"], 2);
-    let key = |p: &serde_json::Value| {
-        (
-            p["target_cores"].as_u64().unwrap(),
-            p["run"].as_u64().unwrap(),
-        )
-    };
-    let points: Vec<(u64, u64)> = v["points"].as_array().unwrap().iter().map(key).collect();
-    assert_eq!(points, [(1, 1), (1, 2), (2, 1), (2, 2)]);
-    for p in v["points"].as_array().unwrap() {
-        assert!(
-            p["fleet"]["merged"]["total"]["ops"].as_u64().unwrap() > 0,
-            "{p}"
-        );
-        // One core of the target kept at most about one core busy.
-        let cores = p["target_cpu"]["process_cores"].as_f64().unwrap();
-        if p["target_cores"] == 1 {
-            assert!(cores < 1.2, "{cores}");
+    assert_eq!(v["schema"], "numio-results");
+    assert_eq!(v["kind"], "sweep");
+    let seqs: Vec<(String, u64)> = v["arms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|a| {
+            a["runs"].as_array().unwrap().iter().map(move |r| {
+                (
+                    a["label"].as_str().unwrap().to_string(),
+                    r["seq"].as_u64().unwrap(),
+                )
+            })
+        })
+        .collect();
+    let expect = |l: &str, n| (l.to_string(), n);
+    assert_eq!(
+        seqs,
+        [
+            expect("reactors=1", 1),
+            expect("reactors=1", 3),
+            expect("reactors=2", 2),
+            expect("reactors=2", 4)
+        ],
+        "interleaved"
+    );
+    for a in v["arms"].as_array().unwrap() {
+        for r in a["runs"].as_array().unwrap() {
+            assert!(r["raw"]["total"]["ops"].as_u64().unwrap() > 0, "{r}");
+            // One core of the target kept at most about one core busy.
+            let c = &r["raw"]["counters"];
+            let p = &c["target_process"];
+            let cores = (p["user_ns"].as_f64().unwrap() + p["system_ns"].as_f64().unwrap())
+                / c["window_ns"].as_f64().unwrap();
+            if a["label"] == "reactors=1" {
+                assert!(cores < 1.2, "{cores}");
+            }
         }
     }
-    // The table: one row per core count, two runs each.
-    let rows = |text: &str| -> Vec<String> {
-        text.lines()
-            .filter(|l| {
-                let w: Vec<&str> = l.split_whitespace().collect();
-                w.len() > 3 && w[0].parse::<u32>().is_ok() && w[1] == "1"
-            })
-            .map(|l| {
-                let w: Vec<&str> = l.split_whitespace().collect();
-                format!("{} {} {}", w[0], w[1], w[w.len() - 2])
-            })
-            .collect()
-    };
-    assert_eq!(rows(&stdout), ["1 1 2", "2 1 2"], "{stdout}");
+    // The table: where it ran, one row per point with two runs each.
     assert!(
-        stdout.contains("tgt CPUs") && stdout.contains("IOPS spread %"),
+        stdout.starts_with("initiators: numio's NVMe/TCP host on "),
         "{stdout}"
     );
+    assert!(stdout.contains("target headroom"), "{stdout}");
+    for point in ["reactors=1", "reactors=2"] {
+        let row = stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(point))
+            .unwrap();
+        let runs = row.replace(" (knee)", "");
+        assert_eq!(runs.split_whitespace().nth(1), Some("2"), "{row}");
+    }
     let report = |extra: &[&str]| {
         outcome(
             Command::new(env!("CARGO_BIN_EXE_numio"))
@@ -536,23 +552,26 @@ fn fabric_sweeps_target_cores_repeats_and_saves() {
     };
     let (code, text, _) = report(&[]);
     assert_eq!(code, Some(0));
-    assert_eq!(text, stdout, "report reprints the study");
-    let (code, _, err) = report(&["--csv", "-"]);
-    assert_eq!(code, Some(2));
-    assert!(err.contains("is a numio fabric study"), "{err}");
+    for line in stdout.lines() {
+        assert!(text.contains(line), "report reprints {line:?}: {text}");
+    }
+    let (code, csv, err) = report(&["--csv", "-"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(csv.contains("reactors=2"), "{csv}");
     std::fs::remove_file(&saved).unwrap();
     lab.assert_no_numio_left();
 }
 
-/// Ctrl-C in the middle of a fabric run stops the initiators and the
-/// target: nothing is left on any host.
+/// Ctrl-C in the middle of a sweep over hosts stops the initiators and the
+/// target: the measured part of the run is reported, and nothing is left
+/// on any host.
 #[test]
-fn fabric_ctrl_c_stops_everything() {
+fn sweep_over_hosts_ctrl_c_stops_everything() {
     if skip() {
         return;
     }
     let lab = SshLab::new(5, &[Numio::This, Numio::This]);
-    let mut child = fabric(&lab, &[1], &[], "60")
+    let mut child = fleet_sweep(&lab, &["initiators=1"], &[1], &[], "60")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -566,7 +585,9 @@ fn fabric_ctrl_c_stops_everything() {
     assert_eq!(out.status.code(), Some(130), "{}", rest.join("\n"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
-        stdout.contains("initiators"),
+        stdout
+            .lines()
+            .any(|l| l.trim_start().starts_with("initiators=1 ")),
         "the measured part is reported: {stdout}"
     );
     lab.assert_no_numio_left();

@@ -69,6 +69,30 @@ fn bad_sweeps_are_named_with_exit_status_2() {
             &["jobs=1", "--target-iops", "1", "--target-bw", "1G"],
             "give one goal",
         ),
+        // Across hosts (refused before any ssh).
+        (&["initiators=1,2"], "initiators=1,2 without --hosts"),
+        (
+            &["iodepth=1", "--target-host", "t"],
+            "--target-host t without --hosts",
+        ),
+        (&["devices=1", "--hosts", "a"], "devices= with --hosts"),
+        (
+            &["initiators=1,3", "--hosts", "a,b"],
+            "initiators=1,3: 3 is not a count from 1 to 2 (the hosts given)",
+        ),
+        (
+            &["iodepth=1", "--hosts", "a", "--target-host", "t"],
+            "with --target-host: the hosts reach the namespace numio serve serves there",
+        ),
+        (
+            &["reactors=1", "--hosts", "a"],
+            "reactors=1 with --hosts: name the host that serves, --target-host HOST",
+        ),
+        (
+            &["iodepth=1", "--hosts", "a", "--stack", "kernel"],
+            "--stack kernel on a: its kernel connects to one NVMe-oF namespace",
+        ),
+        (&["iodepth=1", "--hosts", "a", "--cpus", "0"], "drop --cpus"),
     ];
     for (extra, want) in cases {
         let mut a = vec!["sweep", t.path(), "--backend", "null", "--runtime", "100ms"];
@@ -77,6 +101,20 @@ fn bad_sweeps_are_named_with_exit_status_2() {
         assert_eq!(code, 2, "{extra:?}: {err}");
         assert!(err.contains(want), "{extra:?}: {err}");
     }
+}
+
+/// `numio fabric` is gone: a command line written for it is answered
+/// with the sweep that does the same.
+#[test]
+fn numio_fabric_names_the_sweep_that_replaced_it() {
+    let (code, _, err) = numio(&["fabric", "--target", "t", "--initiators", "a,b"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(
+            "numio sweep initiators=1,2 reactors=1,2,4 --hosts INI1,INI2 --target-host TGT"
+        ),
+        "{err}"
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! A `numio serve` run as a child process by another numio (a sweep's
-//! `reactors` axis, the fleet agent for `numio fabric`), read through its
+//! `reactors` axis, the fleet agent for `numio sweep --target-host`), read through its
 //! structured log (`--log-format json`) rather than its human text: the
 //! `listening` events give the addresses, the `ready` event says it
 //! serves, and each line is also handed on as the text `numio serve` would

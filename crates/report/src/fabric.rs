@@ -1,6 +1,6 @@
-//! The human view of a `numio fabric` study (what it prints, and what
-//! `numio report` reprints of a saved one): a row per point, its median
-//! run by IOPS, with both sides' CPU per I/O and headroom.
+//! The human view of a study an older `numio fabric` saved (what it
+//! printed, and what `numio report` reprints of it): a row per point, its
+//! median run by IOPS, with both sides' CPU per I/O and headroom.
 
 use std::fmt::Write;
 

@@ -57,6 +57,6 @@ pub use analysis::{analyze, Analysis};
 pub use error::ReportError;
 pub use export::{CsvExporter, Exporter, JsonExporter, SvgExporter, TextExporter};
 pub use model::{
-    Arm, LatencyPoint, ResultSet, RunRecord, SetKind, SweepAxis, SweepGoal, SweepSpec,
-    TargetMetrics,
+    Arm, FleetSweepSpec, LatencyPoint, ResultSet, RunRecord, SetKind, SweepAxis, SweepGoal,
+    SweepSpec, TargetMetrics,
 };

@@ -235,6 +235,28 @@ pub struct SweepSpec {
     /// Whether Ctrl-C ended the sweep early: points after it are missing.
     #[serde(default)]
     pub interrupted: bool,
+    /// Where a sweep over a fleet ran (`numio sweep --hosts`); `None` for
+    /// one on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<FleetSweepSpec>,
+}
+
+/// Where a sweep over a fleet ran: the initiator hosts, whose NVMe-oF host
+/// they ran, the namespace they reached and the host that served it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetSweepSpec {
+    /// The initiator hosts in the order given (a point of N initiators ran
+    /// on the first N).
+    pub hosts: Vec<String>,
+    /// Whose NVMe-oF host they ran: `numio` (numio bench's own) or
+    /// `kernel` (the Linux host, through its block device).
+    pub stack: String,
+    /// The namespace every initiator reached.
+    pub url: String,
+    /// The host `numio serve` ran on for each run, when the sweep served
+    /// the target (else the target was given by its URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_host: Option<String>,
 }
 
 /// A latency budget (`--max-latency p99.99=2ms`): a threshold is

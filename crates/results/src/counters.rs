@@ -12,6 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use topology::counters::{ticks_ns, CpuTimes, ProcessSample};
 use topology::{CpuId, NodeId};
 
 /// CPU time by what it was spent on, in nanoseconds (`/proc/stat`'s
@@ -52,6 +53,48 @@ impl CpuSplit {
     pub fn headroom_pct(&self) -> Option<f64> {
         let total = self.total_ns();
         (total > 0).then(|| (self.idle_ns + self.iowait_ns) as f64 * 100.0 / total as f64)
+    }
+
+    /// The split of `/proc/stat` times (clock ticks).
+    pub fn from_ticks(t: &CpuTimes) -> CpuSplit {
+        CpuSplit {
+            user_ns: ticks_ns(t.user),
+            nice_ns: ticks_ns(t.nice),
+            system_ns: ticks_ns(t.system),
+            idle_ns: ticks_ns(t.idle),
+            iowait_ns: ticks_ns(t.iowait),
+            irq_ns: ticks_ns(t.irq),
+            softirq_ns: ticks_ns(t.softirq),
+            steal_ns: ticks_ns(t.steal),
+        }
+    }
+
+    /// What was spent from the reading `earlier` to this one (0 where a
+    /// count went back).
+    pub fn since(&self, earlier: &CpuSplit) -> CpuSplit {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        CpuSplit {
+            user_ns: d(self.user_ns, earlier.user_ns),
+            nice_ns: d(self.nice_ns, earlier.nice_ns),
+            system_ns: d(self.system_ns, earlier.system_ns),
+            idle_ns: d(self.idle_ns, earlier.idle_ns),
+            iowait_ns: d(self.iowait_ns, earlier.iowait_ns),
+            irq_ns: d(self.irq_ns, earlier.irq_ns),
+            softirq_ns: d(self.softirq_ns, earlier.softirq_ns),
+            steal_ns: d(self.steal_ns, earlier.steal_ns),
+        }
+    }
+
+    /// Adds `other` (another machine's, for a fleet's CPU together).
+    pub fn add(&mut self, other: &CpuSplit) {
+        self.user_ns += other.user_ns;
+        self.nice_ns += other.nice_ns;
+        self.system_ns += other.system_ns;
+        self.idle_ns += other.idle_ns;
+        self.iowait_ns += other.iowait_ns;
+        self.irq_ns += other.irq_ns;
+        self.softirq_ns += other.softirq_ns;
+        self.steal_ns += other.steal_ns;
     }
 }
 
@@ -98,6 +141,46 @@ pub struct ProcessCounters {
     pub involuntary_ctx_switches: u64,
 }
 
+impl ProcessCounters {
+    /// A process's totals as `/proc/PID` gives them (since it started).
+    pub fn from_sample(p: &ProcessSample) -> ProcessCounters {
+        ProcessCounters {
+            user_ns: ticks_ns(p.user_ticks),
+            system_ns: ticks_ns(p.system_ticks),
+            voluntary_ctx_switches: p.voluntary_switches,
+            involuntary_ctx_switches: p.involuntary_switches,
+        }
+    }
+
+    /// What the process spent from the reading `earlier` to this one (0
+    /// where a count went back).
+    pub fn since(&self, earlier: &ProcessCounters) -> ProcessCounters {
+        ProcessCounters {
+            user_ns: self.user_ns.saturating_sub(earlier.user_ns),
+            system_ns: self.system_ns.saturating_sub(earlier.system_ns),
+            voluntary_ctx_switches: self
+                .voluntary_ctx_switches
+                .saturating_sub(earlier.voluntary_ctx_switches),
+            involuntary_ctx_switches: self
+                .involuntary_ctx_switches
+                .saturating_sub(earlier.involuntary_ctx_switches),
+        }
+    }
+
+    /// Adds `other` (another host's numio, for a fleet's together).
+    pub fn add(&mut self, other: &ProcessCounters) {
+        self.user_ns += other.user_ns;
+        self.system_ns += other.system_ns;
+        self.voluntary_ctx_switches += other.voluntary_ctx_switches;
+        self.involuntary_ctx_switches += other.involuntary_ctx_switches;
+    }
+
+    /// User and system time together, ns.
+    pub fn cpu_ns(&self) -> u64 {
+        self.user_ns + self.system_ns
+    }
+}
+
 /// The machine's counters over a run.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunCounters {
@@ -125,6 +208,12 @@ pub struct RunCounters {
     /// target's CPU apart from the initiator's `process`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_process: Option<ProcessCounters>,
+    /// The whole machine of that target when it runs on another host (a
+    /// sweep over a fleet serves it on `--target-host`), over the same
+    /// window: its CPU headroom apart from the initiators'. `None` when
+    /// the target shares this machine (`cpu` covers it) or none was served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_machine: Option<CpuSplit>,
 }
 
 impl RunCounters {
@@ -167,6 +256,10 @@ pub struct PerIo {
     /// [`RunCounters::target_process`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_cpu_ns: Option<f64>,
+    /// The share of that target's machine left unused, percent, when it
+    /// ran on another host ([`RunCounters::target_machine`]; total only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_headroom_pct: Option<f64>,
 }
 
 impl PerIo {

@@ -371,7 +371,7 @@ pub struct Environment {
 }
 
 /// A whole run: every target and the total.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunResult {
     /// [`RESULT_SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -431,9 +431,9 @@ impl RunResult {
         out.machine_ctx_switches = c.and_then(|c| c.per_io(c.context_switches, iops));
         out.machine_cpu_ns = c.and_then(|c| c.per_io(c.cpu.busy_ns(), iops));
         out.cpu_headroom_pct = c.and_then(|c| c.cpu.headroom_pct());
-        let cpu = |p: &ProcessCounters| p.user_ns + p.system_ns;
-        out.initiator_cpu_ns = c.and_then(|c| c.per_io(cpu(c.process.as_ref()?), iops));
-        out.target_cpu_ns = c.and_then(|c| c.per_io(cpu(c.target_process.as_ref()?), iops));
+        out.initiator_cpu_ns = c.and_then(|c| c.per_io(c.process.as_ref()?.cpu_ns(), iops));
+        out.target_cpu_ns = c.and_then(|c| c.per_io(c.target_process.as_ref()?.cpu_ns(), iops));
+        out.target_headroom_pct = c.and_then(|c| c.target_machine.as_ref()?.headroom_pct());
         out
     }
 

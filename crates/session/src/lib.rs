@@ -37,6 +37,7 @@ pub mod arms;
 pub mod coalesce;
 pub mod error;
 pub mod event;
+pub mod fleet;
 pub mod interrupt;
 pub mod layout;
 pub mod multipath_probe;

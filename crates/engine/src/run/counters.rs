@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use results::{CpuSplit, NodeCpu, ProcessCounters, RunCounters, TargetCounters};
-use topology::counters::{self, ticks_ns, CpuTimes, Delta, InterruptCounts, Sample};
+use topology::counters::{self, ticks_ns, Delta, InterruptCounts, Sample};
 use topology::device::{block_stack, DevNum};
 use topology::{CpuId, NodeId};
 
@@ -82,7 +82,7 @@ impl CounterWatch {
             .map(|per_cpu| per_cpu.iter().map(|(_, n)| n).sum());
         Some(RunCounters {
             window_ns,
-            cpu: split(&delta.total),
+            cpu: CpuSplit::from_ticks(&delta.total),
             online_cpus: delta.cpus.len() as u32,
             nodes: node_split(&delta, &nodes),
             context_switches: delta.context_switches,
@@ -96,6 +96,7 @@ impl CounterWatch {
                 involuntary_ctx_switches: p.involuntary_switches,
             }),
             target_process: None,
+            target_machine: None,
         })
     }
 }
@@ -159,19 +160,6 @@ fn target_counters(
     }
 }
 
-fn split(t: &CpuTimes) -> CpuSplit {
-    CpuSplit {
-        user_ns: ticks_ns(t.user),
-        nice_ns: ticks_ns(t.nice),
-        system_ns: ticks_ns(t.system),
-        idle_ns: ticks_ns(t.idle),
-        iowait_ns: ticks_ns(t.iowait),
-        irq_ns: ticks_ns(t.irq),
-        softirq_ns: ticks_ns(t.softirq),
-        steal_ns: ticks_ns(t.steal),
-    }
-}
-
 fn node_split(delta: &Delta, nodes: &[(NodeId, Vec<CpuId>)]) -> Vec<NodeCpu> {
     delta
         .nodes(nodes)
@@ -179,7 +167,7 @@ fn node_split(delta: &Delta, nodes: &[(NodeId, Vec<CpuId>)]) -> Vec<NodeCpu> {
         .map(|n| NodeCpu {
             node: n.node,
             cpus: n.cpus.len() as u32,
-            cpu: split(&n.times),
+            cpu: CpuSplit::from_ticks(&n.times),
         })
         .collect()
 }

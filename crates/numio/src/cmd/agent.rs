@@ -213,22 +213,21 @@ fn for_each_line(r: impl std::io::Read, mut each: impl FnMut(String) -> bool) ->
     true
 }
 
-/// The served target's CPU time and the machine's, now.
+/// The served target's CPU time and the machine's, now (zero where
+/// `/proc` could not be read).
 fn cpu_sample(pid: u32) -> FromAgent {
     let s = topology::counters::sample(std::path::Path::new("/"), &[pid]).ok();
-    let ns = topology::counters::ticks_ns;
-    let (process_ns, machine_busy_ns, machine_total_ns) = s.map_or((0, 0, 0), |s| {
-        let p = s
-            .processes
-            .first()
-            .map_or(0, |p| ns(p.user_ticks + p.system_ticks));
-        (p, ns(s.stat.total.busy()), ns(s.stat.total.total()))
-    });
     FromAgent::Cpu(fleet::proto::CpuSample {
         at_unix_ns: fleet::run::now_ns(),
-        process_ns,
-        machine_busy_ns,
-        machine_total_ns,
+        process: s
+            .as_ref()
+            .and_then(|s| s.processes.first())
+            .map(results::ProcessCounters::from_sample)
+            .unwrap_or_default(),
+        machine: s
+            .as_ref()
+            .map(|s| results::CpuSplit::from_ticks(&s.stat.total))
+            .unwrap_or_default(),
     })
 }
 

@@ -7,7 +7,6 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use anyhow::{bail, Context};
 use fleet::report::FleetReport;
@@ -32,7 +31,7 @@ pub struct FleetArgs {
     pub ssh: SshArgs,
 }
 
-/// How numio reaches other hosts (`numio bench --hosts`, `numio fabric`).
+/// How numio reaches other hosts (`numio bench --hosts`, `numio sweep --hosts`).
 #[derive(Debug, Default, clap::Args)]
 pub struct SshArgs {
     /// An ssh option for every host, as `ssh -o OPTION` (repeatable).
@@ -76,7 +75,7 @@ impl FleetArgs {
         self.hosts.is_some() || self.hosts_file.is_some()
     }
 
-    fn hosts(&self) -> anyhow::Result<Vec<Host>> {
+    pub(crate) fn hosts(&self) -> anyhow::Result<Vec<Host>> {
         if let Some(list) = &self.hosts {
             return Ok(fleet::parse_host_list(list)?);
         }
@@ -196,66 +195,19 @@ pub(crate) fn run_fleet(
     )?)
 }
 
-/// The hosts' live IOPS on stderr, one line a second.
-struct Progress {
-    labels: Vec<String>,
-    iops: Vec<f64>,
-    last: Instant,
-}
+/// The hosts' progress on stderr (`report::fleet::Progress`'s lines).
+pub(crate) struct Progress(report::fleet::Progress);
 
 impl Progress {
-    fn new(runs: &[HostRun]) -> Self {
-        Progress {
-            labels: runs.iter().map(|r| r.host.label.clone()).collect(),
-            iops: vec![0.0; runs.len()],
-            last: Instant::now(),
-        }
+    pub(crate) fn new(runs: &[HostRun]) -> Self {
+        Progress(report::fleet::Progress::new(
+            runs.iter().map(|r| r.host.label.clone()).collect(),
+        ))
     }
 
-    fn event(&mut self, e: FleetEvent<'_>) {
-        match e {
-            FleetEvent::Connected {
-                host,
-                hostname,
-                offset,
-            } => eprintln!(
-                "numio: {host}: {hostname}, clock {} ± {}",
-                report::fleet::signed_latency(offset.offset_ns),
-                report::format::latency(offset.rtt_ns as f64 / 2.0)
-            ),
-            FleetEvent::Ready {
-                host,
-                targets,
-                jobs,
-            } => eprintln!("numio: {host}: ready: {} ({jobs} jobs)", targets.join(", ")),
-            FleetEvent::Starting { hosts, .. } => {
-                eprintln!("numio: {hosts} host(s) start together");
-            }
-            FleetEvent::Failed { host, reason } => eprintln!("numio: {host}: {reason}"),
-            FleetEvent::Progress {
-                host,
-                elapsed_s,
-                iops,
-                ..
-            } => {
-                if let Some(i) = self.labels.iter().position(|l| *l == host.label) {
-                    self.iops[i] = iops;
-                }
-                if self.last.elapsed().as_secs_f64() >= 1.0 {
-                    self.last = Instant::now();
-                    let parts: Vec<String> = self
-                        .labels
-                        .iter()
-                        .zip(&self.iops)
-                        .map(|(l, x)| format!("{l} {}", report::format::si(*x)))
-                        .collect();
-                    eprintln!(
-                        "numio: {elapsed_s:>5.1}s  {}  total {} IOPS",
-                        parts.join("  "),
-                        report::format::si(self.iops.iter().sum())
-                    );
-                }
-            }
+    pub(crate) fn event(&mut self, e: FleetEvent<'_>) {
+        if let Some(line) = self.0.line(&e) {
+            eprintln!("{line}");
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `numio connect`: the Linux host's NVMe/TCP initiator for as long as
 //! numio needs it. It connects (as `nvme connect` does), prints the block
 //! device the kernel made, holds the connection until its stdin closes or
-//! it gets SIGINT/SIGTERM, then disconnects. `numio fabric --stack kernel`
+//! it gets SIGINT/SIGTERM, then disconnects. `numio sweep --hosts --stack kernel`
 //! runs one per initiator host (under that host's agent, which it dies
 //! with), and a user can script one: `numio connect URL | (read _ dev; fio
 //! --filename=$dev ...)`.

@@ -9,78 +9,19 @@
 //! `sweep_serve`.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context};
 use session::{interrupt, LiveArm, LocalRunner, Runner, Schedule};
 use topology::Topology;
 
 use super::display::{Display, Runs};
-use super::engine_args::EngineArgs;
-use super::flags::NumaArg;
 use super::flags::WorkloadArgs;
+pub use super::sweep_args::{Args, MAX_POINTS};
 use super::sweep_axes::{check_initiator_cores, is_cores_axis, parse_words, points, Axis};
-use super::sweep_output::Outputs;
+use super::sweep_output::keep_measured;
 use super::sweep_place::{cap_jobs, jobs_cap, point_placement, policy};
 use super::sweep_serve;
-
-/// Points above which a grid needs `--allow-large-grid`.
-pub const MAX_POINTS: usize = 1000;
-
-/// Flags of `numio sweep`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
-    /// Axes (`jobs=1,2,4`, `iodepth=1,4,16,64`, `bs=4k,64k`,
-    /// `devices=1,2,4`, `rw=randread,randwrite`, `rwmixread=50,70`,
-    /// `reactors=1,2,4`: a numio serve of that many reactors on a RAM
-    /// namespace on loopback that the sweep starts and stops per run,
-    /// `initiator-cores=1,2,4`: jobs of an NVMe-oF initiator, one per core,
-    /// with nvme-tcp:// or nvme-rdma:// targets or a reactors axis,
-    /// `transport=tcp,rdma`: the same NVMe-oF targets reached over each
-    /// transport, the tcp or rdma backend; two make a grid), then the
-    /// targets (none: as `numio bench`).
-    #[arg(required = true, value_name = "AXIS=VALUES|TARGET")]
-    pub words: Vec<String>,
-    /// Runs per point, interleaved over the points.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub repeat: usize,
-    /// Scaling efficiency below which a step is the knee.
-    #[arg(long, default_value_t = report::sweep::DEFAULT_KNEE_EFFICIENCY, value_name = "FRACTION")]
-    pub knee: f64,
-    /// Name the smallest axis value (fewest cores) whose total IOPS reaches N (e.g. 1.5M).
-    #[arg(long, value_name = "N")]
-    pub target_iops: Option<String>,
-    /// Name the smallest axis value whose bandwidth reaches SIZE per second (e.g. 3G).
-    #[arg(long, value_name = "SIZE")]
-    pub target_bw: Option<String>,
-    /// Print the sweep as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Write the points as CSV, one row per point (`-`: standard output).
-    #[arg(long, value_name = "OUT.csv")]
-    pub csv: Option<PathBuf>,
-    /// Save every run to this result file (reprint: numio report FILE;
-    /// numio compare --a result=A --b result=B compares two point by point).
-    #[arg(long, value_name = "FILE.json")]
-    pub save: Option<PathBuf>,
-    /// Draw IOPS (error bars, ideal line, knee), latency percentiles,
-    /// efficiency and CPU headroom against the axis (.svg or .png).
-    #[arg(long, value_name = "FILE.svg|FILE.png")]
-    pub chart: Option<PathBuf>,
-    /// Run a grid of more than 1,000 points.
-    #[arg(long = "allow-large-grid", alias = "force")]
-    pub force: bool,
-    /// Pin every point's jobs to these CPUs (not with the jobs axis).
-    #[arg(long, value_name = "LIST")]
-    pub cpus: Option<String>,
-    /// Placement policy of every point: local (default), spread or none.
-    #[arg(long, value_enum, value_name = "POLICY")]
-    pub numa: Option<NumaArg>,
-    #[command(flatten)]
-    pub workload: WorkloadArgs,
-    #[command(flatten)]
-    pub engine: EngineArgs,
-}
 
 /// Runs `numio sweep`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -91,6 +32,18 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let grid_points = axes.iter().map(|a| a.values.len()).product::<usize>();
     if grid_points > MAX_POINTS && !args.force {
         bail!("{grid_points} points: more than {MAX_POINTS}; narrow the axes or add --allow-large-grid");
+    }
+    if args.fleet.fleet.wanted() {
+        return super::sweep_fleet::run(&args, &axes, &given, goal);
+    }
+    if let Some(t) = &args.fleet.target_host {
+        bail!("--target-host {t} without --hosts: name the initiator hosts, --hosts A,B");
+    }
+    if let Some(a) = axes.iter().find(|a| a.name == "initiators") {
+        bail!(
+            "initiators={} without --hosts: the axis counts initiator hosts; name them, --hosts A,B",
+            a.values.join(",")
+        );
     }
     let opts = args.engine.run_options()?;
     let topo = Topology::discover(Path::new("/"))?;
@@ -155,17 +108,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let outcome = schedule.run_with(runner.as_mut(), interrupt::flag(), &mut |e| {
         display.event(e)
     })?;
-    let interrupted = outcome.interrupted.is_some();
-    if interrupted {
-        eprintln!(
-            "numio: sweep interrupted: reporting the {} runs completed; the result is marked interrupted",
-            outcome.completed()
-        );
-    }
-    let set =
-        super::sweep_output::result_set(&axes, outcome.arms, cores, args.knee, goal, interrupted);
-    super::sweep_output::write(&set, &outputs(&args))?;
-    let code = i32::from(outcome.failed_runs > 0);
+    let failed_runs = outcome.failed_runs;
+    let (arms, interrupted) = keep_measured(outcome);
+    let set = super::sweep_output::result_set(&axes, arms, cores, args.knee, goal, interrupted);
+    super::sweep_output::write(&set, &args.outputs())?;
+    let code = i32::from(failed_runs > 0);
     Ok(interrupt::exit_code().unwrap_or(code))
 }
 
@@ -209,15 +156,6 @@ fn runner(serve: Option<HashMap<String, Vec<u32>>>) -> Box<dyn Runner> {
     match serve {
         Some(cpus) => Box::new(sweep_serve::ServeRunner { cpus }),
         None => Box::new(LocalRunner),
-    }
-}
-
-fn outputs(args: &Args) -> Outputs {
-    Outputs {
-        json: args.json,
-        csv: args.csv.clone(),
-        save: args.save.clone(),
-        chart: args.chart.clone(),
     }
 }
 

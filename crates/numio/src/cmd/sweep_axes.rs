@@ -9,7 +9,7 @@ use clap::ValueEnum;
 use super::flags::{parse_bs, RwArg, WorkloadArgs};
 
 /// The axes a sweep can vary.
-pub const AXES: [&str; 9] = [
+pub const AXES: [&str; 10] = [
     "jobs",
     "iodepth",
     "bs",
@@ -19,6 +19,7 @@ pub const AXES: [&str; 9] = [
     "reactors",
     "initiator-cores",
     "transport",
+    "initiators",
 ];
 
 /// The scheme of an NVMe-oF target over `transport` (`tcp`, `rdma`).

@@ -23,6 +23,31 @@ pub struct Outputs {
     pub chart: Option<PathBuf>,
 }
 
+/// The arms of `outcome` and whether Ctrl-C cut it: the completed runs,
+/// or, when it cut the first run, that run's measured part (marked
+/// interrupted in its result), so a long first point still reports.
+pub fn keep_measured(outcome: session::Outcome) -> (Vec<report::Arm>, bool) {
+    let completed = outcome.completed();
+    let mut arms = outcome.arms;
+    let Some(cut) = outcome.interrupted else {
+        return (arms, false);
+    };
+    match cut.partial {
+        Some(p) if completed == 0 && p.runtime_ns > 0 => {
+            eprintln!(
+                "numio: sweep interrupted in its first run: reporting its measured {:.1} s of {}; the result is marked interrupted",
+                p.runtime_ns as f64 / 1e9,
+                arms[cut.run.arm].label
+            );
+            arms[cut.run.arm].runs.push(p.record);
+        }
+        _ => eprintln!(
+            "numio: sweep interrupted: reporting the {completed} runs completed; the result is marked interrupted"
+        ),
+    }
+    (arms, true)
+}
+
 /// The sweep's result set.
 pub fn result_set(
     axes: &[Axis],
@@ -56,6 +81,7 @@ pub fn result_set(
         cores,
         goal,
         interrupted,
+        fleet: None,
     });
     set
 }
@@ -73,6 +99,9 @@ pub fn write(set: &ResultSet, out: &Outputs) -> anyhow::Result<()> {
         });
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else if !csv_to_stdout {
+        if let Some(f) = set.sweep.as_ref().and_then(|s| s.fleet.as_ref()) {
+            print!("{}", report::sweep::table::fleet_line(f));
+        }
         for s in &analysis.sweeps {
             println!("{}", report::sweep::table(s));
         }

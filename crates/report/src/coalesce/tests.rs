@@ -123,6 +123,7 @@ fn study_set(budgets: Vec<LatencyBudget>) -> ResultSet {
         cores: vec![],
         goal: None,
         interrupted: false,
+        fleet: None,
     });
     set.coalesce = Some(CoalesceSpec {
         time_us: 100,

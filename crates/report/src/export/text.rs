@@ -37,6 +37,9 @@ pub fn render(set: &ResultSet, analysis: &Analysis) -> String {
         return out;
     }
     if set.kind == SetKind::Sweep {
+        if let Some(f) = set.sweep.as_ref().and_then(|s| s.fleet.as_ref()) {
+            out.push_str(&crate::sweep::table::fleet_line(f));
+        }
         for s in &analysis.sweeps {
             out.push('\n');
             out.push_str(&crate::sweep::table(s));

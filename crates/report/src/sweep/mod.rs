@@ -94,6 +94,10 @@ pub struct SweepPoint {
     /// this machine (the `reactors` axis), nanoseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_cpu_ns_per_io: Option<f64>,
+    /// Mean CPU headroom of the target's machine, percent, when the sweep
+    /// served its target on another host (`--target-host`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_headroom_pct: Option<f64>,
     /// Scaling efficiency against the first point (scaling axes only).
     pub efficiency: Option<f64>,
 }
@@ -134,7 +138,7 @@ pub struct Sweep {
 pub fn scales_work(axis: &str) -> bool {
     matches!(
         axis,
-        "jobs" | "iodepth" | "devices" | "reactors" | "initiator-cores"
+        "jobs" | "iodepth" | "devices" | "reactors" | "initiator-cores" | "initiators"
     )
 }
 
@@ -283,6 +287,7 @@ fn point(arm: &Arm, x: f64, cores: Option<usize>) -> Option<SweepPoint> {
         interrupts_per_io: mean_of(arm, Metric::InterruptsPerIo),
         initiator_cpu_ns_per_io: mean_per_io(arm, |p| p.initiator_cpu_ns),
         target_cpu_ns_per_io: mean_per_io(arm, |p| p.target_cpu_ns),
+        target_headroom_pct: mean_per_io(arm, |p| p.target_headroom_pct),
         efficiency: None,
     })
 }

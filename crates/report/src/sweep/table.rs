@@ -98,6 +98,29 @@ fn per_target(p: &SweepPoint) -> Option<f64> {
         .then(|| p.targets.iter().map(|t| t.iops).sum::<f64>() / p.targets.len() as f64)
 }
 
+/// Where a sweep over a fleet ran, in one line: `initiators: numio's
+/// NVMe/TCP host on a, b (the first N at a point of N); target: numio serve
+/// on t, each run (nvme-tcp://…)`.
+pub fn fleet_line(f: &crate::model::FleetSweepSpec) -> String {
+    let transport = if f.url.starts_with("nvme-rdma://") {
+        "NVMe/RDMA"
+    } else {
+        "NVMe/TCP"
+    };
+    let stack = match f.stack.as_str() {
+        "kernel" => format!("the Linux kernel's {transport} host"),
+        _ => format!("numio's {transport} host"),
+    };
+    let target = match &f.target_host {
+        Some(h) => format!("numio serve on {h}, started for each run ({})", f.url),
+        None => f.url.clone(),
+    };
+    format!(
+        "initiators: {stack} on {} (a point of N initiators runs the first N); target: {target}\n",
+        f.hosts.join(", ")
+    )
+}
+
 /// The sweep as a text table, then its findings.
 pub fn table(sweep: &Sweep) -> String {
     // A numio serve target on this machine: its CPU and the initiator's apart.
@@ -125,6 +148,11 @@ pub fn table(sweep: &Sweep) -> String {
         columns.push(("initiator CPU µs/IO", Align::Right));
         columns.push(("target CPU µs/IO", Align::Right));
     }
+    // A target served on another host: its machine's headroom too.
+    let remote = sweep.points.iter().any(|p| p.target_headroom_pct.is_some());
+    if remote {
+        columns.push(("target headroom", Align::Right));
+    }
     let mut t = Table::new(&columns);
     let us = |v: f64| format!("{:.2}", v / 1000.0);
     for (i, p) in sweep.points.iter().enumerate() {
@@ -149,6 +177,9 @@ pub fn table(sweep: &Sweep) -> String {
             row.push(opt(p.initiator_cpu_ns_per_io, &us));
             row.push(opt(p.target_cpu_ns_per_io, &us));
         }
+        if remote {
+            row.push(opt(p.target_headroom_pct, &|v| format!("{v:.1} %")));
+        }
         t.row(row);
     }
     let series = sweep
@@ -169,7 +200,8 @@ pub fn table(sweep: &Sweep) -> String {
 /// Header of [`csv`].
 pub const CSV_HEADER: &str = "series,point,x,runs,iops,iops_ci95,bandwidth_bytes_per_s,cores,\
 iops_per_core,iops_per_target,lat_p50_ns,lat_p99_ns,lat_p999_ns,efficiency,machine_cpu_ns_per_io,\
-interrupts_per_io,cpu_headroom_pct,knee,saturation,initiator_cpu_ns_per_io,target_cpu_ns_per_io";
+interrupts_per_io,cpu_headroom_pct,knee,saturation,initiator_cpu_ns_per_io,target_cpu_ns_per_io,\
+target_headroom_pct";
 
 /// The points of every curve as CSV, one row per point, with a header.
 pub fn csv(sweeps: &[Sweep]) -> String {
@@ -202,6 +234,7 @@ pub fn csv(sweeps: &[Sweep]) -> String {
                 (s.saturation == Some(i)).to_string(),
                 num(p.initiator_cpu_ns_per_io),
                 num(p.target_cpu_ns_per_io),
+                num(p.target_headroom_pct),
             ];
             let quoted: Vec<String> = cells
                 .iter()

@@ -100,6 +100,7 @@ fn sweep_set(arms: Vec<Arm>, goal: Option<SweepGoal>) -> ResultSet {
         cores: vec![1, 2, 4],
         goal,
         interrupted: false,
+        fleet: None,
     });
     set
 }
@@ -279,5 +280,24 @@ fn a_served_target_shows_its_cpu_apart_from_the_initiators() {
     let row: Vec<&str> = text.lines().nth(2).unwrap().split_whitespace().collect();
     assert_eq!(row[row.len() - 2..], ["4.00", "2.00"], "{text}");
     let csv = table::csv(&[s]);
-    assert!(csv.lines().nth(1).unwrap().ends_with(",4000,2000"), "{csv}");
+    assert!(
+        csv.lines().nth(1).unwrap().ends_with(",4000,2000,"),
+        "{csv}"
+    );
+    // A target served on another host: its machine's headroom too.
+    let mut a = arm("initiators=1", &[100.0, 100.0]);
+    for (r, head) in a.runs.iter_mut().zip([40.0, 60.0]) {
+        r.total.per_io.target_cpu_ns = Some(1000.0);
+        r.total.per_io.target_headroom_pct = Some(head);
+    }
+    let s = analyze("initiators", &[1.0], &[a], 0.8);
+    assert_eq!(s.points[0].target_headroom_pct, Some(50.0));
+    let text = table::table(&s);
+    assert!(
+        text.lines().nth(1).unwrap().ends_with("target headroom"),
+        "{text}"
+    );
+    assert!(text.lines().nth(2).unwrap().ends_with("50.0 %"), "{text}");
+    let csv = table::csv(&[s]);
+    assert!(csv.lines().nth(1).unwrap().ends_with(",1000,50"), "{csv}");
 }

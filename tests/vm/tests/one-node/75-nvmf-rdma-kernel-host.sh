@@ -16,10 +16,10 @@
 #   6. numio sweep transport=tcp,rdma initiator-cores=1,2: each point on
 #      its transport's backend, IOPS and CPU headroom measured;
 #   7. the engine's conformance part for rdma;
-#   8. numio fabric --transport rdma with the kernel's and numio's hosts
+#   8. numio sweep --hosts --target-transport rdma with the kernel's and numio's hosts
 #      (numio connect nvme-rdma:// for the kernel's).
 # On a kernel other than the default (the 6.12 pass) it ends after 5: 6 to 8
-# are numio's own sweep, conformance and fabric logic over the same verbs.
+# are numio's own sweep, conformance and sweep-over-hosts logic over the same verbs.
 . "$(dirname "$0")/rdma-lib.bash"
 . "$(dirname "$0")/nvmf-lib.bash"
 rdma_setup nvme-rdma
@@ -85,7 +85,7 @@ expect_eq "rdma-verify: every 4 KiB block of 8 MiB read back" 2048 "$OPS"
 # 5. The same bytes over TCP.
 bench tcp-verify "nvme-tcp://$RDMA_TGT:4420/$NVMF_NQN/1" --rw read --bs 128k --iodepth 4 --size 8M --verify --no-time-based --runtime 120
 expect_eq "tcp-verify: what numio wrote over RDMA reads back over TCP" 64 "$OPS"
-end_unless_default_kernel "6 to 8 (sweep, conformance, fabric) are numio's logic over the verbs 1 to 5 used"
+end_unless_default_kernel "6 to 8 (sweep, conformance, sweep over hosts) are numio's logic over the verbs 1 to 5 used"
 
 # 7. The engine's conformance part for rdma: an in-process target on the
 #    rxe address, number_ios over two queues, the sync backend and rdma
@@ -118,8 +118,8 @@ expect_eq "sweep: every point measured IOPS and CPU headroom" yes \
   "$(jq -e '[.sweeps[].points[] | (.iops > 0 and .cpu_headroom_pct != null)] | (length == 4 and all)' <<<"$NUMIO_OUT" >/dev/null 2>&1 && echo yes || echo no)"
 note "sweep: $(jq -r '[.sweeps[].points[] | "\(.label): \(.iops | floor) IOPS, \(.initiator_cpu_ns_per_io / 1000 | floor) us CPU/IO"] | join("; ")' <<<"$NUMIO_OUT" 2>/dev/null)"
 
-# 8. numio fabric --transport rdma: numio serve started as the target over
-#    the lab's ssh stand-in (see 74-fabric-kernel-host), the kernel's
+# 8. numio sweep --hosts --target-transport rdma: numio serve started as the target over
+#    the lab's ssh stand-in (see 74-hosts-kernel-initiator), the kernel's
 #    nvme-rdma host on the initiator (numio connect nvme-rdma://), then
 #    numio's rdma backend; each side's CPU measured.
 ssh_stub=$CHECK_OUT/ssh
@@ -131,17 +131,17 @@ exec bash -c "$*"
 STUB
 chmod +x "$ssh_stub"
 for stack in kernel numio; do
-  NUMIO_SSH=$ssh_stub run_numio fabric --target lab-tgt --initiators lab-ini --listen "$RDMA_TGT:4430" --ns mem:64M \
-    --transport rdma --stack "$stack" --remote-numio "$NUMIO" --json -- \
-    --rw randread --bs 4k --iodepth 4 --runtime 2 --progress never
-  printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/fabric-$stack.json"
-  printf '%s\n' "$NUMIO_ERR" >"$CHECK_OUT/fabric-$stack.stderr"
-  expect_eq "fabric --transport rdma --stack $stack: exit status" 0 "$NUMIO_RC"
+  NUMIO_SSH=$ssh_stub run_numio sweep initiators=1 --hosts lab-ini --target-host lab-tgt \
+    --target-listen "$RDMA_TGT:4430" --target-ns mem:64M --target-transport rdma --stack "$stack" \
+    --remote-numio "$NUMIO" --json --rw randread --bs 4k --iodepth 4 --runtime 2 --progress never
+  printf '%s\n' "$NUMIO_OUT" >"$CHECK_OUT/hosts-$stack.json"
+  printf '%s\n' "$NUMIO_ERR" >"$CHECK_OUT/hosts-$stack.stderr"
+  expect_eq "sweep --hosts --target-transport rdma --stack $stack: exit status" 0 "$NUMIO_RC"
   [ "$NUMIO_RC" -eq 0 ] || note "numio said: $(tail -n 3 <<<"$NUMIO_ERR")"
-  expect_eq "fabric --transport rdma --stack $stack: the target's URL" "nvme-rdma://$RDMA_TGT:4430/nqn.2026-01.io.numio:subsys0/1" \
-    "$(jq -r '.url' <<<"$NUMIO_OUT" 2>/dev/null)"
-  expect_eq "fabric --transport rdma --stack $stack: I/Os and the target's CPU headroom measured" yes \
-    "$(jq -e '.points[0] | (.fleet.merged.total.ops > 0) and (.target_cpu.headroom_pct != null)' <<<"$NUMIO_OUT" >/dev/null 2>&1 && echo yes || echo no)"
+  expect_eq "sweep --hosts --target-transport rdma --stack $stack: the target's URL" "nvme-rdma://$RDMA_TGT:4430/nqn.2026-01.io.numio:subsys0/1" \
+    "$(jq -r '.results.sweep.fleet.url' <<<"$NUMIO_OUT" 2>/dev/null)"
+  expect_eq "sweep --hosts --target-transport rdma --stack $stack: I/Os and the target's CPU headroom measured" yes \
+    "$(jq -e '.sweeps[0].points[0] | (.iops > 0) and (.target_headroom_pct != null)' <<<"$NUMIO_OUT" >/dev/null 2>&1 && echo yes || echo no)"
 done
-expect_eq "fabric: nothing left connected" "" "$(nvmf_devices nqn.2026-01.io.numio:subsys0)"
+expect_eq "sweep over hosts: nothing left connected" "" "$(nvmf_devices nqn.2026-01.io.numio:subsys0)"
 finish

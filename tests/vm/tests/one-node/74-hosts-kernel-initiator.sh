@@ -1,30 +1,30 @@
 #!/usr/bin/env bash
 # vm-lab: timeout=400
 # vm-lab: kernels=default
-# Default kernel only: numio fabric's orchestration (agents, records,
-# signals); the kernel host's connect runs on 6.12 in 60, 69 and 73,
-# numio connect's in 75's fabric part on the default kernel.
-# numio fabric --stack kernel: the Linux host as the initiator. The guest
+# Default kernel only: the orchestration of a sweep over hosts (agents,
+# records, signals); the kernel host's connect runs on 6.12 in 60, 69 and
+# 73, numio connect's in 75's part 8 on the default kernel.
+# numio sweep --hosts --stack kernel: the Linux host as the initiator. The guest
 # plays every host through an ssh stand-in that runs the remote command
 # here (the fleet's ssh sessions are tested with real sshd in
 # crates/numio/tests/fleet_ssh.rs; what needs a kernel with nvme-tcp is
 # tested here). numio serve starts as the target; the initiator's agent
 # connects the kernel (numio connect), benches the block device the kernel
 # made and disconnects:
-#   1. a study runs (twice, saved): I/Os counted on /dev/nvmeXnY, the
+#   1. a sweep runs (twice, saved): I/Os counted on /dev/nvmeXnY, the
 #      merged reads' percentiles, the table reprinted by numio report;
 #      nothing left connected, no record left in /run/numio/fabric, no
 #      numio left running;
 #   2. the initiator's agent killed with SIGKILL mid-run (after the event:
 #      its connect line): numio connect, tied to it, still disconnects, and
-#      the study names the host as failed;
+#      the sweep names the host as failed;
 #   2b. Ctrl-C at the controller: exit 130, everything undone;
 #   3. numio connect on its own, its stdin closed: disconnects; then
 #      numio connect itself killed with SIGKILL: the connection stays, its
 #      record names it, and `numio connect --cleanup` disconnects it.
 . "$(dirname "$0")/nvmf-lib.bash"
 nvmf_setup
-NQN=nqn.2026-01.io.numio:subsys0 # numio fabric's target (numio serve's default NQN)
+NQN=nqn.2026-01.io.numio:subsys0 # the sweep's served target (numio serve's default NQN)
 STATE=/run/numio/fabric
 
 ssh_stub=$CHECK_OUT/ssh
@@ -43,16 +43,16 @@ export NUMIO_SSH=$ssh_stub
 left_running() { pgrep -f -- "/numio (agent|connect|serve)( |\$)" | tr '\n' ' '; }
 records() { ls "$STATE" 2>/dev/null | tr '\n' ' '; }
 
-# study NAME [fabric flags]: a --stack kernel study of 120 s in the
-# background (stdout NAME.out, stderr NAME.err in CHECK_OUT; pid in $fabric).
+# study NAME [sweep flags]: a --stack kernel sweep of one 120 s point in
+# the background (stdout NAME.out, stderr NAME.err in CHECK_OUT; pid in $sweep).
 study() {
   local name=$1
   shift
-  "$NUMIO" fabric --target lab-tgt --initiators lab-ini --listen 127.0.0.1:4420 --ns mem:64M \
-    --stack kernel --remote-numio "$NUMIO" "$@" -- \
+  "$NUMIO" sweep initiators=1 --hosts lab-ini --target-host lab-tgt --target-listen 127.0.0.1:4420 \
+    --target-ns mem:64M --stack kernel --remote-numio "$NUMIO" "$@" \
     --rw randread --bs 4k --iodepth 4 --runtime 120s --progress never \
     >"$CHECK_OUT/$name.out" 2>"$CHECK_OUT/$name.err" &
-  fabric=$!
+  sweep=$!
 }
 
 # until_event PID CONDITION...: waits for the event CONDITION (a command)
@@ -70,34 +70,35 @@ until_event() {
 }
 connected() { [ -n "$(nvmf_devices "$NQN")" ]; }
 
-# 1. A study.
+# 1. A sweep.
 out=$CHECK_OUT/study.json
-"$NUMIO" fabric --target lab-tgt --initiators lab-ini --listen 127.0.0.1:4420 --ns mem:64M \
-  --stack kernel --remote-numio "$NUMIO" --repeat 2 --save "$out" -- \
+"$NUMIO" sweep initiators=1 --hosts lab-ini --target-host lab-tgt --target-listen 127.0.0.1:4420 \
+  --target-ns mem:64M --stack kernel --remote-numio "$NUMIO" --repeat 2 --save "$out" \
   --rw randread --bs 4k --iodepth 4 --runtime 2s --progress never \
   >"$CHECK_OUT/study.out" 2>"$CHECK_OUT/study.err"
 rc=$?
-expect_eq "fabric --stack kernel exits 0" 0 "$rc"
+expect_eq "sweep --hosts --stack kernel exits 0" 0 "$rc"
 [ "$rc" = 0 ] || note "stderr: $(tail -n 8 "$CHECK_OUT/study.err")"
 summary=$(python3 - "$out" <<'EOF' 2>&1
 import json, re, sys
 s = json.load(open(sys.argv[1]))
 ok = []
-for p in s["points"]:
-    host = p["fleet"]["hosts"][0]
-    path = host["result"]["targets"][0]["path"]
-    m = p["fleet"]["merged"]
-    ok.append(all([bool(re.fullmatch(r"/dev/nvme\d+n1", path)), m["total"]["ops"] > 0,
+runs = s["arms"][0]["runs"]
+for run in runs:
+    m = run["raw"]
+    path = m["targets"][0]["path"]
+    ok.append(all([bool(re.fullmatch(r"lab-ini:/dev/nvme\d+n1", path)), m["total"]["ops"] > 0,
                    not m["errors"], m["read"]["latency"]["clat"]["samples"] > 0,
-                   p["target_cpu"] is not None]))
-print(s["stack"], len(s["points"]), all(ok))
+                   run["total"]["per_io"].get("target_cpu_ns") is not None]))
+print(s["sweep"]["fleet"]["stack"], len(runs), all(ok))
 EOF
 )
 expect_eq "kernel stack, 2 runs: a /dev/nvmeXn1 target, I/Os counted, no errors, reads' percentiles, target CPU" \
   "kernel 2 True" "$summary"
 run_numio report "$out"
-expect_eq "numio report reprints the study's table" "$(cat "$CHECK_OUT/study.out")" "$NUMIO_OUT"
-grep -q "the Linux kernel's nvme-tcp" "$CHECK_OUT/study.out"
+expect_eq "numio report reprints every line of the sweep's table" "" \
+  "$(grep -vxF -f <(printf '%s\n' "$NUMIO_OUT") "$CHECK_OUT/study.out")"
+grep -q "the Linux kernel's NVMe/TCP host" "$CHECK_OUT/study.out"
 expect_eq "the table names the kernel's initiator" 0 $?
 grep -q 'numio: lab-ini: ready: /dev/nvme[0-9]*n1 ' "$CHECK_OUT/study.err"
 expect_eq "the controller says which device the initiator's kernel made" 0 $?
@@ -109,7 +110,7 @@ expect_eq "no numio left running" "" "$(left_running)"
 study kill-agent
 err=$CHECK_OUT/kill-agent.err
 # The event: the kernel made the namespace's block device (sysfs).
-until_event "$fabric" connected
+until_event "$sweep" connected
 connect_pid=$(pgrep -f -- "/numio connect nvme-tcp://" | head -n1)
 agent_pid=$(ps -o ppid= -p "${connect_pid:-0}" 2>/dev/null | tr -d ' ')
 note "numio connect pid '$connect_pid', its agent '$agent_pid'"
@@ -118,9 +119,9 @@ expect_eq "a controller of $NQN is connected" 1 "$(nvmf_devices "$NQN" | wc -l)"
 # The event: numio connect exits (it disconnects first).
 until_event "${connect_pid:-0}" false
 expect_eq "after the agent's SIGKILL, numio connect disconnected" "" "$(nvmf_devices "$NQN" | tr '\n' ' ')"
-wait "$fabric"
+wait "$sweep"
 rc=$?
-expect_eq "the study fails (its only initiator died: exit 2)" 2 "$rc"
+expect_eq "the sweep fails (its only initiator died: exit 2)" 2 "$rc"
 grep -q 'no initiator ran: lab-ini' "$err"
 expect_eq "and names the host" 0 $?
 [ "$rc" = 2 ] || note "stderr: $(tail -n 5 "$err")"
@@ -134,21 +135,21 @@ study ctrl-c
 # The events: the run started (the controller's barrier line), and the
 # initiator's bench is measuring: reads complete on the kernel's devices
 # (the hosts start at an instant a little after the barrier line; a
-# Ctrl-C before it leaves no measured part, and the study exits 2).
-until_event "$fabric" grep -q 'host(s) start together' "$CHECK_OUT/ctrl-c.err"
+# Ctrl-C before it leaves no measured part, and the sweep exits 2).
+until_event "$sweep" grep -q 'host(s) start together' "$CHECK_OUT/ctrl-c.err"
 # Reads completed by every NVMe disk, multipath path devices included (6.1
 # counts a multipath head's I/O only on its path).
 nvme_reads() { cat /sys/block/nvme*/stat 2>/dev/null | awk '{ n += $1 } END { print n + 0 }'; }
 reads0=$(nvme_reads)
 io_flowing() { [ "$(nvme_reads)" -gt $((reads0 + 1000)) ]; }
-until_event "$fabric" io_flowing
+until_event "$sweep" io_flowing
 expect_eq "the kernel is connected before Ctrl-C" 1 "$(nvmf_devices "$NQN" | wc -l)"
-kill -INT "$fabric"
-wait "$fabric"
+kill -INT "$sweep"
+wait "$sweep"
 rc=$?
 expect_eq "Ctrl-C: exit 130" 130 "$rc"
 [ "$rc" = 130 ] || note "stderr: $(tail -n 5 "$CHECK_OUT/ctrl-c.err")"
-grep -q '^initiators ' "$CHECK_OUT/ctrl-c.out"
+grep -q '^ *initiators=1 ' "$CHECK_OUT/ctrl-c.out"
 expect_eq "the measured part is reported" 0 $?
 nvmf_wait_devices 0 "$NQN"
 expect_eq "disconnected" "" "$(nvmf_devices "$NQN")"
