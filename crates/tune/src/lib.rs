@@ -58,6 +58,7 @@ pub mod journal;
 pub mod memory;
 pub mod restore;
 pub mod setting;
+pub mod show;
 pub mod state;
 pub mod target;
 pub mod vfio;

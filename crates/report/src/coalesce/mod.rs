@@ -17,6 +17,7 @@
 
 pub mod chart;
 pub mod recommend;
+pub mod show;
 pub mod table;
 
 use serde::{Deserialize, Serialize};
