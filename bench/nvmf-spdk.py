@@ -12,12 +12,17 @@ fresh target for every run, every namespace preconditioned (written whole) first
   numio+numio        numio serve           + numio bench
   numio-poll+numio-poll
 
+With NUMIO_BEFORE=PATH (another numio, e.g. an older commit's), every pairing with a numio
+side runs again with that binary there (`numio@before+spdk`, `spdk+numio-poll@before`, ...),
+interleaved in the same cells, and a last table gives this numio / that one per role: a
+before-and-after check of a change, side by side in one run.
+
 The target runs on CPU 0, the initiator on CPU 1 (each process pinned whole with taskset),
 over 127.0.0.1. Both targets serve a 1 GiB RAM namespace of 512-byte blocks with I/O queues of
 256 entries. CPU per side: the process's utime+stime over a steady window of the run.
 
 Run through bench/nvmf-spdk.sh, which builds SPDK and numio and reserves hugepages first. Environment: SPDK (the
-SPDK tree with build/bin), NUMIO (the binary), RUNTIME (s, 10), REPEATS (3), QDS ("1 32 128"),
+SPDK tree with build/bin), NUMIO (the binary), NUMIO_BEFORE (another, optional), RUNTIME (s, 10), REPEATS (3), QDS ("1 32 128"),
 WORKLOADS ("randread:4096 randwrite:4096 read:131072"), PAIRS (space-separated names above),
 OUTDIR. Prints the per-cell table and the goal table (numio / SPDK in the same role).
 """
@@ -40,7 +45,19 @@ WORKLOADS = [(w.split(":")[0], int(w.split(":")[1]))
              for w in os.environ.get("WORKLOADS", "randread:4096 randwrite:4096 read:131072").split()]
 ALL_PAIRS = ["spdk+spdk", "numio+spdk", "numio-poll+spdk", "spdk+numio", "spdk+numio-poll",
              "numio+numio", "numio-poll+numio-poll"]
-PAIRS = os.environ.get("PAIRS", " ".join(ALL_PAIRS)).split()
+NUMIO_BEFORE = os.environ.get("NUMIO_BEFORE")
+
+
+def before(pair):
+    """`pair` with NUMIO_BEFORE on its numio side(s)."""
+    return "+".join(s if s == "spdk" else s + "@before" for s in pair.split("+"))
+
+
+if NUMIO_BEFORE:
+    ALL_PAIRS += [before(p) for p in ALL_PAIRS if p != "spdk+spdk"]
+PAIRS = os.environ.get("PAIRS", " ".join(p for p in ALL_PAIRS if "@" not in p)).split()
+if NUMIO_BEFORE:
+    PAIRS += [before(p) for p in PAIRS if p != "spdk+spdk" and "@" not in p and before(p) not in PAIRS]
 OUTDIR = os.environ.get("OUTDIR") or time.strftime("/var/tmp/numio-nvmf-spdk/%Y%m%d-%H%M%S")
 PORT = 4420
 TGT_CPU, INI_CPU = 0, 1
@@ -93,6 +110,13 @@ def listening():
         return s.connect_ex(("127.0.0.1", PORT)) == 0
 
 
+def side(name):
+    """A pairing's side: (kind without @before, its numio binary)."""
+    if name.endswith("@before"):
+        return name[:-len("@before")], NUMIO_BEFORE
+    return name, NUMIO
+
+
 def ticks(pid):
     """utime + stime of a process (all its threads), in clock ticks."""
     try:
@@ -104,14 +128,15 @@ def ticks(pid):
 
 
 class Target:
-    def __init__(self, kind, log):
+    def __init__(self, name, log):
+        kind, exe = side(name)
         if listening():
             die(f"port {PORT} is already in use: stop what listens there")
         if kind == "spdk":
             cmd = [f"{SPDK}/build/bin/nvmf_tgt", "-m", "0x1", "--json", f"{OUTDIR}/nvmf_tgt.json",
                    "-r", f"{OUTDIR}/spdk.sock"]
         else:
-            cmd = [NUMIO, "serve", "--ns", "mem:1G", "--allow-any-host", "--listen",
+            cmd = [exe, "serve", "--ns", "mem:1G", "--allow-any-host", "--listen",
                    f"127.0.0.1:{PORT}", "--discovery-port", "0", "--cpus", str(TGT_CPU),
                    "--queue-depth", "256"] + (["--poll"] if kind == "numio-poll" else [])
         self.log = log
@@ -137,9 +162,20 @@ class Target:
             time.sleep(0.05)
 
 
-def numio_bench(nqn, rw, bs, qd, extra, out):
-    cmd = ["taskset", "-c", str(INI_CPU), NUMIO, "bench", f"nvme-tcp://127.0.0.1:{PORT}/{nqn}/1",
-           "--backend", "tcp", "--hostnqn", HOSTNQN, "--rw", rw, "--bs", str(bs),
+HOSTNQN_FLAG = {}
+
+
+def hostnqn_flag(exe):
+    """`--hostnqn`, or `--tcp-hostnqn` for a numio from before issue 39 named it so."""
+    if exe not in HOSTNQN_FLAG:
+        text = subprocess.run([exe, "bench", "--help"], capture_output=True, text=True).stdout
+        HOSTNQN_FLAG[exe] = "--hostnqn" if re.search(r"^\s*--hostnqn\b", text, re.M) else "--tcp-hostnqn"
+    return HOSTNQN_FLAG[exe]
+
+
+def numio_bench(nqn, rw, bs, qd, extra, out, exe=NUMIO):
+    cmd = ["taskset", "-c", str(INI_CPU), exe, "bench", f"nvme-tcp://127.0.0.1:{PORT}/{nqn}/1",
+           "--backend", "tcp", hostnqn_flag(exe), HOSTNQN, "--rw", rw, "--bs", str(bs),
            "--iodepth", str(qd), "--cpus", str(INI_CPU), "--no-progress"] + extra
     if "write" in rw:
         cmd.append("--force-write")
@@ -147,7 +183,8 @@ def numio_bench(nqn, rw, bs, qd, extra, out):
 
 
 def run_one(pair, rw, bs, qd, rep, writer):
-    tgt, ini = pair.split("+")
+    tgt, ini_side = pair.split("+")
+    ini, ini_exe = side(ini_side)
     nqn = SPDK_NQN if tgt == "spdk" else NUMIO_NQN
     tag = f"{pair}-{rw}-{bs}-qd{qd}-r{rep}"
     t = Target(tgt, f"{OUTDIR}/{tag}.target.log")
@@ -165,7 +202,7 @@ def run_one(pair, rw, bs, qd, rep, writer):
                                  stdout=open(out, "w"), stderr=subprocess.STDOUT)
         else:
             extra = ["--runtime", f"{RUNTIME}s", "--json"] + (["--poll"] if ini == "numio-poll" else [])
-            p = numio_bench(nqn, rw, bs, qd, extra, out)
+            p = numio_bench(nqn, rw, bs, qd, extra, out, ini_exe)
         time.sleep(WIN0)
         w0, tp0, ip0 = time.monotonic(), ticks(t.proc.pid), ticks(p.pid)
         time.sleep(max(0.5, RUNTIME - WIN0 - 0.5))
@@ -259,6 +296,14 @@ def summarize(rows):
               f"{ratio(key, 'spdk+numio', 'spdk+spdk', 'iops')} | "
               f"{ratio(key, 'spdk+numio', 'spdk+spdk', 'ini_eff')} | "
               f"{ratio(key, 'numio-poll+numio-poll', 'spdk+spdk', 'iops')} |")
+    if any("@before" in p for (_, _, _, p) in meds):
+        print("\n## Before and after: this numio / NUMIO_BEFORE in the same pairing (medians, IOPS)")
+        print("| workload | " + " | ".join(p for p in ALL_PAIRS if "@" not in p and p != "spdk+spdk") + " |")
+        print("|---|" + "---:|" * (len([p for p in ALL_PAIRS if "@" not in p]) - 1))
+        for key in cells:
+            rw, bs, qd = key
+            row = [ratio(key, p, before(p), "iops") for p in ALL_PAIRS if "@" not in p and p != "spdk+spdk"]
+            print(f"| {rw} {bs // 1024}k QD{qd} | " + " | ".join(row) + " |")
 
 
 def main():
@@ -272,7 +317,7 @@ def main():
             rows.append(r)
         summarize(rows)
         return
-    for exe in (f"{SPDK}/build/bin/nvmf_tgt", f"{SPDK}/build/bin/spdk_nvme_perf", NUMIO):
+    for exe in (f"{SPDK}/build/bin/nvmf_tgt", f"{SPDK}/build/bin/spdk_nvme_perf", NUMIO) + ((NUMIO_BEFORE,) if NUMIO_BEFORE else ()):
         if not os.access(exe, os.X_OK):
             die(f"{exe} is not an executable: run bench/nvmf-spdk.sh, which builds SPDK and numio")
     if os.cpu_count() < 2:
@@ -282,6 +327,9 @@ def main():
     with open(f"{OUTDIR}/env.txt", "w") as f:
         print(time.strftime("%FT%TZ", time.gmtime()), os.uname().release, file=f)
         print(subprocess.run([NUMIO, "--version"], capture_output=True, text=True).stdout.strip(), file=f)
+        if NUMIO_BEFORE:
+            print("before:", subprocess.run([NUMIO_BEFORE, "--version"], capture_output=True,
+                                            text=True).stdout.strip(), file=f)
         print(f"RUNTIME={RUNTIME} REPEATS={REPEATS} QDS={QDS} WORKLOADS={WORKLOADS} PAIRS={PAIRS}", file=f)
     print(f"nvmf-spdk: results in {OUTDIR}", flush=True)
     rows = []

@@ -15,7 +15,10 @@
 # SPDK_CACHE (default /var/tmp/spdk/git). Revisions: SPDK master of 2026-08-21, DPDK v26.03
 # (SPDK needs DPDK >= 24.03; Debian 12 ships 22.11) and the ISA-L commit SPDK pins.
 # Needs root (hugepages, Debian packages); the hugepage reservation and mount it makes are undone
-# at exit. NUMIO=PATH measures that binary instead of building.
+# at exit. NUMIO=PATH measures that binary instead of building; NUMIO_BEFORE=PATH runs every
+# pairing with a numio side with that binary too, interleaved, and prints this / that per cell:
+#   NUMIO_BEFORE=/tmp/old/numio QDS="1 32" WORKLOADS="randread:4096 randwrite:4096" \
+#     PAIRS="spdk+spdk numio+spdk spdk+numio numio+numio" RUNTIME=5 bench/nvmf-spdk.sh
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 SPDK_DIR=${SPDK_DIR:-/var/tmp/spdk/src}
