@@ -59,6 +59,7 @@ pub mod reload;
 pub mod request;
 pub mod ring;
 pub mod splice;
+pub mod startup;
 pub mod storage;
 pub mod subsystem;
 pub mod tls_pool;
