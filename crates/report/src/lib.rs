@@ -52,6 +52,7 @@ pub mod repeat;
 pub mod stats;
 pub mod sweep;
 pub mod topo;
+pub mod vfio;
 
 pub use analysis::{analyze, Analysis};
 pub use error::ReportError;

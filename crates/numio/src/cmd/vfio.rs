@@ -7,10 +7,8 @@ use std::path::Path;
 
 use anyhow::Context;
 use clap::Subcommand;
-use serde::Serialize;
 use session::interrupt::{self, Notice};
-use topology::pci::{Holder, NodeHugepages, PciFunction, VfioModules};
-use tune::vfio::{Binding, TakeOptions, VfioJournal, VfioRecord};
+use tune::vfio::{Binding, TakeOptions, VfioJournal};
 
 const ROOT: &str = "/";
 
@@ -227,168 +225,13 @@ fn restore(root: &Path, all: bool) -> anyhow::Result<i32> {
     Ok(if report.failed.is_empty() { 0 } else { 2 })
 }
 
-/// One controller in `numio vfio status`.
-#[derive(Debug, Serialize)]
-struct DeviceStatus {
-    #[serde(flatten)]
-    function: PciFunction,
-    /// The VFIO group device, while vfio-pci has it.
-    group_dev: Option<String>,
-    /// Processes holding the group (or cdev) device.
-    held_by: Vec<Holder>,
-    /// What numio recorded for it.
-    record: Option<VfioRecord>,
-}
-
-/// `numio vfio status --json`.
-#[derive(Debug, Serialize)]
-struct Status {
-    iommu: bool,
-    modules: VfioModules,
-    devices: Vec<DeviceStatus>,
-    hugepages: Vec<NodeHugepages>,
-    state_file: String,
-}
-
-fn gather(root: &Path) -> anyhow::Result<Status> {
-    let journal = VfioJournal::default_location()?;
-    let records = journal.records()?;
-    let mut devices = Vec::new();
-    for addr in topology::pci::nvme_functions(root)? {
-        let Some(f) = topology::pci::pci_function(root, &addr)? else {
-            continue;
-        };
-        let group_dev = f.iommu_group.filter(|_| f.on_vfio()).map(|g| {
-            let noiommu = format!("/dev/vfio/noiommu-{g}");
-            if root.join(noiommu.trim_start_matches('/')).exists() {
-                noiommu
-            } else {
-                format!("/dev/vfio/{g}")
-            }
-        });
-        let cdev = f
-            .vfio_cdev
-            .as_ref()
-            .map(|c| format!("/dev/vfio/devices/{c}"));
-        let wanted: Vec<String> = group_dev.iter().chain(cdev.iter()).cloned().collect();
-        let held_by = if wanted.is_empty() {
-            Vec::new()
-        } else {
-            topology::pci::open_by(root, |p| wanted.iter().any(|w| w == p))?
-        };
-        devices.push(DeviceStatus {
-            record: records.iter().find(|r| r.address == addr).cloned(),
-            function: f,
-            group_dev,
-            held_by,
-        });
-    }
-    Ok(Status {
-        iommu: topology::pci::iommu_enabled(root)?,
-        modules: topology::pci::vfio_modules(root)?,
-        devices,
-        hugepages: topology::pci::hugepages(root)?,
-        state_file: journal.path().display().to_string(),
-    })
-}
-
 fn status(root: &Path, json: bool) -> anyhow::Result<i32> {
-    let s = gather(root)?;
+    let s = tune::vfio::status::gather(root)?;
     let text = if json {
         serde_json::to_string_pretty(&s).context("serializing the status")? + "\n"
     } else {
-        render(&s)
+        report::vfio::render(&s)
     };
     super::topo::print_stdout(&text)?;
     Ok(0)
-}
-
-fn render(s: &Status) -> String {
-    let mut out = format!(
-        "IOMMU: {}\n",
-        if s.iommu {
-            "on"
-        } else if s.modules.noiommu_enabled {
-            "off (VFIO's no-IOMMU mode is enabled)"
-        } else {
-            "off (vfio bind needs --allow-noiommu)"
-        }
-    );
-    let missing = s.modules.missing();
-    out.push_str(&if missing.is_empty() {
-        "VFIO modules: loaded\n".to_string()
-    } else {
-        format!(
-            "VFIO modules: {} not loaded (numio vfio bind loads vfio-pci)\n",
-            missing.join(", ")
-        )
-    });
-    for d in &s.devices {
-        out.push_str(&device_line(d));
-    }
-    if s.devices.is_empty() {
-        out.push_str("no NVMe controller on the PCI bus\n");
-    }
-    for h in &s.hugepages {
-        out.push_str(&format!(
-            "hugepages: node {} {} KiB: {} reserved, {} free\n",
-            h.node, h.size_kib, h.total, h.free
-        ));
-    }
-    out
-}
-
-fn device_line(d: &DeviceStatus) -> String {
-    let f = &d.function;
-    let node = f.numa_node.map_or("-".to_string(), |n| n.to_string());
-    let group = match f.iommu_group {
-        None => "no IOMMU group".to_string(),
-        Some(g) if f.group_peers.is_empty() => format!("group {g}"),
-        Some(g) => {
-            let peers: Vec<String> = f
-                .group_peers
-                .iter()
-                .map(|m| format!("{} on {}", m.address, m.driver.as_deref().unwrap_or("none")))
-                .collect();
-            format!("group {g} with {}", peers.join(", "))
-        }
-    };
-    let mut line = format!(
-        "{}  node {node}  {}  {group}",
-        f.address,
-        f.driver.as_deref().unwrap_or("no driver")
-    );
-    if !f.controllers.is_empty() {
-        line.push_str(&format!("  {}", f.controllers.join(",")));
-        if !f.block_devices.is_empty() {
-            line.push_str(&format!(": {}", f.block_devices.join(",")));
-        }
-    }
-    if let Some(dev) = &d.group_dev {
-        let holders: Vec<String> = d
-            .held_by
-            .iter()
-            .map(|h| format!("{} (pid {})", h.command, h.pid))
-            .collect();
-        line.push_str(&format!(
-            "  {dev} held by {}",
-            if holders.is_empty() {
-                "nobody".to_string()
-            } else {
-                holders.join(", ")
-            }
-        ));
-    }
-    if let Some(r) = &d.record {
-        let by = match r.owner {
-            Some(o) => format!("by `{}` (pid {})", r.command, o.pid),
-            None => "until `numio vfio unbind`".to_string(),
-        };
-        line.push_str(&format!(
-            "  recorded {by}, was {}",
-            r.driver.as_deref().unwrap_or("unbound")
-        ));
-    }
-    line.push('\n');
-    line
 }

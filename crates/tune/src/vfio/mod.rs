@@ -23,6 +23,7 @@ mod binding;
 mod checks;
 pub mod record;
 mod restore;
+pub mod status;
 mod sysfs;
 #[cfg(test)]
 mod tests;
