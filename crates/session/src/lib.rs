@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 pub mod arms;
+pub mod axes;
 pub mod coalesce;
 pub mod error;
 pub mod event;

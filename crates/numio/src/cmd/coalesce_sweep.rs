@@ -25,8 +25,8 @@ use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
 use super::flags::NumaArg;
 use super::flags::{BackendArg, WorkloadArgs};
-use super::sweep_axes::Axis;
 use super::sweep_place::{point_placement, policy};
+use session::axes::Axis;
 use session::coalesce::{all as all_controllers, CoalesceRunner};
 
 /// Flags of `numio coalesce sweep`.

@@ -10,7 +10,7 @@ use report::coalesce::{CoalesceSpec, LatencyBudget, DEVICES_AXIS, THRESHOLD_AXIS
 use report::ResultSet;
 pub use session::coalesce::{points, Point};
 
-use super::sweep_axes::Axis;
+use session::axes::Axis;
 
 fn list<T: PartialEq + Copy>(
     flag: &str,

@@ -18,10 +18,10 @@ use topology::Topology;
 use super::display::{Display, Runs};
 use super::flags::WorkloadArgs;
 pub use super::sweep_args::{Args, MAX_POINTS};
-use super::sweep_axes::{check_initiator_cores, is_cores_axis, parse_words, points, Axis};
 use super::sweep_output::keep_measured;
-use super::sweep_place::{cap_jobs, jobs_cap, point_placement, policy};
+use super::sweep_place::{jobs_cap, point_placement, policy};
 use super::sweep_serve;
+use session::axes::{cap_jobs, check_initiator_cores, is_cores_axis, parse_words, points, Axis};
 
 /// Runs `numio sweep`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
@@ -68,7 +68,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             o.backend = engine::BackendKind::Tcp;
         }
         if let Some(i) = axes.iter().position(|a| a.name == "transport") {
-            o.backend = super::sweep_axes::transport_backend(&values[i].1);
+            o.backend = session::axes::transport_backend(&values[i].1);
         }
         let placement = point_placement(&args.workload, &axes, values, &targets, &topo, &policy)
             .with_context(|| format!("point {label}"))?;

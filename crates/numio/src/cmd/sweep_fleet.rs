@@ -19,7 +19,7 @@ use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
 use super::flags::WorkloadArgs;
 use super::sweep_args::{StackArg, SweepHostsArgs};
-use super::sweep_axes::{points, Axis};
+use session::axes::{points, Axis};
 
 /// Runs the sweep `args` with `axes` over the hosts against `given`.
 pub fn run(

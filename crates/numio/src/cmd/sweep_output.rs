@@ -6,9 +6,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use report::{ResultSet, SetKind, SweepAxis, SweepGoal, SweepSpec};
+use report::{ResultSet, SetKind, SweepGoal, SweepSpec};
 
-use super::sweep_axes::{x_of, Axis};
+use session::axes::Axis;
 
 /// Where the sweep goes besides the terminal.
 #[derive(Debug, Clone, Default)]
@@ -64,19 +64,7 @@ pub fn result_set(
         arms,
     );
     set.sweep = Some(SweepSpec {
-        axes: axes
-            .iter()
-            .map(|a| SweepAxis {
-                name: a.name.clone(),
-                values: a.values.clone(),
-                xs: a
-                    .values
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| x_of(&a.name, v, i))
-                    .collect(),
-            })
-            .collect(),
+        axes: session::axes::spec(axes),
         knee_efficiency,
         cores,
         goal,

@@ -11,7 +11,9 @@ use topology::Topology;
 
 use super::flags::NumaArg;
 use super::flags::WorkloadArgs;
-use super::sweep_axes::{apply, is_cores_axis, over_transport, Axis};
+use session::axes::{is_cores_axis, over_transport, Axis};
+
+use super::sweep_axes::apply;
 
 /// The placement policy of every point, from `--numa` and `--cpus`.
 pub fn policy(
@@ -78,41 +80,6 @@ pub fn jobs_cap(
             cpus.len()
         })
         .min())
-}
-
-/// The jobs values capped at `cap` (values above it become `cap`, once),
-/// with the warning that says so; `None` when nothing is over the cap.
-pub fn cap_jobs(
-    values: &[String],
-    cap: usize,
-    targets: &[String],
-) -> Option<(Vec<String>, String)> {
-    let over: Vec<&String> = values
-        .iter()
-        .filter(|v| v.parse::<usize>().is_ok_and(|n| n > cap))
-        .collect();
-    if over.is_empty() {
-        return None;
-    }
-    let mut kept: Vec<String> = Vec::new();
-    for v in values {
-        let v = match v.parse::<usize>() {
-            Ok(n) if n > cap => cap.to_string(),
-            _ => v.clone(),
-        };
-        if !kept.contains(&v) {
-            kept.push(v);
-        }
-    }
-    let over: Vec<&str> = over.iter().map(|s| s.as_str()).collect();
-    let warning = format!(
-        "jobs={}: more cores than the {cap} CPUs the placement gives {} on its node; \
-         capped at jobs={cap} (the sweep runs jobs={}); name targets on more nodes or use --numa spread for more",
-        over.join(","),
-        targets.first().map_or("the target", String::as_str),
-        kept.join(",")
-    );
-    Some((kept, warning))
 }
 
 /// The plan of one point: the workload flags with the point's values, on
@@ -184,18 +151,6 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
-    }
-
-    #[test]
-    fn jobs_over_the_cap_are_capped_once_and_named() {
-        let (kept, warning) = cap_jobs(&s(&["1", "2", "4", "8"]), 3, &s(&["/dev/x"])).unwrap();
-        assert_eq!(kept, ["1", "2", "3"]);
-        assert!(
-            warning.starts_with("jobs=4,8: more cores than the 3 CPUs"),
-            "{warning}"
-        );
-        assert!(warning.contains("the sweep runs jobs=1,2,3"), "{warning}");
-        assert_eq!(cap_jobs(&s(&["1", "2"]), 2, &[]), None);
     }
 
     #[test]
