@@ -18,7 +18,8 @@
 //!   put back);
 //! * **events** ([`event`]): one callback hears each run start, pass the
 //!   start barrier (set-up and trial done), progress and end, and each
-//!   settlement; the caller decides what to print.
+//!   settlement; [`view`] turns them into the lines numio shows, and the
+//!   caller writes them.
 //!
 //! It does not parse flags, print or save: the `numio` binary turns flags
 //! into [`LiveArm`]s and [`Schedule`]s, displays the events, and exports
@@ -48,6 +49,7 @@ pub mod settle;
 pub mod targets;
 pub mod verify_state;
 pub mod verify_state_file;
+pub mod view;
 
 pub use error::{SessionError, SignalError, VerifyStateError};
 pub use event::{Event, RunInfo};
