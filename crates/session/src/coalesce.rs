@@ -14,7 +14,8 @@
 use std::sync::atomic::AtomicBool;
 
 use engine::{RunOptions, RunResult};
-use report::coalesce::{DEVICES_AXIS, THRESHOLD_AXIS};
+use report::coalesce::{CoalesceSweep, Verdict, DEVICES_AXIS, THRESHOLD_AXIS};
+use report::ResultSet;
 use tune::{Access, CoalesceGuard, Controller, Journal};
 
 use crate::schedule::BoxError;
@@ -154,6 +155,106 @@ impl Runner for CoalesceRunner<'_> {
     }
 }
 
+/// Sets a threshold (0: off) with a time in µs on the named controllers
+/// and keeps it on record; says what it did.
+pub type Apply<'a, E> = dyn FnMut(&[String], u8, u32) -> Result<String, E> + 'a;
+
+/// What `--apply` did (in the JSON as `applied`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Applied {
+    /// The device count whose recommendation was applied.
+    pub devices: usize,
+    /// The controllers set.
+    pub controllers: Vec<String>,
+    /// The threshold set (0: off).
+    pub threshold: u8,
+    /// Its aggregation time, µs (0: off).
+    pub time_us: u32,
+    /// What was done, in a sentence.
+    pub note: String,
+}
+
+impl Applied {
+    /// `threshold 3 with time 100 µs on nvme0, nvme1 (the recommendation
+    /// for 2 devices, the most this sweep ran): NOTE`.
+    pub fn sentence(&self) -> String {
+        let what = if self.threshold == 0 {
+            "coalescing off".to_string()
+        } else {
+            format!("threshold {} with time {} µs", self.threshold, self.time_us)
+        };
+        format!(
+            "{what} on {} (the recommendation for {} devices, the most this sweep ran): {}",
+            self.controllers.join(", "),
+            self.devices,
+            self.note
+        )
+    }
+}
+
+/// What `--apply` came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ApplyOutcome {
+    /// The recommendation was set.
+    Applied(Applied),
+    /// Nothing was set, for this reason (a sentence).
+    Skipped(&'static str),
+    /// The widest table has no recommendation (nothing measured there).
+    NotMeasured,
+}
+
+/// `--apply`: the recommendation of the most drives the sweep ran, set on
+/// their controllers by `apply` (which keeps the record of originals);
+/// nothing on a sweep that was not `clean` (cut short, or with failed
+/// runs).
+pub fn apply_recommendation<E>(
+    sweep: &CoalesceSweep,
+    clean: bool,
+    apply: &mut Apply<'_, E>,
+) -> Result<ApplyOutcome, E> {
+    if !clean {
+        return Ok(ApplyOutcome::Skipped(
+            "the sweep was interrupted or some runs failed; run it again",
+        ));
+    }
+    let Some(table) = sweep.widest() else {
+        return Ok(ApplyOutcome::Skipped("no point was measured"));
+    };
+    let rec = &table.recommendation;
+    if rec.verdict == Verdict::NotMeasured {
+        return Ok(ApplyOutcome::NotMeasured);
+    }
+    let note = apply(&table.controllers, rec.threshold, rec.time_us)?;
+    Ok(ApplyOutcome::Applied(Applied {
+        devices: table.devices,
+        controllers: table.controllers.clone(),
+        threshold: rec.threshold,
+        time_us: rec.time_us,
+        note,
+    }))
+}
+
+/// The `--json` document of a coalescing sweep: the analysis (tables,
+/// recommendations), what `--apply` did, and the result set with every
+/// run.
+pub fn json(
+    sweep: &CoalesceSweep,
+    applied: Option<&Applied>,
+    set: &ResultSet,
+) -> serde_json::Value {
+    serde_json::json!({
+        "schema": "numio-coalesce-sweep",
+        "schema_version": 1,
+        "coalesce": sweep,
+        "applied": applied,
+        "results": set,
+    })
+}
+
 #[cfg(test)]
 #[path = "coalesce_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "coalesce_apply_tests.rs"]
+mod apply_tests;
