@@ -82,8 +82,17 @@ fn header(set: &ResultSet) -> String {
     };
     let mut out = format!("numio results: {what}\n");
     let _ = writeln!(out, "  command: {}", set.command);
-    if let Some(first) = set.arms.first() {
-        let _ = writeln!(out, "  targets: {}", first.target_names().join(", "));
+    // Every arm's, each once in the order met (a sweep's devices axis, a
+    // sweep over hosts and a comparison of two fleets have more than the
+    // first arm's).
+    let mut targets: Vec<String> = Vec::new();
+    for t in set.arms.iter().flat_map(|a| a.target_names()) {
+        if !targets.contains(&t) {
+            targets.push(t);
+        }
+    }
+    if !set.arms.is_empty() {
+        let _ = writeln!(out, "  targets: {}", targets.join(", "));
     }
     if set.arms.len() == 2 {
         let _ = writeln!(out, "  A: {}\n  B: {}", arms[0], arms[1]);

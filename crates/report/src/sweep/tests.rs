@@ -301,3 +301,35 @@ fn a_served_target_shows_its_cpu_apart_from_the_initiators() {
     let csv = table::csv(&[s]);
     assert!(csv.lines().nth(1).unwrap().ends_with(",1000,50"), "{csv}");
 }
+
+/// `numio report` of a sweep over hosts: the line that says where it ran,
+/// and every arm's targets in the header, not only the first arm's.
+#[test]
+fn a_sweep_over_hosts_reprints_where_it_ran_and_every_arms_targets() {
+    let mut second = arm("jobs=2", &[200.0]);
+    second.runs[0].targets[1].target = "/dev/c".into();
+    let mut set = sweep_set(
+        vec![arm("jobs=1", &[100.0]), second, arm("jobs=4", &[300.0])],
+        None,
+    );
+    set.sweep.as_mut().unwrap().fleet = Some(crate::FleetSweepSpec {
+        hosts: vec!["a".into(), "b".into()],
+        stack: "kernel".into(),
+        url: "nvme-rdma://10.0.0.1:4420/nqn.x:y/1".into(),
+        target_host: Some("t".into()),
+    });
+    let mut out = Vec::new();
+    crate::Exporter::export(&crate::TextExporter, &set, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("  targets: /dev/a, /dev/b, /dev/c\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "initiators: the Linux kernel's NVMe/RDMA host on a, b (a point of N initiators runs the first N); \
+             target: numio serve on t, started for each run (nvme-rdma://10.0.0.1:4420/nqn.x:y/1)\n"
+        ),
+        "{text}"
+    );
+}
