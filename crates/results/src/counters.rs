@@ -175,6 +175,19 @@ impl ProcessCounters {
         self.involuntary_ctx_switches += other.involuntary_ctx_switches;
     }
 
+    /// These counts, measured over `over_ns`, at the same rate over
+    /// `to_ns` (a process sampled around a run, brought to its counter
+    /// window).
+    pub fn scaled(&self, to_ns: u64, over_ns: u64) -> ProcessCounters {
+        let scale = |n: u64| (n as f64 * to_ns as f64 / over_ns.max(1) as f64).round() as u64;
+        ProcessCounters {
+            user_ns: scale(self.user_ns),
+            system_ns: scale(self.system_ns),
+            voluntary_ctx_switches: scale(self.voluntary_ctx_switches),
+            involuntary_ctx_switches: scale(self.involuntary_ctx_switches),
+        }
+    }
+
     /// User and system time together, ns.
     pub fn cpu_ns(&self) -> u64 {
         self.user_ns + self.system_ns

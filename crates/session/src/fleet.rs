@@ -364,14 +364,7 @@ fn add_target_cpu(merged: &mut RunResult, a: &CpuSample, b: &CpuSample) {
     if spend.wall_ns == 0 {
         return;
     }
-    let scale = |n: u64| (n as f64 * c.window_ns as f64 / spend.wall_ns as f64).round() as u64;
-    let p = spend.process;
-    c.target_process = Some(results::ProcessCounters {
-        user_ns: scale(p.user_ns),
-        system_ns: scale(p.system_ns),
-        voluntary_ctx_switches: scale(p.voluntary_ctx_switches),
-        involuntary_ctx_switches: scale(p.involuntary_ctx_switches),
-    });
+    c.target_process = Some(spend.process.scaled(c.window_ns, spend.wall_ns));
     c.target_machine = Some(spend.machine);
 }
 

@@ -18,7 +18,7 @@ use engine::RunOptions;
 use nvmf::serve_child::{Progress, Readiness, ServeChild, ServeOutput};
 use session::schedule::BoxError;
 use session::{Event, LiveArm, RunInfo, Runner};
-use topology::counters::{self, ticks_ns, ProcessSample};
+use topology::counters::{self, ProcessSample};
 use topology::Topology;
 
 /// Subsystem NQN of the served RAM namespace.
@@ -173,17 +173,10 @@ fn served_cpu(
     (t1, b): (Instant, ProcessSample),
     window_ns: u64,
 ) -> ProcessCounters {
-    let elapsed = t1.duration_since(t0).as_nanos().max(1) as f64;
-    let scale = |n: u64| (n as f64 * window_ns as f64 / elapsed).round() as u64;
-    ProcessCounters {
-        user_ns: scale(ticks_ns(b.user_ticks.saturating_sub(a.user_ticks))),
-        system_ns: scale(ticks_ns(b.system_ticks.saturating_sub(a.system_ticks))),
-        voluntary_ctx_switches: scale(b.voluntary_switches.saturating_sub(a.voluntary_switches)),
-        involuntary_ctx_switches: scale(
-            b.involuntary_switches
-                .saturating_sub(a.involuntary_switches),
-        ),
-    }
+    let elapsed = t1.duration_since(t0).as_nanos() as u64;
+    ProcessCounters::from_sample(&b)
+        .since(&ProcessCounters::from_sample(&a))
+        .scaled(window_ns, elapsed)
 }
 
 /// Names the target [`TARGET`] in the result, whatever port the run had.
