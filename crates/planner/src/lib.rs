@@ -25,6 +25,7 @@
 pub mod cpuset;
 mod error;
 pub mod fio;
+pub mod flags;
 mod local;
 pub mod numactl;
 pub mod overrides;

@@ -5,12 +5,9 @@
 //! `4k-64k`, `10s`, `zipf:1.2`) are read by the planner's fio parsers,
 //! the ones job files use; every error names the flag and the value.
 
-use anyhow::{bail, Context};
 use clap::ValueEnum;
-use planner::fio::units::{parse_size_bytes, parse_size_range, parse_time_ns};
-use planner::overrides::WorkloadField;
-use planner::workload::{IODEPTH_MAX, JOBS_PER_TARGET_MAX};
-use planner::{Distribution, Placement, RwMode, Workload};
+use planner::flags::WorkloadFlags;
+use planner::{Placement, RwMode, Workload};
 
 /// fio's `rw`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -186,57 +183,7 @@ pub enum ProgressArg {
     Never,
 }
 
-/// Parses a size in fio's units (`512`, `4k`, `1.5k`, `1m`, `4KiB`).
-pub fn parse_size(flag: &str, text: &str) -> anyhow::Result<u64> {
-    if text.trim().starts_with('-') {
-        bail!("--{flag}={text}: must not be negative");
-    }
-    parse_size_bytes(text).map_err(|e| anyhow::anyhow!("--{flag}={text}: {}", e.reason))
-}
-
-/// Parses `4k` or a range `4k-64k`.
-pub fn parse_bs(text: &str) -> anyhow::Result<(u64, u64)> {
-    if text.trim().starts_with('-') {
-        bail!("--bs={text}: must not be negative");
-    }
-    parse_size_range(text).map_err(|e| anyhow::anyhow!("--bs={text}: {}", e.reason))
-}
-
-/// Parses a duration in fio's units; a bare number is seconds (as fio's
-/// `runtime`).
-pub fn parse_duration_ns(flag: &str, text: &str) -> anyhow::Result<u64> {
-    if text.trim().starts_with('-') {
-        bail!("--{flag}={text}: a duration must not be negative (e.g. 10s, 500ms)");
-    }
-    parse_time_ns(text, 1_000_000_000).map_err(|e| anyhow::anyhow!("--{flag}={text}: {}", e.reason))
-}
-
-/// Parses fio's `random_distribution` (`random`/`uniform`, `zipf`, `zipf:θ`).
-pub fn parse_distribution(text: &str) -> anyhow::Result<Distribution> {
-    Distribution::from_fio(text)
-        .map_err(|why| anyhow::anyhow!("--random-distribution={text}: {why}"))
-}
-
-/// Parses a comma-separated percentile list, each in (0, 100].
-pub fn parse_percentiles(text: &str) -> anyhow::Result<Vec<f64>> {
-    let mut v = Vec::new();
-    for p in text.split(',').filter(|p| !p.trim().is_empty()) {
-        let x: f64 = p
-            .trim()
-            .parse()
-            .with_context(|| format!("--percentiles: `{p}` is not a number (e.g. 50,99,99.99)"))?;
-        if !(x > 0.0 && x <= 100.0) {
-            bail!("--percentiles: {x} is outside (0, 100]");
-        }
-        v.push(x);
-    }
-    if v.is_empty() {
-        bail!("--percentiles: give at least one (e.g. 50,99,99.99)");
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.dedup();
-    Ok(v)
-}
+pub use planner::flags::{parse_percentiles, parse_size};
 
 /// The workload of `plan`, `bench` and `compare`: fio's option names (the
 /// old numio spellings and fio's underscores still work as aliases).
@@ -327,136 +274,47 @@ pub struct WorkloadArgs {
 }
 
 impl WorkloadArgs {
-    /// The distribution the flags name (`--zipf θ` or `--random-distribution`).
-    fn distribution(&self) -> anyhow::Result<(Distribution, String)> {
-        match self.zipf {
-            Some(theta) => {
-                let text = format!("zipf:{theta}");
-                let d = Distribution::from_fio(&text)
-                    .map_err(|why| anyhow::anyhow!("--zipf={theta}: {why}"))?;
-                Ok((d, text))
-            }
-            None => {
-                let text = self.random_distribution.as_deref().unwrap_or("random");
-                Ok((parse_distribution(text)?, text.to_string()))
-            }
+    /// The flags as the planner reads them (`--direct=0` is `--buffered`).
+    pub fn flags(&self) -> WorkloadFlags {
+        WorkloadFlags {
+            rw: self.rw.map(RwMode::from),
+            rwmixread: self.rwmixread,
+            bs: self.bs.clone(),
+            iodepth: self.iodepth,
+            numjobs: self.numjobs,
+            runtime: self.runtime.clone(),
+            ramp_time: self.ramp_time.clone(),
+            size: self.size.clone(),
+            offset: self.offset.clone(),
+            no_time_based: self.no_time_based,
+            number_ios: self.number_ios,
+            rate_iops: self.rate_iops,
+            random_distribution: self.random_distribution.clone(),
+            zipf: self.zipf,
+            randseed: self.randseed,
+            randommap: self.randommap,
+            buffered: self.buffered || self.direct.as_deref() == Some("0"),
         }
     }
 
     /// The workload these flags describe (defaults for those not given).
     pub fn workload(&self) -> anyhow::Result<Workload> {
-        let (bs_min_bytes, bs_max_bytes) = parse_bs(self.bs.as_deref().unwrap_or("4k"))?;
-        let iodepth = self.iodepth.unwrap_or(64);
-        if iodepth < 1 || iodepth > i64::from(IODEPTH_MAX) {
-            bail!("--iodepth={iodepth}: must be at least 1 and at most {IODEPTH_MAX}");
-        }
-        let numjobs = self.numjobs.unwrap_or(1);
-        if numjobs < 1 || numjobs > i64::from(JOBS_PER_TARGET_MAX) {
-            bail!(
-                "--numjobs={numjobs}: must be at least 1 and at most {JOBS_PER_TARGET_MAX} jobs per target (fio's limit too)"
-            );
-        }
-        let rwmixread = self.rwmixread.unwrap_or(50);
-        if rwmixread > 100 {
-            bail!("--rwmixread={rwmixread}: must be 0..=100");
-        }
-        let buffered = self.buffered || self.direct.as_deref() == Some("0");
-        let (random_distribution, dist_text) = self.distribution()?;
-        if self.randommap && !random_distribution.uses_random_map() {
-            bail!(
-                "--randommap with --random-distribution={dist_text}: a random map only steers uniform offsets (fio also turns it off for non-uniform distributions); drop --randommap"
-            );
-        }
-        let runtime = self.runtime.as_deref().unwrap_or("10s");
-        let runtime_ns = parse_duration_ns("runtime", runtime)?;
-        if runtime_ns == 0 && !self.no_time_based {
-            bail!("--runtime={runtime}: must be positive");
-        }
-        let d = Workload::default();
-        Ok(Workload {
-            rw: self.rw.unwrap_or(RwArg::Randread).into(),
-            rwmixread,
-            bs_min_bytes,
-            bs_max_bytes,
-            iodepth: u32::try_from(iodepth).context("--iodepth: too large")?,
-            numjobs: u32::try_from(numjobs).context("--numjobs: too large")?,
-            size_bytes: self
-                .size
-                .as_deref()
-                .map(|s| parse_size("size", s))
-                .transpose()?,
-            offset_bytes: parse_size("offset", self.offset.as_deref().unwrap_or("0"))?,
-            runtime_ns: (runtime_ns > 0).then_some(runtime_ns),
-            ramp_time_ns: parse_duration_ns("ramp-time", self.ramp_time.as_deref().unwrap_or("0"))?,
-            time_based: !self.no_time_based,
-            number_ios: self.number_ios,
-            rate_iops: self.rate_iops,
-            random_distribution,
-            randseed: self.randseed.unwrap_or(d.randseed),
-            norandommap: !self.randommap,
-            direct: !buffered,
-        })
+        Ok(self.flags().workload()?)
     }
 
     /// The workload flags given on the command line, by their flag names.
     pub fn given(&self) -> Vec<&'static str> {
-        self.given_fields().iter().map(|f| f.name()).collect()
+        self.flags().given()
     }
 
-    /// The workload fields the flags given set.
-    fn given_fields(&self) -> Vec<WorkloadField> {
-        use WorkloadField as F;
-        [
-            (F::Rw, self.rw.is_some()),
-            (F::Rwmixread, self.rwmixread.is_some()),
-            (F::Bs, self.bs.is_some()),
-            (F::Iodepth, self.iodepth.is_some()),
-            (F::Numjobs, self.numjobs.is_some()),
-            (F::Runtime, self.runtime.is_some()),
-            (F::RampTime, self.ramp_time.is_some()),
-            (F::Size, self.size.is_some()),
-            (F::Offset, self.offset.is_some()),
-            (F::NoTimeBased, self.no_time_based),
-            (F::NumberIos, self.number_ios.is_some()),
-            (F::RateIops, self.rate_iops.is_some()),
-            (
-                F::RandomDistribution,
-                self.random_distribution.is_some() || self.zipf.is_some(),
-            ),
-            (F::Randseed, self.randseed.is_some()),
-            (F::Randommap, self.randommap),
-            (
-                F::Buffered,
-                self.buffered || self.direct.as_deref() == Some("0"),
-            ),
-        ]
-        .into_iter()
-        .filter_map(|(f, given)| given.then_some(f))
-        .collect()
-    }
-
-    /// Applies the workload flags given on the command line over every job
-    /// of a plan or a job file (`from` names it; fio's rule: the command
-    /// line wins), with a note on each target saying which values came from
-    /// where; the notes added, with their target's path. `--numjobs` is
-    /// refused: it would need new CPUs for the new jobs, which the plan or
-    /// job file chose.
+    /// [`WorkloadFlags::apply_over`]: the flags given over a plan or a job
+    /// file (`from` names it); the notes added, with their target's path.
     pub fn apply_over(
         &self,
         placement: &mut Placement,
         from: &str,
     ) -> anyhow::Result<Vec<(String, String)>> {
-        if let Some(n) = self.numjobs {
-            bail!(
-                "--numjobs={n} with {from}: its jobs and their CPUs are placed already; \
-                 set numjobs there, or plan anew (numio plan TARGET --numjobs {n} --format numio)"
-            );
-        }
-        let given = self.given_fields();
-        if given.is_empty() {
-            return Ok(Vec::new());
-        }
-        Ok(placement.take_workload(&self.workload()?, &given, from))
+        Ok(self.flags().apply_over(placement, from)?)
     }
 }
 

@@ -4,6 +4,9 @@
 
 use super::*;
 use clap::{CommandFactory, Parser};
+use planner::flags::{parse_bs, parse_duration_ns};
+use planner::overrides::WorkloadField;
+use planner::Distribution;
 
 #[derive(Debug, Parser)]
 struct Workload {
@@ -223,6 +226,7 @@ fn cli_fields(long: &str) -> Vec<WorkloadField> {
     Workload::try_parse_from(argv)
         .unwrap_or_else(|e| panic!("{flag}: {e}"))
         .w
+        .flags()
         .given_fields()
 }
 

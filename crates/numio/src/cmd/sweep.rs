@@ -188,7 +188,7 @@ fn goal(args: &Args) -> anyhow::Result<Option<report::SweepGoal>> {
             Ok(Some(report::SweepGoal::Iops(n)))
         }
         (None, Some(text)) => {
-            let bytes = super::flags::parse_size("--target-bw", text)?;
+            let bytes = super::flags::parse_size("target-bw", text)?;
             anyhow::ensure!(
                 bytes > 0,
                 "--target-bw {text}: give a bandwidth above 0, such as 3G"
