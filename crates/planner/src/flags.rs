@@ -8,13 +8,18 @@
 //! ones every flag of a size, a time or a percentile list uses; each
 //! error names the flag and the value ([`FlagError`]).
 //!
+//! [`Placing`] is the one placement grammar of `bench`, `plan`, `sweep`
+//! and `compare` (`--numa`, `--cpus`, `--cpus-for`): one set of values,
+//! one set of refusals.
+//!
 //! The CLI's clap structs map onto these fields one to one and own no
 //! rule of their own.
 
 use crate::fio::units::{parse_size_bytes, parse_size_range, parse_time_ns};
 use crate::overrides::WorkloadField;
 use crate::workload::{IODEPTH_MAX, JOBS_PER_TARGET_MAX};
-use crate::{Distribution, Placement, RwMode, Workload};
+use crate::{Distribution, Placement, Policy, RwMode, Workload};
+use topology::CpuId;
 
 /// Why a workload flag's value was refused; the text names the flag, the
 /// value and what to write.
@@ -50,6 +55,16 @@ pub enum FlagError {
     RandommapNotUniform {
         /// The distribution as given.
         distribution: String,
+    },
+    /// Placement flags that contradict each other (`--cpus-for` with
+    /// `--numa`), or one that does not apply (`--numa spread` with a job
+    /// file).
+    #[error("{given}: {fix}")]
+    Placement {
+        /// The flags, as given (`--cpus 0-3 with --numa spread`).
+        given: String,
+        /// What to write instead.
+        fix: &'static str,
     },
     /// `--numjobs` over a plan or a job file, whose jobs have their CPUs.
     #[error("--numjobs={numjobs} with {from}: its jobs and their CPUs are placed already; set numjobs there, or plan anew (numio plan TARGET --numjobs {numjobs} --format numio)")]
@@ -298,6 +313,134 @@ impl WorkloadFlags {
     }
 }
 
+/// `--numa`: where jobs run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Numa {
+    /// CPUs of each target's NUMA node (the default).
+    Local,
+    /// Every CPU round-robin, ignoring locality.
+    Spread,
+    /// No pinning.
+    None,
+    /// fio job files: numio's local placement for the jobs that name no
+    /// CPUs (with targets: local).
+    Auto,
+}
+
+impl Numa {
+    /// Its flag value.
+    pub fn name(self) -> &'static str {
+        match self {
+            Numa::Local => "local",
+            Numa::Spread => "spread",
+            Numa::None => "none",
+            Numa::Auto => "auto",
+        }
+    }
+}
+
+/// The placement flags as given: `--numa`, `--cpus LIST` (every target's
+/// jobs on these CPUs, one job per CPU in order), `--cpus-for TARGET=LIST`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placing {
+    /// `--numa`.
+    pub numa: Option<Numa>,
+    /// `--cpus`.
+    pub cpus: Option<String>,
+    /// `--cpus-for`, each `TARGET=LIST`.
+    pub cpus_for: Vec<String>,
+}
+
+fn placement_error(given: String, fix: &'static str) -> FlagError {
+    FlagError::Placement { given, fix }
+}
+
+impl Placing {
+    /// The policy that places `targets`: explicit CPUs (`--cpus-for`, or
+    /// `--cpus` for every target), else `--numa` (local by default; auto
+    /// is local for targets). Flags that contradict each other are refused.
+    pub fn policy(&self, targets: &[String]) -> Result<Policy, FlagError> {
+        if !self.cpus_for.is_empty() {
+            if self.cpus.is_some() || self.numa.is_some() {
+                let (given, fix) = match (&self.cpus, self.numa) {
+                    (Some(c), _) => (
+                        format!("--cpus-for with --cpus {c}"),
+                        "--cpus-for places targets explicitly: drop --cpus",
+                    ),
+                    (None, Some(n)) => (
+                        format!("--cpus-for with --numa {}", n.name()),
+                        "--cpus-for places targets explicitly: drop --numa",
+                    ),
+                    (None, None) => unreachable!("checked above"),
+                };
+                return Err(placement_error(given, fix));
+            }
+            return Ok(Policy::Explicit(parse_cpus_for(&self.cpus_for)?));
+        }
+        if let Some(list) = &self.cpus {
+            if let Some(n) = self.numa {
+                return Err(placement_error(
+                    format!("--cpus {list} with --numa {}", n.name()),
+                    "--cpus places the jobs explicitly: drop --numa",
+                ));
+            }
+            let cpus = parse_cpus("cpus", list)?;
+            return Ok(Policy::Explicit(
+                targets.iter().map(|t| (t.clone(), cpus.clone())).collect(),
+            ));
+        }
+        Ok(match self.numa.unwrap_or(Numa::Local) {
+            Numa::Local | Numa::Auto => Policy::Local,
+            Numa::Spread => Policy::Spread,
+            Numa::None => Policy::None,
+        })
+    }
+
+    /// For a fio job file (`what` names it): whether jobs that name no CPUs
+    /// get numio's local placement (`--numa auto` or `local`); the job
+    /// file places its own jobs, so `--cpus`, `--cpus-for` and
+    /// `--numa spread` are refused.
+    pub fn job_file_auto(&self, what: &str) -> Result<bool, FlagError> {
+        if self.cpus.is_some() || !self.cpus_for.is_empty() {
+            return Err(placement_error(
+                format!("--cpus or --cpus-for with {what}"),
+                "a job file places its own jobs (cpus_allowed, numa_cpu_nodes): drop them, or give --numa auto for numio's local placement",
+            ));
+        }
+        match self.numa {
+            None | Some(Numa::None) => Ok(false),
+            Some(Numa::Auto | Numa::Local) => Ok(true),
+            Some(Numa::Spread) => Err(placement_error(
+                format!("--numa spread with {what}"),
+                "use auto or none",
+            )),
+        }
+    }
+}
+
+/// Parses a CPU list (`0-3,8`) given to `--flag`.
+pub fn parse_cpus(flag: &str, list: &str) -> Result<Vec<CpuId>, FlagError> {
+    crate::cpuset::parse_cpu_list(list).map_err(|e| value_error(flag, list, e))
+}
+
+/// `--cpus-for TARGET=LIST` values.
+pub fn parse_cpus_for(items: &[String]) -> Result<Vec<(String, Vec<CpuId>)>, FlagError> {
+    let mut lists = Vec::new();
+    for item in items {
+        let Some((target, list)) = item.split_once('=') else {
+            return Err(value_error(
+                "cpus-for",
+                item,
+                "write TARGET=LIST, e.g. nvme0n1=0-3,112-115",
+            ));
+        };
+        let cpus =
+            crate::cpuset::parse_cpu_list(list).map_err(|e| value_error("cpus-for", item, e))?;
+        lists.push((target.to_string(), cpus));
+    }
+    Ok(lists)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,5 +489,44 @@ mod tests {
             WorkloadFlags::default().workload().unwrap(),
             Workload::default()
         );
+    }
+
+    #[test]
+    fn one_placement_grammar() {
+        let t = vec!["/dev/a".to_string()];
+        let p = |numa, cpus: Option<&str>, cpus_for: &[&str]| Placing {
+            numa,
+            cpus: cpus.map(String::from),
+            cpus_for: cpus_for.iter().map(|s| s.to_string()).collect(),
+        };
+        assert_eq!(p(None, None, &[]).policy(&t).unwrap(), Policy::Local);
+        assert_eq!(
+            p(Some(Numa::Auto), None, &[]).policy(&t).unwrap(),
+            Policy::Local
+        );
+        assert_eq!(
+            p(None, Some("0-1"), &[]).policy(&t).unwrap(),
+            Policy::Explicit(vec![("/dev/a".into(), vec![CpuId(0), CpuId(1)])])
+        );
+        let e = |p: Placing| p.policy(&t).unwrap_err().to_string();
+        assert_eq!(
+            e(p(Some(Numa::Spread), Some("0"), &[])),
+            "--cpus 0 with --numa spread: --cpus places the jobs explicitly: drop --numa"
+        );
+        assert!(e(p(None, Some("0"), &["a=1"])).ends_with("drop --cpus"));
+        assert!(e(p(None, None, &["a"])).starts_with("--cpus-for=a: write TARGET=LIST"));
+        assert!(e(p(None, Some("x"), &[])).starts_with("--cpus=x: "));
+        assert!(p(Some(Numa::Auto), None, &[])
+            .job_file_auto("JOB.fio")
+            .unwrap());
+        assert!(!p(None, None, &[]).job_file_auto("JOB.fio").unwrap());
+        assert_eq!(
+            p(Some(Numa::Spread), None, &[])
+                .job_file_auto("the job file a.fio")
+                .unwrap_err()
+                .to_string(),
+            "--numa spread with the job file a.fio: use auto or none"
+        );
+        assert!(p(None, Some("0"), &[]).job_file_auto("x").is_err());
     }
 }

@@ -4,6 +4,13 @@
 //! run, and numio says so, with the bytes written (set-up I/O is never in
 //! the figures, and never hidden). And the word a sparse file is owed:
 //! reads of its holes return zeros without touching the device.
+//!
+//! And the embedded default target ([`default_target`]):
+//! `$TMPDIR/numio-default-target-1GiB.bin`, filled with incompressible data
+//! the first time. `$TMPDIR` is shared with other users, so an existing
+//! target is reused only when it is a regular file this user owns, and a
+//! new one is written to a `.part` file created new (`O_EXCL|O_NOFOLLOW`,
+//! 0600) then renamed into place (issue #16).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -113,6 +120,99 @@ pub fn sparse_note(path: &Path) -> Option<String> {
     })
 }
 
+/// Size of the embedded default target.
+pub const DEFAULT_TARGET_BYTES: u64 = 1 << 30;
+
+/// File name of the embedded default target under `$TMPDIR`.
+pub const DEFAULT_TARGET_NAME: &str = "numio-default-target-1GiB.bin";
+
+/// What to do about a default target numio will not use.
+const DEFAULT_TARGET_FIX: &str = "remove it, or set TMPDIR to a directory only you can write";
+
+/// Why the embedded default target could not be used or made.
+#[derive(Debug, thiserror::Error)]
+pub enum DefaultTargetError {
+    /// `lstat` failed.
+    #[error("cannot look at {}", path.display())]
+    Inspect {
+        /// The default target.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A symlink is there.
+    #[error("the default target {} is a symlink, which numio will not write through; {DEFAULT_TARGET_FIX}", path.display())]
+    Symlink {
+        /// The default target.
+        path: PathBuf,
+    },
+    /// Something other than a regular file is there.
+    #[error("the default target {} is not a regular file; {DEFAULT_TARGET_FIX}", path.display())]
+    NotRegular {
+        /// The default target.
+        path: PathBuf,
+    },
+    /// Another user's file is there.
+    #[error("the default target {} belongs to user {uid}, not to you; {DEFAULT_TARGET_FIX}", path.display())]
+    Foreign {
+        /// The default target.
+        path: PathBuf,
+        /// Its owner.
+        uid: u32,
+    },
+    /// It could not be made.
+    #[error("cannot create the default target in {} (set TMPDIR to a writable directory with 1 GiB free)", dir.display())]
+    Create {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: LayoutError,
+    },
+}
+
+/// `$TMPDIR/numio-default-target-1GiB.bin`, created the first time (`say`
+/// hears that it is being made, before the 1 GiB is written).
+pub fn default_target(say: &mut dyn FnMut(String)) -> Result<PathBuf, DefaultTargetError> {
+    let dir = std::env::var_os("TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp"));
+    ensure_default_target(&dir, DEFAULT_TARGET_BYTES, say)
+}
+
+/// The default target in `dir`, of `len_bytes` (created when absent or of
+/// another length); a symlink, a non-file or another user's file there is
+/// refused.
+pub fn ensure_default_target(
+    dir: &Path,
+    len_bytes: u64,
+    say: &mut dyn FnMut(String),
+) -> Result<PathBuf, DefaultTargetError> {
+    use sysapi::file::{inspect, Existing};
+    let path = dir.join(DEFAULT_TARGET_NAME);
+    let found = inspect(&path).map_err(|source| DefaultTargetError::Inspect {
+        path: path.clone(),
+        source,
+    })?;
+    match found {
+        Existing::Own { len_bytes: len } if len == len_bytes => return Ok(path),
+        Existing::Own { .. } | Existing::Absent => {}
+        Existing::Symlink => return Err(DefaultTargetError::Symlink { path }),
+        Existing::NotRegular => return Err(DefaultTargetError::NotRegular { path }),
+        Existing::Foreign { uid } => return Err(DefaultTargetError::Foreign { path, uid }),
+    }
+    say(format!(
+        "creating the default target {} (1 GiB, once)",
+        path.display()
+    ));
+    lay_out(&path, len_bytes).map_err(|source| DefaultTargetError::Create {
+        dir: dir.to_path_buf(),
+        source,
+    })?;
+    Ok(path)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,6 +260,65 @@ mod tests {
             n.contains("is sparse (0 of 8388608 bytes allocated)"),
             "{n}"
         );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    fn quiet(_: String) {}
+
+    /// Issue #16: symlinks planted at the predictable `.part` names (and at
+    /// the target itself) made root's first bench overwrite the file they
+    /// pointed at.
+    #[test]
+    fn planted_symlinks_are_never_written_through() {
+        let d = dir("planted");
+        let victim = d.join("victim");
+        std::fs::write(&victim, "root's 0600 file").unwrap();
+        let pid = std::process::id();
+        for n in 0..32 {
+            let part = d.join(format!(".{DEFAULT_TARGET_NAME}.{pid}.{n}.part"));
+            std::os::unix::fs::symlink(&victim, part).unwrap();
+        }
+        let path =
+            ensure_default_target(&d, 1 << 20, &mut quiet).expect("a fresh .part name is found");
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "root's 0600 file"
+        );
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(meta.len(), 1 << 20);
+        let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
+        assert_eq!(mode & 0o777, 0o600, "private to its owner");
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let e = ensure_default_target(&d, 1 << 20, &mut quiet)
+            .expect_err("a symlink target")
+            .to_string();
+        assert!(e.contains("is a symlink") && e.contains("TMPDIR"), "{e}");
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "root's 0600 file"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Issue #16: a default target another user made was used (and
+    /// rewritten when of another size) by root.
+    #[test]
+    fn another_users_default_target_is_refused() {
+        if sysapi::file::effective_uid() != 0 {
+            eprintln!("skipped: making another user's file needs root");
+            return;
+        }
+        let d = dir("foreign");
+        let path = d.join(DEFAULT_TARGET_NAME);
+        std::fs::write(&path, "theirs").unwrap();
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        let e = ensure_default_target(&d, 1 << 20, &mut quiet)
+            .expect_err("foreign")
+            .to_string();
+        assert!(e.contains("belongs to user 65534"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "theirs");
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -36,6 +36,7 @@
 
 pub mod arms;
 pub mod axes;
+pub mod bench;
 pub mod coalesce;
 pub mod error;
 pub mod event;

@@ -80,6 +80,15 @@ pub enum TopologyError {
         /// Why.
         reason: String,
     },
+    /// A `.json` root that is not a `numio topo --json` topology.
+    #[error("{}: not a `numio topo --json` topology", path.display())]
+    NotATopologyJson {
+        /// The file.
+        path: PathBuf,
+        /// Why it does not parse.
+        #[source]
+        source: serde_json::Error,
+    },
     /// The root is neither a directory nor a `.tar.gz` snapshot.
     #[error("{path} is neither a directory nor a .tar.gz snapshot; pass a sysfs root directory or a file made by `numio topo --save`")]
     NotASnapshot {

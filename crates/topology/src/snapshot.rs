@@ -86,4 +86,21 @@ impl Topology {
     pub fn load(path: &Path) -> Result<Topology, TopologyError> {
         open(path)?.discover()
     }
+
+    /// Reads a `numio topo --json` file (by its `.json` name), else as
+    /// [`Topology::load`].
+    pub fn read(path: &Path) -> Result<Topology, TopologyError> {
+        if path.extension().is_none_or(|e| e != "json") {
+            return Topology::load(path);
+        }
+        let text = std::fs::read_to_string(path).map_err(|source| TopologyError::Io {
+            action: "reading",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|source| TopologyError::NotATopologyJson {
+            path: path.to_path_buf(),
+            source,
+        })
+    }
 }

@@ -3,17 +3,19 @@
 //! events shown on stderr → human report or JSON.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context};
-use planner::{JobPlacement, MemPolicy, Placement, PlanRequest, Policy, TargetPlacement, Workload};
+use anyhow::bail;
+use planner::{Placement, Workload};
 use session::interrupt;
 use topology::Topology;
 
 #[path = "bench_fleet.rs"]
 pub mod bench_fleet;
-#[path = "bench_jobs.rs"]
-pub mod bench_jobs;
+/// Kept for the callers that name it here.
+pub mod bench_jobs {
+    pub use session::bench::groups;
+}
 #[path = "bench_repeat.rs"]
 pub mod bench_repeat;
 #[path = "bench_verify.rs"]
@@ -205,66 +207,26 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
 }
 
 /// The engine options and the plan of a bench run (here, or on a fleet's
-/// host by `numio agent`).
+/// host by `numio agent`): [`session::bench::plan`].
 pub(crate) fn plan(args: &Args) -> anyhow::Result<(Placement, engine::RunOptions)> {
     let mut opts = args.engine.run_options()?;
     opts.backend = args.engine.backend_for(&args.targets).into();
-    let placement = bench_placement(args, &mut opts)?;
-    Ok((placement, opts))
-}
-
-/// The plan of a bench run: targets placed by the planner (with the
-/// targets' labels in `opts`), or a fio job file, fio's command-line form
-/// or a saved plan, checked against this machine.
-fn bench_placement(args: &Args, opts: &mut engine::RunOptions) -> anyhow::Result<Placement> {
-    let src = bench_jobs::source(&args.targets, args.plan.as_deref(), &args.fio_args)?;
-    let topo = Topology::discover(Path::new("/"));
-    if src == bench_jobs::JobSource::Targets {
-        let workload = args.workload.workload()?;
-        let (targets, labels) = choose_targets(&args.targets, topo.as_ref().ok(), &workload)?;
-        opts.labels = labels;
-        let made = lay_out_missing(&targets, &workload)?;
-        let mut placement = place(topo.as_ref(), &targets, &workload, args)?;
-        for t in &mut placement.targets {
-            if args.name.is_some() {
-                t.name.clone_from(&args.name);
-            }
-            if let Some(note) = made.iter().find(|(p, _)| *p == t.path).map(|(_, n)| n) {
-                t.notes.push(note.clone());
-            } else if planner::TargetAddr::parse(&t.path).is_path() && workload.rw.reads() {
-                t.notes
-                    .extend(session::layout::sparse_note(Path::new(&t.path)));
-            }
-        }
-        return Ok(placement);
-    }
-    let topo = topo
-        .as_ref()
-        .map_err(|e| anyhow::anyhow!("{e}"))
-        .context("job files and plans are placed on this machine's topology")?;
-    let jf = bench_jobs::JobFileOptions {
+    let placing = super::flags::placing(args.numa, args.cpus.as_deref(), &args.cpus_for);
+    let ask = session::bench::BenchAsk {
+        targets: &args.targets,
+        plan: args.plan.as_deref(),
+        fio_args: &args.fio_args,
         ignore_unknown: args.ignore_unknown,
-        sections: args.sections.clone(),
-        numa_auto: match args.numa {
-            None | Some(NumaArg::None) => false,
-            Some(NumaArg::Auto | NumaArg::Local) => true,
-            Some(NumaArg::Spread) => bail!("--numa=spread with a job file: use auto or none"),
-        },
+        sections: &args.sections,
+        placing: &placing,
+        workload: &args.workload.flags(),
+        name: args.name.as_deref(),
     };
-    // A job file means what it means to fio: no IOPOLL without hipri.
-    // Each job's fixedbufs / registerfiles / sqthread_poll / hipri
-    // applies to its own target (the engine sets up one ring per job).
-    if args.engine.iopoll.is_none() {
-        opts.iopoll = engine::IoPoll::Off;
-    }
-    let mut placement = bench_jobs::load(&src, topo, &jf)?;
-    let from = match &src {
-        bench_jobs::JobSource::Plan(p) => format!("the plan {}", p.display()),
-        bench_jobs::JobSource::FioFile(p) => format!("the job file {}", p.display()),
-        _ => "the fio options after `--`".to_string(),
-    };
-    args.workload.apply_over(&mut placement, &from)?;
-    Ok(placement)
+    let iopoll_given = args.engine.iopoll.is_some();
+    let placement = session::bench::plan(&ask, &mut opts, iopoll_given, &mut |line| {
+        eprintln!("numio: {line}")
+    })?;
+    Ok((placement, opts))
 }
 
 /// `numio report FILE` of a `numio bench --json` file (one run, or one per
@@ -299,36 +261,6 @@ pub fn reprint(args: &super::report::Args) -> Option<anyhow::Result<i32>> {
         print!("{}", report::bench::render(r, &placement, false));
     }
     Some(Ok(0))
-}
-
-/// Lays out each target that does not exist, as fio does, when `--size`
-/// says how large: a file of that many bytes of data (never under /dev, nor
-/// a bare name /dev has). Says so on stderr with the bytes written (set-up
-/// I/O, not in the figures) and returns each target's note.
-fn lay_out_missing(targets: &[String], w: &Workload) -> anyhow::Result<Vec<(String, String)>> {
-    let mut made = Vec::new();
-    for t in targets {
-        let path = Path::new(t);
-        // Devices are never made: a missing one is the engine's to name.
-        if !planner::TargetAddr::parse(t).is_path()
-            || path.exists()
-            || path.starts_with("/dev")
-            || (!t.contains('/') && Path::new("/dev").join(t).exists())
-        {
-            continue;
-        }
-        let Some(size) = w.size_bytes else {
-            bail!("{t} does not exist; give --size to create it (numio lays out a new file as fio does), or name an existing file or device");
-        };
-        let len = size + w.offset_bytes;
-        session::layout::lay_out(path, len)?;
-        let note = format!(
-            "{t} was laid out before the run: {len} bytes written (set-up I/O, not in these figures)"
-        );
-        eprintln!("numio: {note}");
-        made.push((t.clone(), note));
-    }
-    Ok(made)
 }
 
 /// Runs the stonewall groups one after another, each reported as it ends
@@ -373,101 +305,12 @@ fn run_groups(
     Ok(results)
 }
 
-/// The targets given, or the defaults: every NVMe namespace topology found
-/// (read-only), else the embedded default file.
+/// [`session::bench::choose_targets`], saying on stderr what it does.
 pub fn choose_targets(
     given: &[String],
     topo: Option<&Topology>,
     w: &Workload,
 ) -> anyhow::Result<(Vec<String>, BTreeMap<String, String>)> {
-    if !given.is_empty() {
-        return Ok((given.to_vec(), BTreeMap::new()));
-    }
-    if w.rw.writes() {
-        bail!(
-            "--rw={}: write workloads need explicit targets (numio bench TARGET --rw ...)",
-            w.rw.fio_name()
-        );
-    }
-    let nvme: Vec<String> = topo
-        .map(|t| {
-            t.block_devices()
-                .iter()
-                .map(|d| format!("/dev/{d}"))
-                .collect()
-        })
-        .unwrap_or_default();
-    if !nvme.is_empty() {
-        return Ok((nvme, BTreeMap::new()));
-    }
-    let path = super::default_target::default_target()?;
-    let label = format!(
-        "default target: 1 GiB file under {} (no NVMe namespace found; name a device or file to bench it)",
-        path.parent().map(|p| p.display().to_string()).unwrap_or_default()
-    );
-    let path = path.to_string_lossy().into_owned();
-    Ok((vec![path.clone()], BTreeMap::from([(path, label)])))
-}
-
-/// Places the jobs with the planner (local by default; `--cpus` and `--numa`
-/// override). Without a topology, jobs run unpinned and say so.
-fn place(
-    topo: Result<&Topology, &topology::TopologyError>,
-    targets: &[String],
-    w: &Workload,
-    args: &Args,
-) -> anyhow::Result<Placement> {
-    if !args.cpus_for.is_empty() && (args.cpus.is_some() || args.numa.is_some()) {
-        bail!("--cpus-for places targets explicitly: drop --cpus and --numa");
-    }
-    let policy = match (&args.cpus, args.numa.unwrap_or(NumaArg::Local)) {
-        _ if !args.cpus_for.is_empty() => {
-            Policy::Explicit(super::plan::parse_cpus_for(&args.cpus_for)?)
-        }
-        (Some(list), _) => {
-            let cpus = planner::cpuset::parse_cpu_list(list)
-                .map_err(|e| anyhow::anyhow!("--cpus={list}: {e}"))?;
-            Policy::Explicit(targets.iter().map(|t| (t.clone(), cpus.clone())).collect())
-        }
-        (None, NumaArg::Local | NumaArg::Auto) => Policy::Local,
-        (None, NumaArg::Spread) => Policy::Spread,
-        (None, NumaArg::None) => Policy::None,
-    };
-    let topo = match topo {
-        Ok(t) => t,
-        Err(e) => {
-            if !matches!(policy, Policy::None) {
-                eprintln!("numio: warning: topology discovery failed ({e}); jobs run unpinned");
-            }
-            return Ok(unpinned(targets, w));
-        }
-    };
-    let request = PlanRequest {
-        targets: session::targets::target_specs(Path::new("/"), targets),
-        workload: w.clone(),
-        policy,
-    };
-    planner::plan(topo, &request).context("placing the jobs")
-}
-
-fn unpinned(targets: &[String], w: &Workload) -> Placement {
-    Placement {
-        policy: "none".into(),
-        targets: targets
-            .iter()
-            .map(|p| TargetPlacement {
-                path: p.clone(),
-                workload: w.clone(),
-                jobs: vec![
-                    JobPlacement {
-                        cpus: vec![],
-                        mem: MemPolicy::Default
-                    };
-                    w.numjobs as usize
-                ],
-                ..TargetPlacement::default()
-            })
-            .collect(),
-        warnings: vec!["topology unknown: jobs are not pinned".into()],
-    }
+    let mut say = |line: String| eprintln!("numio: {line}");
+    Ok(session::bench::choose_targets(given, topo, w, &mut say)?)
 }

@@ -6,7 +6,7 @@
 //! the ones job files use; every error names the flag and the value.
 
 use clap::ValueEnum;
-use planner::flags::WorkloadFlags;
+use planner::flags::{Placing, WorkloadFlags};
 use planner::{Placement, RwMode, Workload};
 
 /// fio's `rw`.
@@ -331,6 +331,26 @@ pub enum NumaArg {
     /// fio job files: numio's local placement for jobs without
     /// cpus_allowed / numa_cpu_nodes (with targets: local).
     Auto,
+}
+
+impl From<NumaArg> for planner::flags::Numa {
+    fn from(a: NumaArg) -> Self {
+        match a {
+            NumaArg::Local => Self::Local,
+            NumaArg::Spread => Self::Spread,
+            NumaArg::None => Self::None,
+            NumaArg::Auto => Self::Auto,
+        }
+    }
+}
+
+/// The placement flags as the planner reads them.
+pub fn placing(numa: Option<NumaArg>, cpus: Option<&str>, cpus_for: &[String]) -> Placing {
+    Placing {
+        numa: numa.map(Into::into),
+        cpus: cpus.map(String::from),
+        cpus_for: cpus_for.to_vec(),
+    }
 }
 
 #[cfg(test)]

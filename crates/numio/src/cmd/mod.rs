@@ -16,7 +16,6 @@ pub mod compare_backend;
 pub mod compare_fleet;
 pub mod completions;
 pub mod connect;
-pub mod default_target;
 pub mod display;
 pub mod doctor;
 pub mod engine_args;

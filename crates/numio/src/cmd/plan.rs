@@ -1,12 +1,10 @@
 //! `numio plan`: place jobs on CPUs and print the plan as a numio plan file,
 //! a fio job file, numactl command lines, JSON or a table.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::{bail, Context};
-use planner::fio::{load_job_file, ParseOptions};
-use planner::{Placement, PlanRequest, Policy};
-use topology::Topology;
+use anyhow::Context;
+use planner::Placement;
 
 use super::flags::{BackendArg, WorkloadArgs};
 
@@ -92,13 +90,22 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// The plan `args` ask for: from TARGETs and a policy, or from a fio job file.
+/// The plan `args` ask for: [`session::bench::plan_on_root`].
 pub fn placement(args: &Args) -> anyhow::Result<Placement> {
-    let topo = read_topology(&args.root)?;
-    match &args.fio {
-        Some(path) => from_fio(args, path, &topo),
-        None => Ok(planner::plan(&topo, &request(args, &topo)?)?),
-    }
+    let placing = super::flags::placing(args.numa, None, &args.cpus_for);
+    let backend = args.backend.map(|b| engine::BackendKind::from(b).name());
+    let ask = session::bench::PlanAsk {
+        root: &args.root,
+        targets: &args.targets,
+        fio: args.fio.as_deref(),
+        ignore_unknown: args.ignore_unknown,
+        sections: &args.section,
+        placing: &placing,
+        workload: &args.workload.flags(),
+        backend,
+    };
+    let mut say = |line: String| eprintln!("numio: {line}");
+    Ok(session::bench::plan_on_root(&ask, &mut say)?)
 }
 
 /// The placement in `format`.
@@ -117,132 +124,11 @@ pub fn render(placement: &Placement, format: Format) -> String {
     }
 }
 
-/// Reads the topology from a root directory, a snapshot or a JSON model.
-pub fn read_topology(root: &Path) -> anyhow::Result<Topology> {
-    if root.extension().is_some_and(|e| e == "json") {
-        let text =
-            std::fs::read_to_string(root).with_context(|| format!("reading {}", root.display()))?;
-        return serde_json::from_str(&text)
-            .with_context(|| format!("{}: not a `numio topo --json` topology", root.display()));
-    }
-    Ok(Topology::load(root)?)
-}
-
-fn from_fio(args: &Args, path: &Path, topo: &Topology) -> anyhow::Result<Placement> {
-    use super::flags::NumaArg;
-    let numa_auto = match args.numa {
-        None | Some(NumaArg::None) => false,
-        Some(NumaArg::Auto | NumaArg::Local) => true,
-        Some(NumaArg::Spread) => anyhow::bail!("--numa spread with --fio: use auto or none"),
-    };
-    let opts = ParseOptions {
-        ignore_unknown: args.ignore_unknown,
-        sections: args.section.clone(),
-    };
-    let job = load_job_file(path, &opts)?;
-    Ok(job.to_placement(topo, numa_auto)?)
-}
-
-/// The TARGETs, or every NVMe namespace of the topology when none are named.
-fn targets(args: &Args, topo: &Topology) -> anyhow::Result<Vec<String>> {
-    if !args.targets.is_empty() {
-        return Ok(args.targets.clone());
-    }
-    let mut all: Vec<String> = Vec::new();
-    for ns in topo.subsystems.iter().flat_map(|s| &s.namespaces) {
-        let path = format!("/dev/{}", ns.block_device);
-        if !all.contains(&path) {
-            all.push(path);
-        }
-    }
-    if all.is_empty() {
-        bail!("no targets and no NVMe namespace in the topology: name devices or files, e.g. `numio plan /dev/nvme0n1`, or pass --fio JOB.fio");
-    }
-    Ok(all)
-}
-
-/// Refuses a target path (one with a `/`; bare names such as `nvme0n1` are
-/// topology's to find; NVMe-oF URLs and `pci:` addresses are resolved
-/// through routes and the PCI tree) that does not exist on this machine:
-/// the planner would take it for a file on an unknown node.
-fn check_paths_exist(targets: &[String]) -> anyhow::Result<()> {
-    for t in targets {
-        match planner::TargetAddr::parse(t) {
-            planner::TargetAddr::Pci(rest) => {
-                let addr = rest.split('/').next().unwrap_or(rest);
-                let found = topology::pci::parse_address(addr).and_then(|a| {
-                    topology::pci::pci_function(Path::new("/"), &a)
-                        .ok()
-                        .flatten()
-                });
-                if found.is_none() {
-                    bail!("{t}: no PCI function {addr} on this machine; `numio vfio status` lists its NVMe controllers (pci:DDDD:BB:SS.F/NSID)");
-                }
-                continue;
-            }
-            planner::TargetAddr::Fabric(..) => continue,
-            planner::TargetAddr::Path(_) => {}
-        }
-        let (here, dev) = (Path::new(t), Path::new("/dev").join(t));
-        if !t.contains('/') && !t.is_empty() && !here.exists() && !dev.exists() {
-            bail!("{t} is not a device of this machine (no /dev/{t}); `numio topo` lists its NVMe namespaces, or plan for another machine with --root SNAPSHOT");
-        }
-        if t.contains('/') && std::fs::metadata(t).is_err() {
-            bail!("{t} does not exist; name a block device, a file or an NVMe namespace (`numio topo` lists them), or plan for another machine with --root SNAPSHOT");
-        }
-    }
-    Ok(())
-}
-
-/// `--cpus-for TARGET=LIST` values (shared with `numio bench`).
-pub fn parse_cpus_for(items: &[String]) -> anyhow::Result<Vec<(String, Vec<topology::CpuId>)>> {
-    let mut lists = Vec::new();
-    for item in items {
-        let Some((target, list)) = item.split_once('=') else {
-            bail!("--cpus-for {item}: write TARGET=LIST, e.g. nvme0n1=0-3,112-115");
-        };
-        let cpus = planner::cpuset::parse_cpu_list(list)
-            .map_err(|e| anyhow::anyhow!("--cpus-for {item}: {e}"))?;
-        lists.push((target.to_string(), cpus));
-    }
-    Ok(lists)
-}
-
-fn request(args: &Args, topo: &Topology) -> anyhow::Result<PlanRequest> {
-    let targets = targets(args, topo)?;
-    if args.root == Path::new("/") {
-        check_paths_exist(&targets)?;
-    }
-    let policy = if args.cpus_for.is_empty() {
-        use super::flags::NumaArg;
-        match args.numa {
-            None | Some(NumaArg::Local | NumaArg::Auto) => Policy::Local,
-            Some(NumaArg::Spread) => Policy::Spread,
-            Some(NumaArg::None) => Policy::None,
-        }
-    } else {
-        if args.numa.is_some() {
-            bail!("--cpus-for places targets explicitly; drop --numa");
-        }
-        Policy::Explicit(parse_cpus_for(&args.cpus_for)?)
-    };
-    let mut specs = session::targets::target_specs(&args.root, &targets);
-    for s in &mut specs {
-        s.backend = args
-            .backend
-            .map(|b| engine::BackendKind::from(b).name().to_string());
-    }
-    Ok(PlanRequest {
-        targets: specs,
-        workload: args.workload.workload()?,
-        policy,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::Parser;
+    use std::path::Path;
 
     #[derive(Parser)]
     struct Cli {

@@ -32,23 +32,8 @@ pub fn policy(
                 a.name
             );
         }
-        if numa.is_some() {
-            bail!("--cpus {list} places the jobs explicitly: drop --numa");
-        }
-        let cpus = planner::cpuset::parse_cpu_list(list)
-            .map_err(|e| anyhow::anyhow!("--cpus {list}: {e}"))?;
-        return Ok(Policy::Explicit(
-            targets.iter().map(|t| (t.clone(), cpus.clone())).collect(),
-        ));
     }
-    Ok(match numa.unwrap_or(NumaArg::Local) {
-        NumaArg::Local => Policy::Local,
-        NumaArg::Spread => Policy::Spread,
-        NumaArg::None => Policy::None,
-        NumaArg::Auto => {
-            bail!("--numa auto places fio job files; a sweep takes local, spread or none")
-        }
-    })
+    Ok(super::flags::placing(numa, cpus, &[]).policy(targets)?)
 }
 
 /// The most jobs per target the policy gives distinct CPUs on `targets`
