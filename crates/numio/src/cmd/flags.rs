@@ -183,7 +183,7 @@ pub enum ProgressArg {
     Never,
 }
 
-pub use planner::flags::{parse_percentiles, parse_size};
+pub use planner::flags::parse_percentiles;
 
 /// The workload of `plan`, `bench` and `compare`: fio's option names (the
 /// old numio spellings and fio's underscores still work as aliases).

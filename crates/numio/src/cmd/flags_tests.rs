@@ -4,7 +4,7 @@
 
 use super::*;
 use clap::{CommandFactory, Parser};
-use planner::flags::{parse_bs, parse_duration_ns};
+use planner::flags::{parse_bs, parse_duration_ns, parse_size};
 use planner::overrides::WorkloadField;
 use planner::Distribution;
 

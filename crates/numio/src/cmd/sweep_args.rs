@@ -1,4 +1,4 @@
-//! The flags of `numio sweep` (its axes are words: `sweep_axes`; across
+//! The flags of `numio sweep` (its axes are words: `session::axes`; across
 //! hosts: `sweep_fleet`).
 
 use std::path::PathBuf;
@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use super::bench::bench_fleet::FleetArgs;
 use super::engine_args::EngineArgs;
 use super::flags::{NumaArg, WorkloadArgs};
-use super::sweep_output::Outputs;
+use report::sweep::output::Outputs;
 
 /// Points above which a grid needs `--allow-large-grid`.
 pub const MAX_POINTS: usize = 1000;

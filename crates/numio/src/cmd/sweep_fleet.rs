@@ -6,20 +6,18 @@
 //! every host's bench. `session::fleet` runs it; the result is a sweep set
 //! like any other (`numio report` reprints it).
 
-use std::collections::HashMap;
-
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::{parser::ValueSource, ArgAction, Args as _};
-use fleet::HostRun;
-use session::fleet::{bench_flag, FleetNote, FleetPoint, FleetRunner, ServedTarget, AXES};
-use session::{interrupt, LiveArm, Schedule};
+use session::fleet::{bench_flag, FleetNote, FleetRunner};
+use session::fleet_points::{FleetSweepAsk, TargetAsk};
+use session::{interrupt, Schedule};
 
 use super::bench::bench_fleet::Progress;
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
 use super::flags::WorkloadArgs;
-use super::sweep_args::{StackArg, SweepHostsArgs};
-use session::axes::{points, Axis};
+use super::sweep_args::StackArg;
+use session::axes::Axis;
 
 /// Runs the sweep `args` with `axes` over the hosts against `given`.
 pub fn run(
@@ -29,28 +27,13 @@ pub fn run(
     goal: Option<report::SweepGoal>,
 ) -> anyhow::Result<i32> {
     let f = &args.fleet;
-    for a in axes {
-        if !AXES.iter().any(|(n, _)| *n == a.name) {
-            bail!(
-                "{}= with --hosts: a sweep over hosts varies {}",
-                a.name,
-                AXES.map(|(n, _)| n).join(", ")
-            );
-        }
-    }
-    if args.cpus.is_some() {
-        bail!("--cpus with --hosts: each host places its own jobs (--numa, local by default); drop --cpus");
-    }
     let hosts = f.fleet.hosts()?;
-    let (target, url, runs) = targets(f, given, &hosts)?;
-    let counts = axis_counts(axes, "initiators", hosts.len(), "the hosts given")?;
-    let cpus = reactor_cpus(f, axes)?;
     let skip: Vec<&str> = axes.iter().filter_map(|a| bench_flag(&a.name)).collect();
-    let mut base = bench_flags(&skip)?;
+    let mut bench_argv = bench_flags(&skip)?;
     if let Some(n) = args.numa {
         use clap::ValueEnum;
         let name = n.to_possible_value().expect("no skipped values");
-        base.push(format!("--numa={}", name.get_name()));
+        bench_argv.push(format!("--numa={}", name.get_name()));
     }
     let opts = engine::RunOptions {
         percentiles: match &args.engine.percentiles {
@@ -60,35 +43,27 @@ pub fn run(
         backend: engine::BackendKind::Tcp,
         ..Default::default()
     };
-    let mut arms = Vec::new();
-    let mut planned = HashMap::new();
-    for (label, values) in points(axes) {
-        let mut argv = base.clone();
-        let mut point = FleetPoint {
-            initiators: hosts.len(),
-            argv: Vec::new(),
-            target_cpus: f.target_cpus.clone(),
-        };
-        for (a, (i, v)) in axes.iter().zip(&values) {
-            match a.name.as_str() {
-                "initiators" => point.initiators = counts[*i],
-                "reactors" => point.target_cpus = Some(cpus[*i].clone()),
-                name => argv.push(format!("--{}={v}", bench_flag(name).expect("checked"))),
-            }
-        }
-        point.argv = argv;
-        planned.insert(label.clone(), point);
-        arms.push(LiveArm {
-            label: label.clone(),
-            spec: label,
-            placement: Default::default(),
-            opts: opts.clone(),
-            settle_group: 0,
-        });
-    }
-    let opts = f.fleet.ssh.options()?;
+    let target = f.target_host.as_deref().map(|host| TargetAsk {
+        host,
+        listen: f.target_listen.as_deref(),
+        transport: f.target_transport.as_deref().unwrap_or("tcp"),
+        ns: &f.target_ns,
+        poll: f.target_poll,
+        cpus: f.target_cpus.as_deref(),
+        nqn: nvmf::config::DEFAULT_NQN,
+    });
+    let plan = session::fleet_points::plan(FleetSweepAsk {
+        axes,
+        given,
+        hosts: &hosts,
+        bench_argv,
+        target,
+        kernel: f.stack == StackArg::Kernel,
+        cpus_given: args.cpus.is_some(),
+        opts,
+    })?;
     let schedule = Schedule {
-        arms,
+        arms: plan.arms,
         rounds: args.repeat,
     };
     let mut display = Display::new(
@@ -98,7 +73,7 @@ pub fn run(
             rounds: args.repeat,
         },
     );
-    let mut progress = Progress::new(&runs);
+    let mut progress = Progress::new(&plan.runs);
     let mut notes = |n: FleetNote<'_>| match n {
         FleetNote::TargetStarting { host, argv } => {
             eprintln!("numio: starting numio serve on {host} ({})", argv.join(" "));
@@ -110,21 +85,11 @@ pub fn run(
         }
         FleetNote::Fleet(e) => progress.event(e),
     };
-    let spec = report::FleetSweepSpec {
-        hosts: hosts.iter().map(|h| h.label.clone()).collect(),
-        stack: match f.stack {
-            StackArg::Numio => "numio",
-            StackArg::Kernel => "kernel",
-        }
-        .to_string(),
-        url: url.unwrap_or_else(|| given.join(" ")),
-        target_host: target.as_ref().map(|t| t.host.label.clone()),
-    };
     let mut runner = FleetRunner {
-        hosts: runs,
-        target,
-        points: planned,
-        opts,
+        hosts: plan.runs,
+        target: plan.target,
+        points: plan.points,
+        opts: f.fleet.ssh.options()?,
         notes: &mut notes,
         partial_runs: 0,
     };
@@ -134,7 +99,7 @@ pub fn run(
     let mut set =
         super::sweep_output::result_set(axes, arms, Vec::new(), args.knee, goal, interrupted);
     if let Some(s) = set.sweep.as_mut() {
-        s.fleet = Some(spec);
+        s.fleet = Some(plan.spec);
     }
     super::sweep_output::write(&set, &args.outputs())?;
     if partial_runs > 0 {
@@ -143,73 +108,6 @@ pub fn run(
         );
     }
     Ok(interrupt::exit_code().unwrap_or(i32::from(partial_runs > 0)))
-}
-
-/// The served target (with `--target-host`), the URL the hosts reach, and
-/// each host's part: the target's namespace, or the targets given (a
-/// `HOST:PATH` is that host's only, others go to every host).
-fn targets(
-    f: &SweepHostsArgs,
-    given: &[String],
-    hosts: &[fleet::Host],
-) -> anyhow::Result<(Option<ServedTarget>, Option<String>, Vec<HostRun>)> {
-    let (served, url, per_host) = match &f.target_host {
-        Some(t) => {
-            if let Some(g) = given.first() {
-                bail!("{g} with --target-host: the hosts reach the namespace numio serve serves there; drop {g}, or --target-host to bench {g}");
-            }
-            let (served, url) = ServedTarget::numio_serve(
-                fleet::parse_host(t)?,
-                f.target_listen.as_deref(),
-                f.target_transport.as_deref().unwrap_or("tcp"),
-                nvmf::config::DEFAULT_NQN,
-                &f.target_ns,
-                f.target_poll,
-            );
-            let per_host = vec![vec![url.clone()]; hosts.len()];
-            (Some(served), Some(url), per_host)
-        }
-        None => (None, None, fleet::targets_per_host(given, hosts)),
-    };
-    let runs = session::fleet::host_runs(hosts, per_host, f.stack == StackArg::Kernel)?;
-    Ok((served, url, runs))
-}
-
-/// The values of axis `name` as counts in `1..=max`, or `[max]` without
-/// the axis.
-fn axis_counts(axes: &[Axis], name: &str, max: usize, what: &str) -> anyhow::Result<Vec<usize>> {
-    match axes.iter().find(|a| a.name == name) {
-        Some(a) => Ok(session::fleet::counts(name, &a.values, max, what)?),
-        None => Ok(vec![max]),
-    }
-}
-
-/// The target's `--cpus` at each value of a `reactors` axis: the first K
-/// of `--target-cpus`.
-fn reactor_cpus(f: &SweepHostsArgs, axes: &[Axis]) -> anyhow::Result<Vec<String>> {
-    let Some(a) = axes.iter().find(|a| a.name == "reactors") else {
-        return Ok(Vec::new());
-    };
-    let list = a.values.join(",");
-    if f.target_host.is_none() {
-        bail!("reactors={list} with --hosts: name the host that serves, --target-host HOST (with --target-cpus LIST)");
-    }
-    let Some(text) = f.target_cpus.as_deref() else {
-        bail!("reactors={list} with --target-host: name its CPUs, --target-cpus LIST (e.g. 0-7); a point of K reactors serves on the first K");
-    };
-    let cpus = planner::cpuset::parse_cpu_list(text)
-        .map_err(|e| anyhow::anyhow!("--target-cpus {text}: {e}"))?;
-    let counts = axis_counts(axes, "reactors", cpus.len(), "the CPUs of --target-cpus")?;
-    Ok(counts
-        .iter()
-        .map(|&k| {
-            cpus[..k]
-                .iter()
-                .map(|c| c.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        })
-        .collect())
 }
 
 /// The workload and engine flags given on the command line, as `numio

@@ -21,6 +21,7 @@
 
 pub mod chart;
 pub mod compare;
+pub mod output;
 pub mod table;
 
 use serde::{Deserialize, Serialize};

@@ -1,69 +1,46 @@
-//! The `reactors` axis of `numio sweep`: target core scaling. Each run
-//! starts its own `numio serve` (this binary) with that many reactors on a
-//! RAM namespace on loopback, waits for its listening and ready events, runs
-//! the point against it over NVMe/TCP and stops it (SIGTERM). The serve
-//! process's CPU is sampled from `/proc/PID` over the measured time and
-//! kept apart from the initiator's (`RunCounters::target_process`).
+//! The `reactors` axis of a sweep: target core scaling. Each run starts
+//! its own `numio serve` (the binary the caller names) with that many
+//! reactors on a RAM namespace on loopback, waits for its listening and
+//! ready events (`nvmf::serve_child`), runs the point against it over
+//! NVMe/TCP and stops it (SIGTERM). The serve process's CPU is sampled
+//! from `/proc/PID` over the measured time and kept apart from the
+//! initiator's (`RunCounters::target_process`).
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::Instant;
 
-use anyhow::{bail, Context};
 use engine::result::{ProcessCounters, RunResult};
 use engine::RunOptions;
-use nvmf::serve_child::{Progress, Readiness, ServeChild, ServeOutput};
-use session::schedule::BoxError;
-use session::{Event, LiveArm, RunInfo, Runner};
+use nvmf::serve_child::{Progress, Readiness, ServeChild, ServeChildError, ServeOutput};
 use topology::counters::{self, ProcessSample};
-use topology::Topology;
+
+use crate::schedule::BoxError;
+use crate::{Event, LiveArm, RunInfo, Runner};
 
 /// Subsystem NQN of the served RAM namespace.
 pub const NQN: &str = "nqn.2026-01.io.numio:sweep";
+
 /// The RAM namespace each serve exports.
 const NAMESPACE: &str = "mem:256M";
+
 /// The target's name in the points (the port changes from run to run).
 pub const TARGET: &str = "nvme-tcp://127.0.0.1/nqn.2026-01.io.numio:sweep";
 
-/// The CPUs of `n` reactors: the last `n` online CPUs, so that the
-/// initiator's jobs (placed from the first CPUs) and the target's reactors
-/// share none while the machine has enough.
-pub fn reactor_cpus(topo: &Topology, value: &str) -> anyhow::Result<Vec<u32>> {
-    let online: Vec<u32> = topo
-        .cpus
-        .iter()
-        .filter(|c| c.online)
-        .map(|c| c.id.0)
-        .collect();
-    let n: usize =
-        value.parse().ok().filter(|n| *n >= 1).with_context(|| {
-            format!("reactors={value}: give a whole number of reactors, 1 or more")
-        })?;
-    if n > online.len() {
-        bail!(
-            "reactors={value}: the machine has {} online CPUs; give at most {} reactors",
-            online.len(),
-            online.len()
-        );
-    }
-    Ok(online[online.len() - n..].to_vec())
-}
-
-/// A running `numio serve` (read through its structured log,
-/// `nvmf::serve_child`), stopped (SIGTERM) by [`Served::stop`] or on drop.
+/// A running `numio serve`, stopped (SIGTERM) by [`Served::stop`] or on
+/// drop.
 struct Served {
     child: ServeChild,
     addr: SocketAddr,
 }
 
 impl Served {
-    /// Starts `numio serve` with reactors on `cpus`, returning once it
+    /// Starts `exe serve` with reactors on `cpus`, returning once it
     /// reported its listener and that it is ready.
-    fn start(cpus: &[u32]) -> anyhow::Result<Served> {
-        let exe = std::env::current_exe().context("finding the numio binary to serve with")?;
+    fn start(exe: &Path, cpus: &[u32]) -> Result<Served, ServeChildError> {
         let list: Vec<String> = cpus.iter().map(u32::to_string).collect();
         let args: Vec<String> = [
             "--ns",
@@ -82,7 +59,7 @@ impl Served {
         .chain([list.join(",")])
         .collect();
         let (tx, rx) = mpsc::channel();
-        let mut child = ServeChild::spawn(&exe, &args, move |out| {
+        let mut child = ServeChild::spawn(exe, &args, move |out| {
             let _ = tx.send(out);
         })?;
         let mut readiness = Readiness::default();
@@ -90,7 +67,7 @@ impl Served {
             let out = rx.recv().unwrap_or(ServeOutput::Ended);
             match readiness.feed(&out)? {
                 Progress::Starting => {}
-                Progress::Ended { said } => return Err(child.ended_before_ready(said).into()),
+                Progress::Ended { said } => return Err(child.ended_before_ready(said)),
                 Progress::Ready(ready) => {
                     let addr = ready.listening[0].addr;
                     // The rest of its log is not needed: the receiver goes,
@@ -100,22 +77,14 @@ impl Served {
             }
         }
     }
-
-    fn pid(&self) -> u32 {
-        self.child.pid()
-    }
-
-    /// SIGTERM, then the exit status: an error unless it stopped cleanly.
-    fn stop(self) -> anyhow::Result<()> {
-        self.child.stop()?;
-        Ok(())
-    }
 }
 
 /// Runs each point of a `reactors` sweep against a serve of its own.
 pub struct ServeRunner {
     /// The reactor CPUs of each point, by its label.
     pub cpus: HashMap<String, Vec<u32>>,
+    /// The numio binary to serve with.
+    pub exe: PathBuf,
 }
 
 impl Runner for ServeRunner {
@@ -130,14 +99,14 @@ impl Runner for ServeRunner {
         let cpus = self
             .cpus
             .get(&arm.label)
-            .with_context(|| format!("point {}: no reactor CPUs", arm.label))?;
-        let served = Served::start(cpus)?;
+            .ok_or_else(|| format!("point {}: no reactor CPUs", arm.label))?;
+        let served = Served::start(&self.exe, cpus)?;
         let mut placement = arm.placement.clone();
         let url = format!("nvme-tcp://{}/{NQN}", served.addr);
         for t in &mut placement.targets {
             t.path.clone_from(&url);
         }
-        let pid = served.pid();
+        let pid = served.child.pid();
         let mut measuring: Option<(Instant, ProcessSample)> = None;
         let mut watch = |e: &Event<'_>| {
             if let Event::Measuring { .. } = e {
@@ -145,9 +114,9 @@ impl Runner for ServeRunner {
             }
             observer(e);
         };
-        let result = session::run_once(&placement, opts, run, interrupt, &mut watch);
+        let result = crate::run_once(&placement, opts, run, interrupt, &mut watch);
         let end = process_sample(pid).map(|s| (Instant::now(), s));
-        served.stop()?;
+        served.child.stop()?;
         let mut result = result?;
         rename_target(&mut result, &url);
         if let (Some(c), Some(a), Some(b)) = (result.counters.as_mut(), measuring, end) {
