@@ -394,3 +394,34 @@ pub fn render(r: &RunResult, placement: &Placement, verbose: bool) -> String {
     }
     out
 }
+
+/// The report `numio bench` printed, from its `--json` text (one run, or
+/// one per stonewall group), without the planner's notes, which the JSON
+/// does not keep; `None` when the text is no bench JSON this numio reads
+/// (`numio report` then names what it is).
+pub fn reprint(json: &str) -> Option<String> {
+    let runs: Vec<RunResult> = serde_json::from_str::<RunResult>(json)
+        .map(|r| vec![r])
+        .or_else(|_| serde_json::from_str(json))
+        .ok()?;
+    let newest = results::RESULT_SCHEMA_VERSION;
+    if runs.is_empty()
+        || runs
+            .iter()
+            .any(|r| r.schema_version == 0 || r.schema_version > newest)
+    {
+        return None;
+    }
+    let mut out = String::new();
+    for (i, r) in runs.iter().enumerate() {
+        if runs.len() > 1 {
+            let _ = writeln!(out, "group {} of {} (stonewall)", i + 1, runs.len());
+        }
+        let placement = Placement {
+            policy: r.policy.clone(),
+            ..Placement::default()
+        };
+        out.push_str(&render(r, &placement, false));
+    }
+    Some(out)
+}

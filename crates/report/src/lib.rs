@@ -48,6 +48,7 @@ pub mod format;
 pub mod from_engine;
 pub mod model;
 pub mod multipath;
+pub mod output;
 pub mod plan;
 pub mod repeat;
 pub mod stats;

@@ -215,6 +215,38 @@ pub fn render_probe(h: &HeadAudit, probes: &[NodeProbe]) -> String {
     out
 }
 
+/// `numio multipath`'s output: per head the table (and with `probed` the
+/// probe's lines), or as JSON (`heads`, each audit with its probe).
+pub fn output(heads: &[HeadAudit], probes: &[Vec<NodeProbe>], probed: bool, json: bool) -> String {
+    if json {
+        #[derive(serde::Serialize)]
+        struct HeadDoc<'a> {
+            #[serde(flatten)]
+            audit: &'a HeadAudit,
+            #[serde(skip_serializing_if = "<[NodeProbe]>::is_empty")]
+            probe: &'a [NodeProbe],
+        }
+        let heads: Vec<HeadDoc<'_>> = heads
+            .iter()
+            .zip(probes)
+            .map(|(audit, probe)| HeadDoc { audit, probe })
+            .collect();
+        let doc = serde_json::json!({ "heads": heads });
+        return serde_json::to_string_pretty(&doc).expect("an audit always serializes") + "\n";
+    }
+    let mut out = String::new();
+    for (h, p) in heads.iter().zip(probes) {
+        out += &render(h);
+        if probed {
+            out += &render_probe(h, p);
+        }
+    }
+    if heads.is_empty() {
+        out += "no multipath namespace (native NVMe multipath off, or no shared namespace)\n";
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

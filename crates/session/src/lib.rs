@@ -51,6 +51,7 @@ pub mod served;
 pub mod settle;
 pub mod sweep;
 pub mod targets;
+pub mod verify_run;
 pub mod verify_state;
 pub mod verify_state_file;
 pub mod view;

@@ -229,37 +229,15 @@ pub(crate) fn plan(args: &Args) -> anyhow::Result<(Placement, engine::RunOptions
     Ok((placement, opts))
 }
 
-/// `numio report FILE` of a `numio bench --json` file (one run, or one per
-/// stonewall group): the report bench printed, by the same renderer
-/// (without the planner's notes, which the JSON does not keep). `None` for
-/// other files, or when an export is asked for: `report` handles those.
+/// `numio report FILE` of a `numio bench --json` file: the report bench
+/// printed (`report::bench::reprint`). `None` for other files, or when an
+/// export is asked for: `report` handles those.
 pub fn reprint(args: &super::report::Args) -> Option<anyhow::Result<i32>> {
     if args.exports() {
         return None;
     }
     let text = std::fs::read_to_string(&args.file).ok()?;
-    let runs: Vec<engine::RunResult> = serde_json::from_str::<engine::RunResult>(&text)
-        .map(|r| vec![r])
-        .or_else(|_| serde_json::from_str(&text))
-        .ok()?;
-    let newest = results::RESULT_SCHEMA_VERSION;
-    if runs.is_empty()
-        || runs
-            .iter()
-            .any(|r| r.schema_version == 0 || r.schema_version > newest)
-    {
-        return None; // report names the version it reads
-    }
-    for (i, r) in runs.iter().enumerate() {
-        if runs.len() > 1 {
-            println!("group {} of {} (stonewall)", i + 1, runs.len());
-        }
-        let placement = Placement {
-            policy: r.policy.clone(),
-            ..Placement::default()
-        };
-        print!("{}", report::bench::render(r, &placement, false));
-    }
+    print!("{}", report::bench::reprint(&text)?);
     Some(Ok(0))
 }
 

@@ -6,12 +6,8 @@
 
 use std::path::PathBuf;
 
-use anyhow::Context;
-use report::multipath::{render, render_probe};
-use serde::Serialize;
 use session::multipath_probe;
-use topology::multipath::probe::NodeProbe;
-use topology::multipath::{audit, HeadAudit};
+use topology::multipath::{audit, select};
 use topology::Topology;
 
 /// Flags of `numio multipath`.
@@ -35,20 +31,6 @@ pub struct Args {
     /// Bytes each node reads in --probe (a multiple of 4 KiB, at most 64 MiB).
     #[arg(long, value_name = "MIB", default_value_t = 4)]
     pub probe_mib: u32,
-}
-
-/// The JSON document of `numio multipath --json`.
-#[derive(Debug, Serialize)]
-struct Document<'a> {
-    heads: Vec<HeadDoc<'a>>,
-}
-
-#[derive(Debug, Serialize)]
-struct HeadDoc<'a> {
-    #[serde(flatten)]
-    audit: &'a HeadAudit,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    probe: Vec<NodeProbe>,
 }
 
 /// Runs `numio multipath`.
@@ -83,58 +65,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Vec::new()
         });
     }
-    let text = if args.json {
-        let doc = Document {
-            heads: heads
-                .iter()
-                .zip(&probes)
-                .map(|(audit, probe)| HeadDoc {
-                    audit,
-                    probe: probe.clone(),
-                })
-                .collect(),
-        };
-        serde_json::to_string_pretty(&doc).context("serializing the audit")? + "\n"
-    } else {
-        let mut out = String::new();
-        for (h, p) in heads.iter().zip(&probes) {
-            out += &render(h);
-            if args.probe {
-                out += &render_probe(h, p);
-            }
-        }
-        if heads.is_empty() {
-            out += "no multipath namespace (native NVMe multipath off, or no shared namespace)\n";
-        }
-        out
-    };
+    let text = report::multipath::output(&heads, &probes, args.probe, args.json);
     super::topo::print_stdout(&text)?;
     let disagree = probes.iter().flatten().any(|p| p.agrees == Some(false));
     Ok(i32::from(disagree))
-}
-
-/// The heads named by `wanted` (all when empty), in its order.
-fn select(all: Vec<HeadAudit>, wanted: &[String]) -> Result<Vec<HeadAudit>, String> {
-    if wanted.is_empty() {
-        return Ok(all);
-    }
-    let mut out = Vec::new();
-    for w in wanted {
-        let name = w.strip_prefix("/dev/").unwrap_or(w);
-        let Some(h) = all.iter().find(|h| h.block_device == name) else {
-            let known: Vec<&str> = all.iter().map(|h| h.block_device.as_str()).collect();
-            return Err(format!(
-                "'{w}' is not a multipath namespace head; give one of: {} (`numio topo` lists them)",
-                if known.is_empty() {
-                    "none here".to_string()
-                } else {
-                    known.join(", ")
-                }
-            ));
-        };
-        out.push(h.clone());
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -160,7 +94,7 @@ mod tests {
         assert_eq!(run(args(&[], true)).unwrap(), 2);
         assert_eq!(run(args(&["/dev/nvme0n1"], false)).unwrap(), 0);
         let topo = Topology::load(&fixture("vm-mp-memoryless")).unwrap();
-        let err = select(audit(&topo), &["nvme2n1".to_string()]).unwrap_err();
+        let err = select(audit(&topo), &["nvme2n1".to_string()]).unwrap_err().to_string();
         assert!(err.contains("give one of: nvme0n1"), "{err}");
     }
 }

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use report::{CsvExporter, Exporter, JsonExporter, TextExporter};
 
 /// Flags of `numio report`.
 #[derive(Debug, clap::Args)]
@@ -79,26 +78,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// Writes the CSV and the chart when asked; shared with `numio compare`.
+/// Writes the CSV and the chart when asked (`report::output::extras`).
 pub fn export_extras(
     set: &report::ResultSet,
     csv: Option<&std::path::Path>,
     chart: Option<&std::path::Path>,
 ) -> anyhow::Result<()> {
-    if let Some(path) = csv {
-        if path.as_os_str() == "-" {
-            CsvExporter.export(set, &mut std::io::stdout().lock())?;
-        } else {
-            report::export::export_to_file(&CsvExporter, set, path)?;
-            eprintln!("numio: wrote CSV {}", path.display());
-        }
-    }
-    if let Some(path) = chart {
-        let analysis = report::analyze(set);
-        report::chart::write_chart(set, &analysis, path)
-            .with_context(|| format!("drawing the chart {}", path.display()))?;
-        eprintln!("numio: wrote chart {}", path.display());
-    }
+    let mut say = |line: String| eprintln!("numio: {line}");
+    report::output::extras(set, csv, chart, &mut std::io::stdout().lock(), &mut say)?;
     Ok(())
 }
 
@@ -179,7 +166,8 @@ impl RepeatArgs {
 }
 
 /// Prints `set` (text, or JSON with `json`) unless the CSV goes to standard
-/// output, then saves it and writes the CSV and the chart when asked.
+/// output, then saves it and writes the CSV and the chart when asked
+/// (`report::output::write`).
 pub fn finish(
     set: &report::ResultSet,
     save: Option<&std::path::Path>,
@@ -187,17 +175,13 @@ pub fn finish(
     chart: Option<&std::path::Path>,
     json: bool,
 ) -> anyhow::Result<()> {
-    if csv.is_none_or(|p| p.as_os_str() != "-") {
-        let exporter: &dyn Exporter = if json { &JsonExporter } else { &TextExporter };
-        exporter.export(set, &mut std::io::stdout().lock())?;
-    }
-    if let Some(path) = save {
-        report::file::save(set, path)?;
-        eprintln!(
-            "numio: saved {} (reprint: numio report {})",
-            path.display(),
-            path.display()
-        );
-    }
-    export_extras(set, csv, chart)
+    let out = report::output::SetOutputs {
+        json,
+        save,
+        csv,
+        chart,
+    };
+    let mut say = |line: String| eprintln!("numio: {line}");
+    report::output::write(set, out, &mut std::io::stdout().lock(), &mut say)?;
+    Ok(())
 }

@@ -268,6 +268,36 @@ fn kernel_choice(ns: &Namespace, node: NodeId) -> Option<usize> {
     })
 }
 
+/// A namespace asked for that is not a multipath head.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{wanted}' is not a multipath namespace head; give one of: {} (`numio topo` lists them)", if known.is_empty() { "none here".to_string() } else { known.join(", ") })]
+pub struct NotAHead {
+    /// The name as given.
+    pub wanted: String,
+    /// The heads there are.
+    pub known: Vec<String>,
+}
+
+/// The heads of `all` named by `wanted` (`/dev/nvme0n1` or `nvme0n1`;
+/// all when empty), in its order.
+pub fn select(all: Vec<HeadAudit>, wanted: &[String]) -> Result<Vec<HeadAudit>, NotAHead> {
+    if wanted.is_empty() {
+        return Ok(all);
+    }
+    let mut out = Vec::new();
+    for w in wanted {
+        let name = w.strip_prefix("/dev/").unwrap_or(w);
+        let Some(h) = all.iter().find(|h| h.block_device == name) else {
+            return Err(NotAHead {
+                wanted: w.clone(),
+                known: all.iter().map(|h| h.block_device.clone()).collect(),
+            });
+        };
+        out.push(h.clone());
+    }
+    Ok(out)
+}
+
 /// The real distance from `from` to a controller on `to`, when both are in
 /// the distance table.
 pub fn distance(t: &Topology, from: NodeId, to: DeviceNode) -> Option<u32> {
