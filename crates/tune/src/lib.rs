@@ -55,6 +55,7 @@ pub mod guard;
 #[cfg(test)]
 mod guard_tests;
 pub mod journal;
+pub mod live;
 pub mod memory;
 pub mod restore;
 pub mod setting;

@@ -5,12 +5,11 @@
 //! that check says nothing. On the live machine it also reads the VFIO
 //! facts (IOMMU, modules, hugepages, vfio-pci devices nobody holds).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::Context;
-use topology::doctor::{LiveFacts, Report};
-use topology::{Topology, Transport};
-use tune::Access;
+use topology::doctor::Report;
+use topology::Topology;
 
 /// Flags of `numio doctor`.
 #[derive(Debug, clap::Args)]
@@ -27,7 +26,7 @@ pub struct Args {
 /// Runs `numio doctor`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let topo = Topology::load(&args.root)?;
-    let report = Report::with_live(&topo, &live_facts(&topo, &args.root));
+    let report = Report::with_live(&topo, &tune::live::doctor_facts(&topo, &args.root));
     let text = if args.json {
         serde_json::to_string_pretty(&report).context("serializing the findings")? + "\n"
     } else {
@@ -35,34 +34,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     super::topo::print_stdout(&text)?;
     Ok(report.exit_code())
-}
-
-/// Each PCIe controller's coalescing value (Get Features 0x08) and the
-/// VFIO facts (IOMMU, modules, hugepages, unheld vfio-pci devices), read
-/// on the live machine; a controller that cannot be read (not root, gone)
-/// is left out, and a snapshot root reads none.
-fn live_facts(topo: &Topology, root: &Path) -> LiveFacts {
-    let mut live = LiveFacts::default();
-    if root != Path::new("/") {
-        return live;
-    }
-    live.vfio = topology::pci::vfio_facts(root).ok();
-    let access = tune::DevAccess::default();
-    for c in topo
-        .controllers
-        .iter()
-        .filter(|c| c.transport == Transport::Pcie)
-    {
-        let ctrl = tune::Controller::from_topology(c);
-        let read = access
-            .open(&ctrl)
-            .map_err(|e| tune::TuneError::admin(&ctrl, "opening the controller", e))
-            .and_then(|mut admin| tune::state::read_value(admin.as_mut(), &ctrl));
-        if let Ok(raw) = read {
-            live.coalescing_raw.insert(c.name.clone(), raw);
-        }
-    }
-    live
 }
 
 #[cfg(test)]

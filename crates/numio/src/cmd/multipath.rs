@@ -94,7 +94,9 @@ mod tests {
         assert_eq!(run(args(&[], true)).unwrap(), 2);
         assert_eq!(run(args(&["/dev/nvme0n1"], false)).unwrap(), 0);
         let topo = Topology::load(&fixture("vm-mp-memoryless")).unwrap();
-        let err = select(audit(&topo), &["nvme2n1".to_string()]).unwrap_err().to_string();
+        let err = select(audit(&topo), &["nvme2n1".to_string()])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("give one of: nvme0n1"), "{err}");
     }
 }
