@@ -27,6 +27,9 @@
 //!   block device namespaces ([`ring`] sets it up; the loop, `event_loop.rs`,
 //!   is private to the crate). An unfinished TLS handshake's steps run on
 //!   [`tls_pool`]'s workers; the reactor keeps the socket.
+//! - `numio serve` around the server: [`config_file`] reads `--config`
+//!   (off the signal-answering thread, within a timeout), [`sighup`] runs
+//!   a reload and logs what it changed.
 
 pub mod admin;
 pub mod admission;
@@ -36,6 +39,7 @@ pub mod backoff;
 pub mod buf;
 pub mod command;
 pub mod config;
+pub mod config_file;
 pub mod counters;
 pub mod ctrl_slots;
 pub mod dh_pool;
@@ -58,6 +62,7 @@ pub mod reactor;
 pub mod reload;
 pub mod request;
 pub mod ring;
+pub mod sighup;
 pub mod splice;
 pub mod startup;
 pub mod storage;
