@@ -32,6 +32,9 @@
 //! arm per point; what must happen around each run (a controller feature
 //! set and restored, numio started on other hosts) is a [`Runner`] given
 //! to [`Schedule::run_with`].
+//!
+//! [`serve`] is `numio serve`'s runner: its configuration, reactor
+//! placement, start-up, reloads and `--stats`, over `nvmf`'s target.
 #![deny(missing_docs)]
 
 pub mod arms;
@@ -47,6 +50,7 @@ pub mod layout;
 pub mod multipath_probe;
 pub mod once;
 pub mod schedule;
+pub mod serve;
 pub mod served;
 pub mod settle;
 pub mod sweep;

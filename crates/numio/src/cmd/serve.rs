@@ -1,22 +1,14 @@
 //! `numio serve`: serve RAM, file or block device namespaces over NVMe/TCP.
+//! The flags and their help; serving is `session::serve`'s.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::PathBuf;
 
-use anyhow::Context;
-use nvmf::config::{
-    HostConfig, Limits, NamespaceConfig, SubsystemConfig, TargetConfig, DEFAULT_NQN,
-};
+use nvmf::config::DEFAULT_NQN;
 use nvmf::log;
-use nvmf::reactor::DEFAULT_REACTORS;
-use nvmf::Server;
-use topology::{CpuList, NodeId};
-
-use super::{serve_config, serve_ports, serve_reload, serve_stats};
-use nvmf::sd_notify::Notifier;
+use session::serve::options::{DEFAULT_MODEL, DEFAULT_SERIAL};
+use session::serve::{self, LimitFlags, ServeOptions, Transports};
+use session::serve::{parse_listen, parse_transports};
 
 const LIMITS_HELP: &str = "\
 Limits (defaults; set with the flags above or [limits] in --config):
@@ -73,23 +65,6 @@ pub enum LogLevel {
     Debug,
 }
 
-/// Sets the log up as the flags say.
-fn init_log(args: &Args) {
-    let format = match args.log_format {
-        LogFormat::Text => log::Format::Text,
-        LogFormat::Logfmt => log::Format::Logfmt,
-        LogFormat::Json => log::Format::Json,
-    };
-    let level = match args.log_level {
-        LogLevel::Error => log::Level::Error,
-        LogLevel::Warn => log::Level::Warn,
-        LogLevel::Notice => log::Level::Notice,
-        LogLevel::Info => log::Level::Info,
-        LogLevel::Debug => log::Level::Debug,
-    };
-    log::init(format, level);
-}
-
 /// Flags of `numio serve`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_long_help = LIMITS_HELP, after_help = "Run with --help for limits and an example.")]
@@ -102,10 +77,10 @@ pub struct Args {
     #[arg(long, default_value = DEFAULT_NQN)]
     pub nqn: String,
     /// Serial number reported by Identify (20 ASCII characters at most).
-    #[arg(long, default_value = "NUMIO0001")]
+    #[arg(long, default_value = DEFAULT_SERIAL)]
     pub serial: String,
     /// Model number reported by Identify (40 ASCII characters at most).
-    #[arg(long, default_value = "numio NVMe/TCP target")]
+    #[arg(long, default_value = DEFAULT_MODEL)]
     pub model: String,
     /// Listener address, ADDR[:PORT] (port 4420, NVMe-oF's, when left
     /// out; IPv6 as [ADDR]:PORT); repeat for more [default: 127.0.0.1:4420].
@@ -208,285 +183,70 @@ pub struct Args {
     pub stats: Option<SocketAddr>,
 }
 
-/// Parses `--cpus` ("0-3,8", the kernel's CPU list format) into CPU numbers.
-fn parse_cpus(s: &str) -> anyhow::Result<Vec<usize>> {
-    let list = CpuList::parse(s).map_err(|e| anyhow::anyhow!("--cpus {s:?}: {e}"))?;
-    anyhow::ensure!(!list.is_empty(), "--cpus {s:?} names no CPU");
-    Ok(list.ids().iter().map(|&c| c as usize).collect())
-}
-
-/// Refuses reactor CPUs (`named_by` says where they were given) this
-/// process may not run on.
-fn check_cpus(cpus: &[usize], allowed: &[u32], named_by: &str) -> anyhow::Result<()> {
-    planner::reactors::check_allowed(cpus, allowed).with_context(|| named_by.to_string())
-}
-
-/// Reactor CPUs for a configuration that names none
-/// ([`planner::reactors::for_backings`] on this machine): the backing
-/// devices' shared node, at most [`DEFAULT_REACTORS`], among the CPUs
-/// this process may use (`allowed`); RAM has no node.
-fn local_cpus(cfg: &TargetConfig, allowed: &[u32]) -> (Vec<usize>, Option<NodeId>) {
-    let backings: Vec<&Path> = cfg
-        .subsystems
-        .iter()
-        .flat_map(|s| &s.namespaces)
-        .filter(|n| !n.backing.starts_with("mem:"))
-        .map(|n| Path::new(&n.backing))
-        .collect();
-    planner::reactors::for_backings(Path::new("/"), &backings, allowed, DEFAULT_REACTORS)
-}
-
-fn build_config(args: &Args) -> anyhow::Result<(TargetConfig, bool)> {
-    build_config_at(args, None)
-}
-
-/// The transports `numio serve --transport` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Transports {
-    /// NVMe/TCP.
-    pub tcp: bool,
-    /// NVMe/RDMA.
-    pub rdma: bool,
-}
-
-/// Parses `tcp`, `rdma` or `tcp,rdma`.
-pub fn parse_transports(s: &str) -> Result<Transports, String> {
-    let mut t = Transports {
-        tcp: false,
-        rdma: false,
-    };
-    for part in s.split(',').map(str::trim) {
-        match part {
-            "tcp" => t.tcp = true,
-            "rdma" => t.rdma = true,
-            other => {
-                return Err(format!(
-                    "unknown transport '{other}': give tcp, rdma or tcp,rdma"
-                ))
-            }
+impl From<Args> for ServeOptions {
+    /// The flags as `session::serve`'s options.
+    fn from(a: Args) -> Self {
+        let log_format = match a.log_format {
+            LogFormat::Text => log::Format::Text,
+            LogFormat::Logfmt => log::Format::Logfmt,
+            LogFormat::Json => log::Format::Json,
+        };
+        let log_level = match a.log_level {
+            LogLevel::Error => log::Level::Error,
+            LogLevel::Warn => log::Level::Warn,
+            LogLevel::Notice => log::Level::Notice,
+            LogLevel::Info => log::Level::Info,
+            LogLevel::Debug => log::Level::Debug,
+        };
+        let limits = LimitFlags {
+            max_connections: a.max_connections,
+            max_io_queues: a.max_io_queues,
+            queue_depth: a.queue_depth,
+            in_capsule: a.in_capsule,
+            max_h2c_data: a.max_h2c_data,
+            max_transfer: a.max_transfer,
+            max_buffer_bytes: a.max_buffer_bytes,
+        };
+        ServeOptions {
+            namespaces: a.namespaces,
+            nqn: a.nqn,
+            serial: a.serial,
+            model: a.model,
+            listen: a.listen,
+            transport: a.transport,
+            ana: a.ana,
+            discovery_port: a.discovery_port,
+            allow_host: a.allow_host,
+            allow_any_host: a.allow_any_host,
+            poll: a.poll,
+            tls: a.tls,
+            config: a.config,
+            cpus: a.cpus,
+            port_cpus: a.port_cpus,
+            force_export: a.force,
+            log_connections: a.log_connections,
+            log_format,
+            log_level,
+            limits,
+            metrics: a.metrics,
         }
     }
-    Ok(t)
 }
 
-/// [`build_config`]; with `bound`, the listeners are those (a reload: the
-/// ones bound at start, which messages about ports then name).
-fn build_config_at(
-    args: &Args,
-    bound: Option<&[SocketAddr]>,
-) -> anyhow::Result<(TargetConfig, bool)> {
-    let mut cfg = match &args.config {
-        Some(p) => {
-            let text =
-                serve_config::read(p, serve_config::READ_TIMEOUT, nvmf::reactor::stop_requested)?;
-            TargetConfig::from_toml(&text, &p.display().to_string())?
-        }
-        None => TargetConfig::default(),
-    };
-    if !args.listen.is_empty() {
-        cfg.listen = args.listen.clone();
-    }
-    if args.transport.rdma {
-        cfg.rdma_listen.extend(cfg.listen.iter().copied());
-        if !args.transport.tcp {
-            cfg.listen.clear();
-        }
-    }
-    if let Some(bound) = bound {
-        cfg.listen = bound.to_vec();
-    }
-    if !args.ana.is_empty() {
-        cfg.ana = args.ana.clone();
-    }
-    if let Some(p) = args.discovery_port {
-        cfg.discovery_port = p;
-    }
-    cfg.log_connections |= args.log_connections;
-    cfg.tls |= args.tls;
-    cfg.poll |= args.poll;
-    if let Some(c) = &args.cpus {
-        cfg.cpus = parse_cpus(c)?;
-    }
-    let l: &mut Limits = &mut cfg.limits;
-    l.max_connections = args.max_connections.unwrap_or(l.max_connections);
-    l.max_io_queues = args.max_io_queues.unwrap_or(l.max_io_queues);
-    l.max_queue_depth = args.queue_depth.unwrap_or(l.max_queue_depth);
-    l.io_in_capsule_bytes = args.in_capsule.unwrap_or(l.io_in_capsule_bytes);
-    l.max_h2c_data_bytes = args.max_h2c_data.unwrap_or(l.max_h2c_data_bytes);
-    l.max_transfer_bytes = args.max_transfer.unwrap_or(l.max_transfer_bytes);
-    l.max_buffer_bytes = args.max_buffer_bytes.unwrap_or(l.max_buffer_bytes);
-    let mut open_by_default = false;
-    // `NQN` or `NQN,dhchap-secret=FILE,...`: plain NQNs and hosts that
-    // must authenticate.
-    let (mut plain_hosts, mut auth_hosts) = (Vec::new(), Vec::new());
-    for h in &args.allow_host {
-        match HostConfig::parse_flag(h)? {
-            Some(c) => auth_hosts.push(c),
-            None => plain_hosts.push(h.clone()),
-        }
-    }
-    if !args.namespaces.is_empty() {
-        open_by_default = args.allow_host.is_empty() && !args.allow_any_host;
-        cfg.subsystems.push(SubsystemConfig {
-            nqn: args.nqn.clone(),
-            serial: args.serial.clone(),
-            model: args.model.clone(),
-            allowed_hosts: plain_hosts,
-            allow_any_host: args.allow_any_host || open_by_default,
-            hosts: auth_hosts,
-            namespaces: args
-                .namespaces
-                .iter()
-                .map(|b| NamespaceConfig::from_spec(b))
-                .collect::<Result<_, _>>()?,
-        });
-    } else if !args.allow_host.is_empty() || args.allow_any_host {
-        anyhow::ensure!(
-            args.config.is_some(),
-            "--allow-host/--allow-any-host apply to --ns namespaces: give at least one --ns mem:SIZE or PATH"
-        );
-        for s in &mut cfg.subsystems {
-            s.allowed_hosts.extend(plain_hosts.iter().cloned());
-            s.hosts.extend(auth_hosts.iter().cloned());
-            s.allow_any_host |= args.allow_any_host;
-        }
-    }
-    anyhow::ensure!(
-        !cfg.subsystems.is_empty(),
-        "nothing to serve: give --ns mem:1G (RAM) or --ns /path/to/file-or-device, or --config FILE.toml"
-    );
-    cfg.validate()?;
-    Ok((cfg, open_by_default))
-}
-
-/// `--listen ADDR[:PORT]`: nvme-cli's default port (4420) when none is given.
-fn parse_listen(text: &str) -> Result<SocketAddr, String> {
-    if let Ok(a) = text.parse::<SocketAddr>() {
-        return Ok(a);
-    }
-    let bare = text.trim_start_matches('[').trim_end_matches(']');
-    match bare.parse::<std::net::IpAddr>() {
-        Ok(ip) => Ok(SocketAddr::new(ip, engine::backend::tcp::DEFAULT_PORT)),
-        Err(_) => Err(format!(
-            "{text:?} is not ADDR[:PORT] (e.g. 0.0.0.0, 10.0.0.5:4420, [::1]:4420); give an IP address, not a host name"
-        )),
-    }
-}
-
-/// Runs `numio serve`.
+/// Runs `numio serve` (or `--stats`: prints a running serve's counters).
 pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(addr) = args.stats {
-        return serve_stats::run(addr);
+        print!("{}", serve::stats::render(&serve::stats::fetch(addr)?));
+        return Ok(0);
     }
-    init_log(&args);
-    let notifier = Arc::new(Notifier::from_env()?);
-    let (mut cfg, open_by_default) = build_config(&args)?;
-    for w in engine::export::check_namespaces(&cfg, args.force)? {
-        log::warn("export_forced", format_args!("{w}"), &[]);
-    }
-    let mut node = None;
-    let allowed =
-        sysapi::affinity::allowed_cpus().context("reading the CPUs this process may run on")?;
-    if !args.port_cpus.is_empty() {
-        cfg.port_cpus = serve_ports::parse_flags(&args.port_cpus, cfg.listen.len())?;
-    }
-    let mut placed = Vec::new();
-    if cfg.cpus.is_empty() && cfg.port_cpus.is_empty() {
-        (cfg.port_cpus, placed) =
-            planner::reactors::by_interface(Path::new("/"), &cfg.listen, &allowed, |ip| {
-                sysapi::net::interface_of(ip).ok().flatten()
-            });
-    }
-    if cfg.cpus.is_empty() && cfg.port_cpus.is_empty() {
-        (cfg.cpus, node) = local_cpus(&cfg, &allowed);
-    } else {
-        let named_by = match (args.cpus.is_some(), args.port_cpus.is_empty()) {
-            (true, _) => "--cpus",
-            (false, false) => "--port-cpus",
-            _ if !cfg.cpus.is_empty() => "cpus in --config",
-            _ => "port_cpus",
-        };
-        check_cpus(&cfg.reactor_cpus(), &allowed, named_by)?;
-    }
-    nvmf::reactor::install_signal_handlers()?;
-    let server = Server::start(&cfg)?;
-    let port_words: Vec<String> = (0..server.target.ports.len())
-        .map(|i| {
-            let cpus = server.port_cpus.get(i).map_or(&[][..], Vec::as_slice);
-            serve_ports::describe(cpus, placed.get(i))
-        })
-        .collect();
-    nvmf::tgt::startup::log(&server, open_by_default, node.map(|n| n.0), &port_words);
-    if let Some(addr) = args.metrics {
-        let bound = nvmf::metrics_http::start(addr, server.target.clone()).context("--metrics")?;
-        log::info(
-            "metrics",
-            format_args!("metrics on http://{bound}/metrics (numio serve --stats {bound})"),
-            &[("addr", bound.to_string().into())],
-        );
-    }
-    use std::io::Write;
-    std::io::stdout().flush().ok();
-    let status = status_line(&server);
-    notifier.ready(&status);
-    watch_for_stop(&server, &notifier)?;
-    server.wait_with(|target| {
-        if args.config.is_none() {
-            log::warn(
-                "reload_refused",
-                format_args!(
-                    "SIGHUP: no --config to reload; ANA states, namespaces and hosts change through a --config file"
-                ),
-                &[],
-            );
-            return;
-        }
-        let rebuild = || build_config_at(&args, Some(&target.listeners)).map(|(cfg, _)| cfg);
-        serve_reload::reload(target, rebuild, args.force, &notifier, &status)
-    })?;
-    log::info(
-        "stopped",
-        format_args!("stopped; every namespace flushed"),
-        &[],
-    );
+    serve::run(&ServeOptions::from(args))?;
     Ok(0)
-}
-
-/// The STATUS systemd shows while serving.
-fn status_line(server: &Server) -> String {
-    let addrs: Vec<String> = server.listen_addrs.iter().map(|a| a.to_string()).collect();
-    format!(
-        "serving {} subsystem(s) on {}",
-        server.target.subsystems.len(),
-        addrs.join(", ")
-    )
-}
-
-/// How often the sd_notify thread looks whether the shutdown began.
-const STOP_POLL: Duration = Duration::from_millis(20);
-
-/// Sends STOPPING=1 once SIGINT/SIGTERM starts the shutdown (the drain
-/// may take seconds), from a thread that looks every [`STOP_POLL`].
-fn watch_for_stop(server: &Server, notifier: &Arc<Notifier>) -> anyhow::Result<()> {
-    if !notifier.is_active() {
-        return Ok(());
-    }
-    let (target, notifier) = (server.target.clone(), notifier.clone());
-    std::thread::Builder::new()
-        .name("numio-sd-notify".into())
-        .spawn(move || {
-            while !target.shutting_down.load(Ordering::Acquire) {
-                std::thread::sleep(STOP_POLL);
-            }
-            notifier.stopping("draining in-flight writes, flushing namespaces");
-        })
-        .context("spawning the sd_notify thread")?;
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nvmf::config::Limits;
 
     #[derive(clap::Parser)]
     struct Cli {
@@ -500,9 +260,9 @@ mod tests {
     }
 
     /// Issue 39: `--listen 127.0.0.1` was refused where nvme-cli defaults
-    /// the port to 4420; `mem:1.5G` was refused where `--size 1.5G` works.
+    /// the port to 4420 (`mem:1.5G` is `session::serve::config`'s test).
     #[test]
-    fn listen_defaults_the_port_and_namespaces_take_fio_sizes() {
+    fn listen_defaults_the_port() {
         let a = parse(&[
             "--listen",
             "127.0.0.1",
@@ -516,10 +276,14 @@ mod tests {
             .map(|t| t.parse().unwrap())
             .collect();
         assert_eq!(a.listen, want);
-        let e = parse_listen("target.example").unwrap_err();
-        assert!(e.contains("not ADDR[:PORT]"), "{e}");
-        let (cfg, _) = build_config(&parse(&["--ns", "mem:1.5G"])).unwrap();
-        assert_eq!(cfg.subsystems[0].namespaces[0].backing, "mem:1.5G");
+    }
+
+    /// The flags' defaults are the options' (which the library's tests use).
+    #[test]
+    fn no_flags_are_the_default_options() {
+        assert_eq!(ServeOptions::from(parse(&[])), ServeOptions::default());
+        let o = ServeOptions::from(parse(&["--transport", "tcp,rdma", "--force"]));
+        assert!(o.transport.rdma && o.transport.tcp && o.force_export);
     }
 
     #[test]
@@ -541,64 +305,5 @@ mod tests {
         assert!(LIMITS_HELP.contains(&format!("MAXH2CDATA {} KiB", d.max_h2c_data_bytes / 1024)));
         assert!(LIMITS_HELP.contains(&format!("(MDTS) {} MiB", d.max_transfer_bytes >> 20)));
         assert!(LIMITS_HELP.contains(&format!("command buffers {} GiB", d.max_buffer_bytes >> 30)));
-    }
-
-    #[test]
-    fn flags_build_a_config() {
-        let (cfg, open) =
-            build_config(&parse(&["--ns", "mem:16M", "--queue-depth", "64"])).unwrap();
-        assert!(open, "no --allow-host: any host, with a warning");
-        assert_eq!(cfg.limits.max_queue_depth, 64);
-        assert_eq!(cfg.subsystems[0].nqn, DEFAULT_NQN);
-        let (cfg, open) =
-            build_config(&parse(&["--ns", "mem:16M", "--allow-host", "nqn.h"])).unwrap();
-        assert!(!open && !cfg.subsystems[0].allow_any_host);
-        assert_eq!(cfg.subsystems[0].allowed_hosts, vec!["nqn.h".to_string()]);
-        let (cfg, _) = build_config(&parse(&["--ns", "mem:16M,block=4096,buffered"])).unwrap();
-        let ns = &cfg.subsystems[0].namespaces[0];
-        assert_eq!(
-            (ns.backing.as_str(), ns.block_size, ns.buffered),
-            ("mem:16M", Some(4096), true)
-        );
-        assert!(build_config(&parse(&["--ns", "mem:16M,block=12"])).is_err());
-        let e = build_config(&parse(&[])).unwrap_err().to_string();
-        assert!(e.contains("--ns mem:1G"), "{e}");
-        let e = build_config(&parse(&["--ns", "mem:16M", "--max-transfer", "5000"]))
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("max_transfer_bytes"), "{e}");
-    }
-
-    #[test]
-    fn the_packaged_sample_config_serves() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../packaging/config/example.toml"
-        );
-        let (cfg, open) = build_config(&parse(&["--config", path])).unwrap();
-        assert!(!open);
-        assert_eq!(cfg.subsystems.len(), 1);
-        assert_eq!(cfg.subsystems[0].namespaces[0].backing, "mem:1G");
-        assert_eq!(cfg.ana_states().unwrap().len(), 1);
-    }
-
-    #[test]
-    fn cpu_lists() {
-        assert_eq!(parse_cpus("0-2,5").unwrap(), vec![0, 1, 2, 5]);
-        assert!(check_cpus(&[0, 2], &[0, 1, 2, 3], "--cpus").is_ok());
-        assert_eq!(
-            format!(
-                "{:#}",
-                check_cpus(&[1, 9], &[0, 1, 2, 3], "cpus in --config").unwrap_err()
-            ),
-            "cpus in --config: CPU 9 is not one this process may run on (allowed: 0-3); pick CPUs from `numio topo`"
-        );
-        let err = |s: &str| parse_cpus(s).unwrap_err().to_string();
-        assert!(err("3-1").contains("runs backwards"), "{}", err("3-1"));
-        assert_eq!(
-            err("x"),
-            "--cpus \"x\": `x` in CPU list `x` is not a CPU number"
-        );
-        assert_eq!(err(""), "--cpus \"\" names no CPU");
     }
 }

@@ -1,14 +1,20 @@
 //! `numio serve --stats ADDR`: a running target's counters, read from its
-//! `--metrics ADDR` endpoint and printed per controller (subsystem, host):
-//! commands, bytes, errors, digest failures and the mean command latency
-//! over all its queues and namespaces, then the refusals, the namespaces
-//! and the ports.
+//! `--metrics ADDR` endpoint ([`fetch`]) and rendered per controller
+//! (subsystem, host) ([`render`]): commands, bytes, errors, digest
+//! failures and the mean command latency over all its queues and
+//! namespaces, then the refusals, the namespaces and the ports. The
+//! endpoint and its parser are `nvmf`'s (`metrics_http`, `tgt::metrics`);
+//! the view is here, beside the rest of serve's orchestration, because it
+//! writes sizes in `report::format`'s units, and `report` builds without
+//! `nvmf`.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 
 use nvmf::tgt::metrics::{parse_line, Sample};
 use report::format::bytes;
+
+use super::error::ServeError;
 
 /// Totals of one controller.
 #[derive(Debug, Default, Clone, Copy, PartialEq)]
@@ -150,10 +156,51 @@ fn refusals(samples: &[Sample]) -> String {
     format!("refused: {} (auth failures {auth})\n", counted.join(", "))
 }
 
-/// Runs `numio serve --stats ADDR`.
-pub fn run(addr: SocketAddr) -> anyhow::Result<i32> {
+/// The metrics text of the endpoint at `addr` (`GET /metrics`); an
+/// answer other than 200 is an error naming it.
+pub fn fetch(addr: SocketAddr) -> Result<String, ServeError> {
     let (code, body) = nvmf::metrics_http::get(addr, "/metrics")?;
-    anyhow::ensure!(code == 200, "{addr}/metrics answered HTTP {code}: {body}");
-    print!("{}", render(&body));
-    Ok(0)
+    if code != 200 {
+        return Err(ServeError::ScrapeStatus { addr, code, body });
+    }
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One controller's queues add up into one row; the refusals, the
+    /// namespace and the port follow.
+    #[test]
+    fn a_controller_is_one_row_over_its_queues() {
+        let text = r#"# TYPE numio_connections gauge
+numio_connections 2
+numio_io_queues{subsystem="nqn.s",host="nqn.h",cntlid="1"} 1
+numio_commands_total{subsystem="nqn.s",host="nqn.h",cntlid="1",qid="1",op="read"} 3
+numio_commands_total{subsystem="nqn.s",host="nqn.h",cntlid="1",qid="2",op="read"} 4
+numio_bytes_total{subsystem="nqn.s",host="nqn.h",cntlid="1",qid="1",op="read"} 2048
+numio_command_latency_seconds_sum{subsystem="nqn.s",host="nqn.h",cntlid="1"} 0.000070
+numio_command_latency_seconds_count{subsystem="nqn.s",host="nqn.h",cntlid="1"} 7
+numio_refused_total{reason="host_not_allowed"} 1
+numio_auth_failures_total 0
+numio_namespace_size_bytes{subsystem="nqn.s",nsid="1",backing="mem:1M"} 1048576
+numio_port_ana_state{port="1",addr="127.0.0.1:4420",state="optimized"} 1
+"#;
+        let out = render(text);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0], "connections: 2");
+        let row: Vec<&str> = lines[2].split_whitespace().collect();
+        assert_eq!(
+            row,
+            [
+                "nqn.s", "nqn.h", "1", "1", "7", "0", "2.0", "KiB", "0", "B", "0", "0", "0",
+                "10.0us"
+            ]
+        );
+        assert_eq!(lines[3], "refused: host_not_allowed 1 (auth failures 0)");
+        assert_eq!(lines[4], "namespace nqn.s nsid 1 mem:1M 1.0 MiB");
+        assert_eq!(lines[5], "port 1 127.0.0.1:4420 ANA optimized");
+        assert!(render("").contains("(no host connected)\nrefused: none\n"));
+    }
 }
