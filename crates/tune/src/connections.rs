@@ -141,6 +141,41 @@ pub enum ConnectionError {
         #[source]
         source: std::io::Error,
     },
+    /// No fabrics host: `/dev/nvme-fabrics` is missing, even after a
+    /// `modprobe`.
+    #[error("{} is missing: this kernel has no NVMe over Fabrics host loaded; load it with `modprobe nvme-{transport}` (as root; Debian's kernels ship the module) and retry", fabrics::FABRICS_DEV)]
+    NoHost {
+        /// `tcp` or `rdma`.
+        transport: &'static str,
+    },
+    /// The kernel refused the connect.
+    #[error("connecting the kernel's NVMe/TCP host to {addr} ({subnqn}) failed: {error}; {}", connect_hint(.error))]
+    Connect {
+        /// The target's address.
+        addr: std::net::SocketAddr,
+        /// The subsystem.
+        subnqn: String,
+        /// The kernel's error.
+        error: std::io::Error,
+    },
+    /// The namespace's block device did not appear in time.
+    #[error("namespace {nsid} of {controller} did not appear within {wait_s} s: the subsystem may not have that NSID (`numio topo` lists what it has), or give --wait more time")]
+    NoNamespace {
+        /// The namespace id.
+        nsid: u32,
+        /// The controller (`nvme3`).
+        controller: String,
+        /// How long numio waited, seconds.
+        wait_s: u64,
+    },
+    /// A signal came while numio waited for the namespace.
+    #[error("interrupted while waiting for namespace {nsid} of {controller}")]
+    WaitInterrupted {
+        /// The namespace id.
+        nsid: u32,
+        /// The controller.
+        controller: String,
+    },
     /// A record could not be written or removed.
     #[error("recording the connection in {}", path.display())]
     Write {
@@ -150,6 +185,15 @@ pub enum ConnectionError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// What to do about a refused connect.
+fn connect_hint(e: &std::io::Error) -> &'static str {
+    if rustix::io::Errno::from_io_error(e) == Some(rustix::io::Errno::ALREADY) {
+        "this host is already connected to that subsystem there (`numio topo` or `nvme list-subsys` shows it): bench its device, or disconnect it first"
+    } else {
+        "check that a target listens there and offers that subsystem to this host (dmesg names the kernel's reason)"
+    }
 }
 
 /// The directory of connection records ([`STATE_DIR`] unless told).

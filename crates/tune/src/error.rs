@@ -25,6 +25,32 @@ pub enum TuneError {
         /// What is wrong with it.
         why: String,
     },
+    /// A list flag (`--threshold 0,,3`) has an empty value.
+    #[error("{flag} {text}: an empty value; give a list such as {example}")]
+    ListEmpty {
+        /// The flag (`--threshold`).
+        flag: &'static str,
+        /// The whole list as the user wrote it.
+        text: String,
+        /// A list to suggest (`0,3,9`).
+        example: &'static str,
+    },
+    /// A list flag names a value twice.
+    #[error("{flag} {text}: {word} is repeated; give each value once")]
+    ListRepeated {
+        /// The flag.
+        flag: &'static str,
+        /// The whole list as the user wrote it.
+        text: String,
+        /// The repeated value, as written.
+        word: String,
+    },
+    /// A sweep's `--time 0`: no delay coalesces nothing.
+    #[error("--time {input}: 0 means no delay: the controller raises every interrupt at once; give 100us or more")]
+    NoDelay {
+        /// As the user wrote it.
+        input: String,
+    },
     /// No controller or namespace was named.
     #[error("no controller named: give one or more, e.g. nvme0, /dev/nvme0 or /dev/nvme0n1 (`numio topo` lists them)")]
     NoTargets,
@@ -35,6 +61,16 @@ pub enum TuneError {
         input: String,
         /// The controllers there are (`this machine has nvme0, nvme1`).
         known: String,
+    },
+    /// A controller was named where I/O needs a namespace (the sweep).
+    #[error(
+        "{input} is a controller: the sweep runs I/O, so name its namespaces (e.g. /dev/{name}n1)"
+    )]
+    NotNamespace {
+        /// As the user wrote it.
+        input: String,
+        /// The controller (`nvme0`).
+        name: String,
     },
     /// A fabrics controller (NVMe/TCP, RDMA, FC, loop) was named, or a
     /// namespace reached only through fabrics controllers.
@@ -149,6 +185,12 @@ pub enum TuneError {
         device: String,
         /// What is wrong, and the fix.
         why: String,
+    },
+    /// Not a PCI address in any form numio reads.
+    #[error("`{input}` is not a PCI address: give DOMAIN:BUS:SLOT.FUNCTION as `lspci -D` prints it (0000:02:00.0), the short 02:00.0 or pci:0000:02:00.0; `numio vfio status` lists the NVMe controllers")]
+    PciAddress {
+        /// As the user wrote it.
+        input: String,
     },
     /// A controller whose namespaces are in use (mounted, held, swap, open,
     /// a signature) was not taken.

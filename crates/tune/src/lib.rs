@@ -20,6 +20,11 @@
 //! - [`guard`]: [`CoalesceGuard`], which records, applies all-or-none and
 //!   restores.
 //! - [`restore`]: puts back what a state file recorded, after a crash.
+//! - [`change`]: `numio coalesce set` / `off` and a sweep's `--apply`,
+//!   through the guard, and the commands that undo them.
+//! - [`connect`]: the kernel's fabrics host connecting, waiting for the
+//!   namespace and disconnecting, each connection in [`connections`]'
+//!   journal.
 //!
 //! # The restore promise
 //! Before numio changes a controller's value it writes the ORIGINAL value
@@ -48,6 +53,8 @@
 #![forbid(unsafe_code)]
 
 pub mod admin;
+pub mod change;
+pub mod connect;
 pub mod connections;
 pub mod controller;
 pub mod error;
@@ -70,5 +77,5 @@ pub use error::TuneError;
 pub use guard::{CoalesceGuard, Kept, Restorer};
 pub use journal::{Journal, Record};
 pub use nvme_spec::features::IrqCoalescing;
-pub use setting::{parse_threshold, parse_time_us, setting, OFF};
+pub use setting::{parse_delay_us, parse_threshold, parse_thresholds, parse_time_us, setting, OFF};
 pub use target::{resolve, resolve_tunable, Resolved};

@@ -64,6 +64,21 @@ pub enum RestoreError {
     },
 }
 
+/// `numio coalesce restore`: [`restore_recorded`] on the machine under
+/// `root`; `None` when `journal` holds no record (the machine is not
+/// read).
+pub fn restore_all(
+    journal: &Journal,
+    root: &std::path::Path,
+    access: &dyn Access,
+) -> Result<Option<RestoreReport>, TuneError> {
+    if journal.records()?.is_empty() {
+        return Ok(None);
+    }
+    let topo = Topology::load(root)?;
+    restore_recorded(journal, &topo, access).map(Some)
+}
+
 /// Puts back each record of `journal` on the controller of `topo` with the
 /// record's address and serial, checks it reads back, and removes the
 /// record. A record whose controller is missing or refuses stays (listed

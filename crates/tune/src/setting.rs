@@ -77,6 +77,91 @@ pub fn parse_time_us(text: &str) -> Result<u32, TuneError> {
     Ok(us as u32)
 }
 
+/// Parses `numio coalesce set`'s `--threshold` and `--time` into the
+/// value to set.
+pub fn parse_set(threshold: &str, time: &str) -> Result<IrqCoalescing, TuneError> {
+    let threshold = parse_threshold(threshold)?;
+    let time_us = parse_time_us(time)?;
+    setting(threshold, time_us)
+}
+
+/// What to warn of before setting `value`: a threshold with TIME 0, which
+/// coalesces nothing.
+pub fn warning(value: IrqCoalescing) -> Option<&'static str> {
+    (value.thr_zero_based > 0 && value.time_100us == 0).then_some(
+        "--time 0 means no delay: the controller raises every interrupt at once and coalesces nothing; give a time such as 100us",
+    )
+}
+
+/// Reads a comma-separated list of distinct values of `flag`, each with
+/// `one`; `example` is the list an error suggests (`0,3,9`). An empty
+/// value or a repeated one is a [`TuneError::ListEmpty`] or
+/// [`TuneError::ListRepeated`], naming the whole input.
+pub fn parse_list<T: PartialEq + Copy, E: From<TuneError>>(
+    flag: &'static str,
+    text: &str,
+    example: &'static str,
+    one: impl Fn(&str) -> Result<T, E>,
+) -> Result<Vec<T>, E> {
+    let mut out = Vec::new();
+    for word in text.split(',').map(str::trim) {
+        if word.is_empty() {
+            return Err(TuneError::ListEmpty {
+                flag,
+                text: text.to_string(),
+                example,
+            }
+            .into());
+        }
+        let v = one(word)?;
+        if out.contains(&v) {
+            return Err(TuneError::ListRepeated {
+                flag,
+                text: text.to_string(),
+                word: word.to_string(),
+            }
+            .into());
+        }
+        out.push(v);
+    }
+    Ok(out)
+}
+
+/// Thresholds a sweep runs ([`parse_thresholds`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thresholds {
+    /// Raw thresholds, ascending, 0 (off) among them.
+    pub values: Vec<u8>,
+    /// Whether 0 was added (the user's list lacked it).
+    pub added_off: bool,
+}
+
+/// Parses a sweep's `--threshold 0,1,3,5,9`: raw thresholds 0..=255 (each
+/// read as [`parse_threshold`] reads one), ascending; 0 (off, the baseline
+/// every recommendation is measured against) is added when missing, and
+/// [`Thresholds::added_off`] says so.
+pub fn parse_thresholds(text: &str) -> Result<Thresholds, TuneError> {
+    let mut values = parse_list("--threshold", text, "0,3,9", parse_threshold)?;
+    let added_off = !values.contains(&0);
+    if added_off {
+        values.push(0);
+    }
+    values.sort_unstable();
+    Ok(Thresholds { values, added_off })
+}
+
+/// Parses a sweep's `--time`: as [`parse_time_us`], and not 0 (no delay
+/// coalesces nothing: [`TuneError::NoDelay`]).
+pub fn parse_delay_us(text: &str) -> Result<u32, TuneError> {
+    let us = parse_time_us(text)?;
+    if us == 0 {
+        return Err(TuneError::NoDelay {
+            input: text.to_string(),
+        });
+    }
+    Ok(us)
+}
+
 /// The value for a raw threshold and a time in µs (already checked by the
 /// parsers; checked again here).
 pub fn setting(threshold: u8, time_us: u32) -> Result<IrqCoalescing, TuneError> {
@@ -205,5 +290,46 @@ mod tests {
             "off: an interrupt per completion (raw 0x0000)"
         );
         assert!(setting(0, 150).is_err());
+        assert_eq!(parse_set("9", "100us").unwrap(), v);
+        assert!(warning(parse_set("9", "0").unwrap()).is_some_and(|w| w.starts_with("--time 0")));
+        assert_eq!(warning(v), None);
+        assert_eq!(warning(OFF), None);
+    }
+
+    #[test]
+    fn thresholds_are_sorted_with_off_added_and_bad_ones_named() {
+        let t = |text: &str| parse_thresholds(text).map(|t| (t.values, t.added_off));
+        assert_eq!(t("0,1,3,5,9").unwrap(), (vec![0, 1, 3, 5, 9], false));
+        assert_eq!(t("9, 3").unwrap(), (vec![0, 3, 9], true));
+        let err = |text: &str| t(text).unwrap_err().to_string();
+        assert!(
+            err("0,256").contains("--threshold 256: above 255"),
+            "{}",
+            err("0,256")
+        );
+        assert!(err("0,x").contains("--threshold x: not a whole number"));
+        assert!(err("3,3").contains("3 is repeated"));
+        assert!(err("0,,3").contains("an empty value"));
+    }
+
+    #[test]
+    fn sweep_times_are_100_us_steps_up_to_25_5_ms() {
+        assert_eq!(parse_delay_us("100us").unwrap(), 100);
+        assert_eq!(parse_delay_us("0.2ms").unwrap(), 200);
+        assert_eq!(parse_delay_us("300").unwrap(), 300);
+        assert_eq!(parse_delay_us("25.5ms").unwrap(), 25_500);
+        let err = |t: &str| parse_delay_us(t).unwrap_err().to_string();
+        assert!(
+            err("150us").contains("not a multiple of 100 µs"),
+            "{}",
+            err("150us")
+        );
+        assert!(err("25.6ms").contains("above 25.5 ms"), "{}", err("25.6ms"));
+        assert!(err("0").contains("0 means no delay"));
+        assert!(
+            err("fast").contains("--time fast: expected a number"),
+            "{}",
+            err("fast")
+        );
     }
 }

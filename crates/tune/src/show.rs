@@ -61,3 +61,60 @@ pub fn pending_records() -> (Vec<(PathBuf, Record)>, Vec<String>) {
     }
     (records, errors)
 }
+
+/// What `numio coalesce show` found: each controller's reading, and the
+/// records a state file holds ([`pending_records`], live only).
+#[derive(Debug, Clone)]
+pub struct Shown {
+    /// Each controller named (every one when none was), with its reading.
+    pub rows: Vec<(Controller, Reading)>,
+    /// Records numio has not put back, with their state file.
+    pub pending: Vec<(PathBuf, Record)>,
+    /// State files that could not be read.
+    pub journal_errors: Vec<String>,
+}
+
+impl Shown {
+    /// `nvme0: why` for each controller whose reading failed.
+    pub fn failed(&self) -> Vec<String> {
+        self.rows
+            .iter()
+            .filter_map(|(c, r)| match r {
+                Reading::Failed(e) => Some(format!("{}: {e}", c.name)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Reads the controllers `targets` name under `root` (every one when
+/// none) through `access`. Another root than `/` is a snapshot: neither
+/// the values (which live in the controllers) nor the state files are
+/// read.
+pub fn gather(
+    root: &std::path::Path,
+    targets: &[String],
+    access: &dyn Access,
+) -> Result<Shown, crate::TuneError> {
+    let topo = topology::Topology::load(root)?;
+    let live = root == std::path::Path::new("/");
+    let resolved = crate::resolve(&topo, targets)?;
+    let rows = resolved
+        .controllers
+        .into_iter()
+        .map(|c| {
+            let reading = read(&c, live, access);
+            (c, reading)
+        })
+        .collect();
+    let (pending, journal_errors) = if live {
+        pending_records()
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    Ok(Shown {
+        rows,
+        pending,
+        journal_errors,
+    })
+}

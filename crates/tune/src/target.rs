@@ -19,6 +19,24 @@ pub struct Resolved {
     pub skipped_fabrics: Vec<(Controller, String)>,
 }
 
+impl Resolved {
+    /// A line per fabrics controller [`resolve_tunable`] left out:
+    /// `/dev/nvme1n1: leaving out nvme3 (tcp): a fabrics controller has no
+    /// interrupts`.
+    pub fn skipped_notes(&self) -> Vec<String> {
+        self.skipped_fabrics
+            .iter()
+            .map(|(c, via)| {
+                format!(
+                    "{via}: leaving out {} ({}): a fabrics controller has no interrupts",
+                    c.name,
+                    c.transport.name()
+                )
+            })
+            .collect()
+    }
+}
+
 /// Resolves `inputs` to controllers, fabrics ones included (for `show`);
 /// no inputs means every controller.
 pub fn resolve(topo: &Topology, inputs: &[String]) -> Result<Resolved, TuneError> {
@@ -76,6 +94,38 @@ pub fn resolve_tunable(topo: &Topology, inputs: &[String]) -> Result<Resolved, T
                 out.skipped_fabrics.push((f, input.clone()));
             }
         }
+    }
+    Ok(out)
+}
+
+/// The PCIe controllers of each namespace a sweep runs I/O on, in target
+/// order (a multipath head: all its paths'). A target that is a controller
+/// is [`TuneError::NotNamespace`] (I/O needs a namespace); one that is no
+/// NVMe namespace is refused by name. A fabrics path a namespace also has
+/// is left out, and `note` hears of it, as each target is resolved.
+pub fn namespace_controllers(
+    topo: &Topology,
+    targets: &[String],
+    note: &mut dyn FnMut(String),
+) -> Result<Vec<Vec<Controller>>, TuneError> {
+    let mut out = Vec::with_capacity(targets.len());
+    for t in targets {
+        let name = t.trim().strip_prefix("/dev/").unwrap_or(t.trim());
+        if topo.controller(name).is_some() {
+            return Err(TuneError::NotNamespace {
+                input: t.clone(),
+                name: name.to_string(),
+            });
+        }
+        let resolved = resolve_tunable(topo, std::slice::from_ref(t))?;
+        for (f, _) in &resolved.skipped_fabrics {
+            note(format!(
+                "{t}: {} is an NVMe/{} path without interrupts of its own; the sweep sets its PCIe paths",
+                f.name,
+                f.transport.name()
+            ));
+        }
+        out.push(resolved.controllers);
     }
     Ok(out)
 }
@@ -214,5 +264,28 @@ mod tests {
         // `show` lists it.
         let shown = resolve(&t, std::slice::from_ref(&tcp.name)).unwrap();
         assert!(shown.controllers[0].is_fabrics());
+    }
+
+    #[test]
+    fn a_sweep_names_namespaces_not_controllers() {
+        let t = fixture("vm-two-socket");
+        let first = t.controllers[0].name.clone();
+        let e = namespace_controllers(&t, &[format!("/dev/{first}")], &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            format!("/dev/{first} is a controller: the sweep runs I/O, so name its namespaces (e.g. /dev/{first}n1)")
+        );
+        let ns = t
+            .subsystems
+            .iter()
+            .flat_map(|s| &s.namespaces)
+            .next()
+            .expect("a namespace");
+        let got =
+            namespace_controllers(&t, &[format!("/dev/{}", ns.block_device)], &mut |_| {}).unwrap();
+        assert_eq!(got.len(), 1);
+        assert!(!got[0].is_empty());
     }
 }

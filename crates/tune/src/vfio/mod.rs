@@ -14,11 +14,13 @@
 //! [`restore_recorded`] (`numio vfio restore`), which finds the records
 //! whose owner (pid and start time) is dead. [`Binding::keep`] leaves it
 //! bound for `numio vfio bind`; [`unbind_address`] gives it back.
+//! [`bind`] and [`unbind`] do so for the addresses `numio vfio` names.
 //!
 //! Every read goes through `topology::pci`, so all of it is tested on fake
 //! sysfs trees where a thread plays the kernel; the VM lab
 //! (`tests/vm/tests/iommu/`) proves it against Linux.
 
+mod bind;
 mod binding;
 mod checks;
 pub mod record;
@@ -28,6 +30,7 @@ mod sysfs;
 #[cfg(test)]
 mod tests;
 
+pub use bind::{bind, parse_address, parse_addresses, unbind, Bound, BoundDevice, Unbound};
 pub use binding::{Binding, BindingRestorer, TakeOptions, HUGEPAGE_KIB};
 pub use checks::NOIOMMU_RISK;
 pub use record::{HugepagesRecord, Owner, VfioJournal, VfioRecord};
