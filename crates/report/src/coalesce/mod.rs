@@ -13,8 +13,12 @@
 //! repeats' 95 % Student-t interval, clat p50/p95/p99/p99.99, interrupts,
 //! context switches and CPU per I/O) with its [`Recommendation`]
 //! ([`recommend`] names the rule), [`table`] prints it and [`chart`]
-//! draws it.
+//! draws it. [`budget`] reads the latency budgets a sweep is given;
+//! [`show`] and [`change`] are what `coalesce show`, `set`, `off` and
+//! `restore` print.
 
+pub mod budget;
+pub mod change;
 pub mod chart;
 pub mod recommend;
 pub mod show;
@@ -27,6 +31,7 @@ use crate::model::{Arm, ResultSet, TargetMetrics, TOTAL};
 pub use crate::model::{CoalesceSpec, LatencyBudget};
 use crate::sweep::{mean_ci95, mean_over_runs, percentile_ns};
 
+pub use budget::{percentiles, BudgetError};
 pub use recommend::{recommend, Recommendation, Verdict, MIN_GAIN_PCT};
 
 /// The sweep axis of the aggregation threshold.

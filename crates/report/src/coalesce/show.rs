@@ -1,15 +1,32 @@
 //! The human view and the JSON of `numio coalesce show`: each
 //! controller's coalescing decoded as nvme-cli decodes it, whether it can
 //! change and be saved, each I/O vector's Coalescing Disable bit; and the
-//! warning while a state file holds values numio has not put back.
+//! warnings while a state file holds values numio has not put back
+//! ([`notes`]).
 
 use std::fmt::Write;
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
-use tune::show::Reading;
+use tune::show::{Reading, Shown};
 use tune::state::CoalesceState;
 use tune::{Controller, Record};
+
+/// What `show` says on stderr after the table, in order: a warning per
+/// state file it could not read, the warning while one holds records, an
+/// error per controller it could not read (`show` then exits 2).
+pub fn notes(shown: &Shown) -> Vec<String> {
+    let mut lines: Vec<String> = shown
+        .journal_errors
+        .iter()
+        .map(|e| format!("warning: {e}"))
+        .collect();
+    if !shown.pending.is_empty() {
+        lines.push(format!("warning: {}", pending_warning(&shown.pending)));
+    }
+    lines.extend(shown.failed().iter().map(|f| format!("error: {f}")));
+    lines
+}
 
 /// The warning while a state file holds records.
 pub fn pending_warning(pending: &[(PathBuf, Record)]) -> String {
