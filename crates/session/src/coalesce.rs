@@ -136,11 +136,7 @@ impl Runner for CoalesceRunner<'_> {
         // A second Ctrl-C / SIGTERM exits at once: the hook puts the
         // originals back first.
         let restorer = guard.restorer();
-        let hook = crate::interrupt::on_second_signal(move || {
-            if let Err(e) = restorer.restore() {
-                eprintln!("numio: {e}");
-            }
-        });
+        let hook = crate::interrupt::undo_on_second_signal(move || restorer.restore());
         let result = LocalRunner.run(arm, opts, run, interrupt, observer);
         let restored = guard.restore();
         drop(hook);

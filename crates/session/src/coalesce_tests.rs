@@ -230,3 +230,65 @@ fn ctrl_c_in_a_run_keeps_the_runs_done_and_puts_every_original_back() {
     assert_eq!(lab.values(), [0, 0x0302, 0]);
     assert!(lab.journal().records().unwrap().is_empty());
 }
+
+#[test]
+fn a_sweep_reports_its_runs_as_a_coalescing_set_and_applies_by_name() {
+    use crate::coalesce_plan::{plan, PlanInput};
+    use crate::coalesce_sweep::{CoalesceSweep, Emit, Outputs};
+    let lab = Lab::new("sweep");
+    let input = PlanInput {
+        targets: &lab.files,
+        threshold: "0,3",
+        time: "200us",
+        devices: Some("1,2"),
+        repeat: 2,
+        max_latency: &[],
+        // The plan's check; the lab's arms run on the null backend.
+        backend: engine::BackendKind::Uring,
+        chart: None,
+    };
+    let runner = lab.runner();
+    let sweep = CoalesceSweep {
+        access: &lab.access,
+        journal: lab.journal(),
+        command: "numio coalesce sweep (test)".into(),
+        plan: plan(&input, &mut |n| panic!("{n}")).unwrap(),
+        targets: lab.files.clone(),
+        controllers: runner.controllers.clone(),
+    };
+    assert_eq!(sweep.plan.points, runner.points);
+    sweep.preflight().unwrap();
+    assert!(lab.journal().records().unwrap().is_empty(), "nothing kept");
+    let done = sweep
+        .run(
+            &lab.schedule(),
+            vec![1, 1, 2, 2],
+            &AtomicBool::new(false),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert!(done.clean);
+    assert_eq!(
+        done.notes,
+        ["coalesce: put back the original values on nvme0, nvme1, nvme2 (each point's value was set for its runs only)"]
+    );
+    assert_eq!(lab.values(), [0, 0x0302, 0]);
+    let spec = done.set.coalesce.as_ref().expect("a coalescing set");
+    assert_eq!(spec.controllers, [vec!["nvme0"], vec!["nvme1", "nvme2"]]);
+    assert_eq!(done.set.sweep.as_ref().unwrap().cores, [1, 1, 2, 2]);
+    let mut emitted = Vec::new();
+    let out = Outputs {
+        json: true,
+        ..Outputs::default()
+    };
+    sweep.finish(&done, &out, &mut |e| emitted.push(e)).unwrap();
+    match emitted.as_slice() {
+        [Emit::Stdout(json)] => assert!(json.contains("\"numio-coalesce-sweep\""), "{json}"),
+        other => panic!("{other:?}"),
+    }
+    // `--apply` sets by name, kept on record.
+    let note = sweep.apply(&["nvme1".to_string()], 3, 200).unwrap();
+    assert!(note.starts_with("changed nvme1 (was 0x0302)"), "{note}");
+    assert_eq!(lab.values(), [0, 0x0203, 0]);
+    assert_eq!(lab.journal().records().unwrap().len(), 1);
+}

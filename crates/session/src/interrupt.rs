@@ -98,6 +98,65 @@ impl Drop for ExitHook {
     }
 }
 
+/// [`on_second_signal`] for an undo that can fail (a guard's restorer):
+/// its error is said on stderr (`numio: …`) before the process exits.
+pub fn undo_on_second_signal<E: std::fmt::Display>(
+    undo: impl Fn() -> Result<(), E> + Send + Sync + 'static,
+) -> ExitHook {
+    on_second_signal(move || {
+        if let Err(e) = undo() {
+            eprintln!("numio: {e}");
+        }
+    })
+}
+
+/// What a command puts back when a signal stops it: the words of its
+/// [`Notice::line`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Undoing {
+    /// `numio coalesce set` and `off`: the values changed so far.
+    Coalescing,
+    /// `numio coalesce sweep`: every original value (a progress line may
+    /// be on the screen: cleared first).
+    CoalesceSweep,
+    /// `numio vfio bind`: the controllers moved so far.
+    VfioBind,
+}
+
+impl Notice {
+    /// The line (with its newline) that says what happens now, for a
+    /// command `undoing` something.
+    pub fn line(self, undoing: Undoing) -> String {
+        let name = |signal| {
+            if signal == libc::SIGTERM {
+                "SIGTERM"
+            } else {
+                "Ctrl-C"
+            }
+        };
+        match (undoing, self) {
+            (Undoing::Coalescing, Notice::Stopping { signal }) => format!(
+                "numio: {}: stopping; what changed is put back (again to exit at once, still putting it back)\n",
+                name(signal)
+            ),
+            (Undoing::Coalescing, Notice::Exiting { .. }) => {
+                "numio: interrupted again: putting back what changed, then exiting\n".to_string()
+            }
+            (Undoing::CoalesceSweep, Notice::Stopping { signal }) => format!(
+                "\r\x1b[2Knumio: {}: stopping; the points measured are reported and every original coalescing value is put back (again to exit at once, still putting them back)\n",
+                name(signal)
+            ),
+            (Undoing::CoalesceSweep, Notice::Exiting { .. }) => "\r\x1b[2Knumio: interrupted again: putting back the original coalescing values, then exiting without a report\n".to_string(),
+            (Undoing::VfioBind, Notice::Stopping { .. }) => {
+                "numio: stopping; the controllers moved so far are given back\n".to_string()
+            }
+            (Undoing::VfioBind, Notice::Exiting { .. }) => {
+                "numio: interrupted again: giving back, then exiting\n".to_string()
+            }
+        }
+    }
+}
+
 /// Runs the registered exit hooks (outside the registry's lock, so a hook
 /// may drop its own handle).
 fn run_exit_hooks() {
@@ -204,5 +263,29 @@ mod tests {
         drop(b);
         run_exit_hooks();
         assert_eq!(COUNT.load(Ordering::Relaxed), 2, "b unregistered");
+    }
+
+    #[test]
+    fn notices_say_what_is_put_back() {
+        let stop = Notice::Stopping {
+            signal: libc::SIGTERM,
+        };
+        assert_eq!(
+            stop.line(Undoing::Coalescing),
+            "numio: SIGTERM: stopping; what changed is put back (again to exit at once, still putting it back)\n"
+        );
+        let again = Notice::Exiting {
+            signal: libc::SIGINT,
+        };
+        assert!(again
+            .line(Undoing::CoalesceSweep)
+            .starts_with("\r\x1b[2Knumio: interrupted again"));
+        assert_eq!(
+            Notice::Stopping {
+                signal: libc::SIGINT
+            }
+            .line(Undoing::VfioBind),
+            "numio: stopping; the controllers moved so far are given back\n"
+        );
     }
 }

@@ -31,16 +31,26 @@
 //! saved and live arms back in A, B order. A sweep is a schedule with one
 //! arm per point; what must happen around each run (a controller feature
 //! set and restored, numio started on other hosts) is a [`Runner`] given
-//! to [`Schedule::run_with`].
+//! to [`Schedule::run_with`]: a coalescing sweep ([`coalesce`], planned
+//! from its flags by [`coalesce_plan`], run and written out by
+//! [`coalesce_sweep`]). Also around a run or a command: controllers
+//! bound to vfio-pci for a run ([`vfio_run`]) and the kernel's fabrics
+//! connection `numio connect` holds ([`connect`]).
 //!
 //! [`serve`] is `numio serve`'s runner: its configuration, reactor
 //! placement, start-up, reloads and `--stats`, over `nvmf`'s target.
+//! [`bench`] makes a bench run's plan from what the user gave, [`sweep`]
+//! a sweep's on this machine ([`served`]: its `reactors` axis), and
+//! [`fleet_points`] one over hosts.
 #![deny(missing_docs)]
 
 pub mod arms;
 pub mod axes;
 pub mod bench;
 pub mod coalesce;
+pub mod coalesce_plan;
+pub mod coalesce_sweep;
+pub mod connect;
 pub mod error;
 pub mod event;
 pub mod fleet;
@@ -58,6 +68,7 @@ pub mod targets;
 pub mod verify_run;
 pub mod verify_state;
 pub mod verify_state_file;
+pub mod vfio_run;
 pub mod view;
 
 pub use error::{SessionError, SignalError, VerifyStateError};
