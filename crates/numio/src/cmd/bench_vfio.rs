@@ -1,41 +1,22 @@
-//! `--backend vfio` on controllers the kernel still owns: each `pci:`
-//! target's controller goes to vfio-pci for the run (`tune::vfio::Binding`,
-//! which refuses a drive in use unless `--force-unbind`) and comes back to
-//! its driver at the end, on error, on Ctrl-C or SIGTERM (a second signal
-//! gives it back from the signal thread before numio exits) and, after
-//! `kill -9`, through `numio vfio restore`. A controller already on
-//! vfio-pci is used as it is and left there.
+//! `--backend vfio` on controllers the kernel still owns, for bench and
+//! compare: `session::vfio_run` binds each `pci:` target's controller for
+//! the run and gives it back (at the end, on error, on a signal; after
+//! `kill -9`, `numio vfio restore`).
 
 use std::path::Path;
 
-use anyhow::Context;
-use session::interrupt::{self, ExitHook};
-use tune::vfio::{Binding, TakeOptions};
-
 /// The controllers bound for this run; dropping gives them back.
-pub struct ForRun {
-    bindings: Vec<Binding>,
-    _hook: Option<ExitHook>,
-}
+pub struct ForRun(session::vfio_run::ForRun);
 
 impl ForRun {
     /// Nothing bound (another backend).
     pub fn none() -> ForRun {
-        ForRun {
-            bindings: Vec::new(),
-            _hook: None,
-        }
+        ForRun(session::vfio_run::ForRun::none())
     }
 
-    /// Gives every controller back now, reporting a failure (drop does
-    /// the same silently).
-    pub fn give_back(mut self) -> anyhow::Result<()> {
-        for b in self.bindings.drain(..) {
-            let addr = b.addr().to_string();
-            b.give_back()
-                .with_context(|| format!("giving {addr} back to the kernel"))?;
-        }
-        Ok(())
+    /// Gives every controller back now (drop does it silently).
+    pub fn give_back(self) -> anyhow::Result<()> {
+        Ok(self.0.give_back()?)
     }
 }
 
@@ -48,62 +29,6 @@ pub fn take(
     command: &str,
 ) -> anyhow::Result<ForRun> {
     let root = Path::new("/");
-    let mut addrs: Vec<String> = Vec::new();
-    for t in targets {
-        if let Some(parsed) = engine::backend::vfio::target::parse(t) {
-            let (addr, _) = parsed?;
-            if !addrs.contains(&addr) {
-                addrs.push(addr);
-            }
-        }
-    }
-    if addrs.is_empty() {
-        return Ok(ForRun::none());
-    }
-    let opts = TakeOptions {
-        force,
-        allow_noiommu,
-        stop: Some(interrupt::flag()),
-        command: command.to_string(),
-        ..TakeOptions::default()
-    };
-    let mut bindings = Vec::new();
-    for addr in &addrs {
-        // An error drops the ones already taken: they go back.
-        match Binding::take(root, addr, &opts) {
-            Ok(b) => bindings.push(b),
-            Err(tune::TuneError::InUse { device, found }) => anyhow::bail!(
-                "{device} is in use: {found}; numio does not take a drive in use away from the kernel: stop using it, or pass --force-unbind to take it for the run anyway (whatever uses it loses its device until the run ends)"
-            ),
-            Err(e) => return Err(e.into()),
-        }
-    }
-    if !bindings.iter().any(Binding::noiommu) {
-        load_type1(root);
-    }
-    let restorers: Vec<_> = bindings.iter().map(Binding::restorer).collect();
-    let hook = interrupt::on_second_signal(move || {
-        for r in &restorers {
-            if let Err(e) = r.restore() {
-                eprintln!("numio: {e}");
-            }
-        }
-    });
-    Ok(ForRun {
-        bindings,
-        _hook: Some(hook),
-    })
-}
-
-/// Loads the type-1 IOMMU driver of VFIO when it is missing (best effort:
-/// the driver's open names it when it is still missing).
-fn load_type1(root: &Path) {
-    let loaded = topology::pci::vfio_modules(root).is_ok_and(|m| m.vfio_iommu_type1);
-    if !loaded {
-        let _ = std::process::Command::new("modprobe")
-            .arg("vfio_iommu_type1")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
-    }
+    let run = session::vfio_run::ForRun::take(root, targets, force, allow_noiommu, command)?;
+    Ok(ForRun(run))
 }

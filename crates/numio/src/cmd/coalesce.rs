@@ -1,17 +1,17 @@
 //! `numio coalesce`: NVMe interrupt coalescing (Feature 0x08). `show`
-//! (the default) reads it, `set` and `off` change it on every named
-//! controller or on none, `restore` puts back what a state file recorded,
-//! `sweep` (`coalesce_sweep`) measures thresholds and recommends one.
-//! Glue over the `tune` crate, which keeps the restore promise.
+//! (the default: `tune::show` reads, `report::coalesce::show` prints),
+//! `set` and `off` (`tune::change`, every named controller or none),
+//! `restore` (`tune::restore`), `sweep` (`coalesce_sweep`). Glue over the
+//! `tune` crate, which keeps the restore promise.
 
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
 use clap::Subcommand;
-use session::interrupt::{self, Notice};
-use topology::Topology;
-use tune::guard::Kept;
-use tune::setting::{describe, set_flags};
-use tune::{CoalesceGuard, DevAccess, IrqCoalescing, Journal};
-
-pub use super::coalesce_show::ShowArgs;
+use report::coalesce::{change as say, show as view};
+use session::interrupt::{self, Undoing};
+use tune::change::{Change, Changed};
+use tune::{DevAccess, IrqCoalescing, Journal};
 
 /// Flags of `numio coalesce`.
 #[derive(Debug, clap::Args)]
@@ -45,6 +45,23 @@ pub enum Action {
     /// tables, a recommendation with its evidence, charts; every original
     /// is put back (`--apply` then sets the recommendation, kept on record).
     Sweep(Box<super::coalesce_sweep::SweepArgs>),
+}
+
+/// Flags of `numio coalesce show` (also those of a bare `numio coalesce`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ShowArgs {
+    /// Controllers (`nvme0`, `/dev/nvme0`) or namespaces (`/dev/nvme0n1`;
+    /// a multipath head means all its controllers); none: every controller.
+    #[arg(value_name = "CTRL|NS")]
+    pub targets: Vec<String>,
+    /// Print JSON (schema: docs/readme/coalesce.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Read this sysfs/procfs root instead of `/` (a directory or a
+    /// `.tar.gz` snapshot made by `numio topo --save`): controllers are
+    /// listed, live values are not read.
+    #[arg(long, value_name = "DIR|FILE.tar.gz", default_value = "/")]
+    pub root: PathBuf,
 }
 
 /// Flags of `numio coalesce set`.
@@ -83,16 +100,12 @@ pub struct OffArgs {
 /// Runs `numio coalesce`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.action {
-        None => super::coalesce_show::run(args.show),
-        Some(Action::Show(show)) => super::coalesce_show::run(show),
+        None => show(args.show),
+        Some(Action::Show(a)) => show(a),
         Some(Action::Set(set)) => {
-            let threshold = tune::parse_threshold(&set.threshold)?;
-            let time_us = tune::parse_time_us(&set.time)?;
-            let value = tune::setting(threshold, time_us)?;
-            if threshold > 0 && time_us == 0 {
-                eprintln!(
-                    "numio: warning: --time 0 means no delay: the controller raises every interrupt at once and coalesces nothing; give a time such as 100us"
-                );
+            let value = tune::setting::parse_set(&set.threshold, &set.time)?;
+            if let Some(w) = tune::setting::warning(value) {
+                eprintln!("numio: warning: {w}");
             }
             change(&set.targets, value, set.persist, "numio coalesce set")
         }
@@ -104,25 +117,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
 }
 
-/// What the signal thread says while values change.
-fn on_signal(notice: Notice) {
-    match notice {
-        Notice::Stopping { signal } => eprintln!(
-            "numio: {}: stopping; what changed is put back (again to exit at once, still putting it back)",
-            signal_name(signal)
-        ),
-        Notice::Exiting { .. } => {
-            eprintln!("numio: interrupted again: putting back what changed, then exiting")
-        }
-    }
-}
-
-fn signal_name(signal: i32) -> &'static str {
-    if signal == libc::SIGTERM {
-        "SIGTERM"
+/// `numio coalesce show`.
+fn show(args: ShowArgs) -> anyhow::Result<i32> {
+    let shown = tune::show::gather(&args.root, &args.targets, &DevAccess::default())?;
+    let text = if args.json {
+        let json = view::to_json(&shown.rows, &shown.pending);
+        serde_json::to_string_pretty(&json).context("serializing")? + "\n"
     } else {
-        "Ctrl-C"
-    }
+        view::render(&shown.rows)
+    };
+    super::topo::print_stdout(&text)?;
+    view::notes(&shown)
+        .iter()
+        .for_each(|n| eprintln!("numio: {n}"));
+    Ok(if shown.failed().is_empty() { 0 } else { 2 })
 }
 
 /// `set` and `off`: every controller or none, the originals recorded.
@@ -132,166 +140,49 @@ fn change(
     persist: bool,
     command: &str,
 ) -> anyhow::Result<i32> {
-    let topo = Topology::load(std::path::Path::new("/"))?;
+    let topo = topology::Topology::load(Path::new("/"))?;
     let resolved = tune::resolve_tunable(&topo, targets)?;
-    for (c, via) in &resolved.skipped_fabrics {
-        eprintln!(
-            "numio: {via}: leaving out {} ({}): a fabrics controller has no interrupts",
-            c.name,
-            c.transport.name()
-        );
-    }
+    resolved
+        .skipped_notes()
+        .iter()
+        .for_each(|n| eprintln!("numio: {n}"));
     let journal = Journal::default_location()?;
-    interrupt::install(on_signal)?;
-    let mut guard = CoalesceGuard::begin(
-        &resolved.controllers,
-        &DevAccess::default(),
-        &journal,
+    interrupt::install(|n| eprint!("{}", n.line(Undoing::Coalescing)))?;
+    let stop = Some(interrupt::flag());
+    let c = Change {
+        controllers: &resolved.controllers,
+        value,
+        persist,
         command,
-    )?;
-    guard.watch(interrupt::flag());
-    let restorer = guard.restorer();
-    let _hook = interrupt::on_second_signal(move || {
-        if let Err(e) = restorer.restore() {
-            eprintln!("numio: {e}");
-        }
-    });
-    let before = guard.before();
-    if let Err(e) = guard.apply(value) {
-        if let Some(code) = interrupt::exit_code() {
-            drop(guard);
-            eprintln!("numio: {e}");
-            return Ok(code);
-        }
-        return Err(e.into());
-    }
-    let kept = if persist {
-        guard.persist()?
-    } else {
-        guard.keep()?
+        stop,
     };
-    print_changed(&kept, &before);
-    if persist {
-        eprintln!(
-            "numio: --persist: numio will not put these back (no record kept); to undo: {}",
-            undo_commands(&kept).join("; ")
-        );
-    } else if kept.iter().any(|k| k.value_raw != Some(k.original_raw)) {
-        eprintln!(
-            "numio: the originals are recorded in {}: `numio coalesce restore` puts them back",
-            journal.path().display()
-        );
-    }
-    Ok(0)
-}
-
-fn print_changed(kept: &[Kept], before: &[u32]) {
-    let mut out = String::new();
-    for (k, &was) in kept.iter().zip(before) {
-        let now = k.value_raw.map_or("unknown".to_string(), |raw| {
-            describe(IrqCoalescing::decode(raw))
-        });
-        out.push_str(&format!(
-            "{}: now {now}; was {}\n",
-            k.controller.name,
-            describe(IrqCoalescing::decode(was))
-        ));
-    }
-    let _ = super::topo::print_stdout(&out);
-}
-
-/// The commands that put the originals back, grouped by original value:
-/// `numio coalesce off nvme0 nvme1 --persist`.
-fn undo_commands(kept: &[Kept]) -> Vec<String> {
-    let mut groups: Vec<(u32, Vec<&str>)> = Vec::new();
-    for k in kept {
-        match groups.iter_mut().find(|(raw, _)| *raw == k.original_raw) {
-            Some((_, names)) => names.push(&k.controller.name),
-            None => groups.push((k.original_raw, vec![&k.controller.name])),
+    let hook = |r: tune::Restorer| interrupt::undo_on_second_signal(move || r.restore());
+    match tune::change::change(&c, &DevAccess::default(), &journal, hook)? {
+        Changed::Kept { kept, before } => {
+            let _ = super::topo::print_stdout(&say::changed(&kept, &before));
+            if let Some(note) = say::change_note(&kept, persist, &journal.path()) {
+                eprintln!("numio: {note}");
+            }
+            Ok(0)
+        }
+        Changed::Interrupted(e) => {
+            eprintln!("numio: {e}");
+            Ok(interrupt::exit_code().unwrap_or(2))
         }
     }
-    groups
-        .into_iter()
-        .map(|(raw, names)| {
-            let value = IrqCoalescing::decode(raw);
-            if value == tune::OFF {
-                format!("numio coalesce off {} --persist", names.join(" "))
-            } else {
-                format!(
-                    "numio coalesce set {} {} --persist",
-                    names.join(" "),
-                    set_flags(value)
-                )
-            }
-        })
-        .collect()
 }
 
 /// `numio coalesce restore`.
 fn restore() -> anyhow::Result<i32> {
     let journal = Journal::default_location()?;
-    if journal.records()?.is_empty() {
-        eprintln!(
-            "numio: nothing to restore: no record in {}",
-            journal.path().display()
-        );
+    let access = DevAccess::default();
+    let Some(report) = tune::restore::restore_all(&journal, Path::new("/"), &access)? else {
+        let path = journal.path();
+        eprintln!("numio: nothing to restore: no record in {}", path.display());
         return Ok(0);
-    }
-    let topo = Topology::load(std::path::Path::new("/"))?;
-    let report = tune::restore::restore_recorded(&journal, &topo, &DevAccess::default())?;
-    let mut out = String::new();
-    for r in &report.restored {
-        let renamed = if r.name_now != r.record.name {
-            format!(" (was {} when changed)", r.record.name)
-        } else {
-            String::new()
-        };
-        out.push_str(&format!(
-            "{}{renamed}: back to {} (the original; changed by `{}`, pid {})\n",
-            r.name_now,
-            describe(IrqCoalescing::decode(r.record.original_raw)),
-            r.record.command,
-            r.record.pid
-        ));
-    }
-    super::topo::print_stdout(&out)?;
-    if report.failed.is_empty() {
-        return Ok(0);
-    }
-    for (record, why) in &report.failed {
-        eprintln!(
-            "numio: error: {} ({}, serial {}): not put back: {why}",
-            record.name, record.address, record.serial
-        );
-    }
-    eprintln!(
-        "numio: the records that were not put back stay in {}: run `numio coalesce restore` again once the cause is fixed",
-        journal.path().display()
-    );
-    Ok(2)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn kept(name: &str, original_raw: u32) -> Kept {
-        Kept {
-            controller: tune::memory::controller(name, 1),
-            original_raw,
-            value_raw: Some(0x0109),
-        }
-    }
-
-    #[test]
-    fn undo_commands_put_each_original_back_for_good() {
-        let k = [kept("nvme0", 0), kept("nvme1", 0x0203), kept("nvme2", 0)];
-        assert_eq!(
-            undo_commands(&k),
-            [
-                "numio coalesce off nvme0 nvme2 --persist",
-                "numio coalesce set nvme1 --threshold 3 --time 200us --persist"
-            ]
-        );
-    }
+    };
+    super::topo::print_stdout(&say::restored(&report))?;
+    let failed = say::not_restored(&report, &journal.path());
+    failed.iter().for_each(|n| eprintln!("numio: {n}"));
+    Ok(if failed.is_empty() { 0 } else { 2 })
 }

@@ -2,32 +2,23 @@
 //! [--devices 1,2,4] [bench workload flags] [--repeat N] [--max-latency
 //! p99.99=2ms] [--save F] [--chart F.svg] [--json] [--apply]`.
 //!
-//! The way through: flags → points (`coalesce_sweep_points`, every input
-//! checked before anything changes) → each target's controllers and the
-//! guard that records their originals (`tune`) → one bench plan per device
-//! count (placed as `numio sweep` places them) → a session schedule of one
-//! arm per point, each run through `session::coalesce` (the point's
-//! value set first) → the originals put back (at the end, on error, on
-//! Ctrl-C / SIGTERM; after `kill -9`, `numio coalesce restore`) → the
-//! result set analysed by `report::coalesce` and written out
-//! (`coalesce_sweep_output`), the recommendation applied with `--apply`.
+//! Flags → `session::coalesce_plan` (checked before anything changes) →
+//! controllers (`tune`) → a plan per point, placed as `numio sweep` places
+//! them → `session::coalesce_sweep` runs, writes out and applies it.
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context};
-use session::{interrupt, LiveArm, Schedule};
+use anyhow::Context;
+use session::coalesce_plan::{PlanInput, SweepPlan};
+use session::coalesce_sweep::{CoalesceSweep, Emit, Outputs};
+use session::interrupt::{self, Undoing};
+use session::Schedule;
 use topology::Topology;
 
-use super::coalesce_sweep_ctl as ctl;
-use super::coalesce_sweep_output::{self as output, Outputs};
-use super::coalesce_sweep_points::{self as points, Point, Shape};
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
-use super::flags::NumaArg;
-use super::flags::{BackendArg, WorkloadArgs};
+use super::flags::{NumaArg, WorkloadArgs};
 use super::sweep_place::{point_placement, policy};
-use session::axes::Axis;
-use session::coalesce::{all as all_controllers, CoalesceRunner};
 
 /// Flags of `numio coalesce sweep`.
 #[derive(Debug, clap::Args)]
@@ -82,206 +73,71 @@ pub struct SweepArgs {
     pub engine: EngineArgs,
 }
 
-/// The sweep as the flags describe it, checked.
-struct Plan {
-    thresholds: Vec<u8>,
-    devices: Vec<usize>,
-    time_us: u32,
-    budgets: Vec<report::coalesce::LatencyBudget>,
-    points: Vec<Point>,
-}
-
-/// Every flag checked, nothing touched: errors name the input and the fix.
-fn plan(args: &SweepArgs) -> anyhow::Result<Plan> {
-    if args.targets.is_empty() {
-        bail!(
-            "no targets: give the NVMe namespaces to sweep, e.g. numio coalesce sweep /dev/nvme0n1 /dev/nvme1n1 --devices 1,2"
-        );
-    }
-    if let Some((i, t)) = args
-        .targets
-        .iter()
-        .enumerate()
-        .find(|(i, t)| args.targets[..*i].contains(t))
-    {
-        bail!(
-            "{t} is given twice (targets {} and {}): name each namespace once",
-            args.targets.iter().position(|x| x == t).unwrap_or(0) + 1,
-            i + 1
-        );
-    }
-    let (thresholds, added) = points::thresholds(&args.threshold)?;
-    if added {
-        eprintln!(
-            "numio: --threshold {}: adding 0 (coalescing off), the baseline every recommendation is measured against",
-            args.threshold
-        );
-    }
-    let time_us = points::time_us(&args.time)?;
-    let devices = points::devices(args.devices.as_deref(), &args.targets)?;
-    let budgets = points::budgets(&args.max_latency)?;
-    anyhow::ensure!(
-        args.repeat >= 1,
-        "--repeat {}: give 1 or more runs per point",
-        args.repeat
-    );
-    let no_queues = match args.engine.backend_for(&args.targets) {
-        BackendArg::Null => Some(("null", "it does no I/O through the drives' PCIe queues")),
-        BackendArg::Nop => Some(("nop", "it does no I/O through the drives' PCIe queues")),
-        BackendArg::Tcp => Some(("tcp", "it does no I/O through the drives' PCIe queues")),
-        BackendArg::Rdma => Some(("rdma", "it does no I/O through the drives' PCIe queues")),
-        BackendArg::Vfio => Some((
-            "vfio",
-            "numio's own driver polls its queues with interrupts off",
-        )),
-        BackendArg::Uring | BackendArg::Sync | BackendArg::Passthru => None,
-    };
-    if let Some((name, why)) = no_queues {
-        bail!(
-            "--backend {name}: {why}, so coalescing changes nothing; use uring (default), sync or passthru"
-        );
-    }
-    if let Some(chart) = &args.chart {
-        let ext = chart.extension().and_then(|e| e.to_str()).unwrap_or("");
-        if !ext.eq_ignore_ascii_case("svg") && !ext.eq_ignore_ascii_case("png") {
-            bail!(
-                "--chart {}: write a chart to a .svg or .png file (the name says the format)",
-                chart.display()
-            );
-        }
-    }
-    args.workload.workload()?;
-    Ok(Plan {
-        points: points::points(&thresholds, &devices),
-        thresholds,
-        devices,
-        time_us,
-        budgets,
-    })
-}
-
-/// What the signal thread says during a sweep (a progress line may be on
-/// the screen: cleared first).
-fn on_signal(notice: interrupt::Notice) {
-    match notice {
-        interrupt::Notice::Stopping { signal } => eprint!(
-            "\r\x1b[2Knumio: {}: stopping; the points measured are reported and every original coalescing value is put back (again to exit at once, still putting them back)\n",
-            if signal == libc::SIGTERM { "SIGTERM" } else { "Ctrl-C" }
-        ),
-        interrupt::Notice::Exiting { .. } => eprint!(
-            "\r\x1b[2Knumio: interrupted again: putting back the original coalescing values, then exiting without a report\n"
-        ),
-    }
+/// A note on stderr.
+fn note(n: String) {
+    eprintln!("numio: {n}");
 }
 
 /// Runs `numio coalesce sweep`.
 pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
-    interrupt::install(on_signal)?;
-    let plan = plan(&args)?;
+    interrupt::install(|n| eprint!("{}", n.line(Undoing::CoalesceSweep)))?;
+    let input = PlanInput {
+        targets: &args.targets,
+        threshold: &args.threshold,
+        time: &args.time,
+        devices: args.devices.as_deref(),
+        repeat: args.repeat,
+        max_latency: &args.max_latency,
+        backend: args.engine.backend_for(&args.targets).into(),
+        chart: args.chart.as_deref(),
+    };
+    let plan = session::coalesce_plan::plan(&input, &mut note)?;
+    args.workload.workload()?;
     let topo = Topology::discover(Path::new("/"))?;
-    let controllers = ctl::target_controllers(&topo, &args.targets)?;
+    let controllers = tune::target::namespace_controllers(&topo, &args.targets, &mut note)?;
     let (schedule, cores) = schedule(&args, &plan, &topo)?;
-    let (access, journal) = (
-        tune::DevAccess::default(),
-        tune::Journal::default_location()?,
-    );
-    let command = super::report::command_line();
-    ctl::preflight(&access, &journal, &all_controllers(&controllers), &command)?;
+    let access = tune::DevAccess::default();
+    let sweep = CoalesceSweep {
+        access: &access,
+        journal: tune::Journal::default_location()?,
+        command: super::report::command_line(),
+        plan,
+        targets: args.targets.clone(),
+        controllers,
+    };
+    sweep.preflight()?;
     let runs = Runs::Sweep {
         labels: schedule.arms.iter().map(|a| a.label.clone()).collect(),
         rounds: args.repeat,
     };
     let mut display = Display::new(args.engine.progress_mode(args.json), runs);
-    let mut runner = CoalesceRunner {
-        access: &access,
-        journal: journal.clone(),
-        command: command.clone(),
-        points: plan.points.clone(),
-        controllers: controllers.clone(),
-        time_us: plan.time_us,
-    };
-    // Each run puts its controllers' originals back as it ends, failed,
-    // interrupted or not: between runs and from here on they hold them.
-    let outcome = schedule.run_with(&mut runner, interrupt::flag(), &mut |e| display.event(e))?;
-    let names: Vec<String> = all_controllers(&controllers)
-        .into_iter()
-        .map(|c| c.name)
-        .collect();
-    eprintln!(
-        "numio: coalesce: put back the original values on {} (each point's value was set for its runs only)",
-        names.join(", ")
-    );
-    let interrupted = outcome.interrupted.is_some();
-    if interrupted {
-        eprintln!(
-            "numio: coalesce sweep interrupted: reporting the {} runs completed; the result is marked interrupted",
-            outcome.completed()
-        );
-    }
-    let set = points::result_set(
-        &shape(plan, &args, &controllers),
-        outcome.arms,
-        cores,
-        interrupted,
-    );
-    let clean = !interrupted && outcome.failed_runs == 0;
-    let everyone = all_controllers(&controllers);
-    let apply_command = format!("{command} (--apply)");
-    let mut apply = |on: &[String], t: u8, time: u32| {
-        let on: Vec<tune::Controller> = everyone
-            .iter()
-            .filter(|c| on.contains(&c.name))
-            .cloned()
-            .collect();
-        ctl::apply(&access, &journal, &on, t, time, &apply_command)
-    };
-    output::write(&set, &outputs(&args), &mut apply, clean)?;
-    let code = i32::from(outcome.failed_runs > 0);
-    Ok(interrupt::exit_code().unwrap_or(code))
-}
-
-/// What the sweep was, for its result set.
-fn shape(plan: Plan, args: &SweepArgs, controllers: &[Vec<tune::Controller>]) -> Shape {
-    Shape {
-        thresholds: plan.thresholds,
-        devices: plan.devices,
-        spec: report::coalesce::CoalesceSpec {
-            time_us: plan.time_us,
-            targets: args.targets.clone(),
-            controllers: controllers
-                .iter()
-                .map(|cs| cs.iter().map(|c| c.name.clone()).collect())
-                .collect(),
-            max_latency: plan.budgets,
-        },
-    }
-}
-
-fn outputs(args: &SweepArgs) -> Outputs {
-    Outputs {
+    let mut observer = |e: &session::Event<'_>| display.event(e);
+    let done = sweep.run(&schedule, cores, interrupt::flag(), &mut observer)?;
+    done.notes.iter().cloned().for_each(note);
+    let out = Outputs {
         json: args.json,
-        save: args.save.clone(),
-        chart: args.chart.clone(),
+        save: args.save,
+        chart: args.chart,
         apply: args.apply,
-    }
+    };
+    sweep.finish(&done, &out, &mut |e| match e {
+        Emit::Stdout(text) => print!("{text}"),
+        Emit::Note(n) => note(n),
+    })?;
+    Ok(interrupt::exit_code().unwrap_or(i32::from(done.failed_runs > 0)))
 }
 
 /// One arm per point (the plan of its device count, placed as `numio
 /// sweep` places a devices axis), and the cores of each.
 fn schedule(
     args: &SweepArgs,
-    plan: &Plan,
+    plan: &SweepPlan,
     topo: &Topology,
 ) -> anyhow::Result<(Schedule, Vec<usize>)> {
-    let mut opts = args.engine.run_options()?;
-    opts.percentiles = points::percentiles(&opts.percentiles, &plan.budgets);
-    let axes = [Axis {
-        name: "devices".into(),
-        values: plan.devices.iter().map(usize::to_string).collect(),
-    }];
+    let opts = args.engine.run_options()?;
+    let axes = [plan.devices_axis()];
     let policy = policy(args.numa, args.cpus.as_deref(), &axes, &args.targets)?;
-    let mut arms = Vec::new();
-    let mut cores = Vec::new();
+    let mut placements = Vec::new();
     for p in &plan.points {
         let value = [(0, p.devices.to_string())];
         let placement =
@@ -292,19 +148,7 @@ fn schedule(
                 eprintln!("numio: devices={}: warning: {warn}", p.devices);
             }
         }
-        cores.push(placement.targets.iter().map(|t| t.jobs.len()).sum());
-        arms.push(LiveArm {
-            label: p.label(),
-            spec: p.label(),
-            placement,
-            opts: opts.clone(),
-            settle_group: 0,
-        });
+        placements.push(placement);
     }
-    let mut schedule = Schedule {
-        arms,
-        rounds: args.repeat,
-    };
-    schedule.group_by_targets();
-    Ok((schedule, cores))
+    Ok(plan.schedule(placements, opts, args.repeat))
 }

@@ -6,11 +6,7 @@
 pub mod agent;
 pub mod bench;
 pub mod coalesce;
-pub mod coalesce_show;
 pub mod coalesce_sweep;
-pub mod coalesce_sweep_ctl;
-pub mod coalesce_sweep_output;
-pub mod coalesce_sweep_points;
 pub mod compare;
 pub mod compare_backend;
 pub mod compare_fleet;

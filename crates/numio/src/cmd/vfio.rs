@@ -1,14 +1,14 @@
 //! `numio vfio`: hand NVMe controllers to vfio-pci for numio's user-space
 //! driver (`bind`), give them back (`unbind`), show who has what
 //! (`status`), and give back what a dead numio left (`restore`). Glue over
-//! `tune::vfio` (which keeps the restore promise) and `topology::pci`.
+//! `tune::vfio` (which keeps the restore promise); `report::vfio` prints.
 
 use std::path::Path;
 
 use anyhow::Context;
 use clap::Subcommand;
-use session::interrupt::{self, Notice};
-use tune::vfio::{Binding, TakeOptions, VfioJournal};
+use session::interrupt::{self, Undoing};
+use tune::vfio::{BindingRestorer, Bound, TakeOptions, VfioJournal};
 
 const ROOT: &str = "/";
 
@@ -90,148 +90,54 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let root = Path::new(ROOT);
     match args.action {
         Action::Bind(a) => bind(root, &a),
-        Action::Unbind(a) => unbind(root, &a.devices),
-        Action::Status(a) => status(root, a.json),
-        Action::Restore(a) => restore(root, a.all),
-    }
-}
-
-/// The kernel form of a user's address, or an error naming the input.
-pub fn address(input: &str) -> anyhow::Result<String> {
-    topology::pci::parse_address(input).ok_or_else(|| {
-        anyhow::anyhow!(
-            "`{input}` is not a PCI address: give DOMAIN:BUS:SLOT.FUNCTION as `lspci -D` prints it (0000:02:00.0), the short 02:00.0 or pci:0000:02:00.0; `numio vfio status` lists the NVMe controllers"
-        )
-    })
-}
-
-fn on_signal(notice: Notice) {
-    match notice {
-        Notice::Stopping { .. } => {
-            eprintln!("numio: stopping; the controllers moved so far are given back")
+        Action::Unbind(a) => {
+            let addrs = tune::vfio::parse_addresses(&a.devices)?;
+            let journal = VfioJournal::default_location()?;
+            for addr in &addrs {
+                let u = tune::vfio::unbind(root, &journal, addr)?;
+                super::topo::print_stdout(&report::vfio::unbound(&u))?;
+            }
+            Ok(0)
         }
-        Notice::Exiting { .. } => eprintln!("numio: interrupted again: giving back, then exiting"),
+        Action::Status(a) => {
+            let s = tune::vfio::status::gather(root)?;
+            super::topo::print_stdout(&if a.json {
+                serde_json::to_string_pretty(&s).context("serializing the status")? + "\n"
+            } else {
+                report::vfio::render(&s)
+            })?;
+            Ok(0)
+        }
+        Action::Restore(a) => {
+            let journal = VfioJournal::default_location()?;
+            let report = tune::vfio::restore_recorded(root, &journal, a.all)?;
+            super::topo::print_stdout(&report::vfio::restored(&report, &journal.path()))?;
+            let failed = report::vfio::not_restored(&report);
+            failed.iter().for_each(|n| eprintln!("numio: {n}"));
+            Ok(if failed.is_empty() { 0 } else { 2 })
+        }
     }
 }
 
 /// `bind`: every controller or none; the taken ones are kept on record.
 fn bind(root: &Path, a: &BindArgs) -> anyhow::Result<i32> {
-    let addrs: Vec<String> = a
-        .devices
-        .iter()
-        .map(|d| address(d))
-        .collect::<Result<_, _>>()?;
-    interrupt::install(on_signal)?;
+    let addrs = tune::vfio::parse_addresses(&a.devices)?;
+    interrupt::install(|n| eprint!("{}", n.line(Undoing::VfioBind)))?;
     let opts = TakeOptions {
         force: a.force,
         allow_noiommu: a.allow_noiommu,
         hugepages_per_node: a.hugepages,
-        state_dir: None,
         stop: Some(interrupt::flag()),
         command: "numio vfio bind".into(),
+        ..TakeOptions::default()
     };
-    let mut taken: Vec<Binding> = Vec::new();
-    let mut hooks = Vec::new();
-    for addr in &addrs {
-        // An error drops the ones taken: they go back.
-        let b = match Binding::take(root, addr, &opts) {
-            Ok(b) => b,
-            Err(e) => match interrupt::exit_code() {
-                Some(code) => {
-                    drop(taken);
-                    eprintln!("numio: {e}");
-                    return Ok(code);
-                }
-                None => return Err(e.into()),
-            },
-        };
-        let restorer = b.restorer();
-        hooks.push(interrupt::on_second_signal(move || {
-            if let Err(e) = restorer.restore() {
-                eprintln!("numio: {e}");
-            }
-        }));
-        taken.push(b);
-        if let Some(code) = interrupt::exit_code() {
-            return Ok(code);
+    let hook = |r: BindingRestorer| interrupt::undo_on_second_signal(move || r.restore());
+    match tune::vfio::bind(root, &addrs, &opts, hook)? {
+        Bound::Kept(devices) => super::topo::print_stdout(&report::vfio::bound(&devices))?,
+        Bound::Interrupted(e) => {
+            e.iter().for_each(|e| eprintln!("numio: {e}"));
+            return Ok(interrupt::exit_code().unwrap_or(2));
         }
     }
-    let mut out = String::new();
-    for b in taken {
-        let line = format!(
-            "{}: {} ({}){}\n",
-            b.addr(),
-            if b.owned() {
-                "bound to vfio-pci"
-            } else {
-                "on vfio-pci already"
-            },
-            b.group_dev().display(),
-            if b.noiommu() { "; no-IOMMU mode" } else { "" }
-        );
-        b.keep()?;
-        out.push_str(&line);
-    }
-    drop(hooks);
-    super::topo::print_stdout(&out)?;
-    Ok(0)
-}
-
-fn unbind(root: &Path, devices: &[String]) -> anyhow::Result<i32> {
-    let addrs: Vec<String> = devices
-        .iter()
-        .map(|d| address(d))
-        .collect::<Result<_, _>>()?;
-    let journal = VfioJournal::default_location()?;
-    for addr in &addrs {
-        let driver = tune::vfio::unbind_address(root, &journal, addr)?;
-        let f = topology::pci::pci_function(root, addr)?;
-        let ctrls = f.map(|f| f.controllers.join(", ")).unwrap_or_default();
-        let ctrls = if ctrls.is_empty() {
-            String::new()
-        } else {
-            format!(" ({ctrls})")
-        };
-        super::topo::print_stdout(&format!("{addr}: back on {driver}{ctrls}\n"))?;
-    }
-    Ok(0)
-}
-
-fn restore(root: &Path, all: bool) -> anyhow::Result<i32> {
-    let journal = VfioJournal::default_location()?;
-    let report = tune::vfio::restore_recorded(root, &journal, all)?;
-    let mut out = String::new();
-    for r in &report.restored {
-        out.push_str(&format!(
-            "{}: back on {} (left by `{}`)\n",
-            r.address,
-            r.driver.as_deref().unwrap_or("no driver"),
-            r.command
-        ));
-    }
-    for (r, why) in &report.skipped {
-        out.push_str(&format!("{}: left alone: {why}\n", r.address));
-    }
-    if out.is_empty() {
-        out = format!(
-            "nothing to restore: no record in {}\n",
-            journal.path().display()
-        );
-    }
-    super::topo::print_stdout(&out)?;
-    for (r, why) in &report.failed {
-        eprintln!("numio: {}: not given back: {why}", r.address);
-    }
-    Ok(if report.failed.is_empty() { 0 } else { 2 })
-}
-
-fn status(root: &Path, json: bool) -> anyhow::Result<i32> {
-    let s = tune::vfio::status::gather(root)?;
-    let text = if json {
-        serde_json::to_string_pretty(&s).context("serializing the status")? + "\n"
-    } else {
-        report::vfio::render(&s)
-    };
-    super::topo::print_stdout(&text)?;
     Ok(0)
 }
