@@ -137,6 +137,39 @@ impl SweepPlan {
         }
     }
 
+    /// Each point's plan: the first `devices` targets, placed as `numio
+    /// sweep` places a devices axis (`placing`: `--numa`, `--cpus`) with
+    /// the workload flags; `say` hears the placement's warnings once per
+    /// device count.
+    pub fn placements(
+        &self,
+        workload: &planner::flags::WorkloadFlags,
+        placing: &planner::flags::Placing,
+        targets: &[String],
+        topo: &topology::Topology,
+        say: &mut dyn FnMut(String),
+    ) -> Result<Vec<Placement>, crate::sweep::SweepError> {
+        use crate::sweep::{point_placement, policy, SweepError};
+        let axes = [self.devices_axis()];
+        let policy = policy(placing, &axes, targets)?;
+        let mut placements = Vec::new();
+        for p in &self.points {
+            let value = [(0, p.devices.to_string())];
+            let placement = point_placement(workload, &axes, &value, targets, topo, &policy)
+                .map_err(|e| SweepError::Point {
+                    label: p.label(),
+                    source: Box::new(e),
+                })?;
+            if p.threshold == self.thresholds[0] {
+                for warn in &placement.warnings {
+                    say(format!("devices={}: warning: {warn}", p.devices));
+                }
+            }
+            placements.push(placement);
+        }
+        Ok(placements)
+    }
+
     /// The sweep's schedule, an arm per point (`placements[i]`: point
     /// `i`'s plan, the first `devices` targets placed as `numio sweep`
     /// places a devices axis), every run measuring the percentiles the

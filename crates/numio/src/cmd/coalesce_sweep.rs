@@ -8,7 +8,6 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use session::coalesce_plan::{PlanInput, SweepPlan};
 use session::coalesce_sweep::{CoalesceSweep, Emit, Outputs};
 use session::interrupt::{self, Undoing};
@@ -18,7 +17,6 @@ use topology::Topology;
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
 use super::flags::{NumaArg, WorkloadArgs};
-use super::sweep_place::{point_placement, policy};
 
 /// Flags of `numio coalesce sweep`.
 #[derive(Debug, clap::Args)]
@@ -127,28 +125,17 @@ pub fn run(args: SweepArgs) -> anyhow::Result<i32> {
     Ok(interrupt::exit_code().unwrap_or(i32::from(done.failed_runs > 0)))
 }
 
-/// One arm per point (the plan of its device count, placed as `numio
-/// sweep` places a devices axis), and the cores of each.
+/// The schedule of the plan's points, an arm each
+/// (`SweepPlan::placements`, `SweepPlan::schedule`), and each one's cores.
 fn schedule(
     args: &SweepArgs,
     plan: &SweepPlan,
     topo: &Topology,
 ) -> anyhow::Result<(Schedule, Vec<usize>)> {
     let opts = args.engine.run_options()?;
-    let axes = [plan.devices_axis()];
-    let policy = policy(args.numa, args.cpus.as_deref(), &axes, &args.targets)?;
-    let mut placements = Vec::new();
-    for p in &plan.points {
-        let value = [(0, p.devices.to_string())];
-        let placement =
-            point_placement(&args.workload, &axes, &value, &args.targets, topo, &policy)
-                .with_context(|| format!("point {}", p.label()))?;
-        if p.threshold == plan.thresholds[0] {
-            for warn in &placement.warnings {
-                eprintln!("numio: devices={}: warning: {warn}", p.devices);
-            }
-        }
-        placements.push(placement);
-    }
+    let placing = super::flags::placing(args.numa, args.cpus.as_deref(), &[]);
+    let mut say = |line: String| eprintln!("numio: {line}");
+    let w = args.workload.flags();
+    let placements = plan.placements(&w, &placing, &args.targets, topo, &mut say)?;
     Ok(plan.schedule(placements, opts, args.repeat))
 }

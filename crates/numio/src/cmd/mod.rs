@@ -27,6 +27,5 @@ pub mod sweep;
 pub mod sweep_args;
 pub mod sweep_fleet;
 pub mod sweep_output;
-pub mod sweep_place;
 pub mod topo;
 pub mod vfio;
