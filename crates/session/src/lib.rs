@@ -44,6 +44,7 @@
 //! [`fleet_points`] one over hosts.
 #![deny(missing_docs)]
 
+pub mod agent;
 pub mod arms;
 pub mod axes;
 pub mod bench;
