@@ -75,7 +75,7 @@ pub mod view;
 pub use error::{SessionError, SignalError, VerifyStateError};
 pub use event::{Event, RunInfo};
 pub use once::run_once;
-pub use schedule::{Interruption, LiveArm, LocalRunner, Outcome, Partial, Runner, Schedule};
+pub use schedule::{Interruption, Kept, LiveArm, LocalRunner, Outcome, Partial, Runner, Schedule};
 
 #[cfg(test)]
 mod testutil;

@@ -80,6 +80,73 @@ impl Outcome {
     pub fn completed(&self) -> usize {
         self.arms.iter().map(|a| a.runs.len()).sum()
     }
+
+    /// What a one-arm schedule of `runs` runs (`numio bench --repeat`)
+    /// reports: a run an interrupt cut short is left out, unless it is the
+    /// first (then it is all there is, and it is reported as interrupted).
+    /// The arm is `None` when the interrupt came before any run measured
+    /// anything; the note says where an interrupt stopped the runs.
+    pub fn kept_for_repeat(self, runs: usize) -> Kept {
+        let completed = self.completed();
+        let mut failed_runs = self.failed_runs;
+        let mut arm = self.arms.into_iter().next();
+        let Some(cut) = self.interrupted else {
+            return Kept {
+                arm,
+                failed_runs,
+                note: None,
+            };
+        };
+        let note = match (cut.partial.clone(), arm.as_mut()) {
+            (Some(p), Some(arm)) if completed == 0 => {
+                failed_runs += usize::from(p.had_errors);
+                arm.runs.push(p.record);
+                (runs > 1).then(|| {
+                    format!(
+                        "interrupted during run 1 of {runs}: reporting its {:.2}s measured",
+                        p.runtime_ns as f64 / 1e9
+                    )
+                })
+            }
+            _ if completed == 0 => {
+                arm = None;
+                Some("interrupted before run 1 measured anything: nothing to report".into())
+            }
+            _ => Some(cut.note(runs, completed, "reporting")),
+        };
+        Kept {
+            arm,
+            failed_runs,
+            note,
+        }
+    }
+}
+
+/// What a repeat reports of its outcome ([`Outcome::kept_for_repeat`]).
+#[derive(Debug, Clone)]
+pub struct Kept {
+    /// The arm with the runs to report; `None`: nothing to report.
+    pub arm: Option<Arm>,
+    /// Its runs with I/O errors.
+    pub failed_runs: usize,
+    /// Where an interrupt stopped the runs, for the user.
+    pub note: Option<String>,
+}
+
+impl Interruption {
+    /// Where the interrupt stopped a schedule of `total` runs, `completed`
+    /// of them kept, which the caller goes on `doing` (`comparing`).
+    pub fn note(&self, total: usize, completed: usize, doing: &str) -> String {
+        let seq = self.run.seq;
+        match self.partial {
+            Some(_) => format!(
+                "interrupted during run {seq} of {total}: it is left out; {doing} the {completed} completed runs"
+            ),
+            None => format!(
+                "interrupted before run {seq} of {total}: {doing} the {completed} completed runs"
+            ),
+        }
+    }
 }
 
 /// How one run of an arm is carried out: [`LocalRunner`] runs the plan on

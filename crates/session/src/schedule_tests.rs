@@ -291,3 +291,59 @@ fn a_runner_wraps_each_run() {
     let cause = std::error::Error::source(&e).unwrap().to_string();
     assert_eq!(cause, "the controller refused feature 0x08");
 }
+
+/// A repeat's outcome of `done` completed runs of 3, cut at the next run
+/// (`measured`: the cut run measured something).
+fn repeat_outcome(done: usize, measured: bool) -> Outcome {
+    let record = |seq| report::from_engine::record(seq, &RunResult::default());
+    let cut = RunInfo {
+        seq: done + 1,
+        total: 3,
+        arm: 0,
+        round: done,
+    };
+    Outcome {
+        arms: vec![Arm {
+            label: "local".into(),
+            spec: "policy=local".into(),
+            runs: (1..=done).map(record).collect(),
+        }],
+        failed_runs: 0,
+        interrupted: Some(Interruption {
+            run: cut,
+            partial: measured.then(|| Partial {
+                record: record(done + 1),
+                runtime_ns: 1_500_000_000,
+                had_errors: true,
+            }),
+        }),
+    }
+}
+
+#[test]
+fn a_repeat_keeps_a_lone_cut_first_run_and_says_where_it_stopped() {
+    let k = repeat_outcome(0, true).kept_for_repeat(3);
+    assert_eq!(k.arm.map(|a| a.runs.len()), Some(1));
+    assert_eq!(k.failed_runs, 1);
+    assert_eq!(
+        k.note.as_deref(),
+        Some("interrupted during run 1 of 3: reporting its 1.50s measured")
+    );
+    let k = repeat_outcome(0, false).kept_for_repeat(3);
+    assert!(k.arm.is_none());
+    assert_eq!(
+        k.note.as_deref(),
+        Some("interrupted before run 1 measured anything: nothing to report")
+    );
+    let k = repeat_outcome(2, true).kept_for_repeat(3);
+    assert_eq!((k.arm.map(|a| a.runs.len()), k.failed_runs), (Some(2), 0));
+    assert_eq!(
+        k.note.as_deref(),
+        Some("interrupted during run 3 of 3: it is left out; reporting the 2 completed runs")
+    );
+    let k = repeat_outcome(1, false).kept_for_repeat(3);
+    assert_eq!(
+        k.note.as_deref(),
+        Some("interrupted before run 2 of 3: reporting the 1 completed runs")
+    );
+}
