@@ -52,6 +52,15 @@ pub enum FleetSweepError {
     /// Not one initiator reported.
     #[error("no initiator ran: {0}")]
     NoInitiator(String),
+    /// A host did not report, in a run that needs every host (a
+    /// comparison's).
+    #[error("{label}: {failures} (a comparison needs every host in every run)")]
+    Incomplete {
+        /// The arm.
+        label: String,
+        /// The hosts that did not report, and why.
+        failures: String,
+    },
     /// A host of the kernel's stack without exactly one NVMe-oF target.
     #[error("--stack kernel on {host}: its kernel connects to one NVMe-oF namespace; give one nvme-tcp:// or nvme-rdma:// target, or --target-host (it has {targets})")]
     KernelTarget {
@@ -202,11 +211,19 @@ impl ServedTarget {
     }
 }
 
-/// One point of the sweep as the fleet runs it.
-#[derive(Debug, Clone)]
+/// One point of the sweep (or arm of a bench across hosts) as the fleet
+/// runs it.
+#[derive(Debug, Clone, Default)]
 pub struct FleetPoint {
-    /// How many of the initiator hosts run it (the first N).
+    /// How many of the initiator hosts run it (the first N from
+    /// `first_host`).
     pub initiators: usize,
+    /// The first of them among the runner's hosts (0 in a sweep; the arms
+    /// of a comparison take the hosts one after the other).
+    pub first_host: usize,
+    /// Whether a run in which a host did not report fails (a comparison's
+    /// arms compare whole fleets); otherwise it is partial.
+    pub every_host: bool,
     /// `numio bench`'s arguments on each of them (without the namespace).
     pub argv: Vec<String>,
     /// `numio serve --cpus` of the served target, when chosen.
@@ -230,8 +247,23 @@ pub enum FleetNote<'a> {
         /// Its lines.
         lines: &'a [String],
     },
+    /// The hosts of run `run` start their fleet run.
+    Hosts {
+        /// The run.
+        run: RunInfo,
+        /// Its hosts.
+        hosts: &'a [HostRun],
+    },
     /// An event of the hosts' run.
     Fleet(FleetEvent<'a>),
+    /// Run `run` ended: each host's part and their merged result, before
+    /// the runner decides whether it stands.
+    Ran {
+        /// The run.
+        run: RunInfo,
+        /// Its outcome.
+        report: &'a FleetReport,
+    },
 }
 
 /// Runs each point of a sweep on a fleet (see the module's words).
@@ -266,7 +298,7 @@ impl Runner for FleetRunner<'_> {
             .get(&arm.label)
             .cloned()
             .ok_or_else(|| FleetSweepError::UnknownPoint(arm.label.clone()))?;
-        if point.initiators > self.hosts.len() || point.initiators == 0 {
+        if point.first_host + point.initiators > self.hosts.len() || point.initiators == 0 {
             return Err(FleetSweepError::TooFewHosts {
                 label: arm.label.clone(),
                 wanted: point.initiators,
@@ -275,46 +307,55 @@ impl Runner for FleetRunner<'_> {
             .into());
         }
         observer(&Event::Starting(run));
-        let result = self.measure(&point, &opts.percentiles, interrupt);
+        let result = self.measure(&arm.label, &point, run, &opts.percentiles, interrupt);
         observer(&Event::Ended(run));
         Ok(result?)
     }
 }
 
 impl FleetRunner<'_> {
+    /// The target served for a run of `point`, if the sweep serves one.
+    fn start_target(
+        &mut self,
+        point: &FleetPoint,
+    ) -> Result<Option<TargetSession>, FleetSweepError> {
+        let Some(t) = &self.target else {
+            return Ok(None);
+        };
+        let mut argv = t.argv.clone();
+        if let Some(cpus) = &point.target_cpus {
+            argv.extend(["--cpus".to_string(), cpus.clone()]);
+        }
+        (self.notes)(FleetNote::TargetStarting {
+            host: &t.host,
+            argv: &argv,
+        });
+        let s = TargetSession::start(&t.host, &argv, &self.opts).map_err(|source| {
+            FleetSweepError::Target {
+                host: t.host.label.clone(),
+                source,
+            }
+        })?;
+        (self.notes)(FleetNote::TargetReady {
+            host: &t.host,
+            lines: &s.lines,
+        });
+        Ok(Some(s))
+    }
+
     /// One run of `point`: the target served (if the sweep serves one),
     /// the hosts at once, the target stopped, the results merged.
     fn measure(
         &mut self,
+        label: &str,
         point: &FleetPoint,
+        run: RunInfo,
         percentiles: &[f64],
         interrupt: &AtomicBool,
     ) -> Result<RunResult, FleetSweepError> {
-        let mut target = match &self.target {
-            Some(t) => {
-                let mut argv = t.argv.clone();
-                if let Some(cpus) = &point.target_cpus {
-                    argv.extend(["--cpus".to_string(), cpus.clone()]);
-                }
-                (self.notes)(FleetNote::TargetStarting {
-                    host: &t.host,
-                    argv: &argv,
-                });
-                let s = TargetSession::start(&t.host, &argv, &self.opts).map_err(|source| {
-                    FleetSweepError::Target {
-                        host: t.host.label.clone(),
-                        source,
-                    }
-                })?;
-                (self.notes)(FleetNote::TargetReady {
-                    host: &t.host,
-                    lines: &s.lines,
-                });
-                Some(s)
-            }
-            None => None,
-        };
-        let runs = &self.hosts[..point.initiators];
+        let mut target = self.start_target(point)?;
+        let runs = &self.hosts[point.first_host..point.first_host + point.initiators];
+        (self.notes)(FleetNote::Hosts { run, hosts: runs });
         // The target's CPU from the hosts' common start to their results.
         let mut before: Option<Result<CpuSample, fleet::TargetError>> = None;
         let notes = &mut self.notes;
@@ -329,9 +370,19 @@ impl FleetRunner<'_> {
             t.stop();
         }
         let report = FleetReport::new(runs, outcomes, percentiles)?;
+        (self.notes)(FleetNote::Ran {
+            run,
+            report: &report,
+        });
         let Some(mut merged) = report.merged.clone() else {
             return Err(FleetSweepError::NoInitiator(report.failures()));
         };
+        if report.partial && point.every_host {
+            return Err(FleetSweepError::Incomplete {
+                label: label.to_string(),
+                failures: report.failures(),
+            });
+        }
         if report.partial {
             self.partial_runs += 1;
             merged

@@ -155,6 +155,7 @@ pub fn plan(ask: FleetSweepAsk<'_>) -> Result<FleetSweepPlan, FleetPlanError> {
             initiators: ask.hosts.len(),
             argv: ask.bench_argv.clone(),
             target_cpus: target_cpus.clone(),
+            ..Default::default()
         };
         for (a, (i, v)) in axes.iter().zip(&values) {
             match a.name.as_str() {

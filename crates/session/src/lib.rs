@@ -55,6 +55,7 @@ pub mod connect;
 pub mod error;
 pub mod event;
 pub mod fleet;
+pub mod fleet_bench;
 pub mod fleet_points;
 pub mod interrupt;
 pub mod layout;

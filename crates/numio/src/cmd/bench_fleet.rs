@@ -6,11 +6,12 @@
 //! `--save` keeps every host's whole result in one file.
 
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
 
 use anyhow::{bail, Context};
 use fleet::report::FleetReport;
 use fleet::{FleetEvent, FleetOptions, Host, HostRun};
+use session::fleet::FleetNote;
+use session::fleet_bench::{FleetBench, HostsArm};
 use session::interrupt;
 
 use super::super::report::{one_arm_set, RepeatArgs};
@@ -86,70 +87,63 @@ impl FleetArgs {
     }
 }
 
-/// Runs the bench on every host; `targets` are the bench's targets.
+/// Runs the bench on every host (`session::fleet_bench`); `targets` are
+/// the bench's targets.
 pub fn run(
     fleet_args: &FleetArgs,
     targets: &[String],
     repeat: &RepeatArgs,
     json: bool,
 ) -> anyhow::Result<i32> {
-    let hosts = fleet_args.hosts()?;
-    let per_host = fleet::targets_per_host(targets, &hosts);
-    let runs: Vec<HostRun> = hosts
-        .into_iter()
-        .zip(per_host)
-        .map(|(host, targets)| HostRun {
-            host,
-            targets,
-            connect: None,
-        })
-        .collect();
     let all: Vec<String> = std::env::args().collect();
     let Some(at) = all.iter().position(|a| a == "bench") else {
         bail!("numio bench --hosts: cannot find `bench` among the arguments");
     };
-    let argv = all[at + 1..].to_vec();
-    let opts = fleet_args.ssh.options()?;
-    let mut records = Vec::new();
-    let mut partial_runs = 0;
-    let mut io_errors = false;
-    for seq in 1..=repeat.repeat {
-        if interrupt::flag().load(Ordering::Relaxed) {
-            break;
-        }
-        if repeat.repeat > 1 {
-            eprintln!("numio: fleet run {seq} of {}", repeat.repeat);
-        }
-        let run = run_fleet(&runs, &argv, &opts, &mut |_| {})?;
-        partial_runs += usize::from(run.partial);
-        let Some(merged) = &run.merged else {
-            if !json {
-                print!("{}", report::fleet::hosts(&run));
-            }
-            bail!("no host of the fleet ran: {}", run.failures());
-        };
-        io_errors |= !merged.errors.is_empty();
-        if !json && !repeat.wanted() {
-            print!("{}", report::fleet::render(&run));
-        } else if json && !repeat.wanted() {
-            println!("{}", serde_json::to_string_pretty(&run)?);
-        }
-        records.extend(report::fleet::record(&run, seq)?);
-    }
-    if repeat.wanted() && !records.is_empty() {
-        let set = one_arm_set(report::Arm {
+    let fleet = FleetBench {
+        arms: vec![HostsArm {
             label: "fleet".into(),
-            spec: hosts_spec(runs.iter().map(|r| &r.host)),
-            runs: records,
-        });
-        repeat.export.finish(&set, json)?;
+            hosts: fleet_args.hosts()?,
+        }],
+        targets: targets.to_vec(),
+        argv: all[at + 1..].to_vec(),
+        rounds: repeat.repeat,
+        opts: fleet_args.ssh.options()?,
+    };
+    let (mut progress, mut shown) = (None, None);
+    let mut notes = |n: FleetNote<'_>| match n {
+        FleetNote::Hosts { run, hosts } => {
+            if run.total > 1 {
+                eprintln!("numio: fleet run {} of {}", run.seq, run.total);
+            }
+            progress = Some(Progress::new(hosts));
+        }
+        FleetNote::Fleet(e) => {
+            if let Some(p) = &mut progress {
+                p.event(e);
+            }
+        }
+        FleetNote::Ran { report, .. } if report.merged.is_none() && !json => {
+            print!("{}", report::fleet::hosts(report));
+        }
+        FleetNote::Ran { report, .. } if !repeat.wanted() => shown = Some(report.clone()),
+        _ => {}
+    };
+    let out = fleet.bench(interrupt::flag(), &mut notes)?;
+    match shown {
+        Some(run) if json => println!("{}", serde_json::to_string_pretty(&run)?),
+        Some(run) => print!("{}", report::fleet::render(&run)),
+        None => {}
     }
-    if partial_runs > 0 {
+    if repeat.wanted() && !out.arm.runs.is_empty() {
+        repeat.export.finish(&one_arm_set(out.arm), json)?;
+    }
+    if out.partial_runs > 0 {
         eprintln!(
-            "numio: partial: {partial_runs} fleet run(s) lacked a host (named above); the merged figures cover the hosts that reported"
+            "numio: partial: {} fleet run(s) lacked a host (named above); the merged figures cover the hosts that reported",
+            out.partial_runs
         );
     }
-    let code = i32::from(partial_runs > 0 || io_errors);
+    let code = i32::from(out.partial_runs > 0 || out.failed_runs > 0);
     Ok(interrupt::exit_code().unwrap_or(code))
 }
 
@@ -167,32 +161,6 @@ pub fn reprint(args: &super::super::report::Args) -> Option<anyhow::Result<i32>>
     }
     print!("{}", report::fleet::render(&run));
     Some(Ok(0))
-}
-
-/// `hosts=A,B`: an arm's spec in a result set.
-pub(crate) fn hosts_spec<'a>(hosts: impl Iterator<Item = &'a fleet::Host>) -> String {
-    let labels: Vec<&str> = hosts.map(|h| h.label.as_str()).collect();
-    format!("hosts={}", labels.join(","))
-}
-
-/// One fleet run of `runs` with the hosts' progress on stderr; `also`
-/// sees each event first (fabric samples its target's CPU at the start).
-pub(crate) fn run_fleet(
-    runs: &[HostRun],
-    argv: &[String],
-    opts: &FleetOptions,
-    also: &mut dyn FnMut(&FleetEvent<'_>),
-) -> anyhow::Result<FleetReport> {
-    let mut progress = Progress::new(runs);
-    let outcomes = fleet::run::run(runs, argv, opts, interrupt::flag(), &mut |e| {
-        also(&e);
-        progress.event(e)
-    });
-    Ok(FleetReport::new(
-        runs,
-        outcomes,
-        &engine::DEFAULT_PERCENTILES,
-    )?)
 }
 
 /// The hosts' progress on stderr (`report::fleet::Progress`'s lines).

@@ -10,6 +10,7 @@ use planner::Workload;
 use report::arm::{distinct_labels, ArmSource, ArmSpec};
 use report::{ResultSet, SetKind};
 use session::arms::{ArmContext, Prepared};
+use session::fleet_bench::HostsArm;
 use session::interrupt;
 use topology::Topology;
 
@@ -76,20 +77,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         args.repeat
     );
     interrupt::install(super::display::on_signal)?;
-    if super::compare_fleet::is_fleet_arm(&args.a) || super::compare_fleet::is_fleet_arm(&args.b) {
-        anyhow::ensure!(
-            args.c.is_none(),
-            "--c: a fleet comparison (hosts=) has two arms; drop --c"
-        );
-        return super::compare_fleet::run(&super::compare_fleet::FleetCompare {
-            a: &args.a,
-            b: &args.b,
-            repeat: args.repeat,
-            targets: &args.targets,
-            ssh: &args.ssh,
-            export: &args.export,
-            json: args.json,
-        });
+    if HostsArm::is_hosts(&args.a) || HostsArm::is_hosts(&args.b) {
+        return super::compare_fleet::run(&args);
     }
     let mut specs = vec![parse_arm("--a", &args.a)?, parse_arm("--b", &args.b)?];
     if let Some(c) = &args.c {

@@ -84,6 +84,7 @@ pub fn run(
             }
         }
         FleetNote::Fleet(e) => progress.event(e),
+        _ => {}
     };
     let mut runner = FleetRunner {
         hosts: plan.runs,
