@@ -35,6 +35,30 @@ pub enum SessionError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// An arm failed at a step of the caller's (the command line's flags
+    /// over its plan), or its drive could not be found.
+    #[error("arm {arm}")]
+    InArm {
+        /// The arm as the user wrote it.
+        arm: String,
+        /// The cause.
+        #[source]
+        source: crate::schedule::BoxError,
+    },
+    /// A `backend=` arm cannot reach its drive or names no backend.
+    #[error(transparent)]
+    Backend(#[from] crate::backend_arms::BackendArmError),
+    /// A saved result could not be read.
+    #[error(transparent)]
+    Saved(report::ReportError),
+    /// Two saved sweeps share no measured point.
+    #[error("{a} and {b}: the sweeps share no measured point (labels such as jobs=2 must match)")]
+    NoSharedPoint {
+        /// The first sweep's arm as given.
+        a: String,
+        /// The second's.
+        b: String,
+    },
     /// An arm needs the machine's topology, and discovery failed.
     #[error("{arm} needs the machine's topology, and discovery under / failed; run `numio topo` to see why")]
     NoTopology {

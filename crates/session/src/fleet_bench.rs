@@ -8,11 +8,13 @@
 //! each host stay with the set.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use fleet::{FleetOptions, Host, HostRun, HostsError};
 use report::Arm;
 
+use crate::arms::Compared;
 use crate::fleet::{FleetNote, FleetPoint, FleetRunner, FleetSweepError};
 use crate::{LiveArm, Schedule, SessionError};
 
@@ -74,9 +76,96 @@ pub enum FleetBenchError {
     /// The schedule failed.
     #[error(transparent)]
     Session(SessionError),
+    /// The hosts file could not be read.
+    #[error("reading the hosts file {}", path.display())]
+    HostsFile {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A host list or hosts file does not parse.
+    #[error(transparent)]
+    HostList(HostsError),
+    /// This numio's file could not be found for `--push`.
+    #[error("finding this numio's file for --push")]
+    Exe {
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
     /// A fleet run could not be kept as JSON.
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+}
+
+/// The hosts of a host `list` (`--hosts`), or else of the hosts `file`.
+pub fn hosts(list: Option<&str>, file: Option<&Path>) -> Result<Vec<Host>, FleetBenchError> {
+    let parsed = match (list, file) {
+        (Some(list), _) => fleet::parse_host_list(list),
+        (None, Some(path)) => {
+            let text =
+                std::fs::read_to_string(path).map_err(|source| FleetBenchError::HostsFile {
+                    path: path.to_path_buf(),
+                    source,
+                })?;
+            fleet::parse_hosts_file(&text, &path.display().to_string())
+        }
+        (None, None) => Ok(Vec::new()),
+    };
+    parsed.map_err(FleetBenchError::HostList)
+}
+
+/// How numio reaches other hosts: `ssh -o` for each of `ssh_opts`,
+/// `remote_numio` on them (or, with `push`, this numio copied there
+/// first), `version` this numio's; `NUMIO_SSH` names another ssh program.
+pub fn fleet_options(
+    ssh_opts: &[String],
+    remote_numio: &str,
+    push: bool,
+    version: &str,
+) -> Result<FleetOptions, FleetBenchError> {
+    let push = match push {
+        true => Some(std::env::current_exe().map_err(|source| FleetBenchError::Exe { source })?),
+        false => None,
+    };
+    Ok(FleetOptions {
+        ssh: std::env::var("NUMIO_SSH").unwrap_or_else(|_| "ssh".into()),
+        ssh_args: ssh_opts
+            .iter()
+            .flat_map(|o| ["-o".to_string(), o.clone()])
+            .collect(),
+        remote_numio: remote_numio.to_string(),
+        push,
+        version: version.to_string(),
+        ..FleetOptions::default()
+    })
+}
+
+/// What the hosts' `numio bench` takes of numio's command line `all`: the
+/// arguments after `verb` (`bench`, or `compare` less its arms, `--a` and
+/// `--b`, and `--fio-numa-auto`); `None` without `verb`.
+pub fn bench_argv(all: &[String], verb: &str) -> Option<Vec<String>> {
+    let at = all.iter().position(|a| a == verb)? + 1;
+    if verb != "compare" {
+        return Some(all[at..].to_vec());
+    }
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in &all[at..] {
+        if skip {
+            skip = false;
+            continue;
+        }
+        match a.as_str() {
+            "--a" | "--b" => skip = true,
+            "--fio-numa-auto" => {}
+            x if x.starts_with("--a=") || x.starts_with("--b=") => {}
+            _ => out.push(a.clone()),
+        }
+    }
+    Some(out)
 }
 
 /// One arm of a bench across hosts: its label and its hosts.
@@ -195,7 +284,7 @@ impl FleetBench {
         &self,
         interrupt: &AtomicBool,
         notes: &mut dyn FnMut(FleetNote<'_>),
-    ) -> Result<Vec<Arm>, FleetBenchError> {
+    ) -> Result<Compared, FleetBenchError> {
         if let [a, b] = self.arms.as_slice() {
             if a.label == b.label {
                 return Err(FleetBenchError::SameLabel {
@@ -203,7 +292,8 @@ impl FleetBench {
                 });
             }
         }
-        Ok(self.run(true, interrupt, notes)?.arms)
+        let arms = self.run(true, interrupt, notes)?.arms;
+        Ok(Compared::new(arms, Vec::new(), interrupt))
     }
 
     /// The schedule of the arms on one [`FleetRunner`]; with `compare`, a
@@ -312,6 +402,52 @@ impl FleetBench {
     }
 }
 
+impl FleetBench {
+    /// The lines it shows as it goes ([`FleetView`]).
+    pub fn view(&self) -> FleetView {
+        FleetView {
+            labels: self.arms.iter().map(|a| a.label.clone()).collect(),
+            rounds: self.rounds,
+            progress: report::fleet::Progress::new(Vec::new()),
+        }
+    }
+}
+
+/// The lines a bench across hosts shows on stderr as it goes: which run
+/// starts (`fleet run 2 of 3`; a comparison's `round 1 of 5: LABEL`), then
+/// its hosts' events and live IOPS (`report::fleet::Progress`, afresh
+/// for each run's hosts).
+#[derive(Debug)]
+pub struct FleetView {
+    labels: Vec<String>,
+    rounds: usize,
+    progress: report::fleet::Progress,
+}
+
+impl FleetView {
+    /// The line `n` makes, if it makes one now.
+    pub fn line(&mut self, n: &FleetNote<'_>) -> Option<String> {
+        match n {
+            FleetNote::Hosts { run, hosts } => {
+                let labels = hosts.iter().map(|h| h.host.label.clone()).collect();
+                self.progress = report::fleet::Progress::new(labels);
+                match self.labels.as_slice() {
+                    [_] => (run.total > 1)
+                        .then(|| format!("numio: fleet run {} of {}", run.seq, run.total)),
+                    arms => Some(format!(
+                        "numio: round {} of {}: {}",
+                        run.round + 1,
+                        self.rounds,
+                        arms[run.arm]
+                    )),
+                }
+            }
+            FleetNote::Fleet(e) => self.progress.line(e),
+            _ => None,
+        }
+    }
+}
+
 /// The arms a [`FleetBench`] ran, with its counts.
 struct Ran {
     arms: Vec<Arm>,
@@ -338,6 +474,69 @@ mod tests {
         );
         assert!(HostsArm::parse("--a", "hosts=label=x").is_err());
         assert!(HostsArm::is_hosts("hosts=a") && !HostsArm::is_hosts("policy=local"));
+    }
+
+    #[test]
+    fn the_hosts_bench_takes_the_command_line_after_the_verb_less_the_arms() {
+        let words = |w: &str| w.split(' ').map(String::from).collect::<Vec<_>>();
+        let all = words("numio bench /f --hosts a,b --iodepth 4");
+        assert_eq!(
+            bench_argv(&all, "bench"),
+            Some(words("/f --hosts a,b --iodepth 4"))
+        );
+        let all = words("numio compare --a hosts=a --b=hosts=b --fio-numa-auto /f --rw read");
+        assert_eq!(bench_argv(&all, "compare"), Some(words("/f --rw read")));
+        assert_eq!(bench_argv(&all, "sweep"), None);
+    }
+
+    #[test]
+    fn each_run_says_which_it_is_then_shows_its_own_hosts() {
+        let arm = |text: &str| HostsArm::parse("--a", text).unwrap();
+        let mut fleet = FleetBench {
+            arms: vec![arm("hosts=a,label=one"), arm("hosts=b,c")],
+            targets: Vec::new(),
+            argv: Vec::new(),
+            rounds: 5,
+            opts: FleetOptions::default(),
+        };
+        let runs: Vec<HostRun> = fleet.arms[1]
+            .hosts
+            .iter()
+            .map(|host| HostRun {
+                host: host.clone(),
+                targets: Vec::new(),
+                connect: None,
+            })
+            .collect();
+        let run = |seq, arm, round| crate::RunInfo {
+            seq,
+            total: 10,
+            arm,
+            round,
+        };
+        let hosts = |run| FleetNote::Hosts { run, hosts: &runs };
+        let mut view = fleet.view();
+        assert_eq!(
+            view.line(&hosts(run(4, 1, 1))).as_deref(),
+            Some("numio: round 2 of 5: b,c")
+        );
+        let start = FleetNote::Fleet(fleet::FleetEvent::Starting {
+            at_unix_ns: 0,
+            hosts: 2,
+        });
+        assert_eq!(
+            view.line(&start).as_deref(),
+            Some("numio: 2 host(s) start together")
+        );
+        fleet.arms.truncate(1);
+        let mut view = fleet.view();
+        let line = |v: &mut FleetView, r| v.line(&hosts(r));
+        assert_eq!(
+            line(&mut view, run(2, 0, 1)).as_deref(),
+            Some("numio: fleet run 2 of 10")
+        );
+        let once = crate::RunInfo::SINGLE;
+        assert_eq!(line(&mut view, once), None, "one run: no line");
     }
 
     /// A host that cannot be reached: the run fails at once (no ssh

@@ -47,6 +47,7 @@
 pub mod agent;
 pub mod arms;
 pub mod axes;
+pub mod backend_arms;
 pub mod bench;
 pub mod coalesce;
 pub mod coalesce_plan;

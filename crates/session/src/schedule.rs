@@ -204,6 +204,20 @@ impl Schedule {
         }
     }
 
+    /// A plan run `runs` times, its arm labelled by the placement policy
+    /// (`numio bench --repeat N`: `local`, spec `policy=local`).
+    pub fn repeat_plan(placement: Placement, opts: RunOptions, runs: usize) -> Schedule {
+        let label = placement.policy.clone();
+        let arm = LiveArm {
+            spec: format!("policy={label}"),
+            label,
+            placement,
+            opts,
+            settle_group: 0,
+        };
+        Schedule::repeat(arm, runs)
+    }
+
     /// Runs in all.
     pub fn total_runs(&self) -> usize {
         self.arms.len() * self.rounds

@@ -1,13 +1,12 @@
 //! `numio agent`: the far end of a fleet run (`numio bench --hosts`),
 //! started by the controlling numio over ssh; `session::agent` does the
-//! work (the protocol, the run, a served target). What is numio's own
-//! here: bench's flags, from the arguments the controller sent to a plan.
+//! work. What is numio's own here: bench's flags, from the arguments the
+//! controller sent to a plan, and the verify state saved after the run.
 
 use clap::{Args as _, FromArgMatches};
-use fleet::agent::BoxError;
 use session::agent::{BenchPlan, BenchPlanner};
 
-use super::bench;
+use super::bench::{self, bench_verify::VerifyRun};
 
 /// Flags of `numio agent` (none: everything arrives on stdin).
 #[derive(Debug, clap::Args)]
@@ -15,22 +14,21 @@ pub struct Args {}
 
 /// Runs the agent until its run is reported or its stdin closes.
 pub fn run(_args: Args) -> anyhow::Result<i32> {
-    Ok(session::agent::run(Bench, env!("NUMIO_VERSION"), |l| {
-        eprintln!("{l}")
-    })?)
+    let log = |l: &str| eprintln!("{l}");
+    Ok(session::agent::run(Bench, env!("NUMIO_VERSION"), log)?)
 }
 
 /// Bench's flags on this host.
 struct Bench;
 
 impl BenchPlanner for Bench {
-    type After = Option<bench::bench_verify::VerifyRun>;
+    type After = Option<VerifyRun>;
 
     fn plan(
         &mut self,
         argv: &[String],
         targets: Vec<String>,
-    ) -> Result<BenchPlan<Self::After>, BoxError> {
+    ) -> Result<BenchPlan<Self::After>, fleet::agent::BoxError> {
         plan(argv, targets).map_err(|e| format!("{e:#}").into())
     }
 
@@ -41,10 +39,7 @@ impl BenchPlanner for Bench {
 
 /// The bench arguments planned here: `targets` replace the ones in
 /// `argv` (the controller split them by host).
-fn plan(
-    argv: &[String],
-    targets: Vec<String>,
-) -> anyhow::Result<BenchPlan<<Bench as BenchPlanner>::After>> {
+fn plan(argv: &[String], targets: Vec<String>) -> anyhow::Result<BenchPlan<Option<VerifyRun>>> {
     let cmd = bench::Args::augment_args(clap::Command::new("bench").no_binary_name(true));
     let m = cmd
         .try_get_matches_from(argv)
@@ -53,14 +48,12 @@ fn plan(
     args.targets = targets;
     bench::fold_fio_names(&mut args)?;
     let (placement, mut opts) = bench::plan(&args)?;
-    // --verify and --verify-only with this host's own state file (the
-    // default one, or --verify-state's path on this host).
+    // --verify and --verify-only with this host's own state file.
     let (placement, after) = bench::bench_verify::prepare(&args.engine, placement, &mut opts)?;
-    let groups = bench::bench_jobs::groups(&placement);
+    let groups = bench::bench_jobs::groups(&placement).len();
     anyhow::ensure!(
-        groups.len() <= 1,
-        "a fleet run runs one group: the job file has {} stonewall groups",
-        groups.len()
+        groups <= 1,
+        "a fleet run runs one group: the job file has {groups} stonewall groups"
     );
     Ok(BenchPlan {
         placement,

@@ -7,11 +7,11 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use fleet::report::FleetReport;
 use fleet::{FleetEvent, FleetOptions, Host, HostRun};
 use session::fleet::FleetNote;
-use session::fleet_bench::{FleetBench, HostsArm};
+use session::fleet_bench::{self, FleetBench, HostsArm};
 use session::interrupt;
 
 use super::super::report::{one_arm_set, RepeatArgs};
@@ -51,22 +51,8 @@ impl SshArgs {
     /// The fleet options these flags make (`NUMIO_SSH` names another ssh
     /// program).
     pub fn options(&self) -> anyhow::Result<FleetOptions> {
-        let mut ssh_args = Vec::new();
-        for o in &self.ssh_opts {
-            ssh_args.extend(["-o".to_string(), o.clone()]);
-        }
-        Ok(FleetOptions {
-            ssh: std::env::var("NUMIO_SSH").unwrap_or_else(|_| "ssh".into()),
-            ssh_args,
-            remote_numio: self.remote_numio.clone(),
-            push: if self.push {
-                Some(std::env::current_exe().context("finding this numio's file for --push")?)
-            } else {
-                None
-            },
-            version: env!("NUMIO_VERSION").to_string(),
-            ..FleetOptions::default()
-        })
+        let (opts, numio, v) = (&self.ssh_opts, &self.remote_numio, env!("NUMIO_VERSION"));
+        Ok(fleet_bench::fleet_options(opts, numio, self.push, v)?)
     }
 }
 
@@ -77,13 +63,8 @@ impl FleetArgs {
     }
 
     pub(crate) fn hosts(&self) -> anyhow::Result<Vec<Host>> {
-        if let Some(list) = &self.hosts {
-            return Ok(fleet::parse_host_list(list)?);
-        }
-        let path = self.hosts_file.as_ref().expect("wanted");
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading the hosts file {}", path.display()))?;
-        Ok(fleet::parse_hosts_file(&text, &path.display().to_string())?)
+        let file = self.hosts_file.as_deref();
+        Ok(fleet_bench::hosts(self.hosts.as_deref(), file)?)
     }
 }
 
@@ -96,7 +77,7 @@ pub fn run(
     json: bool,
 ) -> anyhow::Result<i32> {
     let all: Vec<String> = std::env::args().collect();
-    let Some(at) = all.iter().position(|a| a == "bench") else {
+    let Some(argv) = fleet_bench::bench_argv(&all, "bench") else {
         bail!("numio bench --hosts: cannot find `bench` among the arguments");
     };
     let fleet = FleetBench {
@@ -105,28 +86,22 @@ pub fn run(
             hosts: fleet_args.hosts()?,
         }],
         targets: targets.to_vec(),
-        argv: all[at + 1..].to_vec(),
+        argv,
         rounds: repeat.repeat,
         opts: fleet_args.ssh.options()?,
     };
-    let (mut progress, mut shown) = (None, None);
-    let mut notes = |n: FleetNote<'_>| match n {
-        FleetNote::Hosts { run, hosts } => {
-            if run.total > 1 {
-                eprintln!("numio: fleet run {} of {}", run.seq, run.total);
+    let (mut view, mut shown) = (fleet.view(), None);
+    let mut notes = |n: FleetNote<'_>| {
+        if let Some(line) = view.line(&n) {
+            eprintln!("{line}");
+        }
+        match n {
+            FleetNote::Ran { report, .. } if report.merged.is_none() && !json => {
+                print!("{}", report::fleet::hosts(report));
             }
-            progress = Some(Progress::new(hosts));
+            FleetNote::Ran { report, .. } if !repeat.wanted() => shown = Some(report.clone()),
+            _ => {}
         }
-        FleetNote::Fleet(e) => {
-            if let Some(p) = &mut progress {
-                p.event(e);
-            }
-        }
-        FleetNote::Ran { report, .. } if report.merged.is_none() && !json => {
-            print!("{}", report::fleet::hosts(report));
-        }
-        FleetNote::Ran { report, .. } if !repeat.wanted() => shown = Some(report.clone()),
-        _ => {}
     };
     let out = fleet.bench(interrupt::flag(), &mut notes)?;
     match shown {

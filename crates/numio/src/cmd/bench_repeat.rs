@@ -4,7 +4,7 @@
 
 use engine::RunOptions;
 use planner::Placement;
-use session::{interrupt, LiveArm, Schedule};
+use session::{interrupt, Schedule};
 
 use super::super::display::{Display, ProgressMode, Runs};
 use super::super::report::{one_arm_set, RepeatArgs};
@@ -25,15 +25,7 @@ pub fn run(
         "--repeat {}: give 1 or more runs",
         args.repeat
     );
-    let label = placement.policy.clone();
-    let arm = LiveArm {
-        spec: format!("policy={label}"),
-        label,
-        placement,
-        opts,
-        settle_group: 0,
-    };
-    let schedule = Schedule::repeat(arm, args.repeat);
+    let schedule = Schedule::repeat_plan(placement, opts, args.repeat);
     let mut display = Display::new(progress, Runs::Repeat);
     let outcome = schedule.run(interrupt::flag(), &mut |e| display.event(e))?;
     let kept = outcome.kept_for_repeat(args.repeat);

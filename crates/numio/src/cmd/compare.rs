@@ -6,16 +6,17 @@
 use std::path::Path;
 
 use anyhow::Context;
-use planner::Workload;
-use report::arm::{distinct_labels, ArmSource, ArmSpec};
+use engine::RunOptions;
+use report::arm::ArmSpec;
 use report::{ResultSet, SetKind};
-use session::arms::{ArmContext, Prepared};
-use session::fleet_bench::HostsArm;
+use session::arms::{self, Compared, Prepared};
+use session::backend_arms::{BackendRunner, GiveBack};
+use session::fleet_bench::{self, FleetBench, HostsArm};
 use session::interrupt;
+use session::schedule::BoxError;
 use topology::Topology;
 
-use super::bench::choose_targets;
-use super::compare_backend;
+use super::bench::{bench_vfio, choose_targets};
 use super::display::{Display, Runs};
 use super::engine_args::EngineArgs;
 use super::flags::WorkloadArgs;
@@ -78,230 +79,113 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     );
     interrupt::install(super::display::on_signal)?;
     if HostsArm::is_hosts(&args.a) || HostsArm::is_hosts(&args.b) {
-        return super::compare_fleet::run(&args);
+        return run_fleet(&args);
     }
     let mut specs = vec![parse_arm("--a", &args.a)?, parse_arm("--b", &args.b)?];
     if let Some(c) = &args.c {
         specs.push(parse_arm("--c", c)?);
-    } else if let Some(code) = compare_sweeps(&specs, &args)? {
-        return Ok(code);
-    }
-    let (prepared, opts) = prepare_arms(&args, &specs)?;
-    for (spec, p) in specs.iter_mut().zip(&prepared) {
-        if let (Prepared::Loaded(arm), false) = (p, spec.label_given) {
-            spec.label = arm.label.clone();
+    } else if let Some((la, lb, points)) = arms::saved_sweeps(&specs)? {
+        match args.json {
+            true => println!("{}", serde_json::to_string_pretty(&points)?),
+            false => print!("{}", report::sweep::compare::render(&points, &la, &lb)),
         }
+        return Ok(0);
     }
-    for i in 0..specs.len() {
-        for j in i + 1..specs.len() {
-            let (head, tail) = specs.split_at_mut(j);
-            distinct_labels(&mut head[i].label, &mut tail[0].label);
-        }
+    // result= arms are read first, so a bad file fails before anything is
+    // planned (or the default target is created).
+    let workload = args.workload.workload()?;
+    let saved = arms::load_saved(&specs, &workload)?;
+    let mut opts = args.engine.run_options()?;
+    let topology = Topology::discover(Path::new("/")).ok();
+    let mut targets = args.targets.clone();
+    if arms::needs_targets(&specs) {
+        (targets, opts.labels) = choose_targets(&args.targets, topology.as_ref(), &workload)?;
     }
-    let mut schedule = session::arms::schedule(&specs, &prepared, &opts, args.repeat);
-    for arm in &mut schedule.arms {
-        if let Ok(ArmSpec {
-            source: ArmSource::Backend(name),
-            ..
-        }) = ArmSpec::parse(&arm.spec)
-        {
-            arm.opts.backend = compare_backend::kind(&name)?;
-        }
-    }
-    let live_runs = if schedule.arms.is_empty() {
-        Vec::new()
-    } else {
-        let labels = schedule.arms.iter().map(|a| a.label.clone()).collect();
-        let runs = Runs::Compare {
-            labels,
-            rounds: args.repeat,
-        };
-        let mut display = Display::new(args.engine.progress_mode(args.json), runs);
-        let mut runner = compare_backend::BackendRunner {
-            force_unbind: args.engine.force_unbind,
-            allow_noiommu: args.engine.allow_noiommu,
-        };
-        let outcome =
-            schedule.run_with(&mut runner, interrupt::flag(), &mut |e| display.event(e))?;
-        if let Some(cut) = &outcome.interrupted {
-            let (seq, total, done) = (cut.run.seq, cut.run.total, outcome.completed());
-            match cut.partial {
-                Some(_) => eprintln!("numio: interrupted during run {seq} of {total}: it is left out; comparing the {done} completed runs"),
-                None => eprintln!("numio: interrupted before run {seq} of {total}: comparing the {done} completed runs"),
-            }
-        }
-        outcome.arms
+    let inputs = arms::Inputs {
+        workload: &workload,
+        targets: &targets,
+        topology: topology.as_ref(),
+        fio_numa_auto: args.fio_numa_auto || args.numa.is_some(),
+        given_flags: &args.workload.given(),
     };
-    let arms = session::arms::assemble(&specs, prepared, live_runs);
-    if let Some(code) = interrupt::exit_code() {
-        if arms.iter().any(|a| a.runs.is_empty()) {
-            eprintln!(
-                "numio: interrupted before both arms had a completed run: nothing to compare"
-            );
-            return Ok(code);
-        }
-    }
-    let mut set = ResultSet::new(SetKind::Compare, command_line(), now_unix_s(), arms);
+    let hooks = arms::Hooks {
+        over: &mut |p, from| Ok(args.workload.apply_over(p, from)?),
+        warn: &mut |w| eprintln!("numio: {w}"),
+    };
+    let prepared = arms::prepare_all(&mut specs, saved, &inputs, hooks)?;
+    let done = run_live(&args, &specs, prepared, &opts)?;
     // Arms read from saved results ran whenever they ran.
-    set.interleaved = Some(specs.iter().all(|s| s.is_live()));
+    finish(&args, done, Some(specs.iter().all(|s| s.is_live())))
+}
+
+/// Runs the live arms, their events on stderr, a `vfio` arm's
+/// controllers bound for its runs only.
+fn run_live(
+    args: &Args,
+    specs: &[ArmSpec],
+    prepared: Vec<Prepared>,
+    opts: &RunOptions,
+) -> anyhow::Result<Compared> {
+    let labels = specs.iter().filter(|s| s.is_live());
+    let runs = Runs::Compare {
+        labels: labels.map(|s| s.label.clone()).collect(),
+        rounds: args.repeat,
+    };
+    let mut display = Display::new(args.engine.progress_mode(args.json), runs);
+    let (force, noiommu) = (args.engine.force_unbind, args.engine.allow_noiommu);
+    let flat = |e: anyhow::Error| BoxError::from(format!("{e:#}"));
+    let mut take = |t: &[String]| -> Result<GiveBack, BoxError> {
+        let bound = bench_vfio::take(t, force, noiommu, "numio compare").map_err(flat)?;
+        Ok(Box::new(move || bound.give_back().map_err(flat)))
+    };
+    let runner = &mut BackendRunner { take: &mut take };
+    let (flag, rounds) = (interrupt::flag(), args.repeat);
+    let observer = &mut |e: &session::Event<'_>| display.event(e);
+    let done = arms::run_live(specs, prepared, opts, rounds, runner, flag, observer)?;
+    Ok(done)
+}
+
+/// `--a hosts=A,B --b hosts=C,D`: two fleets run interleaved A B A B …,
+/// each run a fleet run at one instant on every host of its arm
+/// (`session::fleet_bench`), compared as any two arms; the
+/// per-host-and-drive rows (`HOST:PATH`) show which host moved.
+fn run_fleet(args: &Args) -> anyhow::Result<i32> {
+    anyhow::ensure!(
+        args.c.is_none(),
+        "--c: a fleet comparison (hosts=) has two arms; drop --c"
+    );
+    let all: Vec<String> = std::env::args().collect();
+    let fleet = FleetBench {
+        arms: vec![
+            HostsArm::parse("--a", &args.a)?,
+            HostsArm::parse("--b", &args.b)?,
+        ],
+        targets: args.targets.clone(),
+        argv: fleet_bench::bench_argv(&all, "compare").unwrap_or_default(),
+        rounds: args.repeat,
+        opts: args.ssh.options()?,
+    };
+    let mut view = fleet.view();
+    let done = fleet.compare(interrupt::flag(), &mut |n| {
+        view.line(&n).into_iter().for_each(|l| eprintln!("{l}"))
+    })?;
+    finish(args, done, None)
+}
+
+/// Prints `done`'s notes, then its arms' comparison, and exports them.
+fn finish(args: &Args, done: Compared, interleaved: Option<bool>) -> anyhow::Result<i32> {
+    done.notes.iter().for_each(|n| eprintln!("numio: {n}"));
+    let Some(arms) = done.arms else {
+        return Ok(interrupt::exit_code().unwrap_or(1));
+    };
+    let mut set = ResultSet::new(SetKind::Compare, command_line(), now_unix_s(), arms);
+    set.interleaved = interleaved;
     args.export.finish(&set, args.json)?;
     Ok(interrupt::exit_code().unwrap_or(0))
 }
 
-/// Two saved sweeps (`result=A.json`, `result=B.json`, no `arm=`):
-/// compared point by point and printed; `None` when the arms are not two
-/// sweep files.
-fn compare_sweeps(specs: &[ArmSpec], args: &Args) -> anyhow::Result<Option<i32>> {
-    let mut sets = Vec::new();
-    for spec in specs {
-        let ArmSource::Result { path, arm: None } = &spec.source else {
-            return Ok(None);
-        };
-        let set = report::file::load(path)?;
-        if set.kind != SetKind::Sweep {
-            return Ok(None);
-        }
-        sets.push((spec.label.clone(), set));
-    }
-    let [(la, a), (lb, b)] = <[_; 2]>::try_from(sets).expect("two arms");
-    let points = report::sweep::compare::compare_points(&a, &b);
-    anyhow::ensure!(
-        !points.is_empty(),
-        "{} and {}: the sweeps share no measured point (labels such as jobs=2 must match)",
-        args.a,
-        args.b
-    );
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&points)?);
-    } else {
-        print!("{}", report::sweep::compare::render(&points, &la, &lb));
-    }
-    Ok(Some(0))
-}
-
 fn parse_arm(flag: &str, text: &str) -> anyhow::Result<ArmSpec> {
     ArmSpec::parse(text).with_context(|| format!("{flag} {text}"))
-}
-
-/// Both arms ready, and the engine options of the live ones. `result=`
-/// arms are read first, so a bad file fails before anything is planned
-/// (or the default target is created).
-fn prepare_arms(
-    args: &Args,
-    specs: &[ArmSpec],
-) -> anyhow::Result<(Vec<Prepared>, engine::RunOptions)> {
-    let workload = args.workload.workload()?;
-    let nothing = ArmContext {
-        workload: &workload,
-        targets: &[],
-        topology: None,
-        fio_numa_auto: false,
-    };
-    let mut loaded = Vec::new();
-    for spec in specs.iter().filter(|s| !s.is_live()) {
-        loaded.push(session::arms::prepare(spec, &nothing)?);
-    }
-    let mut opts = args.engine.run_options()?;
-    let topology = Topology::discover(Path::new("/")).ok();
-    let (targets, labels) = live_targets(args, specs, topology.as_ref(), &workload)?;
-    opts.labels = labels;
-    let ctx = ArmContext {
-        workload: &workload,
-        targets: &session::targets::target_specs(Path::new("/"), &targets),
-        topology: topology.as_ref(),
-        fio_numa_auto: args.fio_numa_auto || args.numa.is_some(),
-    };
-    let mut loaded = loaded.into_iter();
-    let mut prepared = Vec::with_capacity(specs.len());
-    for spec in specs {
-        let p = if let ArmSource::Backend(name) = &spec.source {
-            // The drive as this backend reaches it.
-            let topo = topology
-                .as_ref()
-                .context("backend= arms need this machine's topology")?;
-            let mapped = targets
-                .iter()
-                .map(|t| compare_backend::arm_target(t, name, topo))
-                .collect::<anyhow::Result<Vec<_>>>()
-                .with_context(|| format!("arm {}", spec.text))?;
-            let arm_ctx = ArmContext {
-                targets: &session::targets::target_specs(Path::new("/"), &mapped),
-                ..ctx
-            };
-            session::arms::prepare(spec, &arm_ctx)?
-        } else if spec.is_live() {
-            session::arms::prepare(spec, &ctx)?
-        } else {
-            loaded.next().context("a loaded arm per result= arm")?
-        };
-        let mut p = p;
-        over_arm(&args.workload, spec, &mut p)?;
-        if let Prepared::Live { warnings, .. } = &p {
-            for w in warnings {
-                eprintln!("numio: {w}");
-            }
-        }
-        prepared.push(p);
-    }
-    Ok((prepared, opts))
-}
-
-/// Applies the workload flags over a `plan=` or `fio=` arm, as bench applies
-/// them over a plan or job file (fio's rule: the command line wins), with a
-/// line saying which values changed; a `result=` arm's runs are measured
-/// already, so flags given with one are named as not applying to it, never
-/// silently dropped. `policy=` and `backend=` arms are planned from the
-/// flags.
-fn over_arm(flags: &WorkloadArgs, spec: &ArmSpec, p: &mut Prepared) -> anyhow::Result<()> {
-    let from = match &spec.source {
-        ArmSource::Plan(path) => format!("the plan {}", path.display()),
-        ArmSource::Fio(path) => format!("the job file {}", path.display()),
-        ArmSource::Result { path, .. } => {
-            let given = flags.given();
-            if !given.is_empty() {
-                eprintln!(
-                    "numio: arm {}: its runs were measured already ({}); the command line's --{} does not change them",
-                    spec.label,
-                    path.display(),
-                    given.join(", --")
-                );
-            }
-            return Ok(());
-        }
-        _ => return Ok(()),
-    };
-    let Prepared::Live {
-        placement,
-        warnings,
-    } = p
-    else {
-        return Ok(());
-    };
-    let added = flags
-        .apply_over(placement, &from)
-        .with_context(|| format!("arm {}", spec.text))?;
-    for (path, note) in added {
-        warnings.push(format!("arm {}: {path}: {note}", spec.label));
-    }
-    Ok(())
-}
-
-/// The targets of `policy=` arms (as `numio bench` chooses them) and their
-/// labels; none when no arm is a `policy=` arm.
-fn live_targets(
-    args: &Args,
-    specs: &[ArmSpec],
-    topology: Option<&Topology>,
-    workload: &Workload,
-) -> anyhow::Result<(Vec<String>, std::collections::BTreeMap<String, String>)> {
-    if specs
-        .iter()
-        .any(|s| matches!(s.source, ArmSource::Policy(_) | ArmSource::Backend(_)))
-    {
-        choose_targets(&args.targets, topology, workload)
-    } else {
-        Ok((args.targets.clone(), Default::default()))
-    }
 }
 
 #[cfg(test)]

@@ -8,8 +8,6 @@ pub mod bench;
 pub mod coalesce;
 pub mod coalesce_sweep;
 pub mod compare;
-pub mod compare_backend;
-pub mod compare_fleet;
 pub mod completions;
 pub mod connect;
 pub mod display;
