@@ -261,6 +261,15 @@ pub struct BenchOutcome {
 }
 
 impl FleetBench {
+    /// The lines it shows as it goes ([`FleetView`]).
+    pub fn view(&self) -> FleetView {
+        FleetView {
+            labels: self.arms.iter().map(|a| a.label.clone()).collect(),
+            rounds: self.rounds,
+            progress: report::fleet::Progress::new(Vec::new()),
+        }
+    }
+
     /// `numio bench --hosts`: its arm `rounds` times, each run told to
     /// `notes` as it goes (the hosts, their events, the run's outcome).
     pub fn bench(
@@ -305,44 +314,7 @@ impl FleetBench {
         interrupt: &AtomicBool,
         notes: &mut dyn FnMut(FleetNote<'_>),
     ) -> Result<Ran, FleetBenchError> {
-        let all: Vec<Host> = self
-            .arms
-            .iter()
-            .flat_map(|a| a.hosts.iter().cloned())
-            .collect();
-        let per_host = fleet::targets_per_host(&self.targets, &all);
-        let hosts = all
-            .into_iter()
-            .zip(per_host)
-            .map(|(host, targets)| HostRun {
-                host,
-                targets,
-                connect: None,
-            })
-            .collect();
-        let (mut points, mut arms, mut first_host) = (HashMap::new(), Vec::new(), 0);
-        for a in &self.arms {
-            let point = FleetPoint {
-                initiators: a.hosts.len(),
-                first_host,
-                every_host: compare,
-                argv: self.argv.clone(),
-                target_cpus: None,
-            };
-            first_host += a.hosts.len();
-            points.insert(a.label.clone(), point);
-            arms.push(LiveArm {
-                label: a.label.clone(),
-                spec: a.spec(),
-                placement: Default::default(),
-                opts: engine::RunOptions::default(),
-                settle_group: 0,
-            });
-        }
-        let schedule = Schedule {
-            arms,
-            rounds: self.rounds,
-        };
+        let (hosts, points, schedule) = self.plan(compare);
         // Each run's whole outcome, for its record's `raw`.
         let mut raws = HashMap::new();
         let mut keep = |n: FleetNote<'_>| {
@@ -383,6 +355,50 @@ impl FleetBench {
         })
     }
 
+    /// The hosts with their targets, each arm's point on them (with
+    /// `compare`, needing every host) and the schedule of the arms.
+    fn plan(&self, compare: bool) -> (Vec<HostRun>, HashMap<String, FleetPoint>, Schedule) {
+        let all: Vec<Host> = self
+            .arms
+            .iter()
+            .flat_map(|a| a.hosts.iter().cloned())
+            .collect();
+        let per_host = fleet::targets_per_host(&self.targets, &all);
+        let hosts = all
+            .into_iter()
+            .zip(per_host)
+            .map(|(host, targets)| HostRun {
+                host,
+                targets,
+                connect: None,
+            })
+            .collect();
+        let (mut points, mut arms, mut first_host) = (HashMap::new(), Vec::new(), 0);
+        for a in &self.arms {
+            let point = FleetPoint {
+                initiators: a.hosts.len(),
+                first_host,
+                every_host: compare,
+                argv: self.argv.clone(),
+                target_cpus: None,
+            };
+            first_host += a.hosts.len();
+            points.insert(a.label.clone(), point);
+            arms.push(LiveArm {
+                label: a.label.clone(),
+                spec: a.spec(),
+                placement: Default::default(),
+                opts: engine::RunOptions::default(),
+                settle_group: 0,
+            });
+        }
+        let schedule = Schedule {
+            arms,
+            rounds: self.rounds,
+        };
+        (hosts, points, schedule)
+    }
+
     /// The error of a schedule, worded as the fleet's (no host ran, a host
     /// missing from a comparison) where a fleet run failed.
     fn error(&self, e: SessionError) -> FleetBenchError {
@@ -398,17 +414,6 @@ impl FleetBench {
             }
             Ok(f) => FleetBenchError::Fleet(f),
             Err(source) => FleetBenchError::Session(SessionError::Run { run, label, source }),
-        }
-    }
-}
-
-impl FleetBench {
-    /// The lines it shows as it goes ([`FleetView`]).
-    pub fn view(&self) -> FleetView {
-        FleetView {
-            labels: self.arms.iter().map(|a| a.label.clone()).collect(),
-            rounds: self.rounds,
-            progress: report::fleet::Progress::new(Vec::new()),
         }
     }
 }

@@ -35,7 +35,11 @@
 //! from its flags by [`coalesce_plan`], run and written out by
 //! [`coalesce_sweep`]). Also around a run or a command: controllers
 //! bound to vfio-pci for a run ([`vfio_run`]) and the kernel's fabrics
-//! connection `numio connect` holds ([`connect`]).
+//! connection `numio connect` holds ([`connect`]); [`backend_arms`] binds a
+//! `vfio` arm's controller for its runs, [`fleet`] runs each on other
+//! hosts (a sweep over hosts, and [`fleet_bench`]'s bench and comparison
+//! across hosts). [`agent`] is the other end of those runs: what `numio
+//! agent` does on its host, its lines on stdout being the fleet protocol's.
 //!
 //! [`serve`] is `numio serve`'s runner: its configuration, reactor
 //! placement, start-up, reloads and `--stats`, over `nvmf`'s target.
