@@ -50,7 +50,7 @@ fn plan(argv: &[String], targets: Vec<String>) -> anyhow::Result<BenchPlan<Optio
     let (placement, mut opts) = bench::plan(&args)?;
     // --verify and --verify-only with this host's own state file.
     let (placement, after) = bench::bench_verify::prepare(&args.engine, placement, &mut opts)?;
-    let groups = bench::bench_jobs::groups(&placement).len();
+    let groups = session::bench::groups(&placement).len();
     anyhow::ensure!(
         groups <= 1,
         "a fleet run runs one group: the job file has {groups} stonewall groups"

@@ -12,10 +12,6 @@ use topology::Topology;
 
 #[path = "bench_fleet.rs"]
 pub mod bench_fleet;
-/// Kept for the callers that name it here.
-pub mod bench_jobs {
-    pub use session::bench::groups;
-}
 #[path = "bench_repeat.rs"]
 pub mod bench_repeat;
 #[path = "bench_verify.rs"]
@@ -168,7 +164,7 @@ pub fn run(mut args: Args) -> anyhow::Result<i32> {
         eprintln!("numio: warning: {w}");
     }
     let (placement, verify_run) = bench_verify::prepare(&args.engine, placement, &mut opts)?;
-    let groups = bench_jobs::groups(&placement);
+    let groups = session::bench::groups(&placement);
     let progress = args.engine.progress_mode(args.json || fio_json);
     if args.repeat.wanted() {
         if groups.len() > 1 {
