@@ -615,6 +615,53 @@ fn placement_has_one_name_everywhere() {
     );
 }
 
+/// Issue 39 (flags silently ignored): `bench --cpus 0 --numa spread` ran
+/// on CPU 0 and dropped --numa, `bench JOB.fio --cpus 0` dropped --cpus,
+/// and `sweep --numa auto` was refused where bench takes it as local.
+/// One placement grammar (`planner::flags::Placing`) now refuses the
+/// first two, naming the fix, and accepts the third.
+#[test]
+fn placement_flags_are_never_silently_dropped() {
+    let f = Temp::filled("placing", 1 << 20, 7);
+    let (code, _, err) = numio(&[
+        "bench",
+        f.path(),
+        "--cpus",
+        "0",
+        "--numa",
+        "spread",
+        "--runtime",
+        "100ms",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--cpus 0 with --numa spread") && err.contains("drop --numa"),
+        "{err}"
+    );
+    let job =
+        Temp(std::env::temp_dir().join(format!("numio-test-placing-{}.fio", std::process::id())));
+    let text = format!(
+        "[a]\nfilename={}\nrw=randread\nbs=4k\nruntime=100ms\ntime_based\n",
+        f.path()
+    );
+    std::fs::write(job.path(), text).unwrap();
+    let (code, _, err) = numio(&["bench", job.path(), "--cpus", "0"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a job file places its own jobs"), "{err}");
+    let (code, _, err) = numio(&[
+        "sweep",
+        "iodepth=1",
+        f.path(),
+        "--numa",
+        "auto",
+        "--runtime",
+        "100ms",
+        "--backend",
+        "sync",
+    ]);
+    assert_eq!(code, 0, "{err}");
+}
+
 /// Issue 39: `compare` printed its "method:" line once per metric (seven
 /// times) and called a comparison of saved results "interleaved".
 #[test]
