@@ -102,11 +102,10 @@ fn per_target(p: &SweepPoint) -> Option<f64> {
 /// NVMe/TCP host on a, b (the first N at a point of N); target: numio serve
 /// on t, each run (nvme-tcp://…)`.
 pub fn fleet_line(f: &crate::model::FleetSweepSpec) -> String {
-    let transport = if f.url.starts_with("nvme-rdma://") {
-        "NVMe/RDMA"
-    } else {
-        "NVMe/TCP"
-    };
+    let transport = planner::TargetAddr::parse(&f.url)
+        .fabric()
+        .unwrap_or(planner::Fabric::Tcp)
+        .prose();
     let stack = match f.stack.as_str() {
         "kernel" => format!("the Linux kernel's {transport} host"),
         _ => format!("numio's {transport} host"),
