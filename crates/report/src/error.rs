@@ -64,3 +64,13 @@ pub enum ReportError {
         reason: String,
     },
 }
+
+impl ReportError {
+    /// A failed write to standard output.
+    pub fn stdout(source: std::io::Error) -> ReportError {
+        ReportError::Write {
+            path: PathBuf::from("standard output"),
+            source,
+        }
+    }
+}

@@ -5,7 +5,7 @@
 //! [`crate::sweep::output`].
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::{CsvExporter, Exporter, JsonExporter, ReportError, ResultSet, TextExporter};
 
@@ -20,13 +20,6 @@ pub struct SetOutputs<'a> {
     pub csv: Option<&'a Path>,
     /// The chart (`.svg` or `.png`).
     pub chart: Option<&'a Path>,
-}
-
-fn stdout_error(source: std::io::Error) -> ReportError {
-    ReportError::Write {
-        path: PathBuf::from("standard output"),
-        source,
-    }
 }
 
 /// Prints `set` (text, or JSON) to `stdout` unless the CSV goes there,
@@ -45,7 +38,7 @@ pub fn write(
             &TextExporter
         };
         exporter.export(set, stdout)?;
-        stdout.flush().map_err(stdout_error)?;
+        stdout.flush().map_err(ReportError::stdout)?;
     }
     if let Some(path) = out.save {
         crate::file::save(set, path)?;
@@ -69,7 +62,7 @@ pub fn extras(
     if let Some(path) = csv {
         if path.as_os_str() == "-" {
             CsvExporter.export(set, stdout)?;
-            stdout.flush().map_err(stdout_error)?;
+            stdout.flush().map_err(ReportError::stdout)?;
         } else {
             crate::export::export_to_file(&CsvExporter, set, path)?;
             say(format!("wrote CSV {}", path.display()));

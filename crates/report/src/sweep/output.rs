@@ -22,13 +22,6 @@ pub struct Outputs {
     pub chart: Option<PathBuf>,
 }
 
-fn stdout_error(source: std::io::Error) -> ReportError {
-    ReportError::Write {
-        path: PathBuf::from("standard output"),
-        source,
-    }
-}
-
 /// Writes `set` as `out` asks: its text to `stdout`, files where named;
 /// `say` hears each file written.
 pub fn write(
@@ -58,11 +51,15 @@ pub fn write(
             text.push('\n');
         }
     }
-    stdout.write_all(text.as_bytes()).map_err(stdout_error)?;
+    stdout
+        .write_all(text.as_bytes())
+        .map_err(ReportError::stdout)?;
     if let Some(path) = &out.csv {
         let csv = super::csv(&analysis.sweeps);
         if csv_to_stdout {
-            stdout.write_all(csv.as_bytes()).map_err(stdout_error)?;
+            stdout
+                .write_all(csv.as_bytes())
+                .map_err(ReportError::stdout)?;
         } else {
             std::fs::write(path, csv).map_err(|source| ReportError::Write {
                 path: path.clone(),
@@ -71,7 +68,7 @@ pub fn write(
             say(format!("wrote CSV {} (one row per point)", path.display()));
         }
     }
-    stdout.flush().map_err(stdout_error)?;
+    stdout.flush().map_err(ReportError::stdout)?;
     if let Some(path) = &out.save {
         crate::file::save(set, path)?;
         say(format!(
