@@ -67,10 +67,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
                 display.event(e)
             })?;
     let failed_runs = outcome.failed_runs;
-    let (arms, interrupted) = session::sweep::keep_measured(outcome, &mut say);
-    let made = (super::report::command_line(), super::report::now_unix_s());
+    let (arms, interrupted) = super::sweep_output::keep_measured(outcome);
     let (axes, cores) = (&planned.axes, planned.cores);
-    let set = session::sweep::result_set(axes, arms, cores, args.knee, goal, interrupted, made);
+    let set = super::sweep_output::result_set(axes, arms, cores, args.knee, goal, interrupted);
     super::sweep_output::write(&set, &args.outputs())?;
     let code = i32::from(failed_runs > 0);
     Ok(interrupt::exit_code().unwrap_or(code))

@@ -1,6 +1,6 @@
-//! What `numio sweep` hands back, kept here for the callers that name it:
-//! the result set and the kept runs are `session::sweep`'s, the output
-//! `report::sweep::output`'s.
+//! What a sweep hands back, on this machine or across hosts: the kept runs
+//! and the result set (`session::sweep`'s, said on stderr and stamped with
+//! this command line) and the outputs (`report::sweep::output`'s).
 
 use session::axes::Axis;
 
