@@ -54,6 +54,41 @@ fn allocations_during_loop<B: Backend>(
     (allocs, out.stats.ops[0] + out.stats.ops[1] + errors, errors)
 }
 
+/// With the measured time cut into intervals, the loop allocates only at
+/// the cuts (the histograms' serialization), never per I/O.
+#[test]
+fn intervals_allocate_only_at_their_cuts() {
+    let (buf, _) = NodeBuffer::new(DEPTH * 4096, None).unwrap();
+    let mut w = bounded(RwMode::RandRead, 4096, DEPTH as u32);
+    w.norandommap = true;
+    let ios = 4 * STEADY_IOS;
+    let (out, allocs) = counting_alloc::cut_every(
+        NullBackend::new(DEPTH),
+        &w,
+        8 << 20,
+        &buf,
+        4096,
+        ios,
+        None,
+        Some(2_000_000),
+    );
+    let cuts = out.intervals.len() as u64;
+    assert!(
+        cuts >= 2,
+        "a 2 ms grid over {ios} I/Os made {cuts} intervals"
+    );
+    let in_intervals: u64 = out.intervals.iter().map(|i| i.ops[0]).sum();
+    assert_eq!(in_intervals, ios);
+    assert_eq!(out.stats.ops[0], ios);
+    // Each cut serializes three histograms (the serializer's and the
+    // deflater's buffers, the hex text: under 200 allocations) and the list
+    // of intervals grows by doubling: a few hundred per cut, none per I/O.
+    assert!(
+        allocs <= 256 * cuts + 256,
+        "{allocs} allocations over {cuts} intervals of {ios} I/Os"
+    );
+}
+
 #[test]
 fn no_allocation_in_steady_state_on_any_backend() {
     let f = TempFile::new("alloc", 8 << 20, 3);

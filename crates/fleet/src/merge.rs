@@ -7,6 +7,11 @@
 //! per-direction histograms; a result saved by a numio that did not keep
 //! them (before 2026-11-27) leaves those summaries empty in the merge, and
 //! each host's own result, kept beside the merged one, has its own.
+//!
+//! Intervals merge by their index on the grid: the hosts start measuring
+//! at the fleet's barrier, so each one's interval `k` covers the same
+//! instants to within the barrier's skew (which the fleet run reports),
+//! and the merged interval is the exact merge of theirs.
 
 use hdrhistogram::Histogram;
 use results::histogram::{decode_histogram, new_histogram, summarize};
@@ -120,7 +125,19 @@ pub fn merge(parts: &[(&str, &RunResult)], percentiles: &[f64]) -> Result<RunRes
         runtime_ns: 0,
         interrupted: false,
         counters: None,
+        interval_ns: parts.first().map_or(0, |(_, r)| r.interval_ns),
+        intervals: Vec::new(),
+        setup_io: results::PhaseIo::sum(parts.iter().filter_map(|(_, r)| r.setup_io.as_ref())),
+        ramp_io: results::PhaseIo::sum(parts.iter().filter_map(|(_, r)| r.ramp_io.as_ref())),
     };
+    let sets: Vec<&[results::IntervalResult]> =
+        parts.iter().map(|(_, r)| r.intervals.as_slice()).collect();
+    out.intervals = results::intervals::merge(&sets, percentiles);
+    results::intervals::flag_anomalies(
+        &mut out.intervals,
+        out.interval_ns,
+        &results::AnomalyRule::default(),
+    );
     for (host, r) in parts {
         env.started_unix_s = env.started_unix_s.min(r.environment.started_unix_s);
         for t in &r.environment.targets {
@@ -283,6 +300,9 @@ mod tests {
             },
             verify: None,
             multipath: None,
+            intervals: vec![],
+            setup_io: None,
+            ramp_io: None,
         };
         RunResult {
             schema_version: RESULT_SCHEMA_VERSION,
@@ -305,6 +325,7 @@ mod tests {
             runtime_ns: 1_000_000_000,
             interrupted: false,
             counters: None,
+            ..RunResult::default()
         }
     }
 

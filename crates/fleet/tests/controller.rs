@@ -28,6 +28,7 @@ fn result_file() -> std::path::PathBuf {
         runtime_ns: 1_000_000_000,
         interrupted: false,
         counters: None,
+        ..Default::default()
     };
     let p = std::env::temp_dir().join(format!("fleet-fake-result-{}.json", std::process::id()));
     std::fs::write(&p, serde_json::to_string(&r).unwrap()).unwrap();

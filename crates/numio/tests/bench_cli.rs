@@ -23,8 +23,16 @@ fn json_result_has_the_documented_fields() {
     ]);
     assert_eq!(code, 0, "{err}");
     let j: serde_json::Value = serde_json::from_str(&out).expect("valid JSON");
-    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["schema_version"], 2);
     assert_eq!(j["environment"]["backend"], "sync");
+    // The time axis: 1 s intervals by default, adding up to the run.
+    assert_eq!(j["interval_ns"], 1_000_000_000);
+    let ivs = j["targets"][0]["intervals"].as_array().expect("intervals");
+    let sum: u64 = ivs
+        .iter()
+        .map(|i| i["total"]["ops"].as_u64().unwrap())
+        .sum();
+    assert_eq!(sum, j["targets"][0]["total"]["ops"].as_u64().unwrap());
     assert!(j["environment"]["kernel"]
         .as_str()
         .is_some_and(|k| !k.is_empty()));

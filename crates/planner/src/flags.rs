@@ -114,6 +114,27 @@ pub fn parse_duration_ns(flag: &str, text: &str) -> Result<u64, FlagError> {
     parse_time_ns(text, 1_000_000_000).map_err(|e| value_error(flag, text, e.reason))
 }
 
+/// The shortest `--interval` of a result's time axis: 100 ms.
+pub const MIN_INTERVAL_NS: u64 = 100_000_000;
+
+/// Parses `--interval`, the length of a result's intervals: a duration in
+/// fio's units (a bare number is seconds) of at least 100 ms, or `off`
+/// (0: no time axis; what `bench/intervals.sh` measures against).
+pub fn parse_interval_ns(text: &str) -> Result<u64, FlagError> {
+    if text.trim() == "off" {
+        return Ok(0);
+    }
+    let ns = parse_duration_ns("interval", text)?;
+    if ns < MIN_INTERVAL_NS {
+        return Err(value_error(
+            "interval",
+            text,
+            "intervals are 100ms or longer (e.g. 1s, 500ms), or off",
+        ));
+    }
+    Ok(ns)
+}
+
 /// Parses fio's `random_distribution` (`random`/`uniform`, `zipf`, `zipf:θ`).
 pub fn parse_distribution(text: &str) -> Result<Distribution, FlagError> {
     Distribution::from_fio(text).map_err(|why| value_error("random-distribution", text, why))
@@ -439,6 +460,25 @@ pub fn parse_cpus_for(items: &[String]) -> Result<Vec<(String, Vec<CpuId>)>, Fla
         lists.push((target.to_string(), cpus));
     }
     Ok(lists)
+}
+
+#[cfg(test)]
+mod interval_tests {
+    use super::*;
+
+    #[test]
+    fn intervals_are_100ms_or_longer() {
+        assert_eq!(parse_interval_ns("1s").unwrap(), 1_000_000_000);
+        assert_eq!(parse_interval_ns("100ms").unwrap(), MIN_INTERVAL_NS);
+        assert_eq!(parse_interval_ns("2").unwrap(), 2_000_000_000);
+        assert_eq!(parse_interval_ns("off").unwrap(), 0);
+        let e = parse_interval_ns("50ms").unwrap_err().to_string();
+        assert!(
+            e.contains("--interval=50ms") && e.contains("100ms or longer"),
+            "{e}"
+        );
+        assert!(parse_interval_ns("-1s").is_err());
+    }
 }
 
 #[cfg(test)]

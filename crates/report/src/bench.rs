@@ -94,6 +94,8 @@ fn target_block(
             let _ = writeln!(out, "  note: {n}");
         }
     }
+    crate::intervals::phase_lines(out, "  ", t.setup_io.as_ref(), t.ramp_io.as_ref());
+    crate::intervals::summary_lines(out, "  ", &t.intervals, r.interval_ns);
     if verbose {
         for w in &t.workers {
             if let Some(tr) = &w.taskrun_trial {
@@ -390,6 +392,7 @@ pub fn render(r: &RunResult, placement: &Placement, verbose: bool) -> String {
         io_block(&mut out, "read", &r.read);
         io_block(&mut out, "write", &r.write);
         let _ = writeln!(out, "  IOPS per CPU-second {}", si(r.iops_per_cpu_s()));
+        crate::intervals::summary_lines(&mut out, "  ", &r.intervals, r.interval_ns);
         errors_line(&mut out, &r.errors);
     }
     out

@@ -213,6 +213,7 @@ pub fn compare(a: &Arm, b: &Arm) -> Option<Comparison> {
         }
     }
     let mut warnings: Vec<String> = sa.warnings.iter().chain(&sb.warnings).cloned().collect();
+    warnings.extend(crate::anomalies::contrast_warning(a, b));
     if let Some(total) = metrics.first() {
         if matches!(total.inference.method, Method::Bootstrap { .. }) {
             warnings.push(format!(

@@ -34,6 +34,7 @@
 #![forbid(unsafe_code)]
 
 pub mod analysis;
+pub mod anomalies;
 pub mod arm;
 pub mod bench;
 pub mod chart;
@@ -46,6 +47,7 @@ pub mod file;
 pub mod fleet;
 pub mod format;
 pub mod from_engine;
+pub mod intervals;
 pub mod model;
 pub mod multipath;
 pub mod output;

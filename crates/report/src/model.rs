@@ -370,6 +370,17 @@ impl ResultSet {
         }
     }
 
+    /// The set of one arm's runs: a repeat set with several runs, a single
+    /// one with one.
+    pub fn of_one_arm(arm: Arm, command: impl Into<String>, created_unix_s: u64) -> Self {
+        let kind = if arm.runs.len() > 1 {
+            SetKind::Repeat
+        } else {
+            SetKind::Single
+        };
+        ResultSet::new(kind, command, created_unix_s, vec![arm])
+    }
+
     /// Every run of every arm in execution order (by `seq`), with its arm.
     pub fn runs_in_order(&self) -> Vec<(&Arm, &RunRecord)> {
         let mut all: Vec<(&Arm, &RunRecord)> = self

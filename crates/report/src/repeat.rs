@@ -166,6 +166,7 @@ pub fn arm_stats(arm: &Arm) -> Option<ArmStats> {
         warnings: Vec::new(),
     };
     stats.warnings = warnings(&stats);
+    stats.warnings.extend(crate::anomalies::arm_warnings(arm));
     Some(stats)
 }
 

@@ -18,9 +18,13 @@ use serde::{Deserialize, Serialize};
 
 mod counters;
 pub mod histogram;
+pub mod intervals;
 mod multipath;
 
 pub use counters::{CpuSplit, NodeCpu, PerIo, ProcessCounters, RunCounters, TargetCounters};
+pub use intervals::{
+    AnomalyKind, AnomalyRule, IntervalFlag, IntervalResult, PhaseIo, DEFAULT_INTERVAL_NS,
+};
 pub use multipath::{MultipathResult, PathResult};
 pub mod verify;
 pub use verify::{
@@ -30,8 +34,10 @@ pub use verify::{
 use planner::{RwMode, Workload};
 use topology::{CpuId, NodeId};
 
-/// Version of the JSON schema of [`RunResult`].
-pub const RESULT_SCHEMA_VERSION: u32 = 1;
+/// Version of the JSON schema of [`RunResult`]. Version 2 added the time
+/// axis (`interval_ns`, `intervals`) and the I/O outside the measured time
+/// (`setup_io`, `ramp_io`); version 1 results still load (without them).
+pub const RESULT_SCHEMA_VERSION: u32 = 2;
 
 /// One requested percentile and its value.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -198,6 +204,10 @@ pub struct WorkerResult {
     /// set-up, time-based O_DIRECT uring runs); `None` where none ran.
     #[serde(default)]
     pub taskrun_trial: Option<TaskrunTrial>,
+    /// The I/O of the ramp (warm-up) before the measured time, counted
+    /// apart; `None` without a ramp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<PhaseIo>,
 }
 
 /// What a task-run trial measured and kept (the engine's `run::trial`).
@@ -211,6 +221,10 @@ pub struct TaskrunTrial {
     pub coop_taskrun_iops: f64,
     /// Length of the whole trial (both modes), in nanoseconds.
     pub trial_ns: u64,
+    /// The I/O the trial issued (set-up I/O, never measured); zero in
+    /// results saved before it was counted.
+    #[serde(default)]
+    pub io: PhaseIo,
 }
 
 /// How completions are run on the submitting task: the io_uring task-run
@@ -306,6 +320,17 @@ pub struct TargetResult {
     /// and in older results).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub multipath: Option<MultipathResult>,
+    /// The measured time, interval by interval (`intervals`); empty in
+    /// results saved before they were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalResult>,
+    /// I/O the workers issued to set up before measuring (the task-run
+    /// trial); `None` where there was none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_io: Option<PhaseIo>,
+    /// I/O of the ramp (warm-up), not measured; `None` without a ramp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_io: Option<PhaseIo>,
 }
 
 impl TargetResult {
@@ -408,6 +433,19 @@ pub struct RunResult {
     /// saved before they were measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<RunCounters>,
+    /// Length of one interval of `intervals` (and of each target's), in
+    /// nanoseconds; 0 in results saved before intervals were kept.
+    #[serde(default)]
+    pub interval_ns: u64,
+    /// All targets together, interval by interval.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalResult>,
+    /// Set-up I/O of all targets (see [`TargetResult::setup_io`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup_io: Option<PhaseIo>,
+    /// Ramp I/O of all targets (see [`TargetResult::ramp_io`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp_io: Option<PhaseIo>,
 }
 
 impl RunResult {

@@ -16,8 +16,13 @@ fn fixture() -> String {
 #[test]
 fn an_older_result_loads_with_new_fields_defaulted() {
     let r: RunResult = serde_json::from_str(&fixture()).expect("an older result loads");
-    assert_eq!(r.schema_version, RESULT_SCHEMA_VERSION);
+    // Saved as version 1: it loads as such, without a time axis.
+    assert_eq!(r.schema_version, 1);
+    assert!(RESULT_SCHEMA_VERSION >= r.schema_version);
     assert!(!r.interrupted);
+    assert_eq!(r.interval_ns, 0);
+    assert!(r.intervals.is_empty() && r.targets.iter().all(|t| t.intervals.is_empty()));
+    assert!(r.setup_io.is_none() && r.ramp_io.is_none());
     assert_eq!(r.process_cpu_usage, Default::default());
     assert!(r.targets[0]
         .workers
@@ -32,6 +37,7 @@ fn an_older_result_writes_back_as_it_was_plus_the_new_fields() {
     let mut back: serde_json::Value = serde_json::to_value(&r).expect("serializes");
     let obj = back.as_object_mut().expect("an object");
     assert!(obj.remove("process_cpu_usage").is_some());
+    assert_eq!(obj.remove("interval_ns"), Some(serde_json::Value::from(0)));
     assert_eq!(
         obj.remove("interrupted"),
         Some(serde_json::Value::Bool(false))

@@ -91,6 +91,7 @@ mod tests {
                 defer_taskrun_iops: 1.0,
                 coop_taskrun_iops: 2.0,
                 trial_ns: 400_000_000,
+                io: Default::default(),
             });
         }
         r

@@ -2,9 +2,11 @@
 //! the run, with the environment they ran in.
 
 use planner::{Placement, TargetPlacement};
+use results::intervals::{flag_anomalies, merge as merge_intervals};
 use results::{
-    CpuUsage, Environment, MismatchKind, MismatchRange, RunResult, TargetResult, VerifyResult,
-    WorkerResult, RESULT_SCHEMA_VERSION,
+    AnomalyRule, CpuUsage, Environment, IntervalResult, IoStats, MismatchKind, MismatchRange,
+    PhaseIo, RawHistograms, RunResult, TargetResult, VerifyResult, WorkerResult,
+    RESULT_SCHEMA_VERSION,
 };
 use topology::CpuId;
 
@@ -13,6 +15,7 @@ use super::options::RunOptions;
 use super::spec::{JobOutput, JobSpec};
 use crate::env;
 use crate::stats::{Dir, WorkerStats};
+use crate::worker::WorkerInterval;
 
 /// The run's result from every worker's output (in spec order), started
 /// at `started_unix_s`. Process CPU usage and interruption are the caller's
@@ -49,6 +52,9 @@ pub(super) fn merge(
         all_cpu.add(&t.cpu_usage);
     }
     environment.cpus_used.sort();
+    let sets: Vec<&[IntervalResult]> = targets.iter().map(|t| t.intervals.as_slice()).collect();
+    let mut intervals = merge_intervals(&sets, pcts);
+    flag_anomalies(&mut intervals, opts.interval_ns, &AnomalyRule::default());
     RunResult {
         schema_version: RESULT_SCHEMA_VERSION,
         environment,
@@ -56,13 +62,17 @@ pub(super) fn merge(
         read: all.io_stats(Some(Dir::Read), run_ns, pcts),
         write: all.io_stats(Some(Dir::Write), run_ns, pcts),
         total: all.io_stats(None, run_ns, pcts),
-        targets,
         cpu_usage: all_cpu,
         process_cpu_usage: CpuUsage::default(),
         errors: all.errno_counts(),
         runtime_ns: run_ns,
         interrupted: false,
         counters: None,
+        interval_ns: opts.interval_ns,
+        setup_io: PhaseIo::sum(targets.iter().filter_map(|t| t.setup_io.as_ref())),
+        ramp_io: PhaseIo::sum(targets.iter().filter_map(|t| t.ramp_io.as_ref())),
+        intervals,
+        targets,
     }
 }
 
@@ -80,7 +90,9 @@ fn merge_target(
     let mut cpu = CpuUsage::default();
     let mut workers = Vec::new();
     let mut runtime_ns = 0;
+    let mut worker_intervals = Vec::new();
     for (spec, o) in specs.iter().zip(outputs).filter(|(s, _)| s.target == ti) {
+        worker_intervals.push(o.out.intervals.iter().map(as_result).collect::<Vec<_>>());
         stats.merge(&o.out.stats);
         cpu.add(&o.out.cpu_usage);
         runtime_ns = runtime_ns.max(o.out.runtime_ns);
@@ -89,6 +101,15 @@ fn merge_target(
         push_new(&mut env.uring_features, o.features.iter().cloned());
         push_new(&mut env.cpus_used, spec.cpus.iter().copied().map(CpuId));
     }
+    let sets: Vec<&[IntervalResult]> = worker_intervals.iter().map(Vec::as_slice).collect();
+    let mut intervals = merge_intervals(&sets, pcts);
+    flag_anomalies(&mut intervals, opts.interval_ns, &AnomalyRule::default());
+    let mine = || {
+        specs
+            .iter()
+            .zip(outputs)
+            .filter(move |(s, _)| s.target == ti)
+    };
     let result = TargetResult {
         path: t.path.clone(),
         label: opts.labels.get(&t.path).cloned(),
@@ -104,6 +125,9 @@ fn merge_target(
         histograms: stats.raw_histograms(),
         verify: verify_result(ti, t, specs, outputs),
         multipath: multipath_result(ti, specs, outputs),
+        intervals,
+        setup_io: PhaseIo::sum(mine().filter_map(|(_, o)| o.trial.as_ref().map(|t| &t.io))),
+        ramp_io: PhaseIo::sum(mine().filter_map(|(_, o)| o.out.ramp.as_ref())),
     };
     (result, stats)
 }
@@ -195,6 +219,32 @@ fn worker_result(spec: &JobSpec, o: &JobOutput) -> WorkerResult {
         error_count: o.out.stats.error_count(),
         cpu_usage: o.out.cpu_usage,
         taskrun_trial: o.trial.clone(),
+        ramp: o.out.ramp,
+    }
+}
+
+/// One worker's interval in the result's form, for [`merge_intervals`]
+/// (which reads only its counts, CPU and per-direction histograms).
+fn as_result(w: &WorkerInterval) -> IntervalResult {
+    let io = |d: usize| IoStats {
+        ops: w.ops[d],
+        bytes: w.bytes[d],
+        ..IoStats::default()
+    };
+    IntervalResult {
+        index: w.index,
+        start_ns: w.start_ns,
+        end_ns: w.end_ns,
+        read: io(0),
+        write: io(1),
+        errors: w.errors,
+        cpu_usage: w.cpu_usage,
+        histograms: RawHistograms {
+            read: w.hist[0].clone(),
+            write: w.hist[1].clone(),
+            ..RawHistograms::default()
+        },
+        ..IntervalResult::default()
     }
 }
 

@@ -77,6 +77,9 @@ pub struct RunOptions {
     pub tcp: TcpOptions,
     /// numio's own NVMe driver's options (vfio backend).
     pub vfio: crate::backend::vfio::VfioOptions,
+    /// Length of the result's intervals (`--interval`), at least
+    /// [`planner::flags::MIN_INTERVAL_NS`].
+    pub interval_ns: u64,
 }
 
 impl Default for RunOptions {
@@ -93,6 +96,7 @@ impl Default for RunOptions {
             labels: BTreeMap::new(),
             tcp: TcpOptions::default(),
             vfio: crate::backend::vfio::VfioOptions::default(),
+            interval_ns: results::DEFAULT_INTERVAL_NS,
         }
     }
 }

@@ -256,6 +256,7 @@ fn loop_limits(w: &planner::Workload, region: &Region, opts: &RunOptions) -> Loo
             .batch_complete_min
             .unwrap_or((depth / 4).clamp(1, 32))
             .clamp(1, depth),
+        interval_ns: Some(opts.interval_ns),
     }
 }
 

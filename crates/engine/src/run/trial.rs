@@ -10,7 +10,7 @@
 //! for four 100 ms slices (DEFER, COOP, COOP, DEFER, so a drift cancels),
 //! keeps the faster, and says so in a note.
 
-use results::{TaskrunTrial, UringSetup};
+use results::{PhaseIo, TaskrunTrial, UringSetup};
 
 use super::build;
 use super::resources::Resources;
@@ -46,10 +46,13 @@ pub(super) fn settle(
 /// of our own (not NOP, SQPOLL or IOPOLL, where task work does not decide
 /// the rate), no verify pattern (the trial's writes would break it), no
 /// rate cap (the rates would tie), only in a time-based run: a benchmark,
-/// where 0.4 s more of the same I/O is what the user asked for anyway (a
+/// where 0.4 s more of the same reads is what the user asked for anyway (a
 /// run bounded by size or I/O count gets exactly those I/Os, and the usual
-/// fallback chain), and only with O_DIRECT (buffered, the trial would warm
-/// the page cache for the measured run).
+/// fallback chain), only for workloads that do not write (a write is never
+/// issued unasked: preconditioning, endurance and write-amplification work
+/// count every one), and only with O_DIRECT (buffered, the trial would
+/// warm the page cache for the measured run). The reads it does issue are
+/// reported as the run's set-up I/O.
 fn applies(spec: &JobSpec, uring: &UringOptions) -> bool {
     let w = &spec.workload;
     uring.setup == UringSetup::Auto
@@ -58,6 +61,7 @@ fn applies(spec: &JobSpec, uring: &UringOptions) -> bool {
         && spec.verify.is_none()
         && spec.limits.rate_iops.is_none()
         && w.time_based
+        && !w.rw.writes()
         && w.direct
 }
 
@@ -73,11 +77,26 @@ fn run_trial(uring: &UringOptions, r: &Resources<'_>) -> Result<Option<TaskrunTr
     ];
     let mut ops = [0u64; 2];
     let mut ns = [0u64; 2];
+    let mut io = PhaseIo::default();
+    // Where the kernel refuses one of the two there is nothing to choose
+    // between: known before any I/O, so a trial never issues I/O it does
+    // not report.
+    for setup in [UringSetup::DeferTaskrun, UringSetup::CoopTaskrun] {
+        if !granted(uring, setup, r)? {
+            return Ok(None);
+        }
+    }
     for (slice, setup) in order.into_iter().enumerate() {
-        let Some((slice_ops, slice_ns)) = run_slice(uring, setup, slice, r)? else {
-            // The kernel refused one of the two: nothing to choose between.
+        let Some((slice_io, slice_ns)) = run_slice(uring, setup, slice, r)? else {
+            // Granted a moment ago: refused now only if the kernel's limits
+            // changed under us; the I/O so far is still the set-up's.
             return Ok(None);
         };
+        let slice_ops = slice_io.reads + slice_io.writes;
+        io.add(&PhaseIo {
+            time_ns: io.time_ns + slice_io.time_ns,
+            ..slice_io
+        });
         let i = usize::from(setup == UringSetup::CoopTaskrun);
         ops[i] += slice_ops;
         ns[i] += slice_ns;
@@ -93,7 +112,25 @@ fn run_trial(uring: &UringOptions, r: &Resources<'_>) -> Result<Option<TaskrunTr
         defer_taskrun_iops: defer,
         coop_taskrun_iops: coop,
         trial_ns: order.len() as u64 * TRIAL_SLICE_NS,
+        io,
     }))
+}
+
+/// Whether the kernel grants a ring set up as `setup` (one made and
+/// dropped, no I/O).
+fn granted(
+    uring: &UringOptions,
+    setup: UringSetup,
+    r: &Resources<'_>,
+) -> Result<bool, EngineError> {
+    let opts = UringOptions {
+        setup,
+        ..uring.clone()
+    };
+    let b = build::trial_uring(&r.setup(), &opts)?;
+    Ok(b.features
+        .iter()
+        .any(|f| Some(f.as_str()) == setup.taskrun_flag()))
 }
 
 /// One slice (`slice`-th) of the trial on a ring set up as `setup`: the
@@ -104,7 +141,7 @@ fn run_slice(
     setup: UringSetup,
     slice: usize,
     r: &Resources<'_>,
-) -> Result<Option<(u64, u64)>, EngineError> {
+) -> Result<Option<(PhaseIo, u64)>, EngineError> {
     let w = &r.spec.workload;
     // Each slice draws its own offsets, none of them the measured run's.
     let mut tw = w.clone();
@@ -128,6 +165,7 @@ fn run_slice(
         max_bytes: u64::MAX,
         rate_iops: None,
         batch_complete_min: r.spec.limits.batch_complete_min,
+        interval_ns: None,
     };
     let progress = WorkerProgress::default();
     let out = r
@@ -137,5 +175,12 @@ fn run_slice(
     if let Some(e) = out.failure {
         return Err(r.backend_error("I/O loop (task-run trial)", e));
     }
-    Ok(Some((out.stats.ops[0] + out.stats.ops[1], out.runtime_ns)))
+    let io = PhaseIo {
+        reads: out.stats.ops[0],
+        writes: out.stats.ops[1],
+        bytes: out.stats.bytes[0] + out.stats.bytes[1],
+        errors: out.stats.error_count(),
+        time_ns: out.runtime_ns,
+    };
+    Ok(Some((io, out.runtime_ns)))
 }

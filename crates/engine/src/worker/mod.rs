@@ -32,8 +32,11 @@ use crate::stats::{Dir, WorkerStats};
 use crate::sys;
 use results::{CpuUsage, VERIFY_ERRNO};
 
+mod interval;
 mod verify;
 
+use interval::Timeline;
+pub use interval::WorkerInterval;
 use verify::Verify;
 pub use verify::{
     check_blocks, classify, fill_blocks, judge, Verdict, VerifyKey, VerifyLog, BLOCK_BYTES,
@@ -57,6 +60,9 @@ pub struct LoopLimits {
     pub rate_iops: Option<u64>,
     /// Wait for at least this many completions per reap (≥ 1).
     pub batch_complete_min: usize,
+    /// Cut the measured time into intervals of this length (`None`: no
+    /// intervals, as in a set-up trial).
+    pub interval_ns: Option<u64>,
 }
 
 /// How a worker loop is set up, besides its backend and generator.
@@ -84,6 +90,10 @@ pub struct LoopConfig<'a> {
 pub struct LoopOutput {
     /// Measured statistics.
     pub stats: WorkerStats,
+    /// The measured time, interval by interval (they add up to `stats`).
+    pub intervals: Vec<WorkerInterval>,
+    /// The ramp's I/O, not measured; `None` without a ramp.
+    pub ramp: Option<results::PhaseIo>,
     /// CPU usage over the measured period.
     pub cpu_usage: CpuUsage,
     /// Length of the measured period.
@@ -165,7 +175,10 @@ pub struct WorkerLoop<'a, B: Backend> {
     /// Reads and writes in the batch being queued.
     batch_counts: [u64; 2],
     comps: Vec<Completion>,
+    /// What was recorded since the last interval cut.
     stats: WorkerStats,
+    /// The cuts so far, and what they add up to.
+    timeline: Timeline,
     buf_base: *mut u8,
     slot_bytes: usize,
     inflight: usize,
@@ -228,6 +241,7 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             batch_counts: [0; 2],
             comps: vec![Completion::default(); depth],
             stats: WorkerStats::new(),
+            timeline: Timeline::new(limits.interval_ns),
             buf_base,
             slot_bytes,
             inflight: 0,
@@ -273,6 +287,10 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         let mut next_publish_ns = self.begin_ns + PUBLISH_INTERVAL_NS;
         let mut stopping = false;
         let mut now_ns = self.begin_ns;
+        let mut ramp = None;
+        if measuring {
+            self.timeline.begin(now_ns, usage0);
+        }
         self.publish(measuring);
         let failure = loop {
             if !stopping
@@ -281,10 +299,12 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
                 stopping = true;
             }
             if !measuring && now_ns >= ramp_end_ns {
+                ramp = Some(interval::phase(&self.stats, now_ns - self.begin_ns));
                 self.stats.reset();
                 usage0 = self.usage();
                 measure_start_ns = now_ns;
                 measuring = true;
+                self.timeline.begin(now_ns, usage0);
             }
             if stopping && self.inflight == 0 {
                 break None;
@@ -310,6 +330,10 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             now_ns = sys::now_ns();
             self.complete(n, now_ns);
             self.assert_slots();
+            if now_ns >= self.timeline.next_cut_ns {
+                let usage = self.usage();
+                self.timeline.cut(&mut self.stats, now_ns, usage);
+            }
             if now_ns >= next_publish_ns {
                 next_publish_ns = now_ns + PUBLISH_INTERVAL_NS;
                 self.publish(measuring);
@@ -325,11 +349,22 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
                 now_ns = sys::now_ns();
             }
         }
+        if !measuring {
+            // Stopped in the ramp: nothing was measured, the ramp is all.
+            ramp = Some(interval::phase(&self.stats, now_ns - self.begin_ns));
+            self.stats.reset();
+            self.timeline.begin(now_ns, self.usage());
+            measure_start_ns = now_ns;
+        }
+        let usage = self.usage();
+        self.timeline.cut(&mut self.stats, now_ns, usage);
         self.publish(measuring);
         let runtime_ns = now_ns.saturating_sub(measure_start_ns);
         Ok(LoopOutput {
-            cpu_usage: sys::delta(&self.usage(), &usage0, runtime_ns),
-            stats: self.stats,
+            cpu_usage: sys::delta(&usage, &usage0, runtime_ns),
+            stats: self.timeline.done,
+            intervals: self.timeline.intervals,
+            ramp,
             runtime_ns,
             verify: self.verify.map(|_| self.verify_log),
             failure,
@@ -713,17 +748,22 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
         self.stats.bytes[1] += w_bytes;
     }
 
+    /// Publishes the measured counts so far (the cut intervals and the one
+    /// running) and the p99 of the latest latencies: the running
+    /// interval's, or the last cut's totals early in one.
     fn publish(&self, measuring: bool) {
-        let s = &self.stats;
-        let ops = s.ops[0] + s.ops[1];
-        let d = if s.ops[0] >= s.ops[1] { 0 } else { 1 };
-        let p99 = if ops > 0 {
-            s.hist[d].lat.value_at_quantile(0.99)
+        let (s, done) = (&self.stats, &self.timeline.done);
+        let ops = s.ops[0] + s.ops[1] + done.ops[0] + done.ops[1];
+        let bytes = s.bytes[0] + s.bytes[1] + done.bytes[0] + done.bytes[1];
+        let h = if s.ops[0] + s.ops[1] > 0 { s } else { done };
+        let d = if h.ops[0] >= h.ops[1] { 0 } else { 1 };
+        let p99 = if h.ops[d] > 0 {
+            h.hist[d].lat.value_at_quantile(0.99)
         } else {
             0
         };
         self.progress
-            .publish(ops, s.bytes[0] + s.bytes[1], p99, measuring, sys::now_ns());
+            .publish(ops, bytes, p99, measuring, sys::now_ns());
     }
 }
 

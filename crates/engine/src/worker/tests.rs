@@ -103,6 +103,7 @@ fn run_scripted(b: Scripted, rw: RwMode, bs: (u64, u64), ios: u64) -> LoopOutput
         max_bytes: u64::MAX,
         rate_iops: None,
         batch_complete_min: 1,
+        interval_ns: Some(results::DEFAULT_INTERVAL_NS),
     };
     let gen = IoGen::new(&w, 0, 1 << 20, 512, 0);
     let config = LoopConfig {
@@ -241,6 +242,7 @@ fn run_doubling(b: Doubling) -> LoopOutput {
             max_bytes: u64::MAX,
             rate_iops: None,
             batch_complete_min: 1,
+            interval_ns: Some(results::DEFAULT_INTERVAL_NS),
         },
         stop: &stop,
         progress: &progress,
@@ -454,6 +456,7 @@ fn run_verify_writes(b: Scripted, depth: usize) -> LoopOutput {
         max_bytes: u64::MAX,
         rate_iops: None,
         batch_complete_min: 1,
+        interval_ns: Some(results::DEFAULT_INTERVAL_NS),
     };
     let config = LoopConfig {
         depth,

@@ -67,6 +67,22 @@ pub fn steady_state<B: engine::backend::Backend>(
     ios: u64,
     verify: Option<engine::worker::VerifyKey>,
 ) -> (engine::worker::LoopOutput, u64) {
+    cut_every(backend, w, region_bytes, buf, slot_bytes, ios, verify, None)
+}
+
+/// [`steady_state`] with the measured time cut into intervals of
+/// `interval_ns` (`None`: none).
+#[allow(clippy::too_many_arguments, dead_code)]
+pub fn cut_every<B: engine::backend::Backend>(
+    backend: B,
+    w: &planner::Workload,
+    region_bytes: u64,
+    buf: &engine::sys::NodeBuffer,
+    slot_bytes: usize,
+    ios: u64,
+    verify: Option<engine::worker::VerifyKey>,
+    interval_ns: Option<u64>,
+) -> (engine::worker::LoopOutput, u64) {
     use engine::worker::{LoopConfig, LoopLimits, WorkerLoop};
     let gen = engine::gen::IoGen::new(w, 0, region_bytes, 512, 0);
     let stop = std::sync::atomic::AtomicBool::new(false);
@@ -83,6 +99,7 @@ pub fn steady_state<B: engine::backend::Backend>(
             max_bytes: u64::MAX,
             rate_iops: None,
             batch_complete_min: 4,
+            interval_ns,
         },
         stop: &stop,
         progress: &progress,

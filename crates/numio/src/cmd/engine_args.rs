@@ -86,6 +86,9 @@ pub struct EngineArgs {
     /// Completions to wait for per reap (default: iodepth/4, 1..=32).
     #[arg(long, value_name = "N", value_parser = parse_batch_complete)]
     pub batch_complete: Option<usize>,
+    /// Length of the result's intervals (its time axis): 100ms or longer, or off.
+    #[arg(long, value_name = "TIME", default_value = "1s", value_parser = planner::flags::parse_interval_ns)]
+    pub interval: u64,
     /// The live progress line on stderr.
     #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
     pub progress: ProgressArg,
@@ -141,6 +144,7 @@ impl EngineArgs {
             verify_keys: BTreeMap::new(),
             force_write: self.force_write,
             batch_complete_min: self.batch_complete,
+            interval_ns: self.interval,
             labels: BTreeMap::new(),
             tcp: engine::backend::TcpOptions {
                 hostnqn: Some(host.hostnqn.clone()),

@@ -27,6 +27,9 @@ pub struct Args {
     /// group_reporting prints.
     #[arg(long, requires = "fio_json")]
     pub group_reporting: bool,
+    /// Every interval per target; --csv, --chart: the intervals'.
+    #[arg(long, conflicts_with_all = ["json", "fio_json"])]
+    pub intervals: bool,
 }
 
 /// Most runs `--repeat` asks for (as `numio compare --repeat`).
@@ -48,20 +51,17 @@ pub(crate) fn parse_repeat(text: &str) -> Result<usize, String> {
     }
 }
 
-/// `--chart FILE`: a `.svg` or `.png` file (the format follows the name).
-fn parse_chart(text: &str) -> Result<PathBuf, String> {
-    let path = PathBuf::from(text);
-    match path.extension().and_then(|e| e.to_str()) {
-        Some(e) if e.eq_ignore_ascii_case("svg") || e.eq_ignore_ascii_case("png") => Ok(path),
-        _ => Err(format!(
-            "--chart={text}: write a chart to a .svg or .png file (the name says the format)"
-        )),
-    }
-}
+use report::chart::parse_chart_path as parse_chart;
 
 /// Runs `numio report`.
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let set = report::file::load(&args.file)?;
+    if args.intervals {
+        let (csv, chart) = (args.csv.as_deref(), args.chart.as_deref());
+        let say = &mut |line| eprintln!("numio: {line}");
+        report::intervals::output(&set, &args.file, csv, chart, &mut std::io::stdout(), say)?;
+        return Ok(0);
+    }
     if args.fio_json {
         let text = report::export::fio_json::from_set(&set, args.group_reporting)
             .with_context(|| format!("converting {} to fio's JSON", args.file.display()))?;
@@ -94,12 +94,7 @@ pub fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
 }
 
-/// Seconds since the Unix epoch.
-pub fn now_unix_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
+pub use tune::journal::now_unix_s;
 
 /// `--repeat`, `--save`, `--csv` and `--chart` of `numio bench`, to flatten
 /// into its `Args` (`#[command(flatten)] pub repeat: RepeatArgs`).
@@ -117,12 +112,7 @@ pub struct RepeatArgs {
 /// The result set of one arm's runs, made now by this command line: a
 /// repeat set with several runs, a single one with one.
 pub fn one_arm_set(arm: report::Arm) -> report::ResultSet {
-    let kind = if arm.runs.len() > 1 {
-        report::SetKind::Repeat
-    } else {
-        report::SetKind::Single
-    };
-    report::ResultSet::new(kind, command_line(), now_unix_s(), vec![arm])
+    report::ResultSet::of_one_arm(arm, command_line(), now_unix_s())
 }
 
 /// Where a result set goes besides the terminal (`numio bench --repeat` and

@@ -105,4 +105,17 @@ impl Running {
             took,
         )
     }
+
+    /// Waits for numio to exit by itself; the exit code, stdout, stderr.
+    #[allow(dead_code)] // not every test crate that shares this module asks
+    pub fn wait(self) -> (i32, String, String) {
+        let out = self.child.wait_with_output().expect("numio exits");
+        while self.lines.recv_timeout(GIVE_UP).is_ok() {}
+        let err = self.stderr.lock().unwrap().clone();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            err,
+        )
+    }
 }

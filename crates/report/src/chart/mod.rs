@@ -134,6 +134,18 @@ pub(crate) fn frame_titles(svg: &mut Svg, frame: Frame, title: &str, x_title: &s
     svg.rect(frame.x, frame.y, frame.w, frame.h, "none", Some("#888888"));
 }
 
+/// `--chart FILE`: a `.svg` or `.png` file (the format follows the name).
+pub fn parse_chart_path(text: &str) -> Result<std::path::PathBuf, crate::ReportError> {
+    let path = std::path::PathBuf::from(text);
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("svg") || e.eq_ignore_ascii_case("png") => Ok(path),
+        _ => Err(crate::ReportError::Invalid {
+            what: format!("--chart={text}"),
+            reason: "write a chart to a .svg or .png file (the name says the format)".into(),
+        }),
+    }
+}
+
 /// Writes the chart of `set` to `path`: PNG when it ends in `.png`, SVG
 /// when it ends in `.svg` (another name is refused). A sweep set gets the sweep's chart
 /// (one file per curve of a grid: `STEM-1.EXT`, …), a coalescing sweep its own.
