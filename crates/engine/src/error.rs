@@ -152,6 +152,15 @@ pub enum EngineError {
     /// Another worker failed to start, so this one did not run.
     #[error("the run was aborted because a worker failed to start")]
     Aborted,
+    /// `--metrics ADDR`: the endpoint could not be served.
+    #[error("--metrics {addr}: {source}")]
+    Metrics {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// Why.
+        #[source]
+        source: nvmf::metrics_http::HttpError,
+    },
 }
 
 #[cfg(test)]

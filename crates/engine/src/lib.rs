@@ -37,6 +37,7 @@ pub mod export;
 mod fixtures;
 pub mod gen;
 mod limits;
+pub mod live;
 pub mod progress;
 pub mod run;
 pub mod safety;

@@ -2,7 +2,60 @@
 //! it a few times a second (relaxed stores of its own counters, written by it
 //! alone); the main thread reads them. Nothing on the I/O path waits on it.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use nvmf::tgt::counters::{LATENCY_BOUNDS_NS, LATENCY_BUCKETS};
+
+use crate::stats::WorkerStats;
+
+/// A worker's measured totals as of its last interval cut, for `numio
+/// bench --metrics`: counts, bytes, errors and a bucketed latency
+/// histogram (the buckets `numio serve --metrics` uses). Written by the
+/// worker alone at each cut, read by the metrics endpoint.
+#[derive(Debug, Default)]
+pub struct LiveTotals {
+    /// Successful I/Os per direction (read, write).
+    pub ops: [AtomicU64; 2],
+    /// Bytes per direction.
+    pub bytes: [AtomicU64; 2],
+    /// Failed I/Os.
+    pub errors: AtomicU64,
+    /// Total latency per direction, by bucket of [`LATENCY_BOUNDS_NS`]
+    /// (the last: slower).
+    pub lat_buckets: [[AtomicU64; LATENCY_BUCKETS]; 2],
+    /// Sum of the total latencies per direction, in nanoseconds.
+    pub lat_sum_ns: [AtomicU64; 2],
+}
+
+impl LiveTotals {
+    /// Adds what `stats` recorded over one interval.
+    pub fn add(&self, stats: &WorkerStats) {
+        let add = |a: &AtomicU64, n: u64| a.store(a.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        for d in 0..2 {
+            add(&self.ops[d], stats.ops[d]);
+            add(&self.bytes[d], stats.bytes[d]);
+            let h = &stats.hist[d].lat;
+            if h.is_empty() {
+                continue;
+            }
+            // Cumulative counts (a range's ends are rounded to the
+            // histogram's resolution: adjacent ranges would overlap).
+            let mut counted = 0;
+            for (i, &bound) in LATENCY_BOUNDS_NS.iter().enumerate() {
+                let upto = h.count_between(0, bound).max(counted);
+                add(&self.lat_buckets[d][i], upto - counted);
+                counted = upto;
+            }
+            add(
+                &self.lat_buckets[d][LATENCY_BUCKETS - 1],
+                h.len().saturating_sub(counted),
+            );
+            add(&self.lat_sum_ns[d], (h.mean() * h.len() as f64) as u64);
+        }
+        add(&self.errors, stats.error_count());
+    }
+}
 
 /// The published counters of one worker, on its own cache lines.
 #[derive(Debug, Default)]
@@ -18,6 +71,8 @@ pub struct WorkerProgress {
     bytes_per_s: AtomicU64,
     measuring: AtomicBool,
     finished: AtomicBool,
+    /// Measured totals as of the last interval cut.
+    pub live: LiveTotals,
 }
 
 impl WorkerProgress {
@@ -79,6 +134,8 @@ pub struct ProgressSnapshot {
     pub bytes_per_s: f64,
     /// Workers still running.
     pub running_workers: usize,
+    /// Where the run's live metrics are served (`--metrics`), if they are.
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 /// Sums the published counters of `workers`.

@@ -114,6 +114,26 @@ pub fn parse_duration_ns(flag: &str, text: &str) -> Result<u64, FlagError> {
     parse_time_ns(text, 1_000_000_000).map_err(|e| value_error(flag, text, e.reason))
 }
 
+/// The most I/Os numio's engine keeps in flight per job (the engine's
+/// `MAX_IODEPTH`), and so the most completions one reap may wait for.
+pub const ENGINE_MAX_IODEPTH: u32 = 4096;
+
+/// Parses `--batch-complete N`: at least one completion, at most the
+/// deepest queue.
+pub fn parse_batch_complete(text: &str) -> Result<usize, FlagError> {
+    let most = ENGINE_MAX_IODEPTH as usize;
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=most).contains(&n) => Ok(n),
+        _ => Err(value_error(
+            "batch-complete",
+            text,
+            format!(
+                "give 1 to {most} completions per reap (more than --iodepth waits for --iodepth)"
+            ),
+        )),
+    }
+}
+
 /// The shortest `--interval` of a result's time axis: 100 ms.
 pub const MIN_INTERVAL_NS: u64 = 100_000_000;
 

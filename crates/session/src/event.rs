@@ -47,6 +47,8 @@ pub enum Event<'a> {
         /// Whether some target may end sooner: at its size (`time_based`
         /// off) or its I/O count.
         may_end_early: bool,
+        /// Where the run's live metrics are served (`--metrics`).
+        metrics: Option<std::net::SocketAddr>,
     },
     /// Live counters of the run, about five times a second.
     Progress {

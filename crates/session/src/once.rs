@@ -50,6 +50,7 @@ pub fn run_once(
                 ramp_ns,
                 runtime_ns,
                 may_end_early,
+                metrics: snapshot.metrics_addr,
             });
         }
     };

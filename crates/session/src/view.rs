@@ -200,15 +200,16 @@ impl Display {
                 ramp_ns,
                 runtime_ns,
                 may_end_early,
+                metrics,
                 ..
             } => {
                 self.next_line_ns = 0;
                 self.clock.planned_run_ns = runtime_ns.map(|r| r + ramp_ns);
-                Some(Out::Line(measuring_line(
-                    ramp_ns,
-                    runtime_ns,
-                    may_end_early,
-                )))
+                let mut line = measuring_line(ramp_ns, runtime_ns, may_end_early);
+                if let Some(addr) = metrics {
+                    line.push_str(&format!("; live metrics at http://{addr}/metrics"));
+                }
+                Some(Out::Line(line))
             }
             Event::Progress { snapshot, .. } => self.progress(snapshot),
             Event::Ended(_) => {
@@ -403,6 +404,7 @@ mod tests {
             iops: 2000.0,
             bytes_per_s: 2000.0 * 4096.0,
             running_workers: 1,
+            metrics_addr: None,
         };
         let line = progress_line(&s);
         assert!(line.contains("2.0k IOPS"), "{line}");

@@ -96,6 +96,7 @@ pub fn run_until(
         .iter()
         .map(|_| Arc::new(WorkerProgress::default()))
         .collect();
+    let live = serve_metrics(opts, &specs, &progress)?;
     let handles = spawn::spawn_workers(&specs, &ctl, &progress)?;
     ctl.start.wait();
     let clock = spawn::RunClock {
@@ -111,7 +112,9 @@ pub fn run_until(
     if !ctl.aborted() {
         // Every worker passed the start barrier: set-up and any task-run
         // trial are done. Callers wait for this call, not for a clock.
-        on_progress(&snapshot(&progress, 0, clock.planned_ns));
+        let mut s = snapshot(&progress, 0, clock.planned_ns);
+        s.metrics_addr = live;
+        on_progress(&s);
     }
     let watched = spawn::watch(
         &ctl,
@@ -121,6 +124,7 @@ pub fn run_until(
         &mut counters,
         on_progress,
     );
+
     let counted = counters.end();
     let outputs = spawn::join_workers(handles, &specs)?;
     let process = sys::delta(
@@ -138,6 +142,26 @@ pub fn run_until(
         );
     }
     Ok(result)
+}
+
+/// `--metrics`: the workers' live totals served at the address asked for,
+/// with the address bound.
+fn serve_metrics(
+    opts: &RunOptions,
+    specs: &[spec::JobSpec],
+    progress: &[Arc<WorkerProgress>],
+) -> Result<Option<std::net::SocketAddr>, EngineError> {
+    let Some(addr) = opts.metrics else {
+        return Ok(None);
+    };
+    let jobs = specs
+        .iter()
+        .zip(progress)
+        .map(|(s, p)| (s.path.clone(), s.job, Arc::clone(p)))
+        .collect();
+    crate::live::serve_run(addr, jobs)
+        .map(Some)
+        .map_err(|source| EngineError::Metrics { addr, source })
 }
 
 /// The longest ramp (warm-up) of any target.

@@ -80,6 +80,8 @@ pub struct RunOptions {
     /// Length of the result's intervals (`--interval`), at least
     /// [`planner::flags::MIN_INTERVAL_NS`].
     pub interval_ns: u64,
+    /// Serve the run in progress as metrics at this address (`--metrics`).
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 impl Default for RunOptions {
@@ -97,6 +99,7 @@ impl Default for RunOptions {
             tcp: TcpOptions::default(),
             vfio: crate::backend::vfio::VfioOptions::default(),
             interval_ns: results::DEFAULT_INTERVAL_NS,
+            metrics: None,
         }
     }
 }

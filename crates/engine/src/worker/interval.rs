@@ -11,6 +11,7 @@
 use results::histogram::encode_histogram;
 use results::{CpuUsage, DirHistogramsHex, PhaseIo};
 
+use crate::progress::LiveTotals;
 use crate::stats::WorkerStats;
 
 /// What one worker completed in one interval.
@@ -79,7 +80,14 @@ impl Timeline {
     /// the last cut becomes an interval (kept where the timeline has a grid
     /// and it is not empty) and moves into [`Timeline::done`]; `stats` is
     /// cleared.
-    pub fn cut(&mut self, stats: &mut WorkerStats, now_ns: u64, usage: CpuUsage) {
+    /// `live` hears the interval's totals (`--metrics`).
+    pub fn cut(
+        &mut self,
+        stats: &mut WorkerStats,
+        now_ns: u64,
+        usage: CpuUsage,
+        live: &LiveTotals,
+    ) {
         if let Some(step) = self.interval_ns {
             let start_ns = self.last_cut_ns - self.origin_ns;
             let end_ns = now_ns.max(self.last_cut_ns) - self.origin_ns;
@@ -111,6 +119,7 @@ impl Timeline {
         }
         self.last_cut_ns = now_ns.max(self.last_cut_ns);
         self.usage_at_cut = usage;
+        live.add(stats);
         self.done.merge(stats);
         stats.reset();
     }
@@ -145,14 +154,14 @@ mod tests {
         t.begin(500, CpuUsage::default());
         assert_eq!(t.next_cut_ns, 1500);
         record(&mut s, 3);
-        t.cut(&mut s, 1510, CpuUsage::default());
+        t.cut(&mut s, 1510, CpuUsage::default(), &LiveTotals::default());
         assert_eq!(t.next_cut_ns, 2500);
         record(&mut s, 4);
         // A stall over two grid points: one interval, the next cut after it.
-        t.cut(&mut s, 4200, CpuUsage::default());
+        t.cut(&mut s, 4200, CpuUsage::default(), &LiveTotals::default());
         assert_eq!(t.next_cut_ns, 4500);
         record(&mut s, 5);
-        t.cut(&mut s, 4300, CpuUsage::default());
+        t.cut(&mut s, 4300, CpuUsage::default(), &LiveTotals::default());
         let got: Vec<_> = t
             .intervals
             .iter()
@@ -175,7 +184,7 @@ mod tests {
         t.begin(0, CpuUsage::default());
         assert_eq!(t.next_cut_ns, u64::MAX);
         record(&mut s, 2);
-        t.cut(&mut s, 10, CpuUsage::default());
+        t.cut(&mut s, 10, CpuUsage::default(), &LiveTotals::default());
         assert!(t.intervals.is_empty());
         assert_eq!(t.done.ops[0], 2);
     }

@@ -332,7 +332,8 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             self.assert_slots();
             if now_ns >= self.timeline.next_cut_ns {
                 let usage = self.usage();
-                self.timeline.cut(&mut self.stats, now_ns, usage);
+                self.timeline
+                    .cut(&mut self.stats, now_ns, usage, &self.progress.live);
             }
             if now_ns >= next_publish_ns {
                 next_publish_ns = now_ns + PUBLISH_INTERVAL_NS;
@@ -350,14 +351,14 @@ impl<'a, B: Backend> WorkerLoop<'a, B> {
             }
         }
         if !measuring {
-            // Stopped in the ramp: nothing was measured, the ramp is all.
-            ramp = Some(interval::phase(&self.stats, now_ns - self.begin_ns));
-            self.stats.reset();
-            self.timeline.begin(now_ns, self.usage());
-            measure_start_ns = now_ns;
+            // Stopped in the ramp: what ran is all there is, reported as
+            // the numbers (the run says it was interrupted in the ramp),
+            // one interval from the start.
+            self.timeline.begin(self.begin_ns, usage0);
         }
         let usage = self.usage();
-        self.timeline.cut(&mut self.stats, now_ns, usage);
+        self.timeline
+            .cut(&mut self.stats, now_ns, usage, &self.progress.live);
         self.publish(measuring);
         let runtime_ns = now_ns.saturating_sub(measure_start_ns);
         Ok(LoopOutput {

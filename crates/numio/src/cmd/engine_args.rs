@@ -84,8 +84,11 @@ pub struct EngineArgs {
     #[arg(long)]
     pub no_registered_files: bool,
     /// Completions to wait for per reap (default: iodepth/4, 1..=32).
-    #[arg(long, value_name = "N", value_parser = parse_batch_complete)]
+    #[arg(long, value_name = "N", value_parser = planner::flags::parse_batch_complete)]
     pub batch_complete: Option<usize>,
+    /// Serve the run in progress as Prometheus / OpenMetrics text (per target and job).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Length of the result's intervals (its time axis): 100ms or longer, or off.
     #[arg(long, value_name = "TIME", default_value = "1s", value_parser = planner::flags::parse_interval_ns)]
     pub interval: u64,
@@ -108,17 +111,6 @@ pub struct EngineArgs {
     // Last: its heading would otherwise carry over to the flags after it.
     #[command(flatten)]
     pub host: super::host_args::HostArgs,
-}
-
-/// `--batch-complete N`: at least one completion, at most the deepest queue.
-fn parse_batch_complete(text: &str) -> Result<usize, String> {
-    let most = engine::targets::MAX_IODEPTH as usize;
-    match text.trim().parse::<usize>() {
-        Ok(n) if (1..=most).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "--batch-complete={text}: give 1 to {most} completions per reap (more than --iodepth waits for --iodepth)"
-        )),
-    }
 }
 
 impl EngineArgs {
@@ -145,6 +137,7 @@ impl EngineArgs {
             force_write: self.force_write,
             batch_complete_min: self.batch_complete,
             interval_ns: self.interval,
+            metrics: self.metrics,
             labels: BTreeMap::new(),
             tcp: engine::backend::TcpOptions {
                 hostnqn: Some(host.hostnqn.clone()),
