@@ -670,6 +670,40 @@ fn placement_flags_are_never_silently_dropped() {
     assert_eq!(code, 0, "{err}");
 }
 
+/// Issue 40: `--numa remote` never quietly runs local. A file has no NUMA
+/// node and a one-node machine no other node, so bench, plan and a
+/// `policy=remote` compare arm all refuse before any I/O, naming the
+/// target and the fix (the lab's two-socket check runs it for real).
+#[test]
+fn remote_placement_without_a_remote_node_is_refused_with_the_fix() {
+    let f = Temp::filled("remote", 1 << 20, 7);
+    let bench = ["bench", f.path(), "--numa", "remote", "--runtime", "100ms"];
+    let plan = ["plan", f.path(), "--numa", "remote"];
+    let compare = [
+        "compare",
+        "--a",
+        "policy=local",
+        "--b",
+        "policy=remote",
+        f.path(),
+        "--runtime",
+        "100ms",
+        "--backend",
+        "sync",
+    ];
+    for args in [&bench[..], &plan[..], &compare[..]] {
+        let (code, out, err) = numio(args);
+        assert_ne!(code, 0, "{args:?}: {out}");
+        assert!(
+            err.contains(&format!("target {}:", f.path()))
+                && err.contains("--numa remote")
+                && (err.contains("use --numa local or spread") || err.contains("--cpus-for")),
+            "{args:?}: {err}"
+        );
+        assert!(!out.contains("IOPS"), "{args:?} ran: {out}");
+    }
+}
+
 /// Issue 39: `compare` printed its "method:" line once per metric (seven
 /// times) and called a comparison of saved results "interleaved".
 #[test]

@@ -55,12 +55,44 @@ pub enum PlanError {
         /// The target.
         target: String,
     },
+    /// `remote` placement for a target whose NUMA node is unknown.
+    #[error("target {target}: its NUMA node is unknown, so no node is remote to it; --numa remote needs a target on a known node (an NVMe namespace, or a file or device stacked on one): drop it from the remote run, or place it with --cpus-for {target}=LIST")]
+    RemoteNodeUnknown {
+        /// The target.
+        target: String,
+    },
+    /// `remote` placement where no node but the target's has online CPUs.
+    #[error("target {target}: --numa remote needs a NUMA node with online CPUs other than the target's, and this machine has {} ({}); run the remote arm on a machine with two or more NUMA nodes, or use --numa local or spread here", node_count(with_cpus.len()), topology::CpuList::of_nodes(with_cpus))]
+    NoRemoteNode {
+        /// The target.
+        target: String,
+        /// The nodes with online CPUs.
+        with_cpus: Vec<topology::NodeId>,
+    },
+    /// `remote` placement for a target local to every node with CPUs (a
+    /// multipath head with a path on each, under iopolicy numa).
+    #[error("target {target}: it is local to every node with online CPUs ({}: a multipath head with a path on each), so no node is remote to it; drop it from the remote run, or place it with --cpus-for {target}=LIST", topology::CpuList::of_nodes(nodes))]
+    LocalEverywhere {
+        /// The target.
+        target: String,
+        /// The nodes it is local to.
+        nodes: Vec<topology::NodeId>,
+    },
     /// An explicit CPU list names a target that is not planned.
     #[error("`--cpus-for {target}=…` names no target of this plan; add {target} as a target or fix the name")]
     StrayCpus {
         /// The name given.
         target: String,
     },
+}
+
+/// `1 node with CPUs`, `2 nodes with CPUs`.
+fn node_count(n: usize) -> String {
+    match n {
+        0 => "no node with CPUs".into(),
+        1 => "1 node with CPUs".into(),
+        _ => format!("{n} nodes with CPUs"),
+    }
 }
 
 /// Why a placement cannot run on a machine ([`crate::Placement::check_on`]).

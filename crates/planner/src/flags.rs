@@ -359,8 +359,10 @@ impl WorkloadFlags {
 pub enum Numa {
     /// CPUs of each target's NUMA node (the default).
     Local,
-    /// Every CPU round-robin, ignoring locality.
+    /// Job after job on the next NUMA node in turn, ignoring locality.
     Spread,
+    /// Each target's jobs and buffers on the node farthest from it.
+    Remote,
     /// No pinning.
     None,
     /// fio job files: numio's local placement for the jobs that name no
@@ -374,6 +376,7 @@ impl Numa {
         match self {
             Numa::Local => "local",
             Numa::Spread => "spread",
+            Numa::Remote => "remote",
             Numa::None => "none",
             Numa::Auto => "auto",
         }
@@ -433,14 +436,15 @@ impl Placing {
         Ok(match self.numa.unwrap_or(Numa::Local) {
             Numa::Local | Numa::Auto => Policy::Local,
             Numa::Spread => Policy::Spread,
+            Numa::Remote => Policy::Remote,
             Numa::None => Policy::None,
         })
     }
 
     /// For a fio job file (`what` names it): whether jobs that name no CPUs
     /// get numio's local placement (`--numa auto` or `local`); the job
-    /// file places its own jobs, so `--cpus`, `--cpus-for` and
-    /// `--numa spread` are refused.
+    /// file places its own jobs, so `--cpus`, `--cpus-for`, `--numa spread`
+    /// and `--numa remote` are refused.
     pub fn job_file_auto(&self, what: &str) -> Result<bool, FlagError> {
         if self.cpus.is_some() || !self.cpus_for.is_empty() {
             return Err(placement_error(
@@ -451,8 +455,8 @@ impl Placing {
         match self.numa {
             None | Some(Numa::None) => Ok(false),
             Some(Numa::Auto | Numa::Local) => Ok(true),
-            Some(Numa::Spread) => Err(placement_error(
-                format!("--numa spread with {what}"),
+            Some(n @ (Numa::Spread | Numa::Remote)) => Err(placement_error(
+                format!("--numa {} with {what}", n.name()),
                 "use auto or none",
             )),
         }
@@ -588,5 +592,16 @@ mod tests {
             "--numa spread with the job file a.fio: use auto or none"
         );
         assert!(p(None, Some("0"), &[]).job_file_auto("x").is_err());
+        assert_eq!(
+            p(Some(Numa::Remote), None, &[]).policy(&t).unwrap(),
+            Policy::Remote
+        );
+        assert_eq!(
+            p(Some(Numa::Remote), None, &[])
+                .job_file_auto("the job file a.fio")
+                .unwrap_err()
+                .to_string(),
+            "--numa remote with the job file a.fio: use auto or none"
+        );
     }
 }

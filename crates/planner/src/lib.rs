@@ -9,8 +9,9 @@
 //! numactl command lines, and fio job files are read back into it.
 //!
 //! Entry points:
-//! - [`plan`] with a [`PlanRequest`] (policies in [`Policy`]; `local` lives in
-//!   its own module because it is the one with rules);
+//! - [`plan`] with a [`PlanRequest`] (policies in [`Policy`]; `local`,
+//!   `remote` and `spread` live in their own modules because they have
+//!   rules);
 //! - [`resolve_target`]: a target's NUMA node from the topology model;
 //!   [`resolve_backing`]: a file's or stacked device's, from the NVMe
 //!   namespaces the caller found beneath it ([`TargetDevice`]);
@@ -33,8 +34,10 @@ pub mod placement;
 pub(crate) mod plan;
 pub mod planfile;
 pub mod reactors;
+mod remote;
 mod request;
 pub mod resolve;
+mod spread;
 pub mod target_addr;
 pub mod workload;
 

@@ -26,19 +26,19 @@ use crate::cpuset::{
 use crate::placement::{JobPlacement, MemPolicy, TargetPlacement};
 
 /// Where a target's jobs run and where their memory lives.
-struct Home {
+pub(crate) struct Home {
     /// The node whose cores the jobs take; `None`: every online CPU (no
     /// node has one, so there is no NUMA locality to keep).
-    cpu_node: Option<NodeId>,
-    mem: MemPolicy,
+    pub(crate) cpu_node: Option<NodeId>,
+    pub(crate) mem: MemPolicy,
 }
 
 /// Some of a target's jobs, all placed on one node. A target is one piece,
 /// or one per node for a multipath head whose paths are local to several.
-struct Piece {
-    target: usize,
-    jobs: u32,
-    home: Home,
+pub(crate) struct Piece {
+    pub(crate) target: usize,
+    pub(crate) jobs: u32,
+    pub(crate) home: Home,
 }
 
 /// Places every target with the `local` policy. `local_nodes[i]` lists the
@@ -50,7 +50,21 @@ pub(crate) fn place(
     local_nodes: &[Vec<NodeId>],
     warnings: &mut Vec<String>,
 ) {
-    let mut pieces = home_pieces(topo, targets, local_nodes, warnings);
+    let pieces = home_pieces(topo, targets, local_nodes, warnings);
+    place_pieces(topo, targets, pieces, " rather than run remote", warnings);
+}
+
+/// Gives every piece cores of its home node: pieces on one node share its
+/// physical cores evenly and in target order (see the module's rules).
+/// `instead` ends the warning of a node asked for more jobs than it has
+/// cores (` rather than run remote` for `local`).
+pub(crate) fn place_pieces(
+    topo: &Topology,
+    targets: &mut [TargetPlacement],
+    mut pieces: Vec<Piece>,
+    instead: &str,
+    warnings: &mut Vec<String>,
+) {
     pieces.sort_by_key(|p| p.target);
     let mut by_node: BTreeMap<Option<NodeId>, Vec<usize>> = BTreeMap::new();
     for (k, p) in pieces.iter().enumerate() {
@@ -67,7 +81,7 @@ pub(crate) fn place(
         let total: u64 = demands.iter().map(|&d| u64::from(d)).sum();
         if total > cores.len() as u64 {
             warnings.push(format!(
-                "{}: {total} jobs on {} physical cores; jobs share cores (SMT siblings first, then time-sharing) rather than run remote; lower --jobs or add targets on other nodes",
+                "{}: {total} jobs on {} physical cores; jobs share cores (SMT siblings first, then time-sharing){instead}; lower --jobs or add targets on other nodes",
                 node.map_or("every online CPU".to_string(), node_label),
                 cores.len()
             ));
@@ -291,7 +305,8 @@ fn known_home(topo: &Topology, t: &mut TargetPlacement) -> Option<Home> {
     })
 }
 
-fn distance_text(topo: &Topology, a: NodeId, b: NodeId) -> String {
+/// ` (distance D)` between two nodes, or nothing without a distance table.
+pub(crate) fn distance_text(topo: &Topology, a: NodeId, b: NodeId) -> String {
     distance(topo, a, b)
         .map(|d| format!(" (distance {d})"))
         .unwrap_or_default()
@@ -380,7 +395,7 @@ fn assign(t: &mut TargetPlacement, piece: &Piece, order: &[CpuId], cores: usize)
 }
 
 /// A node's display form for notes: `node 1`.
-fn node_label(n: NodeId) -> String {
+pub(crate) fn node_label(n: NodeId) -> String {
     format!("node {}", n.0)
 }
 

@@ -30,7 +30,7 @@ pub fn to_numactl(placement: &Placement) -> String {
 pub fn numactl_args(t: &TargetPlacement) -> Vec<String> {
     let mut args = Vec::new();
     let cpus = if t.cpus.is_empty() {
-        crate::plan::union(&t.jobs)
+        crate::placement::union(&t.jobs)
     } else {
         t.cpus.clone()
     };

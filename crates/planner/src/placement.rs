@@ -138,3 +138,11 @@ pub struct Placement {
     /// Warnings for the user.
     pub warnings: Vec<String>,
 }
+
+/// Every CPU any job of `jobs` may use, ascending.
+pub(crate) fn union(jobs: &[JobPlacement]) -> Vec<CpuId> {
+    let mut all: Vec<CpuId> = jobs.iter().flat_map(|j| j.cpus.iter().copied()).collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}

@@ -1,5 +1,6 @@
-//! [`plan`]: the policies `spread`, `none` and `explicit`, and the shared
-//! steps (validation, target resolution). `local` lives in [`crate::local`].
+//! [`plan`]: the policies `none` and `explicit`, and the shared steps
+//! (validation, target resolution). `local`, `remote` and `spread` live in
+//! [`crate::local`], [`crate::remote`] and [`crate::spread`].
 
 use topology::{CpuId, CpuList, Topology};
 
@@ -77,11 +78,14 @@ pub fn plan(topology: &Topology, request: &PlanRequest) -> Result<Placement, Pla
     let mut warnings = passthru_warnings(topology, &targets);
     match &request.policy {
         Policy::Local => crate::local::place(topology, &mut targets, &local_nodes, &mut warnings),
-        Policy::Spread => place_spread(topology, &mut targets),
+        Policy::Remote => {
+            crate::remote::place(topology, &mut targets, &local_nodes, &mut warnings)?
+        }
+        Policy::Spread => crate::spread::place(topology, &mut targets, &mut warnings),
         Policy::None => place_none(&mut targets),
         Policy::Explicit(lists) => place_explicit(topology, &mut targets, lists)?,
     }
-    if !matches!(request.policy, Policy::Local) {
+    if !matches!(request.policy, Policy::Local | Policy::Remote) {
         for t in &targets {
             if t.node.is_none() {
                 warnings.push(format!("{}: NUMA node unknown", t.path));
@@ -143,22 +147,6 @@ fn base_target(spec: &TargetSpec, res: &Resolution, workload: crate::Workload) -
             ..crate::JobOptions::default()
         },
         ..TargetPlacement::default()
-    }
-}
-
-/// Every online CPU in ascending order, job after job across all targets.
-fn place_spread(topo: &Topology, targets: &mut [TargetPlacement]) {
-    let cpus = online_cpus(topo);
-    let mut next = 0usize;
-    for t in targets {
-        for _ in 0..t.workload.numjobs {
-            t.jobs.push(JobPlacement {
-                cpus: vec![cpus[next % cpus.len()]],
-                mem: MemPolicy::Default,
-            });
-            next += 1;
-        }
-        t.cpus = union(&t.jobs);
     }
 }
 
@@ -245,12 +233,4 @@ fn remote_note(topo: &Topology, t: &mut TargetPlacement, list: &[CpuId]) {
             node.0
         ));
     }
-}
-
-/// Every CPU any job of the target may use, ascending.
-pub(crate) fn union(jobs: &[JobPlacement]) -> Vec<CpuId> {
-    let mut all: Vec<CpuId> = jobs.iter().flat_map(|j| j.cpus.iter().copied()).collect();
-    all.sort_unstable();
-    all.dedup();
-    all
 }

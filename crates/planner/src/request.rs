@@ -41,9 +41,15 @@ pub enum Policy {
     /// CPUs of each target's NUMA node; targets on one node share its
     /// physical cores evenly; SMT siblings are used after the primaries.
     Local,
-    /// All online CPUs round-robin, ignoring locality (the uncontrolled
-    /// baseline of an A/B test).
+    /// Job after job of the run on the next NUMA node in turn, each on that
+    /// node's next free CPU, buffers on that node: locality ignored (the
+    /// uncontrolled baseline of an A/B test; see [`crate::spread`]).
     Spread,
+    /// Each target's jobs and buffers on the farthest node from it that has
+    /// free cores (the remote arm of a NUMA A/B test; see
+    /// [`crate::remote`]). A target of unknown node, or a machine with one
+    /// node, is an error.
+    Remote,
     /// No pinning and no memory policy at all.
     None,
     /// The caller's CPU list for every target: `(target, cpus)`. A target
@@ -53,11 +59,21 @@ pub enum Policy {
 }
 
 impl Policy {
+    /// The named policies (`--numa`, a compare arm's `policy=`), by name.
+    pub const NAMED: [Policy; 4] = [Policy::Local, Policy::Spread, Policy::Remote, Policy::None];
+
+    /// The named policy called `name` (`local`, `spread`, `remote`,
+    /// `none`); `None` for any other name.
+    pub fn named(name: &str) -> Option<Policy> {
+        Policy::NAMED.into_iter().find(|p| p.name() == name)
+    }
+
     /// The policy's name as plans and the CLI spell it.
     pub fn name(&self) -> &'static str {
         match self {
             Policy::Local => "local",
             Policy::Spread => "spread",
+            Policy::Remote => "remote",
             Policy::None => "none",
             Policy::Explicit(_) => "explicit",
         }

@@ -190,11 +190,18 @@ fn spread_ignores_locality_and_none_pins_nothing() {
         .iter()
         .flat_map(|t| t.jobs.iter().map(|j| j.cpus[0].0))
         .collect();
-    assert_eq!(all, vec![0, 1, 2, 3, 4, 5]);
-    assert!(p
-        .targets
-        .iter()
-        .all(|t| t.jobs.iter().all(|j| j.mem == MemPolicy::Default)));
+    // Nodes 0, 1 and 3 have CPUs (node 2 none): job i on the i-th in turn.
+    assert_eq!(all, vec![0, 8, 16, 1, 9, 17]);
+    let mems: Vec<&MemPolicy> = p.targets[0].jobs.iter().map(|j| &j.mem).collect();
+    // Node 3 has no memory: its job's buffers go to the nearest node, 0.
+    assert_eq!(
+        mems,
+        vec![
+            &MemPolicy::Local,
+            &MemPolicy::Local,
+            &MemPolicy::Bind(vec![NodeId(0)])
+        ]
+    );
     let p = plan(&topo, &request(&["/dev/nvme0n1"], 3, Policy::None)).unwrap();
     assert!(p.targets[0]
         .jobs

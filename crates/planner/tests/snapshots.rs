@@ -1,6 +1,7 @@
 //! Golden plans for every topology fixture (`tests/fixtures/sysfs/*` and the
 //! in-memory mixed machine): the plan file, the fio job file and the
-//! numactl lines under `local`, and the fio file under `spread` and `none`.
+//! numactl lines under `local`, and the fio file under `spread`, `none` and,
+//! where the machine has a node remote to its drives, `remote`.
 //!
 //! `UPDATE_GOLDEN=1 cargo test -p planner --test snapshots` rewrites them;
 //! a fixture without goldens gets them written (and fails under `CI=true`).
@@ -114,12 +115,35 @@ fn plans_of_every_fixture_match_their_goldens() {
             &planner::numactl::to_numactl(&local),
             &mut stale,
         );
-        for (pname, policy) in [
-            ("local", Policy::Local),
-            ("spread", Policy::Spread),
-            ("none", Policy::None),
-        ] {
-            let p = plan(&topo, &request(&t, policy)).unwrap();
+        let mut policies = vec![
+            ("local", plan(&topo, &request(&t, Policy::Local)).unwrap()),
+            ("spread", plan(&topo, &request(&t, Policy::Spread)).unwrap()),
+            ("none", plan(&topo, &request(&t, Policy::None)).unwrap()),
+        ];
+        // remote: the NVMe targets with a node remote to them (a file has no
+        // node; a one-node machine none); every other one refused as such.
+        let mut drives = Vec::new();
+        for d in t.iter().filter(|p| p.starts_with("/dev/")) {
+            match plan(&topo, &request(std::slice::from_ref(d), Policy::Remote)) {
+                Ok(_) => drives.push(d.clone()),
+                Err(e) => assert!(
+                    matches!(
+                        e,
+                        planner::PlanError::NoRemoteNode { .. }
+                            | planner::PlanError::RemoteNodeUnknown { .. }
+                            | planner::PlanError::LocalEverywhere { .. }
+                    ),
+                    "{name}: {e}"
+                ),
+            }
+        }
+        if !drives.is_empty() {
+            policies.push((
+                "remote",
+                plan(&topo, &request(&drives, Policy::Remote)).unwrap(),
+            ));
+        }
+        for (pname, p) in policies {
             let golden = dir.join(format!("{name}.{pname}.fio"));
             check(&golden, &planner::fio::to_job_file(&p), &mut stale);
             if fio {

@@ -9,7 +9,8 @@ use crate::model::RunRecord;
 /// Where an arm's runs come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ArmSource {
-    /// Plan live with this placement policy (`local`, `spread`, `none`).
+    /// Plan live with this placement policy (`local`, `spread`, `remote`,
+    /// `none`).
     Policy(String),
     /// Run this saved plan (`numio plan --save`).
     Plan(PathBuf),
@@ -42,8 +43,8 @@ pub struct ArmSpec {
     pub text: String,
 }
 
-/// Policies a `policy=` arm accepts.
-pub const POLICIES: [&str; 3] = ["local", "spread", "none"];
+/// Policies a `policy=` arm accepts ([`planner::Policy::named`]).
+pub const POLICIES: [&str; 4] = ["local", "spread", "remote", "none"];
 
 /// Backends a `backend=` arm accepts: those that reach an NVMe drive.
 pub const BACKENDS: [&str; 4] = ["uring", "sync", "passthru", "vfio"];
@@ -91,7 +92,7 @@ impl ArmSpec {
             }
             "policy" => {
                 return Err(bad(
-                    "the placement must be local, spread or none (numa=local|spread|none)",
+                    "the placement must be local, spread, remote or none (numa=local|spread|remote|none)",
                 ))
             }
             "backend" if BACKENDS.contains(&value) => {
@@ -185,6 +186,18 @@ mod tests {
     }
 
     #[test]
+    fn policy_arms_are_the_planners_named_policies() {
+        let named: Vec<&str> = planner::Policy::NAMED.iter().map(|p| p.name()).collect();
+        assert_eq!(POLICIES.to_vec(), named);
+        let r = ArmSpec::parse("policy=remote").unwrap();
+        assert_eq!(r.source, ArmSource::Policy("remote".into()));
+        assert_eq!(
+            ArmSpec::parse("numa=remote,label=far").unwrap().label,
+            "far"
+        );
+    }
+
+    #[test]
     fn rejects_bad_specs_with_the_fix() {
         for bad in [
             "local",
@@ -195,7 +208,10 @@ mod tests {
             "policy=local,color=red",
         ] {
             let err = ArmSpec::parse(bad).unwrap_err().to_string();
-            assert!(err.contains("use policy=local|spread|none"), "{bad}: {err}");
+            assert!(
+                err.contains("use policy=local|spread|remote|none"),
+                "{bad}: {err}"
+            );
         }
     }
 

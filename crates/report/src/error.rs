@@ -48,7 +48,7 @@ pub enum ReportError {
         source: std::io::Error,
     },
     /// An arm specification could not be parsed.
-    #[error("bad arm {spec:?}: {reason}; use policy=local|spread|none, backend=uring|passthru|vfio|sync, plan=FILE.json, fio=FILE.fio or result=FILE.json")]
+    #[error("bad arm {spec:?}: {reason}; use policy=local|spread|remote|none, backend=uring|passthru|vfio|sync, plan=FILE.json, fio=FILE.fio or result=FILE.json")]
     ArmSpec {
         /// The text given.
         spec: String,

@@ -27,7 +27,11 @@ pub fn text(p: &Placement) -> String {
                 }
             })
             .collect();
-        let mem = match t.jobs.first().map(|j| &j.mem) {
+        let first_mem = t.jobs.first().map(|j| &j.mem);
+        let mem = match first_mem {
+            // Jobs bound apart (spread over nodes without memory): the fio
+            // and JSON formats give each job's.
+            Some(m) if t.jobs.iter().any(|j| &j.mem != m) => "per job".to_string(),
             Some(planner::MemPolicy::Local) => "local".to_string(),
             Some(planner::MemPolicy::Bind(n)) => format!(
                 "bind:{}",

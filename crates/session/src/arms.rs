@@ -80,11 +80,8 @@ pub fn prepare(spec: &ArmSpec, ctx: &ArmContext<'_>) -> Result<Prepared, Session
                 .map_err(|e| arm_error(spec, "planning".into(), e))?
         }
         ArmSource::Policy(name) => {
-            let policy = match name.as_str() {
-                "local" => Policy::Local,
-                "spread" => Policy::Spread,
-                _ => Policy::None,
-            };
+            // report::arm::POLICIES admits only the named policies.
+            let policy = Policy::named(name).unwrap_or(Policy::None);
             let request = PlanRequest {
                 targets: ctx.targets.to_vec(),
                 workload: ctx.workload.clone(),

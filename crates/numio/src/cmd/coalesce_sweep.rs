@@ -62,7 +62,7 @@ pub struct SweepArgs {
     /// Pin every point's jobs to these CPUs.
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
-    /// Placement policy of every point: local (default), spread or none.
+    /// Placement policy of every point: local (default), spread, remote or none.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub numa: Option<NumaArg>,
     #[command(flatten)]

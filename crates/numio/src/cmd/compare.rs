@@ -25,7 +25,7 @@ use super::report::{command_line, now_unix_s};
 /// Flags of `numio compare`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Arm A: numa=local|spread|none (or policy=), backend=uring|passthru|vfio|sync
+    /// Arm A: numa=local|spread|remote|none (or policy=), backend=uring|passthru|vfio|sync
     /// (one drive, pci:ADDR or /dev/nvmeXnY, through each backend's own
     /// path), plan=FILE (numio plan --save),
     /// fio=FILE (job file), result=FILE[,arm=LABEL] or hosts=H1,H2 (a fleet
@@ -209,7 +209,7 @@ mod tests {
     fn bad_arms_and_repeat_are_refused_with_the_fix() {
         let err = run(parse(&["--a", "policy=numa", "--b", "policy=spread"])).unwrap_err();
         assert!(
-            format!("{err:#}").contains("local, spread or none"),
+            format!("{err:#}").contains("local, spread, remote or none"),
             "{err:#}"
         );
         let err = run(parse(&[

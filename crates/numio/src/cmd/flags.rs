@@ -323,8 +323,10 @@ impl WorkloadArgs {
 pub enum NumaArg {
     /// CPUs of each target's NUMA node (the default).
     Local,
-    /// Every CPU round-robin, ignoring locality.
+    /// Job after job on the next NUMA node in turn, ignoring locality.
     Spread,
+    /// Each target's jobs and buffers on the node farthest from it.
+    Remote,
     /// No pinning (`off` too).
     #[value(alias = "off")]
     None,
@@ -338,6 +340,7 @@ impl From<NumaArg> for planner::flags::Numa {
         match a {
             NumaArg::Local => Self::Local,
             NumaArg::Spread => Self::Spread,
+            NumaArg::Remote => Self::Remote,
             NumaArg::None => Self::None,
             NumaArg::Auto => Self::Auto,
         }

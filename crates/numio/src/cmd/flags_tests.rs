@@ -281,3 +281,15 @@ fn every_workload_flag_applies_over_a_plan() {
         "{changed:?}"
     );
 }
+
+/// `--numa`'s values are the planner's names (a fleet sweep passes
+/// `--numa=NAME` on to each host's bench by the planner's name).
+#[test]
+fn numa_values_are_the_planners_names() {
+    use clap::ValueEnum;
+    for v in NumaArg::value_variants() {
+        let clap_name = v.to_possible_value().unwrap().get_name().to_string();
+        assert_eq!(clap_name, planner::flags::Numa::from(*v).name());
+    }
+    assert_eq!(NumaArg::from_str("remote", false), Ok(NumaArg::Remote));
+}

@@ -33,7 +33,7 @@ pub struct Args {
     #[arg(long, value_name = "JOB.fio", conflicts_with = "targets")]
     pub fio: Option<PathBuf>,
     /// Placement, as bench and sweep take it: local (CPUs of each target's
-    /// node, the default), spread, none; with --fio, auto (or local)
+    /// node, the default), spread, remote, none; with --fio, auto (or local)
     /// places the jobs that name no CPUs, none leaves them where the file
     /// says. `--policy` is the older name.
     #[arg(long, value_enum, value_name = "POLICY", alias = "policy")]
@@ -183,6 +183,26 @@ mod tests {
         let json = sixteen(&["--format", "json"]).unwrap();
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(value["policy"], "local");
+    }
+
+    /// Issue 40: `--numa remote` puts every drive of socket 0 on socket 1,
+    /// in the text view (the node's CPUs, `bind:1`) and the fio export.
+    #[test]
+    fn sixteen_drives_remote_run_on_the_other_socket() {
+        let text = sixteen(&["--numa", "remote"]).unwrap();
+        assert!(text.starts_with("policy remote\n"), "{text}");
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("/dev/nvme15n1"))
+            .unwrap();
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(cols[1..4], ["0", "284-287,396-399", "bind:1"], "{text}");
+        assert!(text.contains("  note: remote: jobs on node 1 (distance 21"));
+        let fio = sixteen(&["--numa", "remote", "--format", "fio"]).unwrap();
+        assert!(
+            fio.contains("cpus_allowed=284-287\ncpus_allowed_policy=split\nnuma_mem_policy=bind:1"),
+            "{fio}"
+        );
     }
 
     #[test]

@@ -58,7 +58,7 @@ pub struct Args {
     /// Pin every point's jobs to these CPUs (not with the jobs axis).
     #[arg(long, value_name = "LIST")]
     pub cpus: Option<String>,
-    /// Placement policy of every point: local (default), spread or none.
+    /// Placement policy of every point: local (default), spread, remote or none.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub numa: Option<NumaArg>,
     #[command(flatten)]

@@ -30,11 +30,8 @@ pub fn run(
     let hosts = f.fleet.hosts()?;
     let skip: Vec<&str> = axes.iter().filter_map(|a| bench_flag(&a.name)).collect();
     let mut bench_argv = bench_flags(&skip)?;
-    if let Some(n) = args.numa {
-        use clap::ValueEnum;
-        let name = n.to_possible_value().expect("no skipped values");
-        bench_argv.push(format!("--numa={}", name.get_name()));
-    }
+    let numa = args.numa.map(planner::flags::Numa::from);
+    bench_argv.extend(numa.map(|n| format!("--numa={}", n.name())));
     let opts = engine::RunOptions {
         percentiles: match &args.engine.percentiles {
             Some(p) => super::flags::parse_percentiles(p)?,

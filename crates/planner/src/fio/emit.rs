@@ -9,7 +9,8 @@
 //! - one CPU per job → `cpus_allowed_policy=split` over the target's set,
 //!   or over the jobs' CPUs, whichever fio's split (indexed by the job's
 //!   *global* number) maps onto exactly the planned CPUs;
-//! - otherwise one section per job (`name.0`, `name.1`, …).
+//! - otherwise, or where the jobs' memory policies differ, one section per
+//!   job (`name.0`, `name.1`, …).
 
 use std::fmt::Write as _;
 
@@ -251,6 +252,10 @@ fn cpus_form(t: &TargetPlacement, first_job: usize, prefer_jobs_cpus: bool) -> C
     if jobs.iter().all(|j| j.cpus.is_empty()) {
         return Cpus::None;
     }
+    if mem_line(jobs).is_none() {
+        // One numa_mem_policy per section: jobs bound apart need their own.
+        return Cpus::PerJob;
+    }
     let sorted = |v: &[CpuId]| {
         let mut s = v.to_vec();
         s.sort_unstable();
@@ -268,7 +273,7 @@ fn cpus_form(t: &TargetPlacement, first_job: usize, prefer_jobs_cpus: bool) -> C
             return Cpus::Shared(first);
         }
     }
-    let union = crate::plan::union(jobs);
+    let union = crate::placement::union(jobs);
     let sets = if prefer_jobs_cpus {
         [union, sorted(&t.cpus)]
     } else {
