@@ -40,16 +40,16 @@ pub(crate) fn place(
         .map(|n| n.id)
         .filter(|&n| !node_cpus(topo, n).is_empty())
         .collect();
+    if let Some(t) = targets.first().filter(|_| with_cpus.len() < 2) {
+        return Err(PlanError::NoRemoteNode {
+            target: t.path.clone(),
+            with_cpus,
+        });
+    }
     // Jobs given to each node so far, to tell which still has free cores.
     let mut load: BTreeMap<NodeId, u64> = BTreeMap::new();
     let mut pieces = Vec::with_capacity(targets.len());
     for (i, t) in targets.iter_mut().enumerate() {
-        if with_cpus.len() < 2 {
-            return Err(PlanError::NoRemoteNode {
-                target: t.path.clone(),
-                with_cpus,
-            });
-        }
         let own = own_nodes(topo, t, local_nodes.get(i))?;
         let node =
             farthest(topo, &own, &with_cpus, &load).ok_or_else(|| PlanError::LocalEverywhere {
