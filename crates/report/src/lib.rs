@@ -26,6 +26,9 @@
 //!   evidence, its chart;
 //! * [`bench`]: the human view of one bench run (what `numio bench` prints
 //!   and `numio report` reprints);
+//! * [`steady`]: steady-state criteria (SNIA PTS, fio's `iops` and
+//!   `iops_slope`) as pure functions; [`precondition`]: a preconditioning
+//!   run's file, its per-drive verdicts and its view;
 //! * [`export`]: one [`Exporter`] trait, four formats; [`chart`] draws the
 //!   SVG (and rasterizes it to PNG); both write numbers through [`mod@format`];
 //! * [`topo`]: the machine drawn for storage (`numio topo --svg`/`--png`),
@@ -52,8 +55,10 @@ pub mod model;
 pub mod multipath;
 pub mod output;
 pub mod plan;
+pub mod precondition;
 pub mod repeat;
 pub mod stats;
+pub mod steady;
 pub mod sweep;
 pub mod topo;
 pub mod vfio;
