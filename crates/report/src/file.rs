@@ -14,6 +14,12 @@ pub fn load(path: &Path) -> Result<ResultSet, ReportError> {
         source,
     })?;
     refuse_fio_json(&text, path)?;
+    if crate::precondition::parse(&text).is_some() {
+        return Err(ReportError::Invalid {
+            what: path.display().to_string(),
+            reason: "a numio precondition file: `numio report FILE` prints it as text, and the file itself is its JSON".into(),
+        });
+    }
     if let Some(arm) = engine_run_arm(&text, path)? {
         let created = arm.runs[0].started_unix_s;
         let command = format!("numio bench --json (read from {})", path.display());

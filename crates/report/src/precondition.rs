@@ -237,7 +237,7 @@ fn drive_block(out: &mut String, p: &Precondition, d: &Drive) {
         w.iodepth,
         w.numjobs
     );
-    let _ = writeln!(out, "  round      IOPS   bandwidth        p99");
+    let _ = writeln!(out, "  round      IOPS    bandwidth        p99");
     let window = d.verdict.window.unwrap_or([0, 0]);
     for r in &d.rounds {
         let mark = if (window[0]..=window[1]).contains(&r.round) {
@@ -248,7 +248,7 @@ fn drive_block(out: &mut String, p: &Precondition, d: &Drive) {
         let p99 = r.lat_p99_ns.map_or("-".into(), |n| latency(n as f64));
         let _ = writeln!(
             out,
-            "  {mark}{:>4} {:>9} {:>11} {:>10}{}",
+            "  {mark}{:>4} {:>9} {:>12} {:>10}{}",
             r.round,
             si(r.iops),
             bandwidth(r.bandwidth_bytes_per_s),
@@ -299,6 +299,26 @@ fn pct(part: f64, mean: f64) -> f64 {
     } else {
         0.0
     }
+}
+
+/// Prints `p` to `out` (its JSON with `json`, else [`render`]) and saves
+/// its JSON to `save` when given.
+pub fn write(
+    p: &Precondition,
+    json: bool,
+    save: Option<&std::path::Path>,
+    out: &mut dyn std::io::Write,
+) -> Result<(), crate::ReportError> {
+    let text = serde_json::to_string_pretty(p).expect("a precondition result serializes") + "\n";
+    if let Some(path) = save {
+        std::fs::write(path, &text).map_err(|source| crate::ReportError::Write {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
+    let shown = if json { text } else { render(p) };
+    out.write_all(shown.as_bytes())
+        .map_err(crate::ReportError::stdout)
 }
 
 /// The view of `text` when it is a preconditioning file of a version this

@@ -66,6 +66,8 @@ pub mod interrupt;
 pub mod layout;
 pub mod multipath_probe;
 pub mod once;
+pub mod precondition;
+pub mod precondition_state;
 pub mod schedule;
 pub mod serve;
 pub mod served;

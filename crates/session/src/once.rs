@@ -54,7 +54,13 @@ pub fn run_once(
             });
         }
     };
-    let result = engine::run_until(placement, opts, interrupt, &mut on_progress);
+    let mut result = engine::run_until(placement, opts, interrupt, &mut on_progress);
+    if let Ok(r) = &mut result {
+        // Whether each drive was preconditioned, and writes to one that was.
+        let dir = crate::precondition_state::default_dir();
+        let now = r.environment.started_unix_s + r.runtime_ns / 1_000_000_000;
+        crate::precondition_state::after_run(dir.as_deref(), r, now);
+    }
     observer(&Event::Ended(run));
     result
 }
