@@ -24,6 +24,9 @@ enum Command {
     /// devices, rw, rwmixread; reactors of a target it serves; initiators
     /// across hosts), the knee and each side's CPU.
     Sweep(cmd::sweep::Args),
+    /// Write drives to steady state the SNIA way (a sequential fill, then
+    /// rounds until the steady-state test holds) and record it.
+    Precondition(cmd::precondition::Args),
     /// Reprint or export a saved result file.
     Report(cmd::report::Args),
     // Look at the machine.
@@ -76,9 +79,10 @@ fn main() {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Compare(args) => cmd::compare::run(args),
         Command::Sweep(args) => cmd::sweep::run(args),
+        Command::Precondition(args) => cmd::precondition::run(args),
         // A fabric study file (an older numio's) reprints as fabric printed
-        // it, a bench --json
-        // file (one host's or a fleet's) as bench printed it.
+        // it, a bench --json file (one host's or a fleet's) or a
+        // precondition file as bench or precondition printed it.
         Command::Report(args) => cmd::fabric::reprint(&args)
             .or_else(|| cmd::bench::reprint(&args))
             .or_else(|| cmd::bench::bench_fleet::reprint(&args))

@@ -94,9 +94,9 @@ fn the_view_shows_fill_rounds_window_and_verdict() {
         "precondition: fill 2x capacity with sequential 128.0 KiB writes, then rounds of 1.00s (at most 25); steady state by snia over 5 rounds",
         "drive /dev/loop0  node 0  CPUs 2  1.0 GiB  (path:/dev/loop0:1073741824)",
         "  fill pass 1: 1.0 GiB in 2.00s (512.0 MiB/s)",
-        "  round      IOPS   bandwidth        p99",
-        "      1       900   3.5 MiB/s    250.0µs",
-        "  *   3       200   0.8 MiB/s    250.0µs",
+        "  round      IOPS    bandwidth        p99",
+        "      1       900    3.5 MiB/s    250.0µs",
+        "  *   3       200    0.8 MiB/s    250.0µs",
         "  steady state in rounds 3-7 (*): mean 201 IOPS, data excursion 3.5 %",
     ] {
         assert!(text.contains(want), "missing {want:?} in\n{text}");

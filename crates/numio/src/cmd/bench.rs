@@ -225,15 +225,19 @@ pub(crate) fn plan(args: &Args) -> anyhow::Result<(Placement, engine::RunOptions
     Ok((placement, opts))
 }
 
-/// `numio report FILE` of a `numio bench --json` file: the report bench
-/// printed (`report::bench::reprint`). `None` for other files, or when an
-/// export is asked for: `report` handles those.
+/// `numio report FILE` of a `numio bench --json` file (or a
+/// `numio precondition` file): the report bench (precondition) printed.
+/// `None` for other files, or when an export is asked for: `report`
+/// handles those.
 pub fn reprint(args: &super::report::Args) -> Option<anyhow::Result<i32>> {
     if args.exports() {
         return None;
     }
     let text = std::fs::read_to_string(&args.file).ok()?;
-    print!("{}", report::bench::reprint(&text)?);
+    print!(
+        "{}",
+        report::bench::reprint(&text).or_else(|| report::precondition::reprint(&text))?
+    );
     Some(Ok(0))
 }
 

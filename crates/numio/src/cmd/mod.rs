@@ -19,6 +19,7 @@ pub mod host_args;
 pub mod man;
 pub mod multipath;
 pub mod plan;
+pub mod precondition;
 pub mod report;
 pub mod serve;
 pub mod sweep;
