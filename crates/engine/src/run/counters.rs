@@ -27,6 +27,12 @@ pub(super) struct CounterWatch {
     /// `(path, controllers)` of each target.
     targets: Vec<(String, Vec<String>)>,
     before: Option<(u64, Sample)>,
+    /// Each target's IRQ lines (found at the first sample) and, per
+    /// interval end, the interrupts each target's lines and all of them
+    /// had taken since the start: the intervals' interrupts.
+    irqs: Vec<Vec<u32>>,
+    /// The counters at the end of each interval: `(index, sample)`.
+    ticks: Vec<(u64, Sample)>,
 }
 
 impl CounterWatch {
@@ -42,7 +48,48 @@ impl CounterWatch {
             pid: std::process::id(),
             targets,
             before: None,
+            irqs: Vec::new(),
+            ticks: Vec::new(),
         }
+    }
+
+    /// At the end of interval `index`: the targets' interrupt counts now,
+    /// kept for [`CounterWatch::interval_interrupts`] (nothing where no
+    /// target is on a controller with IRQ lines).
+    pub fn tick(&mut self, index: u64) {
+        if self.irqs.iter().all(Vec::is_empty) {
+            return;
+        }
+        if let Ok(s) = counters::sample(&self.root, &[]) {
+            self.ticks.push((index, s));
+        }
+    }
+
+    /// The interrupts of each interval (index → per target, then the
+    /// run's), from the ticks: the counts at its end less those at the end
+    /// before (the first from the start of the measured time). A target
+    /// without IRQ lines has `None`.
+    pub fn interval_interrupts(&self) -> Vec<(u64, Vec<Option<u64>>)> {
+        let Some((_, first)) = self.before.as_ref() else {
+            return Vec::new();
+        };
+        let mut prev = first;
+        let mut out = Vec::new();
+        for (index, now) in &self.ticks {
+            // The delta counts a 32-bit counter's wrap as the kernel's.
+            let delta = prev.delta_to(now);
+            let per = self
+                .irqs
+                .iter()
+                .map(|l| {
+                    let per_cpu = (!l.is_empty()).then(|| delta.irq_interrupts(l)).flatten()?;
+                    Some(per_cpu.iter().map(|(_, n)| n).sum())
+                })
+                .collect();
+            out.push((*index, per));
+            prev = now;
+        }
+        out
     }
 
     /// Whether the first sample was taken.
@@ -53,16 +100,36 @@ impl CounterWatch {
     /// Takes the first sample (the measured time begins).
     pub fn begin(&mut self) {
         if let Ok(s) = counters::sample(&self.root, &[self.pid]) {
+            if let Some(ints) = &s.interrupts {
+                self.irqs = self
+                    .targets
+                    .iter()
+                    .map(|(_, ctrls)| {
+                        let mut v: Vec<u32> = ctrls
+                            .iter()
+                            .flat_map(|c| counters::controller_irqs(&self.root, c, ints))
+                            .collect();
+                        v.sort_unstable();
+                        v.dedup();
+                        v
+                    })
+                    .collect();
+                // Last: every target's lines, each once (the run's).
+                let mut all: Vec<u32> = self.irqs.concat();
+                all.sort_unstable();
+                all.dedup();
+                self.irqs.push(all);
+            }
             self.before = Some((sys::now_ns(), s));
         }
     }
 
     /// Takes the second sample and gives what happened in between;
     /// `None` when either could not be read.
-    pub fn end(self) -> Option<RunCounters> {
-        let (t0, before) = self.before?;
+    pub fn end(&self) -> Option<RunCounters> {
+        let (t0, before) = self.before.as_ref()?;
         let after = counters::sample(&self.root, &[self.pid]).ok()?;
-        let window_ns = sys::now_ns().saturating_sub(t0);
+        let window_ns = sys::now_ns().saturating_sub(*t0);
         let delta = before.delta_to(&after);
         let nodes = counters::node_cpus(&self.root).unwrap_or_default();
         let ints = after.interrupts.as_ref();
@@ -195,6 +262,48 @@ mod tests {
         assert!(c.online_cpus >= 1);
         assert!(c.process.is_some(), "this test's process");
         assert_eq!(c.nvme_interrupts, None, "no targets");
+    }
+
+    /// Interval ends read `/proc/interrupts` again: each interval gets its
+    /// controllers' interrupts since the end before, a 32-bit counter's
+    /// wrap counted as the kernel's (the fixture's nvme0q1).
+    #[test]
+    fn each_interval_gets_the_interrupts_taken_in_it() {
+        let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/counters");
+        let root = std::env::temp_dir().join(format!("numio-irq-ticks-{}", std::process::id()));
+        let copy = |from: &str| {
+            let st = std::process::Command::new("cp")
+                .args(["-rT"])
+                .arg(fixtures.join(from))
+                .arg(&root)
+                .status()
+                .unwrap();
+            assert!(st.success());
+        };
+        copy("before");
+        let mut w = CounterWatch {
+            root: root.clone(),
+            pid: 4242,
+            targets: vec![("/dev/nvme0n1".into(), vec!["nvme0".into()])],
+            before: None,
+            irqs: Vec::new(),
+            ticks: Vec::new(),
+        };
+        w.begin();
+        assert_eq!(w.irqs, vec![vec![40, 41, 42], vec![40, 41, 42]]);
+        copy("after");
+        w.tick(0);
+        w.tick(1);
+        let got = w.interval_interrupts();
+        let _ = std::fs::remove_dir_all(&root);
+        // +1 on nvme0q0, 4294967000 -> 704 on nvme0q1 (1000), +20000 on nvme0q2.
+        assert_eq!(
+            got,
+            vec![
+                (0, vec![Some(21_001), Some(21_001)]),
+                (1, vec![Some(0), Some(0)])
+            ]
+        );
     }
 
     #[test]

@@ -103,6 +103,7 @@ pub fn run_until(
         t0_ns: sys::now_ns(),
         ramp_ns: longest_ramp_ns(placement),
         planned_ns: planned_ns(placement),
+        interval_ns: opts.interval_ns,
     };
     let process0 = sys::process_usage();
     let mut counters = counters::CounterWatch::new(Path::new(crate::targets::SYS_ROOT), &checked);
@@ -136,6 +137,7 @@ pub fn run_until(
     result.process_cpu_usage = process;
     result.interrupted = watched.interrupted;
     result.counters = counted;
+    add_interval_interrupts(&mut result, &counters);
     if watched.interrupted_in_ramp {
         result.environment.notes.push(
             "interrupted during the ramp (warm-up): the numbers are warm-up I/O over the time the workers ran".into(),
@@ -162,6 +164,23 @@ fn serve_metrics(
     crate::live::serve_run(addr, jobs)
         .map(Some)
         .map_err(|source| EngineError::Metrics { addr, source })
+}
+
+/// Each interval's interrupts (where the counters were read at its end):
+/// per target from its controllers' lines, the run's from all of them.
+fn add_interval_interrupts(result: &mut RunResult, counters: &counters::CounterWatch) {
+    for (index, per) in counters.interval_interrupts() {
+        let (run, targets) = per.split_last().map_or((None, &[][..]), |(r, t)| (*r, t));
+        let scopes = result.targets.iter_mut().map(|t| &mut t.intervals);
+        for (ivs, n) in scopes.zip(targets) {
+            if let Some(iv) = ivs.iter_mut().find(|iv| iv.index == index) {
+                iv.interrupts = *n;
+            }
+        }
+        if let Some(iv) = result.intervals.iter_mut().find(|iv| iv.index == index) {
+            iv.interrupts = run;
+        }
+    }
 }
 
 /// The longest ramp (warm-up) of any target.

@@ -63,6 +63,9 @@ pub(super) struct RunClock {
     pub ramp_ns: u64,
     /// The planned length (longest ramp + runtime), when every target has one.
     pub planned_ns: Option<u64>,
+    /// The result's interval (0: none): the counters are read at each
+    /// interval's end, for the intervals' interrupts.
+    pub interval_ns: u64,
 }
 
 /// Watches the workers from the calling thread once they passed the start
@@ -80,6 +83,7 @@ pub(super) fn watch(
 ) -> Watched {
     let mut w = Watched::default();
     let mut tick = 0u32;
+    let mut next_interval = 0u64;
     while !ctl.aborted() && progress.iter().any(|p| !p.is_finished()) {
         if !w.interrupted && interrupt.load(Ordering::Relaxed) {
             w.interrupted = true;
@@ -91,10 +95,26 @@ pub(super) fn watch(
         if !counters.started() && sys::now_ns() - clock.t0_ns >= clock.ramp_ns {
             counters.begin();
         }
+        let measured_ns = (sys::now_ns() - clock.t0_ns).saturating_sub(clock.ramp_ns);
+        if counters.started()
+            && clock.interval_ns > 0
+            && measured_ns >= (next_interval + 1) * clock.interval_ns
+        {
+            // The interval just ended (one the watch slept through keeps
+            // no count of its own).
+            let ended = measured_ns / clock.interval_ns - 1;
+            counters.tick(ended);
+            next_interval = ended + 1;
+        }
         if tick % PROGRESS_EVERY_TICKS == 0 {
             let elapsed_ns = sys::now_ns() - clock.t0_ns;
             on_progress(&snapshot(progress, elapsed_ns, clock.planned_ns));
         }
+    }
+    // The last interval, cut short by the end of the run.
+    let measured_ns = (sys::now_ns() - clock.t0_ns).saturating_sub(clock.ramp_ns);
+    if counters.started() && clock.interval_ns > 0 {
+        counters.tick((measured_ns / clock.interval_ns).max(next_interval));
     }
     w
 }
