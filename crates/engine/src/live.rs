@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use nvmf::metrics_http::{self, HttpError, MetricsSource};
 use nvmf::tgt::counters::LATENCY_BOUNDS_NS;
+use nvmf::tgt::metrics::label;
 
 use crate::progress::WorkerProgress;
 
@@ -58,13 +59,6 @@ pub fn serve_run(addr: SocketAddr, jobs: Vec<Job>) -> Result<SocketAddr, HttpErr
     let bound = metrics_http::start(addr, Arc::clone(&m) as Arc<dyn MetricsSource>)?;
     all.push((addr, bound, m));
     Ok(bound)
-}
-
-/// A Prometheus label value, escaped.
-fn label(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 const OPS: [&str; 2] = ["read", "write"];

@@ -5,20 +5,9 @@
 
 mod common;
 
-use common::running::Running;
+use common::running::{progress_s, Running};
 use common::Temp;
 use nvmf::tgt::metrics::parse_line;
-
-/// The seconds a progress line (`[  1.6s / 4.0s, …`) says.
-fn progress_s(line: &str) -> Option<f64> {
-    line.trim_start()
-        .strip_prefix('[')?
-        .split('s')
-        .next()?
-        .trim()
-        .parse()
-        .ok()
-}
 
 #[test]
 fn a_scrape_mid_run_is_a_prefix_of_the_result() {

@@ -9,7 +9,7 @@ mod common;
 
 use std::process::Command;
 
-use common::running::Running;
+use common::running::{progress_s, Running};
 
 struct Loop {
     dev: String,
@@ -193,17 +193,6 @@ impl Drop for Throttle {
         // Empty by now (numio exited); a cgroup directory is removed with rmdir.
         let _ = std::fs::remove_dir(&self.dir);
     }
-}
-
-/// The seconds a progress line (`[  3.2s / 8.0s, …`) says.
-fn progress_s(line: &str) -> Option<f64> {
-    line.trim_start()
-        .strip_prefix('[')?
-        .split('s')
-        .next()?
-        .trim()
-        .parse()
-        .ok()
 }
 
 #[test]

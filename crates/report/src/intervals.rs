@@ -11,6 +11,7 @@ use results::{IntervalResult, PhaseIo, RunResult};
 
 use crate::chart::svg::{Anchor, Svg, TextStyle};
 use crate::chart::{axis, color, frame_titles, legend, Frame, PANEL_HEIGHT, WIDTH};
+use crate::export::csv::field;
 use crate::format::{bandwidth, latency, si};
 use crate::{ReportError, ResultSet};
 
@@ -230,9 +231,9 @@ pub fn csv(set: &ResultSet, file: &str) -> Result<String, ReportError> {
                     })
                     .collect();
                 let cells = [
-                    quote(&run.label),
+                    field(&run.label),
                     run.run.to_string(),
-                    quote(&scope),
+                    field(&scope),
                     iv.index.to_string(),
                     format!("{:.3}", iv.start_ns as f64 / 1e9),
                     format!("{:.3}", iv.end_ns as f64 / 1e9),
@@ -261,14 +262,6 @@ pub fn csv(set: &ResultSet, file: &str) -> Result<String, ReportError> {
         }
     }
     Ok(text)
-}
-
-fn quote(v: &str) -> String {
-    if v.contains([',', '"', '\n']) {
-        format!("\"{}\"", v.replace('"', "\"\""))
-    } else {
-        v.to_string()
-    }
 }
 
 /// The chart of the first run of `set` that kept intervals: per target,

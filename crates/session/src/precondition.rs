@@ -167,7 +167,7 @@ pub fn run(
     say: &mut dyn FnMut(String),
 ) -> Result<Precondition, PreconditionError> {
     let spec = spec(ask)?;
-    let started_unix_s = now_unix_s();
+    let started_unix_s = tune::journal::now_unix_s();
     let mut flags = ask.workload.clone();
     flags.rw.get_or_insert(RwMode::RandWrite);
     flags.runtime = Some(ask.round.to_string());
@@ -378,7 +378,7 @@ fn rounds(
 
 /// Saves each drive's record for later runs' notes.
 fn record(p: &Precondition, dir: &std::path::Path) -> Result<(), PreconditionError> {
-    let now = now_unix_s();
+    let now = tune::journal::now_unix_s();
     for d in &p.drives {
         state::save(
             dir,
@@ -394,12 +394,6 @@ fn record(p: &Precondition, dir: &std::path::Path) -> Result<(), PreconditionErr
         )?;
     }
     Ok(())
-}
-
-fn now_unix_s() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]

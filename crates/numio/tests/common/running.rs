@@ -119,3 +119,15 @@ impl Running {
         )
     }
 }
+
+/// The seconds a progress line (`[  3.2s / 8.0s, …`) says.
+#[allow(dead_code)] // not every test crate that shares this module asks
+pub fn progress_s(line: &str) -> Option<f64> {
+    line.trim_start()
+        .strip_prefix('[')?
+        .split('s')
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}

@@ -109,7 +109,7 @@ impl Target {
 }
 
 /// A Prometheus label value: backslash, double quote and newline escaped.
-fn label(v: &str) -> String {
+pub fn label(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
         .replace('\n', "\\n")

@@ -26,7 +26,8 @@ pub const COLUMNS: [&str; 10] = [
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CsvExporter;
 
-fn field(value: &str) -> String {
+/// One CSV field, quoted where RFC 4180 says it must be.
+pub(crate) fn field(value: &str) -> String {
     if value.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", value.replace('"', "\"\""))
     } else {

@@ -8,7 +8,7 @@ use std::path::Path;
 use crate::error::ReportError;
 use crate::model::ResultSet;
 
-mod csv;
+pub(crate) mod csv;
 pub mod fio_json;
 mod json;
 pub(crate) mod table;
